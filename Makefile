@@ -1,0 +1,81 @@
+# vrex top level: orchestration of user space (CMake, build/) and the kernel module (kernel/).
+# `make demo` runs the main job, `make test` runs every test. Both install their packages first.
+
+BUILD     ?= build
+JOBS      ?= $(shell nproc)
+KDIR      ?= /lib/modules/$(shell uname -r)/build
+CMAKE_ARGS ?=
+
+.PHONY: all deps build configure unit test demo module module-clean qemu-test lint bench bench-quick \
+	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help
+
+all: build
+
+help:
+	@echo "make deps        install the Debian packages vrex needs (idempotent, root)"
+	@echo "make build       user space into $(BUILD)/, kernel/vrex.ko when headers are present"
+	@echo "make unit        ctest (lib, uapi, HAL conformance on the emulation, tools)"
+	@echo "make test        every test; ends with 'N passed, N failed'"
+	@echo "make demo        V-Rex on real footage"
+	@echo "make qemu-test   vrex.ko in QEMU on Debian 6.12/6.1 amd64 and 6.12 arm64"
+	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
+	@echo "make bench       benchmarks against FAISS / vLLM-style baseline (not a test)"
+
+deps:
+	@bash scripts/deps.sh
+
+# Kconfig: the same symbols drive Kbuild and CMake.
+defconfig menuconfig: deps
+	@bash scripts/kconfig.sh $@
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+
+configure: deps
+	@[ -f .config ] || bash scripts/kconfig.sh defconfig
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+	@if [ -d "$(KDIR)" ] && [ -f kernel/Kbuild ]; then $(MAKE) module; \
+	else echo "build: no kernel headers at $(KDIR); skipping vrex.ko (make qemu-test builds it for the test kernels)"; fi
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/kernel modules
+
+module-clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/kernel clean
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test: deps
+	@bash scripts/run-tests.sh
+
+qemu-test: deps
+	@bash scripts/qemu-test.sh
+
+lint: deps
+	@bash scripts/lint.sh
+
+demo: build
+	@bash scripts/demo.sh
+
+bench: build
+	@bash scripts/bench.sh full
+
+bench-quick: build
+	@bash scripts/bench.sh quick
+
+fuzz: deps
+	@bash scripts/fuzz.sh long
+
+fuzz-kernel: deps
+	@bash scripts/qemu-test.sh --fuzz $${FUZZ_SECONDS:-300}
+
+soak: build
+	@bash scripts/soak.sh long
+
+clean:
+	rm -rf $(BUILD)
+	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel clean >/dev/null 2>&1 || true; fi

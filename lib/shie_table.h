@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * SHIE: the spatio-temporal hash index. Entries are keyed by
+ * (stream, frame, region) for temporal lookups and indexed by fingerprint for
+ * similarity lookups; each holds a block id (a pointer into the block table),
+ * never KV data.
+ *
+ * Similarity lookups use multi-index hashing: the 128-bit fingerprint is cut
+ * into VREX_MIH_TABLES substrings of VREX_MIH_BITS bits; a code within radius r
+ * of the query agrees with it to within floor(r / VREX_MIH_TABLES) bits on at
+ * least one substring, so probing those buckets finds every match (exact
+ * recall) while touching a small part of the table. A brute-force scan with
+ * identical semantics is kept as the reference the tests compare against.
+ *
+ * Result order (both implementations): smallest distance, then the most
+ * recent frame, then the lowest entry index.
+ *
+ * All storage lives in a caller-provided arena sized by vrex_shie_arena_size();
+ * no operation allocates.
+ */
+#ifndef VREX_SHIE_TABLE_H
+#define VREX_SHIE_TABLE_H
+
+#include "vrex_compat.h"
+#include "vrex_fp.h"
+
+#define VREX_SHIE_REGIONS 16
+#define VREX_SHIE_OFF_MIN (-3)
+#define VREX_SHIE_OFF_MAX 2
+#define VREX_SHIE_DEFAULT_RADIUS 20
+#define VREX_SHIE_MAX_RADIUS 31
+#define VREX_SHIE_MAX_CAPACITY (1u << 24)
+#define VREX_MIH_TABLES 8
+#define VREX_MIH_BITS 16
+#define VREX_MIH_BUCKETS (1u << VREX_MIH_BITS)
+
+/* Search scope of a similarity lookup. */
+#define VREX_SCOPE_STREAM 0	/* entries of the querying stream */
+#define VREX_SCOPE_POOL 1	/* entries of every stream in the querying stream's pool */
+
+struct vrex_shie_entry {
+	struct vrex_fp fp;
+	u32 frame;
+	u32 block;
+	u32 pool;
+	u16 stream;
+	u8 region;
+	u8 valid;
+	u32 t_next;		/* temporal hash chain */
+	u32 t_prev;
+	u32 m_next[VREX_MIH_TABLES];	/* MIH bucket chains */
+	u32 m_prev[VREX_MIH_TABLES];
+};
+
+struct vrex_shie_table {
+	u32 capacity;
+	u32 live;
+	u32 free_head;		/* free entries chain through t_next */
+	u32 thash_mask;
+	struct vrex_shie_entry *e;	/* [capacity] */
+	u32 *thash;			/* [thash_mask + 1] heads */
+	u32 *mih;			/* [VREX_MIH_TABLES * VREX_MIH_BUCKETS] heads */
+};
+
+struct vrex_shie_query {
+	struct vrex_fp fp;
+	u32 pool;
+	u16 stream;
+	u8 region;
+	u8 scope;		/* VREX_SCOPE_* */
+	u32 radius;		/* <= VREX_SHIE_MAX_RADIUS */
+	u32 frame_limit;	/* only entries with frame < frame_limit; VREX_NIL: no limit */
+};
+
+size_t vrex_shie_arena_size(u32 capacity);
+/* Returns VREX_EINVAL for capacity 0 or > VREX_SHIE_MAX_CAPACITY, VREX_ENOMEM if the arena is short. */
+int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size);
+void vrex_shie_clear(struct vrex_shie_table *t);
+
+/*
+ * Returns VREX_EINVAL (region >= 16), VREX_EEXIST (an entry for
+ * (stream, frame, region) exists), VREX_ENOSPC (table full).
+ */
+int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
+		     u8 region, u32 frame, u32 block, u32 *entry_out);
+/* Returns VREX_ENOENT for an index that is not a live entry. */
+int vrex_shie_remove(struct vrex_shie_table *t, u32 entry);
+
+u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 region, u32 frame);
+
+/* Nearest entry within q->radius, or VREX_NIL. */
+u32 vrex_shie_find_similar(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			   u32 *distance);
+u32 vrex_shie_find_similar_bruteforce(const struct vrex_shie_table *t,
+				      const struct vrex_shie_query *q, u32 *distance);
+
+/*
+ * Every entry within q->radius (result set for range queries, e.g. against
+ * FAISS). Writes at most @max ids to @out in unspecified order and returns the
+ * total number of matches.
+ */
+u32 vrex_shie_find_range(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			 u32 *out, u32 max);
+u32 vrex_shie_find_range_bruteforce(const struct vrex_shie_table *t,
+				    const struct vrex_shie_query *q, u32 *out, u32 max);
+
+#endif /* VREX_SHIE_TABLE_H */

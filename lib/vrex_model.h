@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * The V-Rex device reference model: one instance is one device. The kernel's
+ * simulated device and the HAL's emulation both drive it through
+ * vrex_model_read()/vrex_model_write() (the register file, see vrex_regs.h);
+ * the vrex_model_* operations below are what those commands execute and are
+ * exposed for unit tests and benchmarks.
+ *
+ * Concurrency: none inside. The owner serialises all calls on one instance
+ * (the kernel under its device lock, the HAL under its backend mutex).
+ * Memory: vrex_model_arena_size() bytes provided once at init; nothing
+ * allocates afterwards. Device memory (the banks) is @mem, nbanks * bank_size
+ * bytes, addressed by offset ("device address").
+ */
+#ifndef VREX_MODEL_H
+#define VREX_MODEL_H
+
+#include "vrex_compat.h"
+#include "vrex_fp.h"
+#include "vrex_regs.h"
+#include "fcc_fingerprint.h"
+#include "fcc_bankmap.h"
+#include "shie_table.h"
+#include "lifecycle.h"
+
+#define VREX_MAX_STREAMS 64
+#define VREX_DEFAULT_BANKS 16
+#define VREX_DEFAULT_GROUP_BANKS 2
+#define VREX_DEFAULT_ZOMBIE_FRAMES 5
+#define VREX_MAX_ZOMBIE_FRAMES 255
+/* Private pools: stream s alone is in pool VREX_POOL_PRIVATE + s. */
+#define VREX_POOL_PRIVATE 0x10000u
+
+struct vrex_model_config {
+	u32 nbanks;		/* 1..VREX_MAX_BANKS */
+	u32 group_banks;	/* divides nbanks */
+	u64 bank_size;		/* bytes, multiple of 4096 */
+	u32 max_streams;	/* 1..VREX_MAX_STREAMS */
+	u32 shie_capacity;	/* entries */
+	u32 block_capacity;	/* blocks */
+	u32 zombie_frames;	/* 1..VREX_MAX_ZOMBIE_FRAMES */
+};
+
+struct vrex_stream {
+	u32 open;
+	u32 pool;
+	u32 frame;		/* current frame number (valid once nframes > 0) */
+	u32 nframes;		/* frames submitted */
+	u32 group;		/* bank group of the current frame */
+	struct vrex_fp fp;	/* fingerprint of the current frame */
+	u32 has_prev;
+	struct vrex_fcc_image prev;
+};
+
+struct vrex_frame_result {
+	struct vrex_fp fp;
+	struct vrex_fcc_features feat;
+	struct vrex_bank_assign bank;
+	u32 frame;
+};
+
+struct vrex_lookup_result {
+	u32 hit;
+	u32 approx;
+	u32 distance;
+	u32 block;
+	u32 frame;
+	u32 stream;
+	u32 region;
+	struct vrex_fp fp;
+	struct vrex_kv_ref kv;
+};
+
+struct vrex_model {
+	struct vrex_model_config cfg;
+	u8 *mem;
+	u64 mem_size;
+	struct vrex_stream *streams;	/* [max_streams] */
+	struct vrex_fcc_image *cur;	/* FCC scratch */
+	struct vrex_fcc_motion *mv;	/* FCC scratch */
+	struct vrex_fcc_features last_feat;
+	struct vrex_bankmap bankmap;
+	struct vrex_shie_table shie;
+	struct vrex_blocks blocks;
+	u64 cnt[VREX_CNT_NUM];
+	u32 regs[VREX_REG_WINDOW / 4];	/* argument and result latches */
+	u32 status;
+	u32 irq_status;
+	u32 irq_mask;
+};
+
+void vrex_model_default_config(struct vrex_model_config *cfg);
+/* Returns 0 for a config init would reject. */
+size_t vrex_model_arena_size(const struct vrex_model_config *cfg);
+int vrex_model_init(struct vrex_model *m, const struct vrex_model_config *cfg, void *arena,
+		    size_t arena_size, u8 *mem, u64 mem_size);
+/* Back to the state right after init: no streams, entries, blocks, counters. */
+void vrex_model_reset(struct vrex_model *m);
+
+/* Register file. Unknown or unaligned offsets read 0 and ignore writes. */
+u32 vrex_model_read(struct vrex_model *m, u32 off);
+void vrex_model_write(struct vrex_model *m, u32 off, u32 val);
+
+/* Operations (each returns 0 or a VREX_E* code and, on error, changes nothing). */
+int vrex_model_stream_open(struct vrex_model *m, u32 stream, u32 pool);
+int vrex_model_stream_close(struct vrex_model *m, u32 stream, u32 *released);
+int vrex_model_frame(struct vrex_model *m, u32 stream, u64 src, u32 width, u32 height,
+		     u32 stride, struct vrex_frame_result *res);
+int vrex_model_insert(struct vrex_model *m, u32 stream, u32 region, s32 offset,
+		      const struct vrex_fp *fp, const struct vrex_kv_ref *kv, u32 alias_block,
+		      u32 *block_out);
+int vrex_model_lookup_temporal(struct vrex_model *m, u32 stream, u32 region, s32 offset,
+			       struct vrex_lookup_result *res);
+int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,
+			      const struct vrex_fp *fp, u32 radius, u32 flags,
+			      struct vrex_lookup_result *res);
+int vrex_model_remove(struct vrex_model *m, u32 block, struct vrex_released *rec);
+int vrex_model_retire(struct vrex_model *m, u32 stream, u32 *released);
+/* Returns 1 and fills @rec when a release record was queued, else 0. */
+int vrex_model_pop_released(struct vrex_model *m, struct vrex_released *rec);
+int vrex_model_block_info(const struct vrex_model *m, u32 block, struct vrex_block *out);
+
+#endif /* VREX_MODEL_H */

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * V-Rex register map. All registers are 32 bits wide, little endian, at
+ * 4-byte aligned offsets inside a 4 KiB window (BAR0 / the DT "regs" region).
+ * docs/hardware.md describes each field; this header is the single source of
+ * the offsets for the driver, the HAL emulation and the reference model.
+ *
+ * Programming model: write the ARG_* registers a command needs, write its
+ * opcode to CMD. Completion sets STATUS.DONE (or STATUS.ERROR with the error
+ * code in STATUS.ERRNO) and raises IRQ_STATUS.CMD_DONE / CMD_ERROR; the
+ * RES_* registers then hold the result until the next command.
+ */
+#ifndef VREX_REGS_H
+#define VREX_REGS_H
+
+#define VREX_REG_WINDOW			0x1000
+
+/* Global block */
+#define VREX_REG_ID			0x000	/* RO: VREX_ID_VALUE */
+#define VREX_REG_VERSION		0x004	/* RO: major << 16 | minor */
+#define VREX_REG_CAPS			0x008	/* RO: VREX_CAP_* */
+#define VREX_REG_BANK_COUNT		0x00c	/* RO */
+#define VREX_REG_BANK_SIZE_KB		0x010	/* RO: bank size in KiB */
+#define VREX_REG_IRQ_STATUS		0x014	/* RW1C: VREX_IRQ_* */
+#define VREX_REG_IRQ_MASK		0x018	/* RW: 1 = enabled */
+#define VREX_REG_RESET			0x01c	/* WO: write VREX_RESET_MAGIC */
+#define VREX_REG_SHIE_CAPACITY		0x020	/* RO: entries */
+#define VREX_REG_MAX_STREAMS		0x024	/* RO */
+#define VREX_REG_BLOCK_CAPACITY		0x028	/* RO */
+#define VREX_REG_ZOMBIE_FRAMES		0x02c	/* RW: 1..255 */
+#define VREX_REG_GROUP_BANKS		0x030	/* RO: banks per group */
+#define VREX_REG_SCRATCH		0x034	/* RW: bus sanity checks */
+
+#define VREX_ID_VALUE			0x56524558u	/* "VREX" */
+#define VREX_VERSION_VALUE		0x00010000u	/* 1.0 */
+#define VREX_RESET_MAGIC		0x52535421u	/* "RST!" */
+
+#define VREX_CAP_FCC			(1u << 0)
+#define VREX_CAP_SHIE			(1u << 1)
+#define VREX_CAP_POOLED			(1u << 2)
+#define VREX_CAP_PREDICT_SLOTS		(1u << 3)	/* temporal offsets +1, +2 */
+
+#define VREX_IRQ_CMD_DONE		(1u << 0)
+#define VREX_IRQ_CMD_ERROR		(1u << 1)
+#define VREX_IRQ_ZOMBIES		(1u << 2)	/* retire released >= 1 block */
+#define VREX_IRQ_ALL			0x7u
+
+/* Command block */
+#define VREX_REG_CMD			0x100	/* WO: VREX_CMD_* starts a command */
+#define VREX_REG_STATUS			0x104	/* RO */
+#define VREX_STATUS_BUSY		(1u << 0)
+#define VREX_STATUS_DONE		(1u << 1)
+#define VREX_STATUS_ERROR		(1u << 2)
+#define VREX_STATUS_ERRNO_SHIFT		8
+#define VREX_STATUS_ERRNO_MASK		(0xffu << VREX_STATUS_ERRNO_SHIFT)
+
+#define VREX_CMD_NOP			0
+#define VREX_CMD_STREAM_OPEN		1	/* STREAM, POOL */
+#define VREX_CMD_STREAM_CLOSE		2	/* STREAM; releases its blocks (queued) */
+#define VREX_CMD_FRAME			3	/* STREAM, SRC_ADDR, WIDTH, HEIGHT, STRIDE */
+#define VREX_CMD_INSERT			4	/* STREAM, REGION, OFFSET, FP, KV_* or BLOCK+ALIAS */
+#define VREX_CMD_LOOKUP_TEMPORAL	5	/* STREAM, REGION, OFFSET */
+#define VREX_CMD_LOOKUP_SIMILAR		6	/* STREAM, REGION, FP, RADIUS, FLAGS */
+#define VREX_CMD_REMOVE			7	/* BLOCK; the block and all its entries */
+#define VREX_CMD_RETIRE			8	/* STREAM; releases zombies (queued) */
+#define VREX_CMD_POP_RELEASED		9	/* pops one release record into RES_* */
+#define VREX_CMD_BLOCK_INFO		10	/* BLOCK */
+#define VREX_CMD_MAX			10
+
+/* Argument registers */
+#define VREX_REG_ARG_STREAM		0x108
+#define VREX_REG_ARG_REGION		0x10c
+#define VREX_REG_ARG_OFFSET		0x110	/* signed temporal offset, -3..+2 */
+#define VREX_REG_ARG_FLAGS		0x114	/* VREX_ARGF_* */
+#define VREX_REG_ARG_FP(i)		(0x118 + 4 * (i))	/* i = 0..3, bits 32i..32i+31 */
+#define VREX_REG_ARG_SRC_LO		0x128
+#define VREX_REG_ARG_SRC_HI		0x12c
+#define VREX_REG_ARG_WIDTH		0x130
+#define VREX_REG_ARG_HEIGHT		0x134
+#define VREX_REG_ARG_STRIDE		0x138
+#define VREX_REG_ARG_KV_TAG		0x13c
+#define VREX_REG_ARG_KV_ADDR_LO		0x140
+#define VREX_REG_ARG_KV_ADDR_HI		0x144
+#define VREX_REG_ARG_KV_LEN		0x148
+#define VREX_REG_ARG_RADIUS		0x14c
+#define VREX_REG_ARG_BLOCK		0x150
+#define VREX_REG_ARG_POOL		0x154
+
+#define VREX_ARGF_SCOPE_POOL		(1u << 0)	/* LOOKUP_SIMILAR: whole pool */
+#define VREX_ARGF_PAST_ONLY		(1u << 1)	/* LOOKUP_SIMILAR: frames before current */
+#define VREX_ARGF_ALIAS			(1u << 2)	/* INSERT: point at existing ARG_BLOCK */
+#define VREX_ARGF_VALID_MASK		0x7u
+
+/* Result registers */
+#define VREX_REG_RES_FLAGS		0x180	/* VREX_RESF_* */
+#define VREX_REG_RES_BLOCK		0x184
+#define VREX_REG_RES_DISTANCE		0x188
+#define VREX_REG_RES_FRAME		0x18c
+#define VREX_REG_RES_FP(i)		(0x190 + 4 * (i))
+#define VREX_REG_RES_KV_TAG		0x1a0
+#define VREX_REG_RES_KV_ADDR_LO		0x1a4
+#define VREX_REG_RES_KV_ADDR_HI		0x1a8
+#define VREX_REG_RES_KV_LEN		0x1ac
+#define VREX_REG_RES_GROUP		0x1b0
+#define VREX_REG_RES_BANK_FIRST		0x1b4
+#define VREX_REG_RES_BANK_COUNT		0x1b8
+#define VREX_REG_RES_COUNT		0x1bc	/* RETIRE/STREAM_CLOSE: blocks released; POP: still queued */
+#define VREX_REG_RES_STREAM		0x1c0
+#define VREX_REG_RES_REGION		0x1c4
+#define VREX_REG_RES_REASON		0x1c8	/* POP_RELEASED: VREX_RELEASE_* */
+#define VREX_REG_RES_LAST_ACCESS	0x1cc	/* BLOCK_INFO */
+
+#define VREX_RESF_HIT			(1u << 0)
+#define VREX_RESF_APPROX		(1u << 1)	/* similarity hit at distance > 0 */
+#define VREX_RESF_OPENED		(1u << 2)	/* FRAME: new scene opened a group */
+#define VREX_RESF_CONFLICT		(1u << 3)	/* FRAME: took another pool's group */
+
+/* FCC block: features of the last FRAME command */
+#define VREX_REG_FCC_CENTRE_MOTION	0x200
+#define VREX_REG_FCC_STATIC_RATIO	0x204
+#define VREX_REG_FCC_ROI_DX		0x208	/* signed */
+#define VREX_REG_FCC_ROI_DY		0x20c	/* signed */
+#define VREX_REG_FCC_MOVING_BLOCKS	0x210
+
+/* Counters (64-bit, LO then HI) */
+#define VREX_REG_CNT_BASE		0x300
+#define VREX_CNT_LOOKUPS		0
+#define VREX_CNT_EXACT_HITS		1
+#define VREX_CNT_APPROX_HITS		2
+#define VREX_CNT_MISSES			3
+#define VREX_CNT_EVICTIONS		4	/* zombie blocks released */
+#define VREX_CNT_BANK_CONFLICTS		5
+#define VREX_CNT_INSERTS		6
+#define VREX_CNT_REMOVES		7
+#define VREX_CNT_FRAMES			8
+#define VREX_CNT_LIVE_ENTRIES		9
+#define VREX_CNT_LIVE_BLOCKS		10
+#define VREX_CNT_CMD_ERRORS		11
+#define VREX_CNT_NUM			12
+#define VREX_REG_CNT_LO(i)		(VREX_REG_CNT_BASE + 8 * (i))
+#define VREX_REG_CNT_HI(i)		(VREX_REG_CNT_BASE + 8 * (i) + 4)
+
+/* Bank occupancy: live KV KiB (rounded up per block) and blocks per bank */
+#define VREX_REG_BANK_KB(b)		(0x400 + 4 * (b))	/* b < 64 */
+#define VREX_REG_BANK_BLOCKS(b)		(0x500 + 4 * (b))
+/* Bank groups: the pool owning group g, VREX_NIL when free */
+#define VREX_REG_GROUP_POOL(g)		(0x600 + 4 * (g))
+
+#endif /* VREX_REGS_H */

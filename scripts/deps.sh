@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package vrex needs to build, test and demo. Idempotent: packages that are
+# already installed are skipped, so a warm machine pays one dpkg query.
+set -euo pipefail
+
+PKGS=(
+	build-essential cmake ninja-build pkg-config git python3
+	libgtest-dev libgmock-dev libbenchmark-dev
+	libdrm-dev libudev-dev libboost-dev libboost-system-dev
+	libfmt-dev nlohmann-json3-dev libcli11-dev
+	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev ffmpeg
+	libfaiss-dev
+	clang clang-tidy clang-format libclang-rt-14-dev
+	qemu-system-x86 qemu-system-arm busybox-static cpio kmod
+	device-tree-compiler sparse dt-schema python3-kconfiglib
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	dkms bc flex bison libelf-dev libssl-dev
+	xz-utils zstd curl
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "deps: need root to install: ${missing[*]}" >&2
+	exit 1
+fi
+
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

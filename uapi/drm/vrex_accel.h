@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
+/*
+ * vrex: uAPI of the V-Rex frame-aware KV-cache retrieval engine.
+ *
+ * Rules every struct here follows (Documentation/process/botching-up-ioctls.rst):
+ * fixed-width types only, user pointers as __u64, explicit padding that must
+ * be zero, sizes multiple of 8 bytes, flags checked against *_VALID masks,
+ * batched arrays carry an element size so they can grow at the end. Ioctl ids
+ * are an enum: append new ones at the end, never reorder, never reuse.
+ *
+ * Ids handed out by the driver (BO handles, stream ids, block ids) are only
+ * meaningful to the file that created them; another file gets -ENOENT.
+ */
+#ifndef _VREX_ACCEL_H_
+#define _VREX_ACCEL_H_
+
+#include "drm.h"
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+#define DRM_VREX_DRIVER_NAME "vrex"
+
+enum drm_vrex_ioctl_id {
+	DRM_VREX_QUERY = 0,
+	DRM_VREX_BO_CREATE,
+	DRM_VREX_BO_MMAP_OFFSET,
+	DRM_VREX_STREAM_CREATE,
+	DRM_VREX_STREAM_DESTROY,
+	DRM_VREX_FRAME_SUBMIT,
+	DRM_VREX_SHIE_INSERT,
+	DRM_VREX_SHIE_LOOKUP,
+	DRM_VREX_SHIE_RETIRE,
+	DRM_VREX_STATS,
+	DRM_VREX_REG_READ,
+	/* Place new ioctls here; never reorder or reuse an id. */
+};
+
+/* ---- DRM_VREX_QUERY ---------------------------------------------------- */
+
+enum drm_vrex_query_param {
+	DRM_VREX_QUERY_DEVICE_INFO = 0,	/* struct drm_vrex_device_info */
+	DRM_VREX_QUERY_BANKS = 1,	/* struct drm_vrex_bank_info */
+};
+
+/**
+ * struct drm_vrex_query - size-negotiated query
+ * @param: DRM_VREX_QUERY_*
+ * @size: in: bytes at @ptr; out: bytes of the kernel's struct. With @ptr == 0
+ *        only the size is returned. Otherwise min(size, kernel size) bytes are
+ *        copied and the rest of the user buffer is left untouched.
+ * @ptr: user pointer to the result struct, or 0
+ */
+struct drm_vrex_query {
+	__u32 param;
+	__u32 size;
+	__u64 ptr;
+};
+
+#define DRM_VREX_CAP_FCC		(1u << 0)
+#define DRM_VREX_CAP_SHIE		(1u << 1)
+#define DRM_VREX_CAP_POOLED		(1u << 2)
+#define DRM_VREX_CAP_PREDICT_SLOTS	(1u << 3)
+
+#define DRM_VREX_MAX_BANKS 64
+
+struct drm_vrex_device_info {
+	__u32 hw_id;
+	__u32 hw_version;
+	__u32 caps;		/* DRM_VREX_CAP_* */
+	__u32 bank_count;
+	__u64 bank_size;	/* bytes */
+	__u32 group_banks;
+	__u32 max_streams;
+	__u32 shie_capacity;
+	__u32 block_capacity;
+	__u32 zombie_frames;
+	__u32 max_batch;	/* elements per SHIE ioctl */
+	__u32 fcc_min_dim;
+	__u32 fcc_max_dim;
+	__u32 simulated;	/* 1: register-level simulated device */
+	__u32 pad;
+};
+
+struct drm_vrex_bank_info {
+	__u32 bank_count;
+	__u32 pad;
+	__u64 bo_bytes[DRM_VREX_MAX_BANKS];	/* bytes of live BOs per bank, all files */
+	__u64 kv_bytes[DRM_VREX_MAX_BANKS];	/* KV bytes the SHIE points into, per bank */
+	__u32 kv_blocks[DRM_VREX_MAX_BANKS];
+	__u32 group_owned[DRM_VREX_MAX_BANKS];	/* per group: 1 if in use */
+};
+
+/* ---- DRM_VREX_BO_CREATE / DRM_VREX_BO_MMAP_OFFSET ---------------------- */
+
+#define DRM_VREX_BO_KV		(1u << 0)	/* holds KV blocks (accounting hint) */
+#define DRM_VREX_BO_STAGING	(1u << 1)	/* holds luma frames for the FCC */
+#define DRM_VREX_BO_VALID_FLAGS	(DRM_VREX_BO_KV | DRM_VREX_BO_STAGING)
+
+/**
+ * struct drm_vrex_bo_create - pinned buffer in one bank of device memory
+ * @size: bytes, > 0; rounded up to the page size
+ * @bank_mask: banks the buffer may be placed in (bit n = bank n), != 0 and
+ *             within the device's bank count; the lowest-numbered bank with
+ *             room is used
+ * @flags: DRM_VREX_BO_*
+ * @handle: out: GEM handle
+ * @bank: out: the bank the buffer lives in
+ * @pad: must be zero
+ */
+struct drm_vrex_bo_create {
+	__u64 size;
+	__u64 bank_mask;
+	__u32 flags;
+	__u32 handle;
+	__u32 bank;
+	__u32 pad;
+};
+
+struct drm_vrex_bo_mmap_offset {
+	__u32 handle;
+	__u32 pad;
+	__u64 offset;	/* out: fake offset for mmap() on the device fd */
+};
+
+/* ---- DRM_VREX_STREAM_CREATE / DRM_VREX_STREAM_DESTROY ------------------ */
+
+#define DRM_VREX_STREAM_POOLED		(1u << 0)	/* share placement with @pool */
+#define DRM_VREX_STREAM_VALID_FLAGS	DRM_VREX_STREAM_POOLED
+
+/**
+ * struct drm_vrex_stream_create
+ * @flags: DRM_VREX_STREAM_*
+ * @pool: with DRM_VREX_STREAM_POOLED, streams of this file with the same
+ *        @pool share bank groups and pool-scoped lookups; must be 0 otherwise
+ * @stream: out: stream id
+ * @pad: must be zero
+ */
+struct drm_vrex_stream_create {
+	__u32 flags;
+	__u32 pool;
+	__u32 stream;
+	__u32 pad;
+};
+
+struct drm_vrex_stream_destroy {
+	__u32 stream;
+	__u32 pad;
+};
+
+/* ---- DRM_VREX_FRAME_SUBMIT --------------------------------------------- */
+
+#define DRM_VREX_FRAME_EVENT		(1u << 0)	/* also send a drm_vrex_event_frame */
+#define DRM_VREX_FRAME_VALID_FLAGS	DRM_VREX_FRAME_EVENT
+
+/**
+ * struct drm_vrex_frame_submit - run the FCC on a luma plane held in a BO
+ * @stream: stream id
+ * @handle: BO holding the plane
+ * @offset: byte offset of the plane in the BO; the plane (height - 1) *
+ *          stride + width bytes must lie inside the BO
+ * @width, @height: fcc_min_dim..fcc_max_dim
+ * @stride: >= width
+ * @flags: DRM_VREX_FRAME_*
+ * @user_data: returned in the completion event
+ * @fp: out: 128-bit fingerprint (fp[0] bits 0..63)
+ * @frame: out: the stream's frame number
+ * @group: out: bank group
+ * @bank_first, @bank_count: out: banks of the group
+ * @result_flags: out: DRM_VREX_FRAME_OPENED_GROUP / _CONFLICT
+ * @centre_motion, @static_ratio: out: FCC features (docs/hardware.md)
+ * @roi_dx, @roi_dy: out: FCC features
+ */
+struct drm_vrex_frame_submit {
+	__u32 stream;
+	__u32 handle;
+	__u64 offset;
+	__u32 width;
+	__u32 height;
+	__u32 stride;
+	__u32 flags;
+	__u64 user_data;
+	__u64 fp[2];
+	__u32 frame;
+	__u32 group;
+	__u32 bank_first;
+	__u32 bank_count;
+	__u32 result_flags;
+	__u32 centre_motion;
+	__u32 static_ratio;
+	__s32 roi_dx;
+	__s32 roi_dy;
+	__u32 pad;
+};
+
+#define DRM_VREX_FRAME_OPENED_GROUP	(1u << 0)
+#define DRM_VREX_FRAME_CONFLICT		(1u << 1)
+
+/* ---- SHIE batches ------------------------------------------------------ */
+
+#define DRM_VREX_REGIONS	16
+#define DRM_VREX_OFFSET_MIN	(-3)
+#define DRM_VREX_OFFSET_MAX	2
+#define DRM_VREX_MAX_RADIUS	31
+
+#define DRM_VREX_INSERT_ALIAS		(1u << 0)	/* point at existing @block */
+#define DRM_VREX_INSERT_VALID_FLAGS	DRM_VREX_INSERT_ALIAS
+
+/**
+ * struct drm_vrex_shie_insert_item - one SHIE entry (and, unless ALIAS, one
+ * new KV block)
+ * @fp: fingerprint the entry is indexed by
+ * @handle: BO holding the KV block (ignored with ALIAS, must be 0)
+ * @flags: DRM_VREX_INSERT_*
+ * @offset, @length: KV range inside the BO; length > 0, no overflow, inside
+ *                   the BO (must be 0 with ALIAS)
+ * @region: 0..15
+ * @frame_offset: relative to the stream's current frame, -3..+2
+ * @block: in: with ALIAS, an existing block of this file; out: the block id
+ * @result: out: 0 or a negative errno for this item (-EEXIST, -ENOSPC, ...)
+ */
+struct drm_vrex_shie_insert_item {
+	__u64 fp[2];
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+	__u32 region;
+	__s32 frame_offset;
+	__u32 block;
+	__s32 result;
+};
+
+#define DRM_VREX_LOOKUP_TEMPORAL	0
+#define DRM_VREX_LOOKUP_SIMILAR		1
+
+#define DRM_VREX_LOOKUP_SCOPE_POOL	(1u << 0)	/* SIMILAR: all streams of the pool */
+#define DRM_VREX_LOOKUP_PAST_ONLY	(1u << 1)	/* SIMILAR: frames before the current */
+#define DRM_VREX_LOOKUP_VALID_FLAGS	(DRM_VREX_LOOKUP_SCOPE_POOL | DRM_VREX_LOOKUP_PAST_ONLY)
+
+#define DRM_VREX_HIT		(1u << 0)
+#define DRM_VREX_HIT_APPROX	(1u << 1)
+
+/**
+ * struct drm_vrex_shie_lookup_item
+ * @fp: SIMILAR: query fingerprint (TEMPORAL: must be 0)
+ * @kind: DRM_VREX_LOOKUP_TEMPORAL or _SIMILAR
+ * @flags: DRM_VREX_LOOKUP_* (TEMPORAL: must be 0)
+ * @region: 0..15
+ * @frame_offset: TEMPORAL: -3..+2 (SIMILAR: must be 0)
+ * @radius: SIMILAR: 0..DRM_VREX_MAX_RADIUS (TEMPORAL: must be 0)
+ * @pad: must be zero
+ * @hit_flags .. @found_fp: out
+ */
+struct drm_vrex_shie_lookup_item {
+	__u64 fp[2];
+	__u32 kind;
+	__u32 flags;
+	__u32 region;
+	__s32 frame_offset;
+	__u32 radius;
+	__u32 pad;
+	/* out */
+	__u32 hit_flags;	/* DRM_VREX_HIT* */
+	__u32 distance;
+	__u32 block;
+	__u32 frame;
+	__u32 stream;
+	__u32 handle;
+	__u64 offset;
+	__u64 length;
+	__u64 found_fp[2];
+};
+
+#define DRM_VREX_MAX_BATCH	4096
+
+/**
+ * struct drm_vrex_shie_batch - DRM_VREX_SHIE_INSERT and DRM_VREX_SHIE_LOOKUP
+ * @stream: stream id
+ * @count: items at @items, 1..DRM_VREX_MAX_BATCH
+ * @elem_size: sizeof(item) as the caller knows it; must be >= the size of
+ *             the item struct this header defines today
+ * @flags: must be zero
+ * @items: user pointer to @count items
+ *
+ * The whole batch is validated before anything is applied: a malformed item
+ * fails the ioctl with nothing changed. Device-side outcomes are per item.
+ */
+struct drm_vrex_shie_batch {
+	__u32 stream;
+	__u32 count;
+	__u32 elem_size;
+	__u32 flags;
+	__u64 items;
+};
+
+#define DRM_VREX_RELEASE_ZOMBIE		1
+#define DRM_VREX_RELEASE_REMOVED	2
+
+struct drm_vrex_released_block {
+	__u32 block;
+	__u32 handle;
+	__u64 offset;
+	__u64 length;
+	__u32 reason;	/* DRM_VREX_RELEASE_* */
+	__u32 pad;
+};
+
+/**
+ * struct drm_vrex_shie_retire - end of frame: release blocks
+ * @stream: stream id
+ * @flags: must be zero
+ * @remove_count: blocks of this stream to release explicitly (ids at @remove)
+ * @released_cap: in: room at @released, in elements; out: blocks released.
+ *                If the room cannot hold every block that could be released
+ *                (the stream's live blocks), -ENOSPC is returned, nothing is
+ *                released and @released_cap holds the room needed.
+ * @elem_size: sizeof(struct drm_vrex_released_block) as the caller knows it
+ * @pad: must be zero
+ * @remove: user pointer to __u32 block ids
+ * @released: user pointer to struct drm_vrex_released_block
+ *
+ * Explicit removals happen first, then every block of the stream cold for
+ * more than zombie_frames frames is released with all its SHIE entries.
+ */
+struct drm_vrex_shie_retire {
+	__u32 stream;
+	__u32 flags;
+	__u32 remove_count;
+	__u32 released_cap;
+	__u32 elem_size;
+	__u32 pad;
+	__u64 remove;
+	__u64 released;
+};
+
+/* ---- DRM_VREX_STATS ---------------------------------------------------- */
+
+struct drm_vrex_stats {
+	__u64 lookups;
+	__u64 exact_hits;
+	__u64 approx_hits;
+	__u64 misses;
+	__u64 evictions;
+	__u64 bank_conflicts;
+	__u64 inserts;
+	__u64 removes;
+	__u64 frames;
+	__u64 live_entries;
+	__u64 live_blocks;
+	__u64 cmd_errors;
+};
+
+/** struct drm_vrex_stats_query - size-negotiated like drm_vrex_query */
+struct drm_vrex_stats_query {
+	__u32 size;
+	__u32 pad;
+	__u64 ptr;
+};
+
+/* ---- DRM_VREX_REG_READ (CAP_SYS_ADMIN) --------------------------------- */
+
+struct drm_vrex_reg_read {
+	__u32 offset;	/* 4-byte aligned, inside the register window */
+	__u32 value;	/* out */
+};
+
+/* ---- Events (read() on the device fd) ---------------------------------- */
+
+#define DRM_VREX_EVENT_FRAME_DONE 0x80000000
+
+struct drm_vrex_event_frame {
+	struct drm_event base;
+	__u64 user_data;
+	__u64 fp[2];
+	__u32 stream;
+	__u32 frame;
+	__u32 group;
+	__u32 pad;
+};
+
+#define DRM_IOCTL_VREX_QUERY \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_QUERY, struct drm_vrex_query)
+#define DRM_IOCTL_VREX_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_BO_CREATE, struct drm_vrex_bo_create)
+#define DRM_IOCTL_VREX_BO_MMAP_OFFSET \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_BO_MMAP_OFFSET, struct drm_vrex_bo_mmap_offset)
+#define DRM_IOCTL_VREX_STREAM_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_STREAM_CREATE, struct drm_vrex_stream_create)
+#define DRM_IOCTL_VREX_STREAM_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VREX_STREAM_DESTROY, struct drm_vrex_stream_destroy)
+#define DRM_IOCTL_VREX_FRAME_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_FRAME_SUBMIT, struct drm_vrex_frame_submit)
+#define DRM_IOCTL_VREX_SHIE_INSERT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VREX_SHIE_INSERT, struct drm_vrex_shie_batch)
+#define DRM_IOCTL_VREX_SHIE_LOOKUP \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VREX_SHIE_LOOKUP, struct drm_vrex_shie_batch)
+#define DRM_IOCTL_VREX_SHIE_RETIRE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_SHIE_RETIRE, struct drm_vrex_shie_retire)
+#define DRM_IOCTL_VREX_STATS \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_STATS, struct drm_vrex_stats_query)
+#define DRM_IOCTL_VREX_REG_READ \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_REG_READ, struct drm_vrex_reg_read)
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* _VREX_ACCEL_H_ */

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compiles uapi/drm/vrex_accel.h as C and as C++ (this file is built twice) and proves every struct is a
+ * multiple of 8 bytes with no implicit padding: the sum of the member sizes equals the struct size, so
+ * 32- and 64-bit user space see one layout and no hole can leak kernel stack.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <drm/vrex_accel.h>
+
+static int passed;
+static int failed;
+
+static void check(const char *name, size_t size, size_t members)
+{
+	if (size % 8 == 0 && size == members) {
+		passed++;
+	} else {
+		failed++;
+		fprintf(stderr, "%s: sizeof %zu, members %zu\n", name, size, members);
+	}
+}
+
+#define M(s, f) sizeof(((struct s *)0)->f)
+#define CHECK(s, sum) check(#s, sizeof(struct s), (sum))
+
+int main(void)
+{
+	CHECK(drm_vrex_query, M(drm_vrex_query, param) + M(drm_vrex_query, size) + M(drm_vrex_query, ptr));
+	CHECK(drm_vrex_device_info,
+	      M(drm_vrex_device_info, hw_id) + M(drm_vrex_device_info, hw_version) +
+		      M(drm_vrex_device_info, caps) + M(drm_vrex_device_info, bank_count) +
+		      M(drm_vrex_device_info, bank_size) + M(drm_vrex_device_info, group_banks) +
+		      M(drm_vrex_device_info, max_streams) + M(drm_vrex_device_info, shie_capacity) +
+		      M(drm_vrex_device_info, block_capacity) + M(drm_vrex_device_info, zombie_frames) +
+		      M(drm_vrex_device_info, max_batch) + M(drm_vrex_device_info, fcc_min_dim) +
+		      M(drm_vrex_device_info, fcc_max_dim) + M(drm_vrex_device_info, simulated) +
+		      M(drm_vrex_device_info, pad));
+	CHECK(drm_vrex_bank_info,
+	      M(drm_vrex_bank_info, bank_count) + M(drm_vrex_bank_info, pad) + M(drm_vrex_bank_info, bo_bytes) +
+		      M(drm_vrex_bank_info, kv_bytes) + M(drm_vrex_bank_info, kv_blocks) +
+		      M(drm_vrex_bank_info, group_owned));
+	CHECK(drm_vrex_bo_create,
+	      M(drm_vrex_bo_create, size) + M(drm_vrex_bo_create, bank_mask) + M(drm_vrex_bo_create, flags) +
+		      M(drm_vrex_bo_create, handle) + M(drm_vrex_bo_create, bank) + M(drm_vrex_bo_create, pad));
+	CHECK(drm_vrex_bo_mmap_offset, M(drm_vrex_bo_mmap_offset, handle) + M(drm_vrex_bo_mmap_offset, pad) +
+					       M(drm_vrex_bo_mmap_offset, offset));
+	CHECK(drm_vrex_stream_create, M(drm_vrex_stream_create, flags) + M(drm_vrex_stream_create, pool) +
+					      M(drm_vrex_stream_create, stream) + M(drm_vrex_stream_create, pad));
+	CHECK(drm_vrex_stream_destroy, M(drm_vrex_stream_destroy, stream) + M(drm_vrex_stream_destroy, pad));
+	CHECK(drm_vrex_frame_submit,
+	      M(drm_vrex_frame_submit, stream) + M(drm_vrex_frame_submit, handle) +
+		      M(drm_vrex_frame_submit, offset) + M(drm_vrex_frame_submit, width) +
+		      M(drm_vrex_frame_submit, height) + M(drm_vrex_frame_submit, stride) +
+		      M(drm_vrex_frame_submit, flags) + M(drm_vrex_frame_submit, user_data) +
+		      M(drm_vrex_frame_submit, fp) + M(drm_vrex_frame_submit, frame) +
+		      M(drm_vrex_frame_submit, group) + M(drm_vrex_frame_submit, bank_first) +
+		      M(drm_vrex_frame_submit, bank_count) + M(drm_vrex_frame_submit, result_flags) +
+		      M(drm_vrex_frame_submit, centre_motion) + M(drm_vrex_frame_submit, static_ratio) +
+		      M(drm_vrex_frame_submit, roi_dx) + M(drm_vrex_frame_submit, roi_dy) +
+		      M(drm_vrex_frame_submit, pad));
+	CHECK(drm_vrex_shie_insert_item,
+	      M(drm_vrex_shie_insert_item, fp) + M(drm_vrex_shie_insert_item, handle) +
+		      M(drm_vrex_shie_insert_item, flags) + M(drm_vrex_shie_insert_item, offset) +
+		      M(drm_vrex_shie_insert_item, length) + M(drm_vrex_shie_insert_item, region) +
+		      M(drm_vrex_shie_insert_item, frame_offset) + M(drm_vrex_shie_insert_item, block) +
+		      M(drm_vrex_shie_insert_item, result));
+	CHECK(drm_vrex_shie_lookup_item,
+	      M(drm_vrex_shie_lookup_item, fp) + M(drm_vrex_shie_lookup_item, kind) +
+		      M(drm_vrex_shie_lookup_item, flags) + M(drm_vrex_shie_lookup_item, region) +
+		      M(drm_vrex_shie_lookup_item, frame_offset) + M(drm_vrex_shie_lookup_item, radius) +
+		      M(drm_vrex_shie_lookup_item, pad) + M(drm_vrex_shie_lookup_item, hit_flags) +
+		      M(drm_vrex_shie_lookup_item, distance) + M(drm_vrex_shie_lookup_item, block) +
+		      M(drm_vrex_shie_lookup_item, frame) + M(drm_vrex_shie_lookup_item, stream) +
+		      M(drm_vrex_shie_lookup_item, handle) + M(drm_vrex_shie_lookup_item, offset) +
+		      M(drm_vrex_shie_lookup_item, length) + M(drm_vrex_shie_lookup_item, found_fp));
+	CHECK(drm_vrex_shie_batch, M(drm_vrex_shie_batch, stream) + M(drm_vrex_shie_batch, count) +
+					   M(drm_vrex_shie_batch, elem_size) + M(drm_vrex_shie_batch, flags) +
+					   M(drm_vrex_shie_batch, items));
+	CHECK(drm_vrex_released_block,
+	      M(drm_vrex_released_block, block) + M(drm_vrex_released_block, handle) +
+		      M(drm_vrex_released_block, offset) + M(drm_vrex_released_block, length) +
+		      M(drm_vrex_released_block, reason) + M(drm_vrex_released_block, pad));
+	CHECK(drm_vrex_shie_retire,
+	      M(drm_vrex_shie_retire, stream) + M(drm_vrex_shie_retire, flags) +
+		      M(drm_vrex_shie_retire, remove_count) + M(drm_vrex_shie_retire, released_cap) +
+		      M(drm_vrex_shie_retire, elem_size) + M(drm_vrex_shie_retire, pad) +
+		      M(drm_vrex_shie_retire, remove) + M(drm_vrex_shie_retire, released));
+	CHECK(drm_vrex_stats, 12 * sizeof(__u64));
+	CHECK(drm_vrex_stats_query,
+	      M(drm_vrex_stats_query, size) + M(drm_vrex_stats_query, pad) + M(drm_vrex_stats_query, ptr));
+	CHECK(drm_vrex_reg_read, M(drm_vrex_reg_read, offset) + M(drm_vrex_reg_read, value));
+	CHECK(drm_vrex_event_frame,
+	      M(drm_vrex_event_frame, base) + M(drm_vrex_event_frame, user_data) + M(drm_vrex_event_frame, fp) +
+		      M(drm_vrex_event_frame, stream) + M(drm_vrex_event_frame, frame) +
+		      M(drm_vrex_event_frame, group) + M(drm_vrex_event_frame, pad));
+
+	/* The ioctl numbers encode the struct size: a silent layout change would change them. */
+	if (DRM_IOCTL_VREX_QUERY != DRM_IOWR(DRM_COMMAND_BASE + 0, struct drm_vrex_query) ||
+	    DRM_VREX_REG_READ != 10)
+		failed++;
+	else
+		passed++;
+
+	printf("uapi-layout (%s): %d passed, %d failed\n",
+#ifdef __cplusplus
+	       "C++",
+#else
+	       "C",
+#endif
+	       passed, failed);
+	return failed ? 1 : 0;
+}

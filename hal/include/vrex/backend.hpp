@@ -1,0 +1,122 @@
+// The Backend seam: one interface for every device operation, mirroring uapi/drm/vrex_accel.h one to
+// one so the kernel backend stays a thin ioctl layer and the emulation can be checked against it.
+//
+// Rules every implementation follows (the conformance suite checks them on each backend):
+// - Structs are the uAPI structs: inputs are validated exactly as the uAPI header states (flags
+//   against *_VALID masks, pads zero, ranges inside BOs) and fail with the same errno values, as
+//   std::error_code in std::generic_category (EINVAL, ENOENT, ERANGE, ENOSPC, E2BIG, EEXIST, ...).
+// - Ids (BO handles, stream ids, block ids) belong to the Backend instance (the "file") that made
+//   them; another instance gets ENOENT.
+// - Device loss (ENODEV from the driver, or a simulated loss) is reported as vrex::errc::device_lost
+//   by every later call; nothing crashes, destroying the Backend still releases host resources.
+// - Thread safety: every method may be called from any thread; the backend serialises access to the
+//   device. Ids are not locked per caller: the HAL above keeps one stream to one thread at a time.
+#pragma once
+
+#include <drm/vrex_accel.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vrex/errors.hpp"
+#include "vrex/result.hpp"
+
+namespace vrex {
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    Backend(const Backend&) = delete;
+    Backend& operator=(const Backend&) = delete;
+
+    // "kernel" or "emulated" (registry name, see backend_factories()).
+    virtual std::string_view name() const noexcept = 0;
+    // Human-readable node or configuration, e.g. "/dev/accel/accel0" or "emulated (16 x 4 MiB)".
+    virtual std::string description() const = 0;
+
+    // DRM_VREX_QUERY with DRM_VREX_QUERY_DEVICE_INFO / DRM_VREX_QUERY_BANKS.
+    virtual Result<drm_vrex_device_info> device_info() = 0;
+    virtual Result<drm_vrex_bank_info> bank_info() = 0;
+
+    // DRM_VREX_BO_CREATE: in size, bank_mask, flags (pad 0); out handle, bank.
+    virtual std::error_code bo_create(drm_vrex_bo_create& args) = 0;
+    // GEM close. ENOENT for an unknown handle. Mappings handed out by bo_map() become invalid.
+    virtual std::error_code bo_destroy(std::uint32_t handle) = 0;
+    // Host mapping of the whole BO (rounded size), read/write, valid until bo_destroy() or the
+    // Backend's destruction. Repeated calls return the same mapping.
+    virtual Result<std::span<std::byte>> bo_map(std::uint32_t handle) = 0;
+    // PRIME export (O_RDWR | O_CLOEXEC). The caller owns the returned fd; mmap of it shares memory
+    // with bo_map() of the same BO.
+    virtual Result<int> bo_export_dmabuf(std::uint32_t handle) = 0;
+
+    // DRM_VREX_STREAM_CREATE / _DESTROY.
+    virtual std::error_code stream_create(drm_vrex_stream_create& args) = 0;
+    virtual std::error_code stream_destroy(std::uint32_t stream) = 0;
+
+    // DRM_VREX_FRAME_SUBMIT: in stream..user_data (pad 0); out fp..roi_dy. With DRM_VREX_FRAME_EVENT
+    // a drm_vrex_event_frame is queued for read_events() and event_fd() becomes readable.
+    virtual std::error_code frame_submit(drm_vrex_frame_submit& args) = 0;
+
+    // DRM_VREX_SHIE_INSERT / _LOOKUP: 1..max_batch items, validated as a whole before anything is
+    // applied; per-item outcomes in item.result (insert) or the out fields (lookup).
+    virtual std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) = 0;
+    virtual std::error_code shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items) = 0;
+
+    // DRM_VREX_SHIE_RETIRE: removes @remove, then releases zombies. @released_count gets the number
+    // written to @released; if @released cannot hold every block that could be released, returns
+    // ENOSPC with nothing released and @released_count set to the room needed.
+    virtual std::error_code shie_retire(std::uint32_t stream, std::span<const std::uint32_t> remove,
+                                        std::span<drm_vrex_released_block> released,
+                                        std::uint32_t& released_count) = 0;
+
+    // DRM_VREX_STATS (device-wide counters).
+    virtual Result<drm_vrex_stats> stats() = 0;
+
+    // DRM_VREX_REG_READ: 4-byte aligned offset inside the register window, else EINVAL. The kernel
+    // needs CAP_SYS_ADMIN (EPERM/EACCES otherwise).
+    virtual Result<std::uint32_t> reg_read(std::uint32_t offset) = 0;
+
+    // Completion events. event_fd() is pollable (readable while events are queued; the kernel
+    // backend returns the DRM fd, the emulation an eventfd) and stays owned by the Backend.
+    // read_events() never blocks: it returns the number of events written (0 when none queued).
+    virtual int event_fd() const noexcept = 0;
+    virtual Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) = 0;
+
+protected:
+    Backend() = default;
+};
+
+// Options for opening a backend. Fields a backend does not use are ignored.
+struct BackendOptions {
+    // Kernel: a specific node ("/dev/accel/accel0"); empty = first vrex device found.
+    std::string node;
+    // Emulation: device geometry (0 = the reference model's default).
+    std::uint32_t emu_banks = 0;
+    std::uint64_t emu_bank_size = 0;
+    std::uint32_t emu_group_banks = 0;
+    std::uint32_t emu_zombie_frames = 0;
+};
+
+// One entry of the backend registry. available() says whether open() can succeed here without
+// side effects (kernel: a vrex device node exists; emulation: always).
+struct BackendFactory {
+    std::string_view name;
+    bool (*available)();
+    Result<std::unique_ptr<Backend>> (*open)(const BackendOptions& options);
+};
+
+// Every backend built into this library, in auto-selection priority order (kernel first). Tests
+// parameterise over this list. Registration (hal/src/backend_registry.cpp): the emulation is always
+// listed; the kernel backend is listed when hal/src/kernel_backend.hpp exists and declares
+//     namespace vrex { const BackendFactory& kernel_backend_factory(); }
+// (hal/CMakeLists.txt compiles every hal/src/*.cpp and links libdrm, libudev and Boost headers).
+std::span<const BackendFactory> backend_factories();
+// The factory named @name, or nullptr.
+const BackendFactory* find_backend_factory(std::string_view name);
+
+}  // namespace vrex

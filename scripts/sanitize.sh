@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# User-space tests under sanitizers, each in its own build tree:
+#   ASan+UBSan: every ctest suite except the slow real-footage / install / bench-smoke ones.
+#   TSan: the suites labelled "concurrency" (multi-stream tests with threads).
+# Prints "sanitize: N passed, N failed" where each sanitizer run counts as one case.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+pass=0
+fail=0
+
+run() { # name build-dir cmake-flag ctest-args...
+	local name=$1 dir=$2 flag=$3
+	shift 3
+	echo "== $name"
+	if cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$flag" -DVREX_BENCH=OFF >"$dir.cmake.log" 2>&1 &&
+		cmake --build "$dir" -j "$JOBS" >"$dir.build.log" 2>&1; then
+		if (cd "$dir" && ctest --output-on-failure -j "$JOBS" "$@"); then
+			pass=$((pass + 1))
+			return
+		fi
+	else
+		echo "$name: build failed (see $dir.build.log)"
+		tail -n 30 "$dir.build.log"
+	fi
+	fail=$((fail + 1))
+}
+
+mkdir -p build
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+run asan-ubsan build/asan -DVREX_SANITIZE=ON -LE 'footage|install|bench-smoke'
+run tsan build/tsan -DVREX_TSAN=ON -L concurrency
+
+echo "sanitize: $pass passed, $fail failed"
+((fail == 0))

@@ -14,7 +14,7 @@ PKGS=(
 	qemu-system-x86 qemu-system-arm busybox-static cpio kmod
 	device-tree-compiler sparse dt-schema python3-kconfiglib
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-	dkms bc flex bison libelf-dev libssl-dev
+	dkms bc flex bison libelf-dev libssl-dev dwarves
 	xz-utils zstd curl
 )
 

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Kernel headers (and, with --image, the bootable kernel + its modules) for the kernels vrex is tested
+# against, without installing any kernel package on the host: the .debs are fetched with
+# `apt-get download`, unpacked with dpkg-deb -x and cached under $VREX_CACHE (default /var/cache/vrex).
+#
+#   kheaders.sh [--image] [--env] [--offline] <target>     target: 6.12-amd64 | 6.1-amd64 | 6.12-arm64
+#
+# Prints the KDIR to build against (`make -C KDIR M=...`). --image also fetches the kernel image
+# package and prints two more lines: the vmlinuz path and the /lib/modules/<kver> directory.
+# --env prints shell assignments instead (KVER KDIR ARCH CROSS_COMPILE, plus VMLINUZ MODDIR with
+# --image). --offline (or a failing archive) uses the newest tree already cached for the target.
+# The ABI name (6.1.0-NN, 6.12.NNN+deb12) is resolved through the metapackages on every run, because
+# Debian drops old ABI names from the archive; a cached tree makes the run take well under a second.
+# arm64 packages come through a private APT configuration (scripts/qemu/apt-arm64.conf.in): the
+# host's dpkg architectures are never changed.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+CACHE=${VREX_CACHE:-/var/cache/vrex}/kernels
+
+want_image=0
+want_env=0
+offline=0
+target=
+while (($#)); do
+	case $1 in
+	--image) want_image=1 ;;
+	--env) want_env=1 ;;
+	--offline) offline=1 ;;
+	-h | --help)
+		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	-*)
+		echo "kheaders: unknown option $1" >&2
+		exit 2
+		;;
+	*) target=$1 ;;
+	esac
+	shift
+done
+
+case $target in
+6.12-amd64) arch=amd64 series=6.12 ;;
+6.1-amd64) arch=amd64 series=6.1 ;;
+6.12-arm64) arch=arm64 series=6.12 ;;
+*)
+	echo "usage: $0 [--image] [--env] [--offline] 6.12-amd64|6.1-amd64|6.12-arm64" >&2
+	exit 2
+	;;
+esac
+
+log() { echo "kheaders: $*" >&2; }
+
+# Bookworm's own kernel (6.1) has unversioned metapackages; the backported 6.12 has versioned ones.
+if [[ $series == 6.1 ]]; then
+	meta_headers=linux-headers-$arch meta_image=linux-image-$arch
+else
+	meta_headers=linux-headers-$series-$arch meta_image=linux-image-$series-$arch
+fi
+
+debs=$CACHE/debs/$arch
+mkdir -p "$debs" "$CACHE/debs/amd64"
+
+# --- APT front ends: the host's for amd64, a private state directory for arm64 ------------------
+apt_arm64_dir=$CACHE/apt-arm64
+apt_arm64_ready=0
+apt_arm64() {
+	if ((!apt_arm64_ready)); then
+		mkdir -p "$apt_arm64_dir"/{state/lists/partial,cache/archives/partial,etc/sources.list.d}
+		sed "s|@DIR@|$apt_arm64_dir|g" "$here/qemu/apt-arm64.conf.in" >"$apt_arm64_dir/apt.conf"
+		# Only Debian's archive: the same suites the host uses, arm64 indexes.
+		sed "s|@MIRROR@|${VREX_DEBIAN_MIRROR:-http://deb.debian.org}|g" \
+			"$here/qemu/apt-arm64.sources.in" >"$apt_arm64_dir/etc/sources.list"
+		: >"$apt_arm64_dir/state/status"
+		local stamp=$apt_arm64_dir/state/updated
+		# Re-read the indexes once a day: fresh enough to follow ABI bumps, cheap otherwise.
+		if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]]; then
+			log "apt-get update (private arm64 config)"
+			APT_CONFIG=$apt_arm64_dir/apt.conf apt-get update -qq >&2
+			touch "$stamp"
+		fi
+		apt_arm64_ready=1
+	fi
+	APT_CONFIG=$apt_arm64_dir/apt.conf "$@"
+}
+
+apt_for() { # arch cmd...
+	local a=$1
+	shift
+	if [[ $a == arm64 ]]; then apt_arm64 "$@"; else "$@"; fi
+}
+
+# The single package a metapackage depends on, e.g. linux-headers-amd64 -> linux-headers-6.1.0-56-amd64
+resolve_dep() { # arch package pattern
+	apt_for "$1" apt-cache depends "$2" 2>/dev/null |
+		sed -nE "s/^ +\|?Depends: ($3)$/\1/p" | head -n 1
+}
+
+pkg_exists() { # arch package
+	apt_for "$1" apt-cache show "$2" >/dev/null 2>&1
+}
+
+# Download one package into the cache unless a .deb of that package and candidate version is there.
+fetch_deb() { # arch package -> prints the .deb path
+	local a=$1 pkg=$2 ver file
+	ver=$(apt_for "$a" apt-cache policy "$pkg" | sed -nE 's/^ +Candidate: (.*)$/\1/p')
+	if [[ -z $ver || $ver == "(none)" ]]; then
+		log "$pkg ($a): not in the archive"
+		return 1
+	fi
+	# Debian file names encode the epoch colon as %3a.
+	file=$(printf '%s/%s_%s_*.deb' "$CACHE/debs/$a" "$pkg" "${ver//:/%3a}")
+	# shellcheck disable=SC2086 # glob on purpose: the arch suffix is amd64, arm64 or all
+	set -- $file
+	if [[ -f $1 ]]; then
+		echo "$1"
+		return 0
+	fi
+	log "downloading $pkg $ver ($a)"
+	(cd "$CACHE/debs/$a" && apt_for "$a" apt-get download -qq -o APT::Sandbox::User=root "$pkg:$a" >&2 2>&1) ||
+		(cd "$CACHE/debs/$a" && apt_for "$a" apt-get download -qq -o APT::Sandbox::User=root "$pkg" >&2)
+	# shellcheck disable=SC2086
+	set -- $file
+	[[ -f $1 ]] || {
+		log "download of $pkg left no $file"
+		return 1
+	}
+	echo "$1"
+}
+
+# Unpack .debs into ROOT once; a stamp records which .debs made the tree.
+extract_into() { # root stampname debs...
+	local root=$1 stamp=$1/.vrex-$2
+	shift 2
+	local want
+	want=$(printf '%s\n' "$@" | xargs -n1 basename | sort)
+	if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+		return 0
+	fi
+	mkdir -p "$root"
+	local d
+	for d in "$@"; do
+		log "extracting $(basename "$d")"
+		dpkg-deb -x "$d" "$root"
+	done
+	echo "$want" >"$stamp"
+}
+
+# --- Resolve the ABI ---------------------------------------------------------------------------
+headers_pkg=
+if ((!offline)); then
+	headers_pkg=$(resolve_dep "$arch" "$meta_headers" "linux-headers-[0-9].*-$arch") || true
+fi
+if [[ -z $headers_pkg ]]; then
+	# Offline: newest cached tree for the target.
+	kver=$(find "$CACHE/$target" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null |
+		sort -V | tail -n 1)
+	if [[ -z $kver ]]; then
+		log "cannot resolve $meta_headers and nothing is cached for $target"
+		exit 1
+	fi
+	((offline)) || log "archive unavailable; using cached $kver"
+	offline=1
+else
+	kver=${headers_pkg#linux-headers-}
+fi
+
+root=$CACHE/$target/$kver/root
+kdir=$root/usr/src/linux-headers-$kver
+
+if ((!offline)); then
+	common_pkg=$(resolve_dep "$arch" "$headers_pkg" "linux-headers-.*-common")
+	# kbuild host tools must run on this (amd64) machine, whatever the target arch.
+	kbuild_pkg=$(resolve_dep "$arch" "$headers_pkg" "linux-kbuild-[0-9.+a-z]*")
+	[[ -n $common_pkg && -n $kbuild_pkg ]] || {
+		log "$headers_pkg: cannot find its -common / linux-kbuild dependencies"
+		exit 1
+	}
+	hdr_debs=(
+		"$(fetch_deb "$arch" "$headers_pkg")"
+		"$(fetch_deb "$arch" "$common_pkg")"
+		"$(fetch_deb amd64 "$kbuild_pkg")"
+	)
+	extract_into "$root" headers "${hdr_debs[@]}"
+
+	if ((want_image)); then
+		image_pkg=$(resolve_dep "$arch" "$meta_image" "linux-image-[0-9].*-$arch")
+		[[ -n $image_pkg ]] || {
+			log "cannot resolve $meta_image"
+			exit 1
+		}
+		# The -unsigned twin has the same files without the EFI signature wrapper.
+		pkg_exists "$arch" "$image_pkg-unsigned" && image_pkg=$image_pkg-unsigned
+		extract_into "$root" image "$(fetch_deb "$arch" "$image_pkg")"
+	fi
+fi
+
+[[ -f $kdir/Makefile ]] || {
+	log "$kdir: no headers tree"
+	exit 1
+}
+# The flavour Makefile includes the -common tree by absolute /usr/src path: point it into ROOT.
+if grep -q '^include /usr/src/' "$kdir/Makefile"; then
+	sed -i "s|^include /usr/src/|include $root/usr/src/|" "$kdir/Makefile"
+fi
+
+vmlinuz=$root/boot/vmlinuz-$kver
+moddir=$root/lib/modules/$kver
+if ((want_image)) && [[ ! -f $vmlinuz || ! -d $moddir ]]; then
+	log "no cached image for $kver ($vmlinuz)"
+	exit 1
+fi
+
+if ((want_env)); then
+	printf 'KVER=%q\nKDIR=%q\n' "$kver" "$kdir"
+	if [[ $arch == arm64 ]]; then
+		printf 'ARCH=arm64\nCROSS_COMPILE=aarch64-linux-gnu-\n'
+	else
+		printf 'ARCH=x86_64\nCROSS_COMPILE=\n'
+	fi
+	((want_image)) && printf 'VMLINUZ=%q\nMODDIR=%q\n' "$vmlinuz" "$moddir"
+else
+	echo "$kdir"
+	((want_image)) && printf '%s\n%s\n' "$vmlinuz" "$moddir"
+fi
+exit 0

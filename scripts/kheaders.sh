@@ -169,7 +169,11 @@ fi
 root=$CACHE/$target/$kver/root
 kdir=$root/usr/src/linux-headers-$kver
 
-if ((!offline)); then
+vmlinuz=$root/boot/vmlinuz-$kver
+moddir=$root/lib/modules/$kver
+
+# A tree unpacked earlier for this exact ABI name is complete (stamps are written last): reuse it.
+if ((!offline)) && [[ ! -f $root/.vrex-headers ]]; then
 	common_pkg=$(resolve_dep "$arch" "$headers_pkg" "linux-headers-.*-common")
 	# kbuild host tools must run on this (amd64) machine, whatever the target arch.
 	kbuild_pkg=$(resolve_dep "$arch" "$headers_pkg" "linux-kbuild-[0-9.+a-z]*")
@@ -183,17 +187,16 @@ if ((!offline)); then
 		"$(fetch_deb amd64 "$kbuild_pkg")"
 	)
 	extract_into "$root" headers "${hdr_debs[@]}"
-
-	if ((want_image)); then
-		image_pkg=$(resolve_dep "$arch" "$meta_image" "linux-image-[0-9].*-$arch")
-		[[ -n $image_pkg ]] || {
-			log "cannot resolve $meta_image"
-			exit 1
-		}
-		# The -unsigned twin has the same files without the EFI signature wrapper.
-		pkg_exists "$arch" "$image_pkg-unsigned" && image_pkg=$image_pkg-unsigned
-		extract_into "$root" image "$(fetch_deb "$arch" "$image_pkg")"
-	fi
+fi
+if ((!offline && want_image)) && [[ ! -f $root/.vrex-image ]]; then
+	image_pkg=$(resolve_dep "$arch" "$meta_image" "linux-image-[0-9].*-$arch")
+	[[ -n $image_pkg ]] || {
+		log "cannot resolve $meta_image"
+		exit 1
+	}
+	# The -unsigned twin has the same files without the EFI signature wrapper.
+	pkg_exists "$arch" "$image_pkg-unsigned" && image_pkg=$image_pkg-unsigned
+	extract_into "$root" image "$(fetch_deb "$arch" "$image_pkg")"
 fi
 
 [[ -f $kdir/Makefile ]] || {
@@ -205,8 +208,6 @@ if grep -q '^include /usr/src/' "$kdir/Makefile"; then
 	sed -i "s|^include /usr/src/|include $root/usr/src/|" "$kdir/Makefile"
 fi
 
-vmlinuz=$root/boot/vmlinuz-$kver
-moddir=$root/lib/modules/$kver
 if ((want_image)) && [[ ! -f $vmlinuz || ! -d $moddir ]]; then
 	log "no cached image for $kver ($vmlinuz)"
 	exit 1

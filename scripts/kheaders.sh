@@ -4,9 +4,11 @@
 # `apt-get download`, unpacked with dpkg-deb -x and cached under $VREX_CACHE (default /var/cache/vrex).
 #
 #   kheaders.sh [--image] [--env] [--offline] <target>     target: 6.12-amd64 | 6.1-amd64 | 6.12-arm64
+#   kheaders.sh --fetch PACKAGE <target>       any package for the target's arch, prints the cached .deb
 #
 # Prints the KDIR to build against (`make -C KDIR M=...`). --image also fetches the kernel image
-# package and prints two more lines: the vmlinuz path and the /lib/modules/<kver> directory.
+# package (depmod is run on it, so `modprobe -d ROOT -S KVER` works) and prints two more lines: the
+# vmlinuz path and the /lib/modules/<kver> directory.
 # --env prints shell assignments instead (KVER KDIR ARCH CROSS_COMPILE, plus VMLINUZ MODDIR with
 # --image). --offline (or a failing archive) uses the newest tree already cached for the target.
 # The ABI name (6.1.0-NN, 6.12.NNN+deb12) is resolved through the metapackages on every run, because
@@ -19,6 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 CACHE=${VREX_CACHE:-/var/cache/vrex}/kernels
 
 want_image=0
+fetch_pkg=
 want_env=0
 offline=0
 target=
@@ -27,8 +30,12 @@ while (($#)); do
 	--image) want_image=1 ;;
 	--env) want_env=1 ;;
 	--offline) offline=1 ;;
+	--fetch)
+		fetch_pkg=${2:?--fetch needs a package name}
+		shift
+		;;
 	-h | --help)
-		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*)
@@ -147,6 +154,11 @@ extract_into() { # root stampname debs...
 	echo "$want" >"$stamp"
 }
 
+if [[ -n $fetch_pkg ]]; then
+	fetch_deb "$arch" "$fetch_pkg"
+	exit
+fi
+
 # --- Resolve the ABI ---------------------------------------------------------------------------
 headers_pkg=
 if ((!offline)); then
@@ -197,6 +209,11 @@ if ((!offline && want_image)) && [[ ! -f $root/.vrex-image ]]; then
 	# The -unsigned twin has the same files without the EFI signature wrapper.
 	pkg_exists "$arch" "$image_pkg-unsigned" && image_pkg=$image_pkg-unsigned
 	extract_into "$root" image "$(fetch_deb "$arch" "$image_pkg")"
+fi
+# Debian generates modules.dep at install time; do it here so `modprobe -d ROOT -S KVER` resolves.
+if ((want_image)) && [[ -d $moddir && ! -f $moddir/modules.dep ]]; then
+	log "depmod $kver"
+	depmod -b "$root" "$kver"
 fi
 
 [[ -f $kdir/Makefile ]] || {

@@ -38,6 +38,10 @@
 #define VREX_SCOPE_STREAM 0	/* entries of the querying stream */
 #define VREX_SCOPE_POOL 1	/* entries of every stream in the querying stream's pool */
 
+/*
+ * The hot part of an entry, what a lookup reads to verify a candidate: one
+ * 32-byte record, so two share a cache line. Links live in a separate array.
+ */
 struct vrex_shie_entry {
 	struct vrex_fp fp;
 	u32 frame;
@@ -46,20 +50,37 @@ struct vrex_shie_entry {
 	u16 stream;
 	u8 region;
 	u8 valid;
-	u32 t_next;		/* temporal hash chain */
-	u32 t_prev;
-	u32 m_next[VREX_MIH_TABLES];	/* MIH bucket chains */
-	u32 m_prev[VREX_MIH_TABLES];
 };
 
+/* The cold part of an entry: chain links, touched by insert and remove only. */
+struct vrex_shie_link {
+	u32 t_next;		/* temporal hash chain; the free list when not live */
+	u32 t_prev;
+	u32 m_pos[VREX_MIH_TABLES];	/* slot of the entry in each MIH bucket */
+};
+
+/*
+ * MIH buckets are chunk chains: chunk b (table * VREX_MIH_BUCKETS + key) is
+ * the first chunk of bucket b, overflow chunks come from a pool behind them.
+ * A chunk holds chunk_slots records (the fingerprint word that does not hold
+ * the bucket key, and the entry id) so that a probe reads candidates
+ * sequentially and rejects most of them without touching the entry array.
+ * Layout details: docs/hw/shie.md.
+ */
 struct vrex_shie_table {
 	u32 capacity;
 	u32 live;
-	u32 free_head;		/* free entries chain through t_next */
+	u32 free_head;		/* free entries chain through link[].t_next */
 	u32 thash_mask;
+	u32 chunk_slots;	/* records per MIH chunk */
+	u32 chunk_size;		/* bytes per MIH chunk */
+	u32 chunk_free;		/* released overflow chunks (0: none) */
+	u32 chunk_top;		/* first never-used overflow chunk */
+	u32 nchunks;
 	struct vrex_shie_entry *e;	/* [capacity] */
+	struct vrex_shie_link *link;	/* [capacity] */
 	u32 *thash;			/* [thash_mask + 1] heads */
-	u32 *mih;			/* [VREX_MIH_TABLES * VREX_MIH_BUCKETS] heads */
+	u8 *mih;			/* [nchunks] chunks of chunk_size bytes */
 };
 
 struct vrex_shie_query {
@@ -72,6 +93,7 @@ struct vrex_shie_query {
 	u32 frame_limit;	/* only entries with frame < frame_limit; VREX_NIL: no limit */
 };
 
+/* 0 for a capacity init would reject (or one whose arena does not fit in size_t). */
 size_t vrex_shie_arena_size(u32 capacity);
 /* Returns VREX_EINVAL for capacity 0 or > VREX_SHIE_MAX_CAPACITY, VREX_ENOMEM if the arena is short. */
 int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size);
@@ -88,7 +110,11 @@ int vrex_shie_remove(struct vrex_shie_table *t, u32 entry);
 
 u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 region, u32 frame);
 
-/* Nearest entry within q->radius, or VREX_NIL. */
+/*
+ * Nearest entry within q->radius, or VREX_NIL; *distance (if not NULL) is
+ * written on a hit only. A query with radius > VREX_SHIE_MAX_RADIUS, an
+ * unknown scope or region >= VREX_SHIE_REGIONS is invalid and matches nothing.
+ */
 u32 vrex_shie_find_similar(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
 			   u32 *distance);
 u32 vrex_shie_find_similar_bruteforce(const struct vrex_shie_table *t,
@@ -97,7 +123,7 @@ u32 vrex_shie_find_similar_bruteforce(const struct vrex_shie_table *t,
 /*
  * Every entry within q->radius (result set for range queries, e.g. against
  * FAISS). Writes at most @max ids to @out in unspecified order and returns the
- * total number of matches.
+ * total number of matches (0 for an invalid query, as above).
  */
 u32 vrex_shie_find_range(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
 			 u32 *out, u32 max);

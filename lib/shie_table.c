@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * SHIE table: temporal hash + multi-index hashing (MIH) over the fingerprint.
+ * Format, parameters and the exact-recall argument: docs/hw/shie.md.
+ *
+ * Everything is deterministic: ids come from a LIFO free list seeded in
+ * ascending order and overflow chunks likewise, so two instances fed the same
+ * operations (the kernel's simulated device and the HAL's emulation) hold the
+ * same ids and return the same results.
+ */
+#include "shie_table.h"
+
+#define SHIE_ALIGN 64
+#define SHIE_HEADS (VREX_MIH_TABLES * VREX_MIH_BUCKETS)
+#define SHIE_CHUNK_HDR 8	/* u32 count (first chunk of a bucket only), u32 next */
+#define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from SHIE_HEADS on */
+#define SHIE_KEY_MASK (VREX_MIH_BUCKETS - 1)
+#define SHIE_BATCH 16		/* buckets prefetched ahead of the scan */
+
+/*
+ * Without a popcount instruction in the target flags, the compiler's builtin
+ * becomes a libgcc call per word; the scan loop then spends more time in calls
+ * than in probing. The kernel's hweight64() is already arch-optimised.
+ */
+#if defined(__KERNEL__) || defined(__POPCNT__) || !defined(__x86_64__)
+#define shie_popcount64(x) vrex_popcount64(x)
+#else
+static inline u32 shie_popcount64(u64 x)
+{
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (u32)((x * 0x0101010101010101ull) >> 56);
+}
+#endif
+
+static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b)
+{
+	return shie_popcount64(a->w[0] ^ b->w[0]) + shie_popcount64(a->w[1] ^ b->w[1]);
+}
+
+struct shie_layout {
+	u64 link_off;
+	u64 thash_off;
+	u64 mih_off;
+	u64 total;
+	u32 thash_size;
+	u32 slots;
+	u32 chunk_size;
+	u32 nchunks;
+};
+
+static u64 shie_align(u64 v)
+{
+	return (v + SHIE_ALIGN - 1) & ~(u64)(SHIE_ALIGN - 1);
+}
+
+/*
+ * Chunks are sized so that a bucket of average occupancy fits its first
+ * chunk: a probe is then one prefetchable read at an address computed from
+ * the key, with no pointer chasing.
+ */
+static void shie_chunk_geometry(u32 capacity, u32 *slots, u32 *size)
+{
+	u32 avg = (capacity + VREX_MIH_BUCKETS - 1) >> VREX_MIH_BITS;
+
+	if (avg <= 2) {
+		*slots = 2;
+		*size = 32;
+	} else if (avg <= 4) {
+		*slots = 4;
+		*size = 64;
+	} else if (avg <= 10) {
+		*slots = 10;
+		*size = 128;
+	} else {
+		*slots = 20;
+		*size = 256;
+	}
+}
+
+static int shie_layout(u32 capacity, struct shie_layout *l)
+{
+	u64 off;
+
+	if (!capacity || capacity > VREX_SHIE_MAX_CAPACITY)
+		return VREX_EINVAL;
+	shie_chunk_geometry(capacity, &l->slots, &l->chunk_size);
+	/* Per table, overflow chunks never exceed live / slots: see mih_add(). */
+	l->nchunks = SHIE_HEADS + VREX_MIH_TABLES * ((capacity + l->slots - 1) / l->slots);
+	l->thash_size = 1;
+	while (l->thash_size < capacity)
+		l->thash_size <<= 1;
+
+	off = shie_align((u64)capacity * sizeof(struct vrex_shie_entry));
+	l->link_off = off;
+	off = shie_align(off + (u64)capacity * sizeof(struct vrex_shie_link));
+	l->thash_off = off;
+	off = shie_align(off + (u64)l->thash_size * sizeof(u32));
+	l->mih_off = off;
+	off += (u64)l->nchunks * l->chunk_size;
+	/* Slack so that init can align an arbitrary arena pointer. */
+	l->total = off + SHIE_ALIGN - 1;
+	if (l->total > (u64)(size_t)-1)
+		return VREX_EINVAL;
+	return VREX_OK;
+}
+
+size_t vrex_shie_arena_size(u32 capacity)
+{
+	struct shie_layout l;
+
+	if (shie_layout(capacity, &l))
+		return 0;
+	return (size_t)l.total;
+}
+
+/* ---- MIH chunks ------------------------------------------------------- */
+
+static u8 *chunk_at(const struct vrex_shie_table *t, u32 c)
+{
+	return t->mih + (size_t)c * t->chunk_size;
+}
+
+static u32 *chunk_count(u8 *c)
+{
+	return (u32 *)c;
+}
+
+static u32 *chunk_next(u8 *c)
+{
+	return (u32 *)c + 1;
+}
+
+static u64 *chunk_words(u8 *c)
+{
+	return (u64 *)(c + SHIE_CHUNK_HDR);
+}
+
+static u32 *chunk_ids(const struct vrex_shie_table *t, u8 *c)
+{
+	return (u32 *)(c + SHIE_CHUNK_HDR + (size_t)t->chunk_slots * sizeof(u64));
+}
+
+static u32 mih_key(const struct vrex_fp *fp, u32 tb)
+{
+	return (u32)(fp->w[tb >> 2] >> ((tb & 3) * VREX_MIH_BITS)) & SHIE_KEY_MASK;
+}
+
+/* The fingerprint word that does not contain table @tb's substring. */
+static u64 mih_other(const struct vrex_fp *fp, u32 tb)
+{
+	return fp->w[(tb >> 2) ^ 1];
+}
+
+static u32 chunk_alloc(struct vrex_shie_table *t)
+{
+	u32 c = t->chunk_free;
+
+	if (c != SHIE_NO_CHUNK) {
+		t->chunk_free = *chunk_next(chunk_at(t, c));
+		return c;
+	}
+	return t->chunk_top++;
+}
+
+static void chunk_release(struct vrex_shie_table *t, u32 c)
+{
+	*chunk_next(chunk_at(t, c)) = t->chunk_free;
+	t->chunk_free = c;
+}
+
+/*
+ * A bucket of n records: the first chunk holds min(n, K); the overflow chunk
+ * right behind it is the partial one, every later chunk is full. So the last
+ * record (the one remove moves into the hole) is always found in O(1), and a
+ * bucket with n > K owns ceil((n - K) / K) <= n / K overflow chunks: the pool
+ * of capacity / K chunks per table can never run dry.
+ */
+static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
+{
+	const struct vrex_fp *fp = &t->e[id].fp;
+	u32 head = tb * VREX_MIH_BUCKETS + mih_key(fp, tb);
+	u8 *h = chunk_at(t, head);
+	u32 n = *chunk_count(h);
+	u32 k = t->chunk_slots;
+	u32 ci = head;
+	u32 slot = n;
+	u8 *c;
+
+	if (n >= k) {
+		slot = (n - k) % k;
+		if (!slot) {
+			ci = chunk_alloc(t);
+			*chunk_next(chunk_at(t, ci)) = *chunk_next(h);
+			*chunk_next(h) = ci;
+		} else {
+			ci = *chunk_next(h);
+		}
+	}
+	c = chunk_at(t, ci);
+	chunk_words(c)[slot] = mih_other(fp, tb);
+	chunk_ids(t, c)[slot] = id;
+	t->link[id].m_pos[tb] = ci * k + slot;
+	*chunk_count(h) = n + 1;
+}
+
+static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
+{
+	u32 head = tb * VREX_MIH_BUCKETS + mih_key(&t->e[id].fp, tb);
+	u8 *h = chunk_at(t, head);
+	u32 n = *chunk_count(h);
+	u32 k = t->chunk_slots;
+	u32 pos = t->link[id].m_pos[tb];
+	u32 last_ci = head;
+	u32 last_slot = n - 1;
+	u8 *last;
+
+	if (n > k) {
+		last_ci = *chunk_next(h);
+		last_slot = (n - k - 1) % k;
+	}
+	last = chunk_at(t, last_ci);
+	if (pos != last_ci * k + last_slot) {
+		u8 *c = chunk_at(t, pos / k);
+		u32 slot = pos % k;
+		u32 moved = chunk_ids(t, last)[last_slot];
+
+		chunk_words(c)[slot] = chunk_words(last)[last_slot];
+		chunk_ids(t, c)[slot] = moved;
+		t->link[moved].m_pos[tb] = pos;
+	}
+	*chunk_count(h) = n - 1;
+	if (n > k && !last_slot) {
+		*chunk_next(h) = *chunk_next(last);
+		chunk_release(t, last_ci);
+	}
+}
+
+/* ---- table ------------------------------------------------------------ */
+
+int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size)
+{
+	struct shie_layout l;
+	u8 *base;
+	int ret;
+
+	ret = shie_layout(capacity, &l);
+	if (ret)
+		return ret;
+	if (!arena || arena_size < l.total)
+		return VREX_ENOMEM;
+
+	base = (u8 *)(((size_t)arena + SHIE_ALIGN - 1) & ~(size_t)(SHIE_ALIGN - 1));
+	t->capacity = capacity;
+	t->thash_mask = l.thash_size - 1;
+	t->chunk_slots = l.slots;
+	t->chunk_size = l.chunk_size;
+	t->nchunks = l.nchunks;
+	t->e = (struct vrex_shie_entry *)base;
+	t->link = (struct vrex_shie_link *)(base + l.link_off);
+	t->thash = (u32 *)(base + l.thash_off);
+	t->mih = base + l.mih_off;
+	vrex_shie_clear(t);
+	return VREX_OK;
+}
+
+void vrex_shie_clear(struct vrex_shie_table *t)
+{
+	u32 i;
+
+	vrex_memset(t->e, 0, (size_t)t->capacity * sizeof(*t->e));
+	for (i = 0; i < t->capacity; i++) {
+		t->link[i].t_next = i + 1 < t->capacity ? i + 1 : VREX_NIL;
+		t->link[i].t_prev = VREX_NIL;
+	}
+	t->free_head = 0;
+	t->live = 0;
+	vrex_memset(t->thash, 0xff, (size_t)(t->thash_mask + 1) * sizeof(u32));
+	/* Overflow chunks are handed out in order from chunk_top: no need to touch them. */
+	for (i = 0; i < SHIE_HEADS; i++) {
+		u8 *h = chunk_at(t, i);
+
+		*chunk_count(h) = 0;
+		*chunk_next(h) = SHIE_NO_CHUNK;
+	}
+	t->chunk_free = SHIE_NO_CHUNK;
+	t->chunk_top = SHIE_HEADS;
+}
+
+static u32 shie_thash(const struct vrex_shie_table *t, u16 stream, u8 region, u32 frame)
+{
+	u32 h = frame * 0x9e3779b1u ^ (((u32)stream << 4) | region) * 0x85ebca77u;
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	h ^= h >> 13;
+	return h & t->thash_mask;
+}
+
+u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 region, u32 frame)
+{
+	u32 i;
+
+	if (region >= VREX_SHIE_REGIONS)
+		return VREX_NIL;
+	for (i = t->thash[shie_thash(t, stream, region, frame)]; i != VREX_NIL;
+	     i = t->link[i].t_next) {
+		const struct vrex_shie_entry *e = &t->e[i];
+
+		if (e->frame == frame && e->stream == stream && e->region == region)
+			return i;
+	}
+	return VREX_NIL;
+}
+
+int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
+		     u8 region, u32 frame, u32 block, u32 *entry_out)
+{
+	struct vrex_shie_entry *e;
+	u32 id, h, tb;
+
+	if (region >= VREX_SHIE_REGIONS)
+		return VREX_EINVAL;
+	if (vrex_shie_find_temporal(t, stream, region, frame) != VREX_NIL)
+		return VREX_EEXIST;
+	if (t->free_head == VREX_NIL)
+		return VREX_ENOSPC;
+
+	id = t->free_head;
+	t->free_head = t->link[id].t_next;
+	e = &t->e[id];
+	e->fp = *fp;
+	e->frame = frame;
+	e->block = block;
+	e->pool = pool;
+	e->stream = stream;
+	e->region = region;
+	e->valid = 1;
+
+	h = shie_thash(t, stream, region, frame);
+	t->link[id].t_prev = VREX_NIL;
+	t->link[id].t_next = t->thash[h];
+	if (t->thash[h] != VREX_NIL)
+		t->link[t->thash[h]].t_prev = id;
+	t->thash[h] = id;
+
+	for (tb = 0; tb < VREX_MIH_TABLES; tb++)
+		mih_add(t, tb, id);
+	t->live++;
+	if (entry_out)
+		*entry_out = id;
+	return VREX_OK;
+}
+
+int vrex_shie_remove(struct vrex_shie_table *t, u32 entry)
+{
+	struct vrex_shie_link *l;
+	struct vrex_shie_entry *e;
+	u32 tb;
+
+	if (entry >= t->capacity || !t->e[entry].valid)
+		return VREX_ENOENT;
+	e = &t->e[entry];
+	l = &t->link[entry];
+	if (l->t_prev != VREX_NIL)
+		t->link[l->t_prev].t_next = l->t_next;
+	else
+		t->thash[shie_thash(t, e->stream, e->region, e->frame)] = l->t_next;
+	if (l->t_next != VREX_NIL)
+		t->link[l->t_next].t_prev = l->t_prev;
+
+	for (tb = 0; tb < VREX_MIH_TABLES; tb++)
+		mih_del(t, tb, entry);
+
+	vrex_memset(e, 0, sizeof(*e));
+	l->t_prev = VREX_NIL;
+	l->t_next = t->free_head;
+	t->free_head = entry;
+	t->live--;
+	return VREX_OK;
+}
+
+/* ---- similarity search ------------------------------------------------ */
+
+struct shie_search {
+	const struct vrex_shie_table *t;
+	const struct vrex_shie_query *q;
+	u32 limit;		/* candidates farther than this cannot matter */
+	u32 range;		/* 1: collect every match; 0: keep the nearest */
+	u32 best;
+	u32 best_distance;
+	u32 best_frame;
+	u32 *out;
+	u32 max;
+	u32 count;
+};
+
+static int shie_query_valid(const struct vrex_shie_query *q)
+{
+	return q->radius <= VREX_SHIE_MAX_RADIUS && q->scope <= VREX_SCOPE_POOL &&
+	       q->region < VREX_SHIE_REGIONS;
+}
+
+static int shie_entry_matches(const struct vrex_shie_entry *e, const struct vrex_shie_query *q)
+{
+	if (!e->valid || e->region != q->region)
+		return 0;
+	if (q->scope == VREX_SCOPE_STREAM ? e->stream != q->stream : e->pool != q->pool)
+		return 0;
+	return q->frame_limit == VREX_NIL || e->frame < q->frame_limit;
+}
+
+/* Smallest distance, then the most recent frame, then the lowest index. */
+static void shie_take_nearest(struct shie_search *sr, u32 id, u32 d, u32 frame)
+{
+	if (sr->best != VREX_NIL) {
+		if (d > sr->best_distance)
+			return;
+		if (d == sr->best_distance &&
+		    (frame < sr->best_frame || (frame == sr->best_frame && id > sr->best)))
+			return;
+	}
+	sr->best = id;
+	sr->best_distance = d;
+	sr->best_frame = frame;
+	sr->limit = d;
+}
+
+static void shie_take_range(struct shie_search *sr, u32 id)
+{
+	if (sr->count < sr->max)
+		sr->out[sr->count] = id;
+	sr->count++;
+}
+
+/*
+ * Probe order is by stage (s, tb): substring distance s, then table tb. An
+ * entry whose substring distances are d_i is reachable at every stage
+ * (d_i, i); it is reported at the first of them in that order only.
+ */
+static int mih_first_stage(const struct vrex_fp *a, const struct vrex_fp *b, u32 s, u32 tb)
+{
+	u32 i;
+
+	for (i = 0; i < VREX_MIH_TABLES; i++) {
+		u32 d = shie_popcount64(mih_key(a, i) ^ mih_key(b, i));
+
+		if (i < tb ? d <= s : i > tb && d < s)
+			return 0;
+	}
+	return 1;
+}
+
+static void shie_consider(struct shie_search *sr, u32 id, u32 s, u32 tb)
+{
+	const struct vrex_shie_entry *e = &sr->t->e[id];
+	u32 d = shie_distance(&e->fp, &sr->q->fp);
+
+	if (d > sr->limit || !shie_entry_matches(e, sr->q))
+		return;
+	if (!sr->range)
+		shie_take_nearest(sr, id, d, e->frame);
+	else if (mih_first_stage(&e->fp, &sr->q->fp, s, tb))
+		shie_take_range(sr, id);
+}
+
+static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64 other)
+{
+	const struct vrex_shie_table *t = sr->t;
+	u8 *c = chunk_at(t, head);
+	u32 n = *chunk_count(c);
+	u32 k = t->chunk_slots;
+	u32 m = n < k ? n : k;
+	u32 i;
+
+	while (n) {
+		const u64 *w = chunk_words(c);
+
+		/* The bucket key contributes exactly s bits: a cheap lower bound. */
+		for (i = 0; i < m; i++)
+			if (s + shie_popcount64(w[i] ^ other) <= sr->limit)
+				shie_consider(sr, chunk_ids(t, c)[i], s, tb);
+		n -= m;
+		if (!n)
+			break;
+		c = chunk_at(t, *chunk_next(c));
+		/* The partial overflow chunk comes first, full ones after it. */
+		m = n % k ? n % k : k;
+	}
+}
+
+/* Next 16-bit pattern with the same number of set bits (Gosper's hack). */
+static u32 mih_next_pattern(u32 x)
+{
+	u32 low = x & (0u - x);
+	u32 r = x + low;
+
+	return (((r ^ x) >> 2) >> vrex_popcount64(low - 1)) | r;
+}
+
+/*
+ * Probe order: stage (s, tb) = every bucket of table tb whose key differs
+ * from the query's substring in exactly s bits, stages in order s, then tb.
+ * The cursor walks all stages as one sequence so that prefetching runs
+ * SHIE_RING buckets ahead across stage boundaries.
+ */
+struct mih_cursor {
+	u32 s;
+	u32 tb;
+	u32 x;			/* flip pattern; VREX_MIH_BUCKETS: stage exhausted */
+	u32 bound;		/* stages with 8 * s + tb > bound are never needed */
+};
+
+static int mih_cursor_next(struct mih_cursor *c)
+{
+	if (c->x < VREX_MIH_BUCKETS)
+		c->x = c->s ? mih_next_pattern(c->x) : VREX_MIH_BUCKETS;
+	if (c->x >= VREX_MIH_BUCKETS) {
+		if (++c->tb == VREX_MIH_TABLES) {
+			c->tb = 0;
+			c->s++;
+		}
+		c->x = (1u << c->s) - 1;
+	}
+	return c->s * VREX_MIH_TABLES + c->tb <= c->bound;
+}
+
+#define SHIE_RING 16		/* power of two */
+#define SHIE_STAGE_SHIFT 24	/* ring item: s << 24 | bucket head */
+
+/*
+ * After stage (s, tb), every code with distance <= 8 * s + tb has been seen:
+ * an unseen one differs by >= s + 1 bits on substrings 0..tb and >= s on the
+ * others. So the search stops once that bound reaches the limit, which
+ * shrinks to the best distance found so far for nearest-neighbour queries.
+ */
+static void mih_search(struct shie_search *sr)
+{
+	const struct vrex_shie_table *t = sr->t;
+	struct mih_cursor cur = { .s = 0, .tb = 0, .x = 0, .bound = sr->limit };
+	u32 ring[SHIE_RING];
+	u32 qkey[VREX_MIH_TABLES];
+	u32 produced = 0, consumed = 0, more = 1, i;
+
+	for (i = 0; i < VREX_MIH_TABLES; i++)
+		qkey[i] = mih_key(&sr->q->fp, i);
+
+	while (more || consumed < produced) {
+		u32 item, s, head, tb;
+
+		while (more && produced - consumed < SHIE_RING) {
+			u8 *c;
+
+			head = cur.tb * VREX_MIH_BUCKETS + (qkey[cur.tb] ^ cur.x);
+			c = chunk_at(t, head);
+			__builtin_prefetch(c);
+			if (t->chunk_size > SHIE_ALIGN)
+				__builtin_prefetch(c + SHIE_ALIGN);
+			ring[produced++ % SHIE_RING] = cur.s << SHIE_STAGE_SHIFT | head;
+			more = mih_cursor_next(&cur);
+		}
+		item = ring[consumed++ % SHIE_RING];
+		s = item >> SHIE_STAGE_SHIFT;
+		head = item & ((1u << SHIE_STAGE_SHIFT) - 1);
+		tb = head >> VREX_MIH_BITS;
+		if (s * VREX_MIH_TABLES + tb > sr->limit)
+			return;
+		mih_scan_bucket(sr, head, s, tb, mih_other(&sr->q->fp, tb));
+	}
+}
+
+static void shie_search_init(struct shie_search *sr, const struct vrex_shie_table *t,
+			     const struct vrex_shie_query *q, u32 range, u32 *out, u32 max)
+{
+	sr->t = t;
+	sr->q = q;
+	sr->limit = q->radius;
+	sr->range = range;
+	sr->best = VREX_NIL;
+	sr->best_distance = VREX_NIL;
+	sr->best_frame = 0;
+	sr->out = out;
+	sr->max = out ? max : 0;
+	sr->count = 0;
+}
+
+static void shie_bruteforce(struct shie_search *sr)
+{
+	const struct vrex_shie_table *t = sr->t;
+	u32 i;
+
+	for (i = 0; i < t->capacity; i++) {
+		const struct vrex_shie_entry *e = &t->e[i];
+		u32 d;
+
+		if (!e->valid)
+			continue;
+		d = shie_distance(&e->fp, &sr->q->fp);
+		if (d > sr->limit || !shie_entry_matches(e, sr->q))
+			continue;
+		if (sr->range)
+			shie_take_range(sr, i);
+		else
+			shie_take_nearest(sr, i, d, e->frame);
+	}
+}
+
+static u32 shie_nearest(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			u32 *distance, int brute)
+{
+	struct shie_search sr;
+
+	if (!shie_query_valid(q))
+		return VREX_NIL;
+	shie_search_init(&sr, t, q, 0, NULL, 0);
+	if (brute)
+		shie_bruteforce(&sr);
+	else
+		mih_search(&sr);
+	if (sr.best != VREX_NIL && distance)
+		*distance = sr.best_distance;
+	return sr.best;
+}
+
+static u32 shie_range(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+		      u32 *out, u32 max, int brute)
+{
+	struct shie_search sr;
+
+	if (!shie_query_valid(q))
+		return 0;
+	shie_search_init(&sr, t, q, 1, out, max);
+	if (brute)
+		shie_bruteforce(&sr);
+	else
+		mih_search(&sr);
+	return sr.count;
+}
+
+u32 vrex_shie_find_similar(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			   u32 *distance)
+{
+	return shie_nearest(t, q, distance, 0);
+}
+
+u32 vrex_shie_find_similar_bruteforce(const struct vrex_shie_table *t,
+				      const struct vrex_shie_query *q, u32 *distance)
+{
+	return shie_nearest(t, q, distance, 1);
+}
+
+u32 vrex_shie_find_range(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			 u32 *out, u32 max)
+{
+	return shie_range(t, q, out, max, 0);
+}
+
+u32 vrex_shie_find_range_bruteforce(const struct vrex_shie_table *t,
+				    const struct vrex_shie_query *q, u32 *out, u32 max)
+{
+	return shie_range(t, q, out, max, 1);
+}

@@ -1,0 +1,91 @@
+#include "bank_memory.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iterator>
+
+namespace vrex {
+
+BankMemory::BankMemory(std::uint32_t nbanks, std::uint64_t bank_size)
+    : bank_size_(bank_size), free_(nbanks), used_(nbanks, 0)
+{
+    size_ = std::uint64_t{nbanks} * bank_size;
+    // Address space only: unbacked until a BO's memfd is mapped over its range.
+    void* p = mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        size_ = 0;
+        return;
+    }
+    base_ = static_cast<std::byte*>(p);
+    for (std::uint32_t b = 0; b < nbanks; b++)
+        free_[b].emplace(0, bank_size);
+}
+
+BankMemory::~BankMemory()
+{
+    if (base_)
+        munmap(base_, size_);
+}
+
+Result<BankMemory::Extent> BankMemory::allocate(std::uint64_t size, std::uint64_t bank_mask)
+{
+    for (std::uint32_t b = 0; b < free_.size(); b++) {
+        if (!(bank_mask & (std::uint64_t{1} << b)))
+            continue;
+        for (auto it = free_[b].begin(); it != free_[b].end(); ++it) {
+            if (it->second < size)
+                continue;
+            const std::uint64_t off = it->first;
+            const std::uint64_t rest = it->second - size;
+            free_[b].erase(it);
+            if (rest)
+                free_[b].emplace(off + size, rest);
+
+            Extent e{std::uint64_t{b} * bank_size_ + off, size, b, -1};
+            e.memfd = memfd_create("vrex-bo", MFD_CLOEXEC);
+            void* at = base_ + e.addr;
+            if (e.memfd < 0 || ftruncate(e.memfd, static_cast<off_t>(size)) != 0 ||
+                mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, e.memfd, 0) == MAP_FAILED) {
+                const int err = errno;
+                if (e.memfd >= 0)
+                    close(e.memfd);
+                e.memfd = -1;
+                release(e);
+                return std::error_code(err, std::generic_category());
+            }
+            used_[b] += size;
+            return e;
+        }
+    }
+    return std::make_error_code(std::errc::no_space_on_device);
+}
+
+void BankMemory::release(const Extent& e)
+{
+    if (e.memfd >= 0) {
+        // Back to reserved address space; the memfd's pages live on in exported fds until closed.
+        mmap(base_ + e.addr, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        close(e.memfd);
+        used_[e.bank] -= e.size;
+    }
+    auto& fl = free_[e.bank];
+    std::uint64_t off = e.addr - std::uint64_t{e.bank} * bank_size_;
+    std::uint64_t len = e.size;
+    auto next = fl.lower_bound(off);
+    if (next != fl.end() && off + len == next->first) {
+        len += next->second;
+        next = fl.erase(next);
+    }
+    if (next != fl.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == off) {
+            prev->second += len;
+            return;
+        }
+    }
+    fl.emplace(off, len);
+}
+
+}  // namespace vrex

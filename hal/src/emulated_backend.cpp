@@ -1,0 +1,519 @@
+#include "emulated_backend.hpp"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "emulated_device.hpp"
+
+namespace vrex {
+namespace {
+
+std::error_code err(std::errc e) { return std::make_error_code(e); }
+std::error_code errno_code(int e) { return {e, std::generic_category()}; }
+
+constexpr std::uint64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+
+bool fp_is_zero(const __u64 (&fp)[2]) { return fp[0] == 0 && fp[1] == 0; }
+
+// Byte range [offset, offset + length) inside a BO of @size, without overflow.
+bool range_inside(std::uint64_t offset, std::uint64_t length, std::uint64_t size)
+{
+    return offset <= size && length <= size - offset;
+}
+
+}  // namespace
+
+// Every operation takes the device lock, refuses a lost device and finds the calling file.
+#define VREX_EMU_ENTER(ret_lost)                      \
+    std::lock_guard lock(dev_->mu);                   \
+    if (dev_->lost)                                   \
+        return ret_lost;                              \
+    EmulatedFile& file = dev_->files.at(file_);       \
+    (void)file
+
+EmulatedBackend::EmulatedBackend(Key, std::shared_ptr<EmulatedDevice> dev, std::uint32_t file, int event_fd)
+    : dev_(std::move(dev)), file_(file), event_fd_(event_fd)
+{
+}
+
+Result<std::unique_ptr<EmulatedBackend>> EmulatedBackend::open(const BackendOptions& options)
+{
+    auto dev = EmulatedDevice::get(options);
+    if (!dev)
+        return dev.error();
+    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (efd < 0)
+        return errno_code(errno);
+    std::uint32_t file;
+    {
+        std::lock_guard lock((*dev)->mu);
+        file = (*dev)->add_file();
+    }
+    return std::make_unique<EmulatedBackend>(Key{}, std::move(*dev), file, efd);
+}
+
+EmulatedBackend::~EmulatedBackend()
+{
+    {
+        std::lock_guard lock(dev_->mu);
+        dev_->remove_file(file_);
+    }
+    close(event_fd_);
+}
+
+std::string EmulatedBackend::description() const
+{
+    return "emulated (" + std::to_string(dev_->cfg.nbanks) + " banks x " +
+           std::to_string(dev_->cfg.bank_size >> 10) + " KiB, reference model in-process)";
+}
+
+void EmulatedBackend::simulate_device_loss()
+{
+    std::lock_guard lock(dev_->mu);
+    dev_->mark_lost();
+}
+
+Result<drm_vrex_device_info> EmulatedBackend::device_info()
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    const RegisterFile& r = dev_->regs;
+    drm_vrex_device_info info{};
+    info.hw_id = r.read(VREX_REG_ID);
+    info.hw_version = r.read(VREX_REG_VERSION);
+    info.caps = r.read(VREX_REG_CAPS);
+    info.bank_count = r.read(VREX_REG_BANK_COUNT);
+    info.bank_size = std::uint64_t{r.read(VREX_REG_BANK_SIZE_KB)} << 10;
+    info.group_banks = r.read(VREX_REG_GROUP_BANKS);
+    info.max_streams = r.read(VREX_REG_MAX_STREAMS);
+    info.shie_capacity = r.read(VREX_REG_SHIE_CAPACITY);
+    info.block_capacity = r.read(VREX_REG_BLOCK_CAPACITY);
+    info.zombie_frames = r.read(VREX_REG_ZOMBIE_FRAMES);
+    info.max_batch = DRM_VREX_MAX_BATCH;
+    info.fcc_min_dim = VREX_FCC_MIN_DIM;
+    info.fcc_max_dim = VREX_FCC_MAX_DIM;
+    info.simulated = 1;
+    return info;
+}
+
+Result<drm_vrex_bank_info> EmulatedBackend::bank_info()
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    const RegisterFile& r = dev_->regs;
+    drm_vrex_bank_info info{};
+    info.bank_count = dev_->cfg.nbanks;
+    for (std::uint32_t b = 0; b < info.bank_count; b++) {
+        info.bo_bytes[b] = dev_->mem.used_bytes(b);
+        info.kv_bytes[b] = std::uint64_t{r.read(VREX_REG_BANK_KB(b))} << 10;
+        info.kv_blocks[b] = r.read(VREX_REG_BANK_BLOCKS(b));
+    }
+    for (std::uint32_t g = 0; g < dev_->cfg.nbanks / dev_->cfg.group_banks; g++)
+        info.group_owned[g] = r.read(VREX_REG_GROUP_POOL(g)) != VREX_NIL;
+    return info;
+}
+
+std::error_code EmulatedBackend::bo_create(drm_vrex_bo_create& a)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    const std::uint64_t all_banks =
+        dev_->cfg.nbanks >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << dev_->cfg.nbanks) - 1;
+    const std::uint64_t page = dev_->page_size;
+    if (a.size == 0 || a.size > std::numeric_limits<std::uint64_t>::max() - (page - 1) ||
+        (a.flags & ~DRM_VREX_BO_VALID_FLAGS) || a.pad || a.bank_mask == 0 || (a.bank_mask & ~all_banks))
+        return err(std::errc::invalid_argument);
+    const std::uint64_t size = (a.size + page - 1) / page * page;
+    if (size > dev_->cfg.bank_size)
+        return err(std::errc::no_space_on_device);
+    auto ext = dev_->mem.allocate(size, a.bank_mask);
+    if (!ext)
+        return ext.error();
+    // GEM handles: the lowest free id >= 1, as idr_alloc() hands them out.
+    std::uint32_t handle = 1;
+    for (const auto& [h, bo] : file.bos) {
+        if (h != handle)
+            break;
+        handle++;
+    }
+    file.bos.emplace(handle, EmulatedBo{*ext, 0});
+    a.handle = handle;
+    a.bank = ext->bank;
+    return {};
+}
+
+std::error_code EmulatedBackend::bo_destroy(std::uint32_t handle)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    auto it = file.bos.find(handle);
+    if (it == file.bos.end())
+        return err(std::errc::no_such_file_or_directory);
+    // The SHIE holds device addresses into this memory: it must not be reused under live blocks.
+    if (it->second.live_blocks)
+        return err(std::errc::device_or_resource_busy);
+    dev_->mem.release(it->second.ext);
+    file.bos.erase(it);
+    return {};
+}
+
+Result<std::span<std::byte>> EmulatedBackend::bo_map(std::uint32_t handle)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    auto it = file.bos.find(handle);
+    if (it == file.bos.end())
+        return err(std::errc::no_such_file_or_directory);
+    return std::span<std::byte>(dev_->mem.base() + it->second.ext.addr, it->second.ext.size);
+}
+
+Result<int> EmulatedBackend::bo_export_dmabuf(std::uint32_t handle)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    auto it = file.bos.find(handle);
+    if (it == file.bos.end())
+        return err(std::errc::no_such_file_or_directory);
+    // A new open file description of the BO's memfd (O_RDWR), like a dma-buf of its own.
+    const std::string path = "/proc/self/fd/" + std::to_string(it->second.ext.memfd);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return errno_code(errno);
+    return fd;
+}
+
+std::error_code EmulatedBackend::stream_create(drm_vrex_stream_create& a)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    const bool pooled = a.flags & DRM_VREX_STREAM_POOLED;
+    if ((a.flags & ~DRM_VREX_STREAM_VALID_FLAGS) || a.pad || (!pooled && a.pool))
+        return err(std::errc::invalid_argument);
+    std::uint32_t slot = 0;
+    while (slot < dev_->slots.size() && dev_->slots[slot].open)
+        slot++;
+    if (slot == dev_->slots.size())
+        return err(std::errc::no_space_on_device);
+
+    std::uint32_t hw_pool = VREX_POOL_PRIVATE + slot;
+    bool new_pool = false;
+    if (pooled) {
+        auto p = file.pools.find(a.pool);
+        new_pool = p == file.pools.end();
+        hw_pool = new_pool ? dev_->alloc_hw_pool() : p->second;
+    }
+    dev_->regs.write(VREX_REG_ARG_STREAM, slot);
+    dev_->regs.write(VREX_REG_ARG_POOL, hw_pool);
+    if (const int e = dev_->regs.command(VREX_CMD_STREAM_OPEN))
+        return errno_code(e);
+    if (pooled) {
+        dev_->hw_pool_refs[hw_pool]++;
+        if (new_pool)
+            file.pools.emplace(a.pool, hw_pool);
+    }
+    dev_->slots[slot] = EmulatedStreamSlot{true, file_, hw_pool, a.pool, pooled, 0};
+    a.stream = slot;
+    return {};
+}
+
+std::error_code EmulatedBackend::stream_destroy(std::uint32_t stream)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    if (stream >= dev_->slots.size() || !dev_->slots[stream].open || dev_->slots[stream].file != file_)
+        return err(std::errc::no_such_file_or_directory);
+    if (const int e = dev_->close_stream(stream))
+        return errno_code(e);
+    return {};
+}
+
+#define VREX_EMU_OWN_STREAM(s)                                                                      \
+    if ((s) >= dev_->slots.size() || !dev_->slots[(s)].open || dev_->slots[(s)].file != file_) \
+    return err(std::errc::no_such_file_or_directory)
+
+std::error_code EmulatedBackend::frame_submit(drm_vrex_frame_submit& a)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_STREAM(a.stream);
+    if ((a.flags & ~DRM_VREX_FRAME_VALID_FLAGS) || a.pad || a.width < VREX_FCC_MIN_DIM ||
+        a.width > VREX_FCC_MAX_DIM || a.height < VREX_FCC_MIN_DIM || a.height > VREX_FCC_MAX_DIM ||
+        a.stride < a.width)
+        return err(std::errc::invalid_argument);
+    auto bo = file.bos.find(a.handle);
+    if (bo == file.bos.end())
+        return err(std::errc::no_such_file_or_directory);
+    const std::uint64_t plane = std::uint64_t{a.height - 1} * a.stride + a.width;
+    if (!range_inside(a.offset, plane, bo->second.ext.size))
+        return err(std::errc::result_out_of_range);
+
+    const RegisterFile& r = dev_->regs;
+    r.write(VREX_REG_ARG_STREAM, a.stream);
+    r.write64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI, bo->second.ext.addr + a.offset);
+    r.write(VREX_REG_ARG_WIDTH, a.width);
+    r.write(VREX_REG_ARG_HEIGHT, a.height);
+    r.write(VREX_REG_ARG_STRIDE, a.stride);
+    if (const int e = r.command(VREX_CMD_FRAME))
+        return errno_code(e);
+    r.read_fp(VREX_REG_RES_FP(0), a.fp);
+    a.frame = r.read(VREX_REG_RES_FRAME);
+    a.group = r.read(VREX_REG_RES_GROUP);
+    a.bank_first = r.read(VREX_REG_RES_BANK_FIRST);
+    a.bank_count = r.read(VREX_REG_RES_BANK_COUNT);
+    const std::uint32_t resf = r.read(VREX_REG_RES_FLAGS);
+    a.result_flags = ((resf & VREX_RESF_OPENED) ? DRM_VREX_FRAME_OPENED_GROUP : 0u) |
+                     ((resf & VREX_RESF_CONFLICT) ? DRM_VREX_FRAME_CONFLICT : 0u);
+    a.centre_motion = r.read(VREX_REG_FCC_CENTRE_MOTION);
+    a.static_ratio = r.read(VREX_REG_FCC_STATIC_RATIO);
+    a.roi_dx = static_cast<std::int32_t>(r.read(VREX_REG_FCC_ROI_DX));
+    a.roi_dy = static_cast<std::int32_t>(r.read(VREX_REG_FCC_ROI_DY));
+
+    if (a.flags & DRM_VREX_FRAME_EVENT) {
+        drm_vrex_event_frame ev{};
+        ev.base.type = DRM_VREX_EVENT_FRAME_DONE;
+        ev.base.length = sizeof(ev);
+        ev.user_data = a.user_data;
+        ev.fp[0] = a.fp[0];
+        ev.fp[1] = a.fp[1];
+        ev.stream = a.stream;
+        ev.frame = a.frame;
+        ev.group = a.group;
+        file.events.push_back(ev);
+        const std::uint64_t one = 1;
+        if (write(event_fd_, &one, sizeof(one)) != sizeof(one))
+            return errno_code(errno);
+    }
+    return {};
+}
+
+std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_STREAM(stream);
+    if (items.empty() || items.size() > DRM_VREX_MAX_BATCH)
+        return err(std::errc::invalid_argument);
+    // Validate the whole batch before applying anything.
+    for (const drm_vrex_shie_insert_item& it : items) {
+        if ((it.flags & ~DRM_VREX_INSERT_VALID_FLAGS) || it.region >= DRM_VREX_REGIONS ||
+            it.frame_offset < DRM_VREX_OFFSET_MIN || it.frame_offset > DRM_VREX_OFFSET_MAX)
+            return err(std::errc::invalid_argument);
+        if (it.flags & DRM_VREX_INSERT_ALIAS) {
+            if (it.handle || it.offset || it.length)
+                return err(std::errc::invalid_argument);
+            if (it.block >= dev_->blocks.size() || !dev_->blocks[it.block].live ||
+                dev_->blocks[it.block].file != file_)
+                return err(std::errc::no_such_file_or_directory);
+            continue;
+        }
+        if (it.length == 0)
+            return err(std::errc::invalid_argument);
+        auto bo = file.bos.find(it.handle);
+        if (bo == file.bos.end())
+            return err(std::errc::no_such_file_or_directory);
+        if (!range_inside(it.offset, it.length, bo->second.ext.size))
+            return err(std::errc::result_out_of_range);
+        if (it.length > kU32Max)
+            return err(std::errc::invalid_argument);
+    }
+
+    const RegisterFile& r = dev_->regs;
+    for (drm_vrex_shie_insert_item& it : items) {
+        const bool alias = it.flags & DRM_VREX_INSERT_ALIAS;
+        r.write(VREX_REG_ARG_STREAM, stream);
+        r.write(VREX_REG_ARG_REGION, it.region);
+        r.write(VREX_REG_ARG_OFFSET, static_cast<std::uint32_t>(it.frame_offset));
+        r.write(VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0u);
+        r.write_fp(VREX_REG_ARG_FP(0), it.fp);
+        if (alias) {
+            r.write(VREX_REG_ARG_BLOCK, it.block);
+        } else {
+            r.write(VREX_REG_ARG_KV_TAG, it.handle);
+            r.write64(VREX_REG_ARG_KV_ADDR_LO, VREX_REG_ARG_KV_ADDR_HI, file.bos.at(it.handle).ext.addr + it.offset);
+            r.write(VREX_REG_ARG_KV_LEN, static_cast<std::uint32_t>(it.length));
+        }
+        if (const int e = r.command(VREX_CMD_INSERT)) {
+            it.result = -e;
+            continue;
+        }
+        it.result = 0;
+        if (alias)
+            continue;
+        it.block = r.read(VREX_REG_RES_BLOCK);
+        if (it.block < dev_->blocks.size()) {
+            dev_->blocks[it.block] = EmulatedBlockOwner{true, file_, stream, it.handle};
+            file.bos.at(it.handle).live_blocks++;
+            dev_->slots[stream].live_blocks++;
+        }
+    }
+    return {};
+}
+
+std::error_code EmulatedBackend::shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_STREAM(stream);
+    if (items.empty() || items.size() > DRM_VREX_MAX_BATCH)
+        return err(std::errc::invalid_argument);
+    for (const drm_vrex_shie_lookup_item& it : items) {
+        if (it.region >= DRM_VREX_REGIONS || it.pad)
+            return err(std::errc::invalid_argument);
+        if (it.kind == DRM_VREX_LOOKUP_TEMPORAL) {
+            if (!fp_is_zero(it.fp) || it.flags || it.radius || it.frame_offset < DRM_VREX_OFFSET_MIN ||
+                it.frame_offset > DRM_VREX_OFFSET_MAX)
+                return err(std::errc::invalid_argument);
+        } else if (it.kind == DRM_VREX_LOOKUP_SIMILAR) {
+            if ((it.flags & ~DRM_VREX_LOOKUP_VALID_FLAGS) || it.frame_offset || it.radius > DRM_VREX_MAX_RADIUS)
+                return err(std::errc::invalid_argument);
+        } else {
+            return err(std::errc::invalid_argument);
+        }
+    }
+
+    const RegisterFile& r = dev_->regs;
+    for (drm_vrex_shie_lookup_item& it : items) {
+        r.write(VREX_REG_ARG_STREAM, stream);
+        r.write(VREX_REG_ARG_REGION, it.region);
+        std::uint32_t cmd = VREX_CMD_LOOKUP_TEMPORAL;
+        if (it.kind == DRM_VREX_LOOKUP_TEMPORAL) {
+            r.write(VREX_REG_ARG_OFFSET, static_cast<std::uint32_t>(it.frame_offset));
+        } else {
+            cmd = VREX_CMD_LOOKUP_SIMILAR;
+            r.write_fp(VREX_REG_ARG_FP(0), it.fp);
+            r.write(VREX_REG_ARG_RADIUS, it.radius);
+            r.write(VREX_REG_ARG_FLAGS, ((it.flags & DRM_VREX_LOOKUP_SCOPE_POOL) ? VREX_ARGF_SCOPE_POOL : 0u) |
+                                            ((it.flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0u));
+        }
+        it.hit_flags = 0;
+        it.distance = 0;
+        it.block = 0;
+        it.frame = 0;
+        it.stream = 0;
+        it.handle = 0;
+        it.offset = 0;
+        it.length = 0;
+        it.found_fp[0] = it.found_fp[1] = 0;
+        // A command error (e.g. no frame submitted yet) is a miss for this item.
+        if (r.command(cmd))
+            continue;
+        const std::uint32_t resf = r.read(VREX_REG_RES_FLAGS);
+        if (!(resf & VREX_RESF_HIT))
+            continue;
+        it.hit_flags = DRM_VREX_HIT | ((resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0u);
+        it.distance = r.read(VREX_REG_RES_DISTANCE);
+        it.block = r.read(VREX_REG_RES_BLOCK);
+        it.frame = r.read(VREX_REG_RES_FRAME);
+        it.stream = r.read(VREX_REG_RES_STREAM);
+        it.handle = r.read(VREX_REG_RES_KV_TAG);
+        it.length = r.read(VREX_REG_RES_KV_LEN);
+        r.read_fp(VREX_REG_RES_FP(0), it.found_fp);
+        const std::uint64_t addr = r.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
+        auto bo = file.bos.find(it.handle);
+        it.offset = bo != file.bos.end() ? addr - bo->second.ext.addr : 0;
+    }
+    return {};
+}
+
+std::error_code EmulatedBackend::shie_retire(std::uint32_t stream, std::span<const std::uint32_t> remove,
+                                             std::span<drm_vrex_released_block> released,
+                                             std::uint32_t& released_count)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_STREAM(stream);
+    if (remove.size() > DRM_VREX_MAX_BATCH)
+        return err(std::errc::invalid_argument);
+    std::set<std::uint32_t> seen;
+    for (std::uint32_t b : remove) {
+        if (b >= dev_->blocks.size() || !dev_->blocks[b].live || dev_->blocks[b].file != file_ ||
+            dev_->blocks[b].stream != stream)
+            return err(std::errc::no_such_file_or_directory);
+        if (!seen.insert(b).second)
+            return err(std::errc::invalid_argument);
+    }
+    const std::uint32_t could_release = dev_->slots[stream].live_blocks;
+    if (released.size() < could_release) {
+        released_count = could_release;
+        return err(std::errc::no_space_on_device);
+    }
+
+    std::vector<drm_vrex_released_block> out;
+    const RegisterFile& r = dev_->regs;
+    for (std::uint32_t b : remove) {
+        r.write(VREX_REG_ARG_BLOCK, b);
+        if (const int e = r.command(VREX_CMD_REMOVE)) {
+            dev_->drain_released(&out);
+            return errno_code(e);
+        }
+    }
+    r.write(VREX_REG_ARG_STREAM, stream);
+    const int e = r.command(VREX_CMD_RETIRE);
+    dev_->drain_released(&out);
+    for (std::size_t i = 0; i < out.size() && i < released.size(); i++)
+        released[i] = out[i];
+    released_count = static_cast<std::uint32_t>(out.size());
+    return e ? errno_code(e) : std::error_code{};
+}
+
+Result<drm_vrex_stats> EmulatedBackend::stats()
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    const RegisterFile& r = dev_->regs;
+    auto cnt = [&r](std::uint32_t i) { return r.read64(VREX_REG_CNT_LO(i), VREX_REG_CNT_HI(i)); };
+    drm_vrex_stats s{};
+    s.lookups = cnt(VREX_CNT_LOOKUPS);
+    s.exact_hits = cnt(VREX_CNT_EXACT_HITS);
+    s.approx_hits = cnt(VREX_CNT_APPROX_HITS);
+    s.misses = cnt(VREX_CNT_MISSES);
+    s.evictions = cnt(VREX_CNT_EVICTIONS);
+    s.bank_conflicts = cnt(VREX_CNT_BANK_CONFLICTS);
+    s.inserts = cnt(VREX_CNT_INSERTS);
+    s.removes = cnt(VREX_CNT_REMOVES);
+    s.frames = cnt(VREX_CNT_FRAMES);
+    s.live_entries = cnt(VREX_CNT_LIVE_ENTRIES);
+    s.live_blocks = cnt(VREX_CNT_LIVE_BLOCKS);
+    s.cmd_errors = cnt(VREX_CNT_CMD_ERRORS);
+    return s;
+}
+
+Result<std::uint32_t> EmulatedBackend::reg_read(std::uint32_t offset)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    if (offset % 4 || offset >= VREX_REG_WINDOW)
+        return err(std::errc::invalid_argument);
+    return dev_->regs.read(offset);
+}
+
+Result<std::size_t> EmulatedBackend::read_events(std::span<drm_vrex_event_frame> out)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    std::size_t n = 0;
+    while (n < out.size() && !file.events.empty()) {
+        out[n++] = file.events.front();
+        file.events.pop_front();
+    }
+    if (file.events.empty()) {
+        std::uint64_t counter;
+        // Clears readability; EAGAIN just means it was already clear.
+        if (read(event_fd_, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+            return errno_code(errno);
+    }
+    return n;
+}
+
+namespace {
+
+bool emulated_available() { return true; }
+
+Result<std::unique_ptr<Backend>> emulated_open(const BackendOptions& options)
+{
+    auto b = EmulatedBackend::open(options);
+    if (!b)
+        return b.error();
+    return std::unique_ptr<Backend>(std::move(*b));
+}
+
+}  // namespace
+
+const BackendFactory& emulated_backend_factory()
+{
+    static const BackendFactory factory{"emulated", emulated_available, emulated_open};
+    return factory;
+}
+
+}  // namespace vrex

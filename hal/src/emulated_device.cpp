@@ -1,0 +1,171 @@
+#include "emulated_device.hpp"
+
+#include <unistd.h>
+
+#include <string>
+
+namespace vrex {
+namespace {
+
+std::mutex registry_mu;
+std::map<std::string, std::weak_ptr<EmulatedDevice>>& registry()
+{
+    static std::map<std::string, std::weak_ptr<EmulatedDevice>> devices;
+    return devices;
+}
+
+std::string config_key(const vrex_model_config& c)
+{
+    return std::to_string(c.nbanks) + "x" + std::to_string(c.bank_size) + "/g" + std::to_string(c.group_banks) +
+           "/z" + std::to_string(c.zombie_frames);
+}
+
+}  // namespace
+
+EmulatedDevice::EmulatedDevice(Key, const vrex_model_config& c)
+    : cfg(c), mem(c.nbanks, c.bank_size), regs(&model), slots(c.max_streams), blocks(c.block_capacity)
+{
+    const long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0)
+        page_size = static_cast<std::uint64_t>(ps);
+}
+
+EmulatedDevice::~EmulatedDevice() = default;
+
+Result<std::shared_ptr<EmulatedDevice>> EmulatedDevice::get(const BackendOptions& o)
+{
+    vrex_model_config c{};
+    vrex_model_default_config(&c);
+    if (o.emu_banks)
+        c.nbanks = o.emu_banks;
+    if (o.emu_bank_size)
+        c.bank_size = o.emu_bank_size;
+    if (o.emu_group_banks)
+        c.group_banks = o.emu_group_banks;
+    if (o.emu_zombie_frames)
+        c.zombie_frames = o.emu_zombie_frames;
+    const std::size_t arena_bytes = vrex_model_arena_size(&c);
+    if (!arena_bytes)
+        return std::make_error_code(std::errc::invalid_argument);
+
+    std::lock_guard lock(registry_mu);
+    const std::string key = config_key(c);
+    if (auto dev = registry()[key].lock())
+        return dev;
+
+    auto dev = std::make_shared<EmulatedDevice>(Key{}, c);
+    if (!dev->mem.ok())
+        return std::make_error_code(std::errc::not_enough_memory);
+    dev->arena = std::make_unique<std::uint64_t[]>(arena_bytes / sizeof(std::uint64_t) + 1);
+    const int err = vrex_model_init(&dev->model, &c, dev->arena.get(), arena_bytes,
+                                    reinterpret_cast<u8*>(dev->mem.base()), dev->mem.size());
+    if (err)
+        return std::error_code(err, std::generic_category());
+    dev->regs.write(VREX_REG_IRQ_MASK, 0);  // completion is polled, nothing to interrupt
+    dev->key_ = key;
+    registry()[key] = dev;
+    return dev;
+}
+
+std::uint32_t EmulatedDevice::add_file()
+{
+    const std::uint32_t id = next_file++;
+    files[id];
+    return id;
+}
+
+void EmulatedDevice::remove_file(std::uint32_t file)
+{
+    auto it = files.find(file);
+    if (it == files.end())
+        return;
+    if (!lost) {
+        for (std::uint32_t s = 0; s < slots.size(); s++)
+            if (slots[s].open && slots[s].file == file)
+                close_stream(s);
+    }
+    for (auto& [handle, bo] : it->second.bos)
+        mem.release(bo.ext);
+    files.erase(it);
+}
+
+void EmulatedDevice::mark_lost()
+{
+    lost = true;
+    std::lock_guard lock(registry_mu);
+    auto it = registry().find(key_);
+    if (it != registry().end() && it->second.lock().get() == this)
+        registry().erase(it);
+}
+
+void EmulatedDevice::drain_released(std::vector<drm_vrex_released_block>* out)
+{
+    for (;;) {
+        if (regs.command(VREX_CMD_POP_RELEASED))
+            return;
+        const std::uint32_t block = regs.read(VREX_REG_RES_BLOCK);
+        if (block == VREX_NIL || block >= blocks.size())
+            return;
+        EmulatedBlockOwner& owner = blocks[block];
+        const std::uint32_t reason = regs.read(VREX_REG_RES_REASON);
+        const std::uint64_t addr = regs.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
+        const std::uint32_t length = regs.read(VREX_REG_RES_KV_LEN);
+        if (owner.live) {
+            owner.live = false;
+            if (owner.stream < slots.size() && slots[owner.stream].live_blocks)
+                slots[owner.stream].live_blocks--;
+            auto f = files.find(owner.file);
+            if (f != files.end()) {
+                auto bo = f->second.bos.find(owner.handle);
+                if (bo != f->second.bos.end()) {
+                    bo->second.live_blocks--;
+                    if (out && (reason == VREX_RELEASE_ZOMBIE || reason == VREX_RELEASE_REMOVED)) {
+                        drm_vrex_released_block r{};
+                        r.block = block;
+                        r.handle = owner.handle;
+                        r.offset = addr - bo->second.ext.addr;
+                        r.length = length;
+                        r.reason = reason;
+                        out->push_back(r);
+                    }
+                }
+            }
+        }
+        if (regs.read(VREX_REG_RES_COUNT) == 0)
+            return;
+    }
+}
+
+int EmulatedDevice::close_stream(std::uint32_t slot)
+{
+    EmulatedStreamSlot& s = slots[slot];
+    regs.write(VREX_REG_ARG_STREAM, slot);
+    const int err = regs.command(VREX_CMD_STREAM_CLOSE);
+    drain_released(nullptr);
+    if (s.pooled) {
+        auto ref = hw_pool_refs.find(s.hw_pool);
+        if (ref != hw_pool_refs.end() && --ref->second == 0) {
+            hw_pool_refs.erase(ref);
+            auto f = files.find(s.file);
+            if (f != files.end())
+                f->second.pools.erase(s.user_pool);
+        }
+    }
+    s = EmulatedStreamSlot{};
+    return err;
+}
+
+std::uint32_t EmulatedDevice::alloc_hw_pool()
+{
+    // Lowest free id below the private-pool range: deterministic, so the kernel's simulated device
+    // and the emulation salt placement keys identically.
+    std::uint32_t id = 1;
+    for (const auto& [pool, refs] : hw_pool_refs) {
+        if (pool != id)
+            break;
+        id++;
+    }
+    return id;
+}
+
+}  // namespace vrex

@@ -1,0 +1,92 @@
+// State of one emulated V-Rex device, shared by the EmulatedBackends ("files") opened on it.
+// Everything here is guarded by mu; EmulatedBackend holds it for the whole of each operation, as
+// vrex.ko holds its device lock around register programming.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bank_memory.hpp"
+#include "register_file.hpp"
+#include "vrex/backend.hpp"
+
+namespace vrex {
+
+struct EmulatedBo {
+    BankMemory::Extent ext;
+    std::uint32_t live_blocks = 0;  // KV blocks of the SHIE pointing into it
+};
+
+struct EmulatedFile {
+    std::map<std::uint32_t, EmulatedBo> bos;          // GEM handle -> BO
+    std::map<std::uint32_t, std::uint32_t> pools;     // user pool -> hardware pool
+    std::deque<drm_vrex_event_frame> events;
+};
+
+struct EmulatedStreamSlot {
+    bool open = false;
+    std::uint32_t file = 0;
+    std::uint32_t hw_pool = 0;
+    std::uint32_t user_pool = 0;
+    bool pooled = false;
+    std::uint32_t live_blocks = 0;
+};
+
+struct EmulatedBlockOwner {
+    bool live = false;
+    std::uint32_t file = 0;
+    std::uint32_t stream = 0;
+    std::uint32_t handle = 0;
+};
+
+class EmulatedDevice {
+public:
+    // The shared device for this geometry (created on first use, or after a loss).
+    static Result<std::shared_ptr<EmulatedDevice>> get(const BackendOptions& options);
+    ~EmulatedDevice();
+    EmulatedDevice(const EmulatedDevice&) = delete;
+    EmulatedDevice& operator=(const EmulatedDevice&) = delete;
+
+    std::uint32_t add_file();
+    // Closes every stream and BO of @file (as the kernel does on the last close of an fd).
+    void remove_file(std::uint32_t file);
+    void mark_lost();
+
+    // Pops every queued release record and updates ownership; records of ZOMBIE/REMOVED releases
+    // are appended to @out (when given) as the uAPI struct.
+    void drain_released(std::vector<drm_vrex_released_block>* out);
+    // Closes a hardware stream slot, drains its release records and drops its pool reference.
+    int close_stream(std::uint32_t slot);
+    std::uint32_t alloc_hw_pool();
+
+    std::mutex mu;
+    bool lost = false;
+    vrex_model_config cfg{};
+    std::uint64_t page_size = 4096;
+    std::unique_ptr<std::uint64_t[]> arena;
+    vrex_model model{};
+    BankMemory mem;
+    RegisterFile regs;
+    std::map<std::uint32_t, EmulatedFile> files;
+    std::uint32_t next_file = 1;
+    std::vector<EmulatedStreamSlot> slots;
+    std::vector<EmulatedBlockOwner> blocks;
+    std::map<std::uint32_t, std::uint32_t> hw_pool_refs;  // pooled hardware pool -> streams
+
+    // Only get() constructs devices (make_shared needs a public constructor, the key keeps it private).
+    class Key {
+        friend class EmulatedDevice;
+        Key() = default;
+    };
+    EmulatedDevice(Key, const vrex_model_config& cfg);
+
+private:
+    std::string key_;
+};
+
+}  // namespace vrex

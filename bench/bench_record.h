@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+// One benchmark result, written as one JSON object per line (JSON Lines) so that every bench binary can
+// append to its own part file and scripts/bench.sh can merge them into build/bench/results.json.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace vrex::bench {
+
+// What a record's target constrains: the ratio ours/baseline (a speed-up), or ours itself (an absolute
+// figure such as frames per second, when there is no baseline to divide by).
+enum class TargetOn { ratio, ours };
+
+struct Record {
+    std::string name;                 // "<benchmark>/<configuration>: <what is compared>"
+    double ours = 0.0;
+    std::optional<double> baseline;   // absent for absolute measurements
+    std::string unit;                 // unit of ours and baseline, e.g. "queries/s"
+    std::optional<double> target;     // absent: reported for information, no requirement
+    TargetOn target_on = TargetOn::ratio;
+    std::string baseline_name;        // what the baseline is, e.g. "FAISS IndexBinaryFlat (1 thread)"
+    std::string notes;                // configuration details a reader needs to interpret the figure
+
+    std::optional<double> ratio() const;
+    std::optional<bool> met() const;
+};
+
+// Appends records to a JSON Lines file (or nowhere when the path is empty) and echoes them to stdout.
+class RecordSink {
+public:
+    explicit RecordSink(const std::string& path);
+    ~RecordSink();
+    RecordSink(const RecordSink&) = delete;
+    RecordSink& operator=(const RecordSink&) = delete;
+
+    void add(const Record& r);
+    bool ok() const { return path_.empty() || file_ != nullptr; }
+
+private:
+    std::string path_;
+    std::FILE* file_ = nullptr;
+};
+
+std::string to_json(const Record& r);
+
+}  // namespace vrex::bench

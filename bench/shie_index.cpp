@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+#include "shie_index.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace vrex::bench {
+
+void ShieIndex::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
+    : arena_size_(vrex_shie_arena_size(static_cast<u32>(codes.size()))),
+      arena_(std::aligned_alloc(64, (arena_size_ + 63) / 64 * 64)),
+      scratch_(codes.size())
+{
+    if (!arena_) throw std::runtime_error("cannot allocate the SHIE arena");
+    int rc = vrex_shie_init(&table_, static_cast<u32>(codes.size()), arena_.get(), arena_size_);
+    if (rc) throw std::runtime_error("vrex_shie_init failed: " + std::to_string(rc));
+    for (size_t i = 0; i < codes.size(); i++) {
+        u32 entry;
+        rc = vrex_shie_insert(&table_, &codes[i], 0, 0, 0, static_cast<u32>(i), static_cast<u32>(i), &entry);
+        if (rc) throw std::runtime_error("vrex_shie_insert failed: " + std::to_string(rc));
+        if (entry >= entry_to_code_.size()) entry_to_code_.resize(entry + 1, VREX_NIL);
+        entry_to_code_[entry] = static_cast<uint32_t>(i);
+    }
+}
+
+size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
+                        std::vector<std::vector<uint32_t>>* out) const
+{
+    auto lookup = path == Path::mih ? vrex_shie_find_range : vrex_shie_find_range_bruteforce;
+    vrex_shie_query q{};
+    q.pool = 0;
+    q.stream = 0;
+    q.region = 0;
+    q.scope = VREX_SCOPE_STREAM;
+    q.radius = radius;
+    q.frame_limit = VREX_NIL;
+    size_t total = 0;
+    if (out) out->assign(queries.size(), {});
+    for (size_t i = 0; i < queries.size(); i++) {
+        q.fp = queries[i];
+        u32 n = lookup(&table_, &q, scratch_.data(), static_cast<u32>(scratch_.size()));
+        total += n;
+        if (!out) continue;
+        auto& v = (*out)[i];
+        v.reserve(n);
+        for (u32 j = 0; j < std::min<u32>(n, static_cast<u32>(scratch_.size())); j++)
+            v.push_back(scratch_[j] < entry_to_code_.size() ? entry_to_code_[scratch_[j]] : VREX_NIL);
+        std::sort(v.begin(), v.end());
+    }
+    return total;
+}
+
+}  // namespace vrex::bench

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+// Our side of the similarity benchmark: a SHIE table (lib/shie_table.h) holding one entry per code, all
+// in one stream and region with distinct frames, so a range lookup covers exactly the set FAISS searches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vrex_model_cxx.h"
+
+namespace vrex::bench {
+
+class ShieIndex {
+public:
+    explicit ShieIndex(std::span<const vrex_fp> codes);  // throws std::runtime_error on a model error
+
+    // Multi-index-hashing lookup (what the hardware does) or the brute-force reference.
+    enum class Path { mih, bruteforce };
+
+    // Same contract as FaissIndex::range: with @out, sorted code indices per query.
+    size_t range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
+                 std::vector<std::vector<uint32_t>>* out) const;
+
+    size_t arena_bytes() const { return arena_size_; }
+
+private:
+    struct FreeDeleter {
+        void operator()(void* p) const;
+    };
+    size_t arena_size_;
+    std::unique_ptr<void, FreeDeleter> arena_;
+    vrex_shie_table table_{};
+    std::vector<uint32_t> entry_to_code_;
+    mutable std::vector<uint32_t> scratch_;
+};
+
+}  // namespace vrex::bench

@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# `make qemu-test`: vrex.ko in QEMU (TCG) on the Debian kernels vrex supports.
+#
+#   qemu-test.sh [--kernel T]... [--fuzz SECONDS] [--guest-program 'NAME PATH [ARGS]']...
+#                [--src DIR] [--timeout SECONDS]
+#
+#   6.12-amd64  sim=1, expects /dev/accel/accel0 (DRM_ACCEL=y)
+#   6.1-amd64   sim=1, expects /dev/dri/renderD128 (no accel framework before 6.2)
+#   6.12-arm64  no module parameter: a device-tree node (dts/vrex-qemu-virt.dtso applied to QEMU's
+#               virt tree) must bind through the driver's OF path; render node (arm64 Debian has
+#               no DRM_ACCEL)
+#
+# Per kernel, under build/qemu/<kernel>/: the sources (kernel/ lib/ uapi/ .config) are copied and
+# vrex.ko built against headers from scripts/kheaders.sh; every tests/kernel/*.c becomes a static
+# binary for the guest; a busybox initramfs carries them, vrex.ko, drm.ko and the modules vrex.ko
+# depends on, and scripts/qemu/init.sh as /init. The serial log (serial.log), the guest's kernel log
+# (dmesg.txt) and the build logs stay there.
+#
+# Guest test programs: each runs once with no arguments, exit status 0 = pass. If it prints a
+# line "N passed, M failed" (its last such line counts), its cases are counted individually.
+# tests/kernel/vrex_fuzz is only run with --fuzz, as `vrex_fuzz SECONDS` with VREX_FUZZ_SECONDS set.
+# Extra programs built elsewhere (e.g. the HAL conformance suite) are listed in
+# tests/kernel/guest-programs.txt, one "NAME PATH [ARGS]" per line (PATH relative to the repository),
+# or given with --guest-program. A dynamically linked program is copied with the libraries ldd lists
+# and the loader; that works for amd64 guests, arm64 guests skip such programs (and say so).
+#
+# Output: one line per kernel, e.g. "qemu 6.12-amd64 accel: PASS (uapi 57/57, dmesg clean, rmmod ok)",
+# then "qemu: N passed, N failed" over every case of every guest (module load, node, DT binding,
+# test-program cases, rmmod, dmesg). Exit status 1 if anything failed.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+src=$repo
+kernels=()
+fuzz_seconds=0
+guest_timeout=${VREX_QEMU_TIMEOUT:-240}
+test_timeout=${VREX_QEMU_TEST_TIMEOUT:-180}
+extra_programs=()
+
+while (($#)); do
+	case $1 in
+	--kernel) kernels+=("${2:?}") && shift ;;
+	--fuzz) fuzz_seconds=${2:?} && shift ;;
+	--guest-program) extra_programs+=("${2:?}") && shift ;;
+	--src) src=$(cd "${2:?}" && pwd) && shift ;;
+	--timeout) guest_timeout=${2:?} && shift ;;
+	-h | --help)
+		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "qemu-test: unknown argument $1 (see --help)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+((${#kernels[@]})) || kernels=(6.12-amd64 6.1-amd64 6.12-arm64)
+[[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
+	echo "qemu-test: --fuzz takes seconds" >&2
+	exit 2
+}
+
+if [[ -f $repo/tests/kernel/guest-programs.txt ]]; then
+	while read -r line; do
+		line=${line%%#*}
+		[[ -n ${line//[[:space:]]/} ]] && extra_programs+=("$line")
+	done <"$repo/tests/kernel/guest-programs.txt"
+fi
+
+out_root=$repo/build/qemu
+mkdir -p "$out_root"
+# The module is configured by the repository's .config (scripts/kconfig.sh defconfig when absent).
+config=$src/.config
+if [[ ! -f $config ]]; then
+	config=$repo/.config
+	if [[ ! -f $config ]] && ! bash "$repo/scripts/kconfig.sh" defconfig >"$out_root/kconfig.log" 2>&1; then
+		echo "qemu-test: scripts/kconfig.sh defconfig failed (see $out_root/kconfig.log);" \
+			"building without .config" >&2
+	fi
+fi
+
+say() { echo "qemu-test: $*" >&2; }
+
+# Copies a program and, if it is dynamic, its shared libraries and loader into the initramfs.
+copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 2 skipped
+	local bin=$1 dest=$2 root=$3 machine=$4 lib
+	if ! readelf -h "$bin" 2>/dev/null | grep -q "Machine:.*$machine"; then
+		readelf -h "$bin" 2>/dev/null | grep -q 'Machine:' || return 1
+		return 2
+	fi
+	mkdir -p "$root/$(dirname "$dest")"
+	cp -L "$bin" "$root/$dest"
+	if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then
+		[[ $machine == X86-64 ]] || return 2
+		while read -r lib; do
+			mkdir -p "$root/$(dirname "$lib")"
+			cp -Ln "$lib" "$root/$lib"
+		done < <(ldd "$bin" | grep -oE '/[^ ]+' | sort -u)
+	fi
+	return 0
+}
+
+# Builds everything for one kernel and boots it. Writes build/qemu/<kernel>/cases (one
+# "PASS|FAIL name detail" per case) and summary.
+run_kernel() { # target
+	local target=$1 out=$out_root/$1
+	rm -rf "$out"
+	mkdir -p "$out"
+	local cases=$out/cases
+	: >"$cases"
+	fail_case() { echo "FAIL $1 $2" >>"$cases"; }
+
+	local env
+	if ! env=$(bash "$repo/scripts/kheaders.sh" --image --env "$target" 2>"$out/kheaders.log"); then
+		fail_case kernel "kheaders.sh failed (see $out/kheaders.log)"
+		return
+	fi
+	local KVER KDIR ARCH CROSS_COMPILE VMLINUZ MODDIR
+	eval "$env"
+	local kroot=${MODDIR%/lib/modules/*}
+
+	local node params dt_compat machine cc
+	case $target in
+	6.12-amd64) node=/dev/accel/accel0 params=sim=1 dt_compat= machine=X86-64 cc=gcc ;;
+	6.1-amd64) node=/dev/dri/renderD128 params=sim=1 dt_compat= machine=X86-64 cc=gcc ;;
+	6.12-arm64) node=/dev/dri/renderD128 params= dt_compat=vrex,vrex-v1 machine=AArch64 cc=aarch64-linux-gnu-gcc ;;
+	esac
+
+	# --- vrex.ko --------------------------------------------------------------------------------
+	local msrc=$out/src
+	mkdir -p "$msrc"
+	cp -a "$src/kernel" "$src/lib" "$src/uapi" "$msrc/"
+	[[ -f $config ]] && cp "$config" "$msrc/.config"
+	if [[ ! -f $msrc/kernel/Kbuild && ! -f $msrc/kernel/Makefile ]]; then
+		fail_case build "no kernel/Kbuild in $src"
+		return
+	fi
+	if ! make -C "$KDIR" M="$msrc/kernel" ARCH="$ARCH" CROSS_COMPILE="$CROSS_COMPILE" -j2 modules \
+		>"$out/build.log" 2>&1 || [[ ! -f $msrc/kernel/vrex.ko ]]; then
+		fail_case build "vrex.ko did not build (see $out/build.log)"
+		return
+	fi
+
+	# --- initramfs ------------------------------------------------------------------------------
+	local root=$out/initramfs
+	mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,tests,lib/modules/"$KVER"}
+	if [[ $machine == X86-64 ]]; then
+		cp /bin/busybox "$root/bin/busybox"
+	else
+		local bb_deb
+		bb_deb=$(bash "$repo/scripts/kheaders.sh" --fetch busybox-static "$target" 2>>"$out/kheaders.log") || {
+			fail_case initramfs "no arm64 busybox-static (see $out/kheaders.log)"
+			return
+		}
+		dpkg-deb --fsys-tarfile "$bb_deb" | tar -xO ./bin/busybox >"$root/bin/busybox"
+		chmod 755 "$root/bin/busybox"
+	fi
+	cp "$repo/scripts/qemu/init.sh" "$root/init"
+	chmod 755 "$root/init"
+	cp "$msrc/kernel/vrex.ko" "$root/vrex.ko"
+
+	# drm plus whatever vrex.ko links against, in load order, decompressed for busybox modprobe.
+	local deps mod path rel
+	deps=$(echo drm "$(modinfo -F depends "$msrc/kernel/vrex.ko")" | tr ', ' '\n\n' | awk 'NF && !seen[$0]++' |
+		tr '\n' ' ')
+	for mod in $deps; do
+		while read -r path; do
+			rel=${path#"$MODDIR"/}
+			mkdir -p "$root/lib/modules/$KVER/$(dirname "$rel")"
+			case $path in
+			*.xz) xz -dc "$path" >"$root/lib/modules/$KVER/${rel%.xz}" ;;
+			*.zst) zstd -qdc "$path" >"$root/lib/modules/$KVER/${rel%.zst}" ;;
+			*) cp "$path" "$root/lib/modules/$KVER/$rel" ;;
+			esac
+		done < <(modprobe -d "$kroot" -S "$KVER" --show-depends "$mod" | awk '$1 == "insmod" { print $2 }')
+	done
+	cp "$MODDIR"/modules.builtin* "$MODDIR/modules.order" "$root/lib/modules/$KVER/"
+	depmod -b "$root" "$KVER"
+
+	# Test programs. The fuzzer is built always (so it keeps compiling) but runs only with --fuzz.
+	local c name bin tests_list=$root/etc/vrex-tests
+	: >"$tests_list"
+	mkdir -p "$out/tests"
+	for c in "$src"/tests/kernel/*.c; do
+		[[ -f $c ]] || continue
+		name=$(basename "$c" .c)
+		bin=$out/tests/$name
+		if ! $cc -static -O2 -Wall -Wextra -pthread -I "$msrc/uapi" -I "$msrc/lib" -I /usr/include/libdrm \
+			-o "$bin" "$c" >"$out/tests/$name.log" 2>&1; then
+			fail_case "compile-$name" "see $out/tests/$name.log"
+			continue
+		fi
+		cp "$bin" "$root/tests/$name"
+		if [[ $name == vrex_fuzz ]]; then
+			((fuzz_seconds > 0)) &&
+				echo "fuzz|VREX_FUZZ_SECONDS=$fuzz_seconds /tests/vrex_fuzz $fuzz_seconds" >>"$tests_list"
+		else
+			echo "$name|/tests/$name" >>"$tests_list"
+		fi
+	done
+	if ((fuzz_seconds > 0)) && [[ ! -f $src/tests/kernel/vrex_fuzz.c ]]; then
+		fail_case fuzz "--fuzz given but there is no tests/kernel/vrex_fuzz.c"
+	fi
+
+	local entry pname ppath pargs rc mem=512
+	for entry in "${extra_programs[@]}"; do
+		read -r pname ppath pargs <<<"$entry"
+		[[ $ppath == /* ]] || ppath=$repo/$ppath
+		if [[ ! -x $ppath ]]; then
+			fail_case "$pname" "guest program $ppath not built"
+			continue
+		fi
+		copy_program "$ppath" "/opt/$pname/$(basename "$ppath")" "$root" "$machine"
+		rc=$?
+		case $rc in
+		0)
+			echo "$pname|/opt/$pname/$(basename "$ppath") $pargs" >>"$tests_list"
+			mem=768
+			;;
+		2) echo "qemu $target: $pname skipped (dynamic or foreign binary; amd64 guests only)" >>"$out/notes" ;;
+		*) fail_case "$pname" "$ppath is not an ELF program" ;;
+		esac
+	done
+
+	cat >"$root/etc/vrex-guest.conf" <<-EOF
+		VREX_DEPS="$deps"
+		VREX_PARAMS="$params"
+		VREX_NODE="$node"
+		VREX_DT_COMPAT="$dt_compat"
+		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
+	EOF
+	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) >"$out/initrd.cpio.gz"
+
+	# --- boot -----------------------------------------------------------------------------------
+	local qemu append tmo=$((guest_timeout + fuzz_seconds))
+	local -a qargs=(-accel tcg -smp 1 -m "$mem" -nographic -no-reboot -kernel "$VMLINUZ"
+		-initrd "$out/initrd.cpio.gz")
+	append="panic=-1 quiet loglevel=4 rdinit=/init"
+	if [[ $machine == X86-64 ]]; then
+		qemu=qemu-system-x86_64
+		append="console=ttyS0 $append"
+	else
+		qemu=qemu-system-aarch64
+		append="console=ttyAMA0 $append"
+		local mach=(-M virt -cpu cortex-a57 -smp 1 -m "$mem")
+		if ! { "$qemu" "${mach[@]}" -M "virt,dumpdtb=$out/virt.dtb" -nographic &&
+			dtc -@ -q -I dts -O dtb -o "$out/vrex-qemu-virt.dtbo" "$repo/dts/vrex-qemu-virt.dtso" &&
+			fdtoverlay -i "$out/virt.dtb" -o "$out/guest.dtb" "$out/vrex-qemu-virt.dtbo"; } \
+			>"$out/dtb.log" 2>&1; then
+			fail_case dtb "could not build the guest device tree (see $out/dtb.log)"
+			return
+		fi
+		qargs+=(-M virt -cpu cortex-a57 -dtb "$out/guest.dtb")
+	fi
+	local t0=$SECONDS
+	timeout -s KILL "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
+		tr -d '\r' >"$out/serial.log"
+	echo "$((SECONDS - t0))" >"$out/boot-seconds"
+
+	# --- results --------------------------------------------------------------------------------
+	local log=$out/serial.log line verdict detail
+	sed -n '/^@@VREX DMESG-BEGIN/,/^@@VREX DMESG-END/p' "$log" | sed '1d;$d' >"$out/dmesg.txt"
+	while read -r _ _ name verdict detail; do
+		echo "$verdict $name $detail" >>"$cases"
+	done < <(grep -a '^@@VREX CASE ' "$log")
+	local p f in_test=
+	while IFS= read -r line; do
+		case $line in
+		"@@VREX BEGIN "*)
+			in_test=${line#@@VREX BEGIN }
+			p= f=
+			;;
+		"@@VREX END "*)
+			rc=${line##*rc=}
+			if [[ -n $p ]]; then
+				((f == 0 && rc != 0)) && f=1
+				echo "COUNT $in_test $p $f rc=$rc" >>"$cases"
+			elif ((rc == 0)); then
+				echo "PASS $in_test rc=0" >>"$cases"
+			else
+				echo "FAIL $in_test rc=$rc" >>"$cases"
+			fi
+			in_test=
+			;;
+		*)
+			if [[ -n $in_test && $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+				p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+			fi
+			;;
+		esac
+	done < <(grep -a -v '^\[' "$log")
+	if [[ -n $in_test ]]; then
+		fail_case "$in_test" "did not finish (guest died or timed out)"
+	fi
+	grep -aq '^@@VREX DONE' "$log" ||
+		fail_case guest "no completion marker: panic, hang or timeout after ${tmo}s (see $log)"
+}
+
+# One line per kernel from its cases file; adds to the global totals.
+total_pass=0
+total_fail=0
+report_kernel() { # target
+	local target=$1 cases=$out_root/$1/cases kind p=0 f=0 verdict name rest a b label
+	local parts=() checks=() failures=()
+	case $target in
+	*-arm64) kind=dt-render ;;
+	6.1-*) kind=render ;;
+	*) kind=accel ;;
+	esac
+	while read -r verdict name rest; do
+		case $verdict in
+		COUNT)
+			read -r a b _ <<<"$rest"
+			p=$((p + a)) f=$((f + b))
+			label=${name#vrex_}
+			parts+=("${label%_test} $a/$((a + b))")
+			((b)) && failures+=("$name: $b failed ($rest)")
+			;;
+		PASS)
+			p=$((p + 1))
+			case $name in
+			dmesg) checks+=("dmesg clean") ;;
+			rmmod) checks+=("rmmod ok") ;;
+			dt-bind) checks+=("DT bound") ;;
+			modules | insmod | node) ;;
+			*)
+				label=${name#vrex_}
+				parts+=("${label%_test} ok")
+				;;
+			esac
+			;;
+		FAIL)
+			f=$((f + 1))
+			parts+=("$name FAILED")
+			failures+=("$name: $rest")
+			;;
+		esac
+	done <"$cases"
+	local IFS=,
+	local summary="${parts[*]},${checks[*]}"
+	summary=${summary#,}
+	summary=${summary%,}
+	unset IFS
+	summary=${summary//,/, }
+	local secs
+	secs=$(cat "$out_root/$target/boot-seconds" 2>/dev/null || echo -)
+	if ((f == 0 && p > 0)); then
+		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
+	else
+		echo "qemu $target $kind: FAIL ($summary) [${secs}s]"
+		local x
+		for x in "${failures[@]}"; do echo "    $x"; done
+		((f == 0)) && f=1
+	fi
+	[[ -f $out_root/$target/notes ]] && sed 's/^/    /' "$out_root/$target/notes"
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+}
+
+for k in "${kernels[@]}"; do
+	case $k in
+	6.12-amd64 | 6.1-amd64 | 6.12-arm64) ;;
+	*)
+		echo "qemu-test: unknown kernel $k (6.12-amd64, 6.1-amd64, 6.12-arm64)" >&2
+		exit 2
+		;;
+	esac
+	run_kernel "$k"
+	report_kernel "$k"
+done
+echo "qemu: $total_pass passed, $total_fail failed"
+((total_fail == 0))

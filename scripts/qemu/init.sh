@@ -1,0 +1,89 @@
+#!/bin/busybox sh
+# /init of the QEMU test guests built by scripts/qemu-test.sh. It loads vrex.ko, checks the device
+# node, runs the test programs, unloads the module, scans the kernel log and powers off. Every result
+# is printed on the serial console as a line starting with "@@VREX " for the host to parse:
+#   @@VREX CASE <name> PASS|FAIL [detail]     one check done by this script
+#   @@VREX BEGIN <test> / @@VREX END <test> rc=<n>   a test program's output lies in between
+#   @@VREX DMESG-BEGIN ... @@VREX DMESG-END   the whole kernel log
+#   @@VREX DONE                               the script ran to completion
+# /etc/vrex-guest.conf (written by the host) sets:
+#   VREX_DEPS          modules to modprobe before vrex.ko (drm and what vrex.ko depends on)
+#   VREX_PARAMS        insmod parameters (sim=1 on amd64; none on arm64, the device tree creates it)
+#   VREX_NODE          device node the driver must create (/dev/accel/accel0 or /dev/dri/renderD128)
+#   VREX_DT_COMPAT     if set, a platform device with this compatible must be bound to a driver
+#   VREX_TEST_TIMEOUT  seconds per test program
+# /etc/vrex-tests holds one "name|command" line per test program.
+
+/bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp
+/bin/busybox --install -s
+export PATH=/sbin:/bin:/usr/sbin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+
+. /etc/vrex-guest.conf
+
+result() { # name ok(0/1) detail
+	if [ "$2" = 0 ]; then echo "@@VREX CASE $1 PASS $3"; else echo "@@VREX CASE $1 FAIL $3"; fi
+}
+
+echo "@@VREX START $(uname -r)"
+
+failed_deps=
+for m in $VREX_DEPS; do
+	modprobe "$m" || failed_deps="$failed_deps $m"
+done
+[ -z "$failed_deps" ]
+result modules $? "$failed_deps"
+
+# shellcheck disable=SC2086 # parameters are words on purpose
+insmod /vrex.ko $VREX_PARAMS
+result insmod $? "$VREX_PARAMS"
+
+# Probing may be deferred or asynchronous: give the node a few seconds to appear.
+i=0
+while [ ! -e "$VREX_NODE" ] && [ $i -lt 50 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -e "$VREX_NODE" ]
+result node $? "$VREX_NODE"
+
+if [ -n "$VREX_DT_COMPAT" ]; then
+	bound=
+	for d in /sys/bus/platform/devices/*; do
+		[ -f "$d/of_node/compatible" ] || continue
+		if tr '\000' '\n' <"$d/of_node/compatible" | grep -qx "$VREX_DT_COMPAT" &&
+			[ -e "$d/driver" ]; then
+			bound="$(basename "$d") -> $(basename "$(readlink "$d/driver")")"
+		fi
+	done
+	[ -n "$bound" ]
+	result dt-bind $? "$VREX_DT_COMPAT ${bound:-unbound}"
+fi
+
+while IFS='|' read -r name cmd; do
+	[ -n "$name" ] || continue
+	echo "@@VREX BEGIN $name"
+	# shellcheck disable=SC2086
+	timeout -s KILL "$VREX_TEST_TIMEOUT" sh -c "$cmd" </dev/null 2>&1
+	echo "@@VREX END $name rc=$?"
+done </etc/vrex-tests
+
+rmmod vrex
+result rmmod $?
+
+# Anything the kernel complained about during the run, including at unload, fails the guest.
+dmesg >/tmp/dmesg.txt
+bad=$(grep -E 'WARNING|BUG|Oops|Call Trace|kmemleak|UBSAN|KASAN' /tmp/dmesg.txt | head -n 5)
+[ -z "$bad" ]
+result dmesg $? "$(echo "$bad" | head -n 1)"
+
+echo "@@VREX DMESG-BEGIN"
+cat /tmp/dmesg.txt
+echo "@@VREX DMESG-END"
+echo "@@VREX DONE"
+sync
+poweroff -f

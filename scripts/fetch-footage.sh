@@ -15,7 +15,8 @@
 #   VREX_VTEST_GRAY=<dir>/vtest.gray        frames back to back, width*height bytes each, no header
 #   VREX_VTEST_WIDTH=768  VREX_VTEST_HEIGHT=576  VREX_VTEST_FRAMES=795
 #
-# Environment: VREX_CACHE overrides the cache directory (default /var/cache/vrex/footage).
+# Environment: VREX_CACHE is the project's cache root (default /var/cache/vrex, shared with
+# scripts/kheaders.sh); footage goes to $VREX_CACHE/footage.
 # Exit status: 0 on success; 1 when the footage cannot be obtained (e.g. no network / no apt), with the
 # reason on stderr, so callers can skip cleanly.
 #
@@ -28,7 +29,7 @@ readonly VTEST_SHA256=45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e1
 readonly DATA_DIR=./usr/share/doc/opencv-doc/examples/data
 readonly CLIPS=(vtest tree)
 
-cache=${VREX_CACHE:-/var/cache/vrex/footage}
+cache=${VREX_CACHE:-/var/cache/vrex}/footage
 want_gray=0
 
 for arg in "$@"; do
@@ -103,8 +104,8 @@ dump_gray() {
 	echo "fetch-footage: dumped $clip luma to $gray" >&2
 }
 
-mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory $cache (set VREX_CACHE)"
-[[ -w "$cache" ]] || die "cache directory $cache is not writable (set VREX_CACHE)"
+mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory $cache (set VREX_CACHE to a writable root)"
+[[ -w "$cache" ]] || die "cache directory $cache is not writable (set VREX_CACHE to a writable root)"
 
 exec 9>"$cache/.lock"
 flock 9

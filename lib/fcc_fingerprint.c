@@ -10,8 +10,7 @@
 #include "fcc_fingerprint.h"
 
 /* Source samples per working-grid pixel along each axis (4x4 = 16 averaged). */
-#define FCC_SAMPLES_LOG2 2
-#define FCC_SAMPLES (1u << FCC_SAMPLES_LOG2)
+#define FCC_SAMPLES 4u
 
 /*
  * A non-zero vector must beat the zero vector's SAD by this margin (absolute
@@ -91,8 +90,11 @@ int vrex_fcc_downscale(const u8 *luma, u32 width, u32 height, u32 stride,
 		u8 *dst = &out->pix[ty * VREX_FCC_W];
 		u32 xf = xstep / 2;
 
-		for (r = 0; r < FCC_SAMPLES; r++)
-			rows[r] = luma + (size_t)fcc_sample_pos(ystep, ty * FCC_SAMPLES + r) * stride;
+		for (r = 0; r < FCC_SAMPLES; r++) {
+			u32 y = fcc_sample_pos(ystep, ty * FCC_SAMPLES + r);
+
+			rows[r] = luma + (size_t)y * stride;
+		}
 
 		for (tx = 0; tx < VREX_FCC_W; tx++) {
 			u32 sum = 0;
@@ -104,8 +106,8 @@ int vrex_fcc_downscale(const u8 *luma, u32 width, u32 height, u32 stride,
 					sum += rows[r][x];
 				xf += xstep;
 			}
-			dst[tx] = (u8)((sum + FCC_SAMPLES * FCC_SAMPLES / 2) >>
-				       (2 * FCC_SAMPLES_LOG2));
+			dst[tx] = (u8)((sum + FCC_SAMPLES * FCC_SAMPLES / 2) /
+				       (FCC_SAMPLES * FCC_SAMPLES));
 		}
 	}
 	return VREX_OK;
@@ -136,6 +138,37 @@ static int fcc_in_range(int v, int lo, int hi)
 	return v >= lo && v <= hi;
 }
 
+struct fcc_best {
+	u32 cost;	/* SAD, plus the bias for a non-zero vector */
+	u32 sad;
+	u32 bias;
+	int dx;
+	int dy;
+};
+
+/*
+ * Tries vector (dx, dy) for the block at (x0, y0) whose pixels start at @c.
+ * Returns 1 once no candidate can beat the best one any more.
+ */
+static int fcc_try(const struct vrex_fcc_image *prev, const u8 *c, int x0, int y0, int dx, int dy,
+		   struct fcc_best *best)
+{
+	int px = x0 - dx, py = y0 - dy;
+	u32 sad;
+
+	if (!fcc_in_range(px, 0, VREX_FCC_W - VREX_FCC_MB) ||
+	    !fcc_in_range(py, 0, VREX_FCC_H - VREX_FCC_MB))
+		return 0;
+	sad = fcc_sad8(c, &prev->pix[py * VREX_FCC_W + px], best->cost - best->bias);
+	if (sad + best->bias < best->cost) {
+		best->cost = sad + best->bias;
+		best->sad = sad;
+		best->dx = dx;
+		best->dy = dy;
+	}
+	return best->cost <= best->bias;
+}
+
 /*
  * Full search of one macroblock. A vector (dx, dy) means the block's content
  * moved by (dx, dy) since @prev, i.e. it is matched against prev at
@@ -148,49 +181,31 @@ static void fcc_search_block(const struct vrex_fcc_image *cur, const struct vrex
 {
 	int x0 = bx * VREX_FCC_MB, y0 = by * VREX_FCC_MB;
 	const u8 *c = &cur->pix[y0 * VREX_FCC_W + x0];
-	u32 sad0, best_cost, best_sad, bias;
-	int best_dx = 0, best_dy = 0, ring, dx, dy;
+	struct fcc_best best = { 0 };
+	int ring, dx, dy;
 
-	sad0 = fcc_sad8(c, &prev->pix[y0 * VREX_FCC_W + x0], ~0u);
-	bias = FCC_ZERO_BIAS + (sad0 >> FCC_ZERO_BIAS_REL_SHIFT);
-	best_sad = sad0;
-	best_cost = sad0;
+	best.sad = fcc_sad8(c, &prev->pix[y0 * VREX_FCC_W + x0], ~0u);
+	best.cost = best.sad;
+	best.bias = FCC_ZERO_BIAS + (best.sad >> FCC_ZERO_BIAS_REL_SHIFT);
 
 	/* No moving candidate can beat the zero vector by the bias: skip the search. */
-	if (sad0 > bias) {
-		for (ring = 1; ring <= VREX_FCC_SEARCH; ring++) {
-			for (dy = -ring; dy <= ring; dy++) {
-				int py = y0 - dy;
+	if (best.cost <= best.bias)
+		goto out;
 
-				if (!fcc_in_range(py, 0, VREX_FCC_H - VREX_FCC_MB))
-					continue;
-				for (dx = -ring; dx <= ring; dx++) {
-					int px = x0 - dx;
-					u32 sad;
+	for (ring = 1; ring <= VREX_FCC_SEARCH; ring++) {
+		for (dy = -ring; dy <= ring; dy++) {
+			/* Inner rows of a ring hold only its two side columns. */
+			int step = (dy == -ring || dy == ring) ? 1 : 2 * ring;
 
-					if (dy != -ring && dy != ring && dx != -ring && dx != ring)
-						continue;
-					if (!fcc_in_range(px, 0, VREX_FCC_W - VREX_FCC_MB))
-						continue;
-					sad = fcc_sad8(c, &prev->pix[py * VREX_FCC_W + px],
-						       best_cost - bias);
-					if (sad + bias < best_cost) {
-						best_cost = sad + bias;
-						best_sad = sad;
-						best_dx = dx;
-						best_dy = dy;
-						/* A perfect match cannot be beaten. */
-						if (!sad)
-							goto out;
-					}
-				}
-			}
+			for (dx = -ring; dx <= ring; dx += step)
+				if (fcc_try(prev, c, x0, y0, dx, dy, &best))
+					goto out;
 		}
 	}
 out:
-	*mdx = (s8)best_dx;
-	*mdy = (s8)best_dy;
-	*msad = (u16)best_sad;
+	*mdx = (s8)best.dx;
+	*mdy = (s8)best.dy;
+	*msad = (u16)best.sad;
 }
 
 void vrex_fcc_motion(const struct vrex_fcc_image *cur, const struct vrex_fcc_image *prev,
@@ -329,7 +344,7 @@ static void fcc_appearance(const struct vrex_fcc_image *cur, struct vrex_fp *fp)
 		s32 acc = 0;
 
 		for (i = 0; i < VREX_FCC_NMB; i++) {
-			/* Block mean scaled by NMB minus the total: mean removal without rounding. */
+			/* Mean scaled by NMB minus the total: mean removal, no rounding. */
 			s32 v = (s32)mean[i] * VREX_FCC_NMB - total;
 			s32 neg;
 
@@ -351,7 +366,8 @@ void vrex_fcc_encode(const struct vrex_fcc_image *cur, const struct vrex_fcc_fea
 
 	vrex_memset(fp, 0, sizeof(*fp));
 	fcc_thermometer(fp, FCC_BIT_CENTRE, fcc_level_u(f->centre_motion, fcc_centre_steps));
-	fcc_thermometer(fp, FCC_BIT_BACKGROUND, fcc_level_u(background_motion, fcc_background_steps));
+	fcc_thermometer(fp, FCC_BIT_BACKGROUND,
+			fcc_level_u(background_motion, fcc_background_steps));
 	fcc_thermometer(fp, FCC_BIT_ROI_X, fcc_level_s(f->roi_dx, fcc_roi_steps));
 	fcc_thermometer(fp, FCC_BIT_ROI_Y, fcc_level_s(f->roi_dy, fcc_roi_steps));
 	fcc_appearance(cur, fp);

@@ -104,8 +104,8 @@ dump_gray() {
 	echo "fetch-footage: dumped $clip luma to $gray" >&2
 }
 
-mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory $cache (set VREX_CACHE to a writable root)"
-[[ -w "$cache" ]] || die "cache directory $cache is not writable (set VREX_CACHE to a writable root)"
+mkdir -p "$cache" 2>/dev/null || die "cannot create $cache (set VREX_CACHE to a writable root)"
+[[ -w "$cache" ]] || die "$cache is not writable (set VREX_CACHE to a writable root)"
 
 exec 9>"$cache/.lock"
 flock 9

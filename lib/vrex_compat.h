@@ -13,7 +13,7 @@
 #include <linux/bitops.h>
 #include <linux/string.h>
 
-#define vrex_popcount64(x) hweight64(x)
+#define vrex_popcount64(x) hweight64((u64)(x))
 #define vrex_memset(d, c, n) memset((d), (c), (n))
 #define vrex_memcpy(d, s, n) memcpy((d), (s), (n))
 #else

@@ -437,9 +437,11 @@ std::error_code EmulatedBackend::shie_retire(std::uint32_t stream, std::span<con
     for (std::uint32_t b : remove) {
         r.write(VREX_REG_ARG_BLOCK, b);
         if (const int e = r.command(VREX_CMD_REMOVE)) {
+            // Validated above, so only a dead device gets here; report what was released.
             dev_->drain_released(&out);
             return errno_code(e);
         }
+        dev_->take_released(&out);
     }
     r.write(VREX_REG_ARG_STREAM, stream);
     const int e = r.command(VREX_CMD_RETIRE);

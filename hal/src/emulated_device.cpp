@@ -98,39 +98,44 @@ void EmulatedDevice::mark_lost()
         registry().erase(it);
 }
 
+void EmulatedDevice::take_released(std::vector<drm_vrex_released_block>* out)
+{
+    const std::uint32_t block = regs.read(VREX_REG_RES_BLOCK);
+    if (block >= blocks.size())
+        return;
+    EmulatedBlockOwner& owner = blocks[block];
+    const std::uint32_t reason = regs.read(VREX_REG_RES_REASON);
+    const std::uint64_t addr = regs.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
+    const std::uint32_t length = regs.read(VREX_REG_RES_KV_LEN);
+    if (!owner.live)
+        return;
+    owner.live = false;
+    if (owner.stream < slots.size() && slots[owner.stream].live_blocks)
+        slots[owner.stream].live_blocks--;
+    auto f = files.find(owner.file);
+    if (f == files.end())
+        return;
+    auto bo = f->second.bos.find(owner.handle);
+    if (bo == f->second.bos.end())
+        return;
+    bo->second.live_blocks--;
+    if (out && (reason == VREX_RELEASE_ZOMBIE || reason == VREX_RELEASE_REMOVED)) {
+        drm_vrex_released_block r{};
+        r.block = block;
+        r.handle = owner.handle;
+        r.offset = addr - bo->second.ext.addr;
+        r.length = length;
+        r.reason = reason;
+        out->push_back(r);
+    }
+}
+
 void EmulatedDevice::drain_released(std::vector<drm_vrex_released_block>* out)
 {
     for (;;) {
-        if (regs.command(VREX_CMD_POP_RELEASED))
+        if (regs.command(VREX_CMD_POP_RELEASED) || regs.read(VREX_REG_RES_BLOCK) == VREX_NIL)
             return;
-        const std::uint32_t block = regs.read(VREX_REG_RES_BLOCK);
-        if (block == VREX_NIL || block >= blocks.size())
-            return;
-        EmulatedBlockOwner& owner = blocks[block];
-        const std::uint32_t reason = regs.read(VREX_REG_RES_REASON);
-        const std::uint64_t addr = regs.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
-        const std::uint32_t length = regs.read(VREX_REG_RES_KV_LEN);
-        if (owner.live) {
-            owner.live = false;
-            if (owner.stream < slots.size() && slots[owner.stream].live_blocks)
-                slots[owner.stream].live_blocks--;
-            auto f = files.find(owner.file);
-            if (f != files.end()) {
-                auto bo = f->second.bos.find(owner.handle);
-                if (bo != f->second.bos.end()) {
-                    bo->second.live_blocks--;
-                    if (out && (reason == VREX_RELEASE_ZOMBIE || reason == VREX_RELEASE_REMOVED)) {
-                        drm_vrex_released_block r{};
-                        r.block = block;
-                        r.handle = owner.handle;
-                        r.offset = addr - bo->second.ext.addr;
-                        r.length = length;
-                        r.reason = reason;
-                        out->push_back(r);
-                    }
-                }
-            }
-        }
+        take_released(out);
         if (regs.read(VREX_REG_RES_COUNT) == 0)
             return;
     }

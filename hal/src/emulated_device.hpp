@@ -57,6 +57,9 @@ public:
     void remove_file(std::uint32_t file);
     void mark_lost();
 
+    // Applies the release record in the RES_* registers (after POP_RELEASED or REMOVE, which
+    // returns its record directly instead of queueing it).
+    void take_released(std::vector<drm_vrex_released_block>* out);
     // Pops every queued release record and updates ownership; records of ZOMBIE/REMOVED releases
     // are appended to @out (when given) as the uAPI struct.
     void drain_released(std::vector<drm_vrex_released_block>* out);

@@ -1,0 +1,299 @@
+// libvrex-hal engine API: a KV-block allocator for inference engines on top of the Backend seam.
+//
+// Threading (docs/hal.md): Device and KvAllocator are thread-safe. A Stream is used by one thread at
+// a time; different streams may be used in parallel from different threads. Nothing throws: every
+// fallible call returns vrex::Result (errno values in std::generic_category, HAL conditions such as
+// vrex::errc::device_lost in vrex::hal_category()).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vrex/backend.hpp"
+#include "vrex/errors.hpp"
+#include "vrex/result.hpp"
+
+namespace vrex {
+
+// ---- Device ----------------------------------------------------------------------------------
+
+enum class BackendChoice { automatic, emulated, kernel };
+
+struct DeviceOptions {
+    // automatic: VREX_BACKEND (auto|kernel|emulated) if set, else the kernel backend when a vrex
+    // device exists, else the emulation. emulated/kernel force that backend (the environment is
+    // then ignored).
+    BackendChoice backend = BackendChoice::automatic;
+    BackendOptions backend_options;
+};
+
+// Parses "auto", "kernel", "emulated" (also "emu"); nullopt-like error for anything else.
+Result<BackendChoice> parse_backend_choice(std::string_view name);
+
+class Device {
+public:
+    static Result<std::shared_ptr<Device>> open(const DeviceOptions& options = {});
+    // Wraps an already opened backend (tests, tools that pick a node themselves).
+    static Result<std::shared_ptr<Device>> adopt(std::unique_ptr<Backend> backend);
+
+    std::string_view backend_name() const noexcept { return backend_->name(); }
+    std::string description() const { return backend_->description(); }
+    const drm_vrex_device_info& info() const noexcept { return info_; }
+    Backend& backend() noexcept { return *backend_; }
+
+    class Key {
+        friend class Device;
+        Key() = default;
+    };
+    Device(Key, std::unique_ptr<Backend> backend, const drm_vrex_device_info& info);
+
+private:
+    std::unique_ptr<Backend> backend_;
+    drm_vrex_device_info info_;
+};
+
+// ---- Model geometry --------------------------------------------------------------------------
+
+enum class DType : std::uint32_t { fp16 = 0, bf16 = 1, fp32 = 2, int8 = 3 };
+
+std::uint32_t dtype_size(DType t) noexcept;  // 0 for an unknown value
+
+struct ModelGeometry {
+    std::uint32_t layers = 0;
+    std::uint32_t kv_heads = 0;
+    std::uint32_t head_dim = 0;
+    DType dtype = DType::fp16;
+    std::uint32_t tokens_per_block = 0;
+
+    static constexpr std::uint64_t kMinBlockBytes = 16 * 1024;
+
+    // Bytes of one KV block: K and V for every layer, head, channel and token of the block.
+    // errc::bad_geometry for a zero field, an unknown dtype, overflow or < kMinBlockBytes.
+    Result<std::uint64_t> block_bytes() const;
+};
+
+// ---- Frames, blocks, retrievals --------------------------------------------------------------
+
+struct Fingerprint {
+    std::uint64_t w[2] = {0, 0};
+    std::uint32_t distance(const Fingerprint& o) const noexcept;
+    bool operator==(const Fingerprint&) const = default;
+};
+
+// One luma (Y) plane in host memory: width x height bytes, rows @stride bytes apart.
+struct LumaView {
+    const std::uint8_t* data = nullptr;
+    std::uint32_t width = 0;
+    std::uint32_t height = 0;
+    std::uint32_t stride = 0;
+};
+
+struct FrameInfo {
+    Fingerprint fp;
+    std::uint32_t frame = 0;       // the stream's frame number
+    std::uint32_t group = 0;       // bank group the frame's KV blocks go to
+    std::uint32_t bank_first = 0;  // banks of the group
+    std::uint32_t bank_count = 0;
+    bool opened_group = false;     // a new scene opened (or took over) the group
+    bool conflict = false;         // the group was taken from another pool
+};
+
+struct KvBlock {
+    std::uint32_t id = 0;           // device block id (for reuse / release)
+    std::span<std::byte> data;      // writable host view, block_bytes() long
+    std::uint32_t bank = 0;
+    std::uint32_t handle = 0;       // BO of the block (dma-buf export: Stream::export_dmabuf)
+    std::uint64_t offset = 0;       // byte offset of the block in the BO
+    std::uint32_t frame = 0;        // frame the SHIE entry was made for
+    std::uint32_t region = 0;
+};
+
+struct Retrieval {
+    bool hit = false;
+    bool approximate = false;       // similarity hit at distance > 0
+    std::uint32_t distance = 0;
+    std::uint32_t frame = 0;        // frame of the entry found
+    std::uint32_t stream = 0;       // device stream id of the entry (pool scope: may be another stream)
+    Fingerprint fp;                 // fingerprint of the entry found
+    KvBlock block;                  // valid when hit
+};
+
+enum class Scope { stream, pool };
+
+// One lookup of a batch: temporal (offset -3..+2) or similarity (fp within radius).
+struct Query {
+    enum class Kind { temporal, similar } kind = Kind::temporal;
+    std::uint32_t region = 0;
+    std::int32_t frame_offset = 0;      // temporal
+    Fingerprint fp;                     // similar
+    std::uint32_t radius = 20;          // similar, 0..31
+    Scope scope = Scope::stream;        // similar
+    bool past_only = false;             // similar: frames before the current one only
+
+    static Query temporal(std::uint32_t region, std::int32_t offset);
+    static Query similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
+                         Scope scope = Scope::stream, bool past_only = false);
+};
+
+struct BankStats {
+    std::uint64_t resident_blocks = 0;  // live KV blocks of this allocator in the bank
+    std::uint64_t resident_bytes = 0;
+    std::uint64_t slab_bytes = 0;       // device memory this allocator holds in the bank
+};
+
+struct Stats {
+    // This allocator's view (all its streams).
+    std::uint64_t hits = 0;             // exact hits (temporal, or similarity at distance 0)
+    std::uint64_t approx_hits = 0;
+    std::uint64_t misses = 0;
+    std::uint64_t evictions = 0;        // zombie blocks released at end_frame
+    std::uint64_t removed = 0;          // blocks released on request
+    std::uint64_t allocations = 0;
+    std::uint64_t fallback_allocations = 0;  // placed outside the frame's bank group (group full)
+    std::uint64_t resident_blocks = 0;
+    std::uint64_t resident_bytes = 0;
+    std::vector<BankStats> banks;       // index = bank
+    drm_vrex_stats device{};            // the device's own counters (device-wide)
+};
+
+struct AllocatorOptions {
+    // Device memory is taken in slabs of this many blocks (one BO each, one bank each).
+    std::uint32_t blocks_per_slab = 16;
+};
+
+struct StreamOptions {
+    bool pooled = false;     // share bank groups and pool-scoped lookups with streams of @pool
+    std::uint32_t pool = 0;  // must be 0 unless pooled
+};
+
+class KvAllocator;
+
+// ---- Stream ----------------------------------------------------------------------------------
+
+class Stream {
+public:
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    std::uint32_t id() const noexcept { return id_; }
+    bool in_frame() const noexcept { return in_frame_; }
+    const FrameInfo& frame() const noexcept { return frame_; }
+
+    // Copies the plane into the stream's staging BO, fingerprints it (FCC) and places the frame in
+    // a bank group. EBUSY while a frame is open (end_frame() first).
+    Result<FrameInfo> begin_frame(const LumaView& luma);
+
+    // A new KV block for (current frame + @frame_offset, @region), in the frame's bank group,
+    // indexed by the frame's fingerprint. allocate/reuse/release/end_frame need an open frame
+    // (errc::not_in_frame); retrievals work between frames too.
+    Result<KvBlock> allocate(std::uint32_t region, std::int32_t frame_offset = 0);
+    Result<std::vector<KvBlock>> allocate_batch(std::span<const std::uint32_t> regions,
+                                                std::int32_t frame_offset = 0);
+    // Points (current frame + @frame_offset, @region) at an existing block (no new memory).
+    Result<void> reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset = 0);
+
+    Result<Retrieval> retrieve_temporal(std::uint32_t region, std::int32_t frame_offset);
+    Result<Retrieval> retrieve_similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
+                                       Scope scope = Scope::stream, bool past_only = false);
+    Result<std::vector<Retrieval>> retrieve_batch(std::span<const Query> queries);
+
+    // Asks for @block (of this stream) to be released at the next end_frame().
+    Result<void> release(const KvBlock& block);
+
+    // Ends the frame: requested releases, then zombies (cold for more than zombie_frames frames)
+    // are released with their SHIE entries; their memory returns to the allocator. Returns the
+    // number of blocks released.
+    Result<std::uint32_t> end_frame();
+
+    // dma-buf of the BO holding @block (caller owns the fd); the block is at block.offset in it.
+    Result<int> export_dmabuf(const KvBlock& block);
+
+    class Key {
+        friend class KvAllocator;
+        Key() = default;
+    };
+    Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id);
+
+private:
+    KvBlock block_from_lookup(const drm_vrex_shie_lookup_item& it);
+
+    std::shared_ptr<KvAllocator> alloc_;
+    std::uint32_t id_;
+    bool in_frame_ = false;
+    FrameInfo frame_;
+    std::uint32_t staging_handle_ = 0;
+    std::uint64_t staging_size_ = 0;
+    std::vector<std::uint32_t> pending_release_;
+    struct Owned {
+        std::uint32_t handle;
+        std::uint64_t offset;
+    };
+    std::map<std::uint32_t, Owned> owned_;  // live blocks this stream allocated, by block id
+};
+
+// ---- KvAllocator -----------------------------------------------------------------------------
+
+class KvAllocator : public std::enable_shared_from_this<KvAllocator> {
+public:
+    static Result<std::shared_ptr<KvAllocator>> create(std::shared_ptr<Device> device, const ModelGeometry& geometry,
+                                                       const AllocatorOptions& options = {});
+    ~KvAllocator();
+    KvAllocator(const KvAllocator&) = delete;
+    KvAllocator& operator=(const KvAllocator&) = delete;
+
+    Result<std::unique_ptr<Stream>> create_stream(const StreamOptions& options = {});
+
+    std::uint64_t block_bytes() const noexcept { return block_bytes_; }
+    const ModelGeometry& geometry() const noexcept { return geometry_; }
+    Device& device() noexcept { return *device_; }
+    Result<Stats> stats();
+
+    class Key {
+        friend class KvAllocator;
+        Key() = default;
+    };
+    KvAllocator(Key, std::shared_ptr<Device> device, const ModelGeometry& geometry, std::uint64_t block_bytes,
+                const AllocatorOptions& options);
+
+private:
+    friend class Stream;
+    struct Slab {
+        std::uint32_t handle = 0;
+        std::uint32_t bank = 0;
+        std::span<std::byte> map;
+        std::vector<std::uint32_t> free_slots;  // block indices, popped from the back
+    };
+    struct Placement {
+        std::uint32_t handle;
+        std::uint64_t offset;
+        std::uint32_t bank;
+        std::span<std::byte> data;
+    };
+
+    // A free block slot in banks [first, first + count), else anywhere (counted as a fallback).
+    Result<Placement> take_slot(std::uint32_t bank_first, std::uint32_t bank_count);
+    void give_slot(std::uint32_t handle, std::uint64_t offset);
+    Result<Placement> new_slab_slot(std::uint64_t bank_mask);
+    std::optional<Placement> view(std::uint32_t handle, std::uint64_t offset);
+    void count_lookup(const drm_vrex_shie_lookup_item& it);
+
+    std::shared_ptr<Device> device_;
+    ModelGeometry geometry_;
+    std::uint64_t block_bytes_;
+    AllocatorOptions options_;
+    std::mutex mu_;  // slabs_ and stats_
+    std::vector<Slab> slabs_;
+    Stats stats_;
+};
+
+}  // namespace vrex

@@ -1,0 +1,168 @@
+// KV-block placement policy: device memory is taken in slabs (one BO in one bank, blocks_per_slab
+// blocks each) and carved into fixed-size blocks. A frame's blocks go to a slab in the frame's bank
+// group; when the group has no free slot and no room for a new slab, any bank is used and the
+// allocation is counted as a fallback.
+#include <algorithm>
+
+#include "vrex/hal.hpp"
+
+namespace vrex {
+
+KvAllocator::KvAllocator(Key, std::shared_ptr<Device> device, const ModelGeometry& geometry,
+                         std::uint64_t block_bytes, const AllocatorOptions& options)
+    : device_(std::move(device)), geometry_(geometry), block_bytes_(block_bytes), options_(options)
+{
+    stats_.banks.resize(device_->info().bank_count);
+}
+
+Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device> device, const ModelGeometry& geometry,
+                                                         const AllocatorOptions& options)
+{
+    if (!device)
+        return std::make_error_code(std::errc::invalid_argument);
+    auto bytes = geometry.block_bytes();
+    if (!bytes)
+        return bytes.error();
+    if (options.blocks_per_slab == 0 || *bytes * options.blocks_per_slab > device->info().bank_size)
+        return std::make_error_code(std::errc::invalid_argument);
+    return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, options);
+}
+
+KvAllocator::~KvAllocator()
+{
+    // Streams hold a reference to the allocator, so every block is released by now.
+    for (const Slab& s : slabs_)
+        (void)device_->backend().bo_destroy(s.handle);
+}
+
+Result<std::unique_ptr<Stream>> KvAllocator::create_stream(const StreamOptions& options)
+{
+    drm_vrex_stream_create a{};
+    a.flags = options.pooled ? DRM_VREX_STREAM_POOLED : 0u;
+    a.pool = options.pool;
+    if (auto ec = device_->backend().stream_create(a))
+        return ec;
+    return std::make_unique<Stream>(Stream::Key{}, shared_from_this(), a.stream);
+}
+
+Result<KvAllocator::Placement> KvAllocator::new_slab_slot(std::uint64_t bank_mask)
+{
+    Backend& be = device_->backend();
+    drm_vrex_bo_create a{};
+    a.size = block_bytes_ * options_.blocks_per_slab;
+    a.bank_mask = bank_mask;
+    a.flags = DRM_VREX_BO_KV;
+    if (auto ec = be.bo_create(a))
+        return ec;
+    auto map = be.bo_map(a.handle);
+    if (!map) {
+        (void)be.bo_destroy(a.handle);
+        return map.error();
+    }
+    Slab s;
+    s.handle = a.handle;
+    s.bank = a.bank;
+    s.map = *map;
+    // Popped from the back: the lowest slot first, so placement is deterministic.
+    for (std::uint32_t i = options_.blocks_per_slab; i-- > 1;)
+        s.free_slots.push_back(i);
+    slabs_.push_back(std::move(s));
+    stats_.banks[a.bank].slab_bytes += a.size;
+    return Placement{a.handle, 0, a.bank, map->subspan(0, block_bytes_)};
+}
+
+Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, std::uint32_t bank_count)
+{
+    std::lock_guard lock(mu_);
+    const std::uint32_t nbanks = device_->info().bank_count;
+    auto in_group = [&](std::uint32_t bank) { return bank >= bank_first && bank < bank_first + bank_count; };
+    auto from_slab = [&](Slab& s) {
+        const std::uint32_t slot = s.free_slots.back();
+        s.free_slots.pop_back();
+        const std::uint64_t off = std::uint64_t{slot} * block_bytes_;
+        return Placement{s.handle, off, s.bank, s.map.subspan(off, block_bytes_)};
+    };
+    auto account = [&](const Placement& p, bool fallback) {
+        stats_.allocations++;
+        stats_.fallback_allocations += fallback;
+        stats_.banks[p.bank].resident_blocks++;
+        stats_.banks[p.bank].resident_bytes += block_bytes_;
+        return p;
+    };
+
+    for (Slab& s : slabs_)
+        if (in_group(s.bank) && !s.free_slots.empty())
+            return account(from_slab(s), false);
+    std::uint64_t group_mask = 0;
+    for (std::uint32_t b = bank_first; b < bank_first + bank_count && b < nbanks; b++)
+        group_mask |= std::uint64_t{1} << b;
+    auto fresh = new_slab_slot(group_mask);
+    if (fresh)
+        return account(*fresh, false);
+    if (fresh.error() != std::errc::no_space_on_device)
+        return fresh.error();
+
+    // The group is full: any bank, preferring memory already held.
+    for (Slab& s : slabs_)
+        if (!s.free_slots.empty())
+            return account(from_slab(s), true);
+    const std::uint64_t all = nbanks >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << nbanks) - 1;
+    fresh = new_slab_slot(all);
+    if (!fresh)
+        return fresh.error();
+    return account(*fresh, true);
+}
+
+void KvAllocator::give_slot(std::uint32_t handle, std::uint64_t offset)
+{
+    std::lock_guard lock(mu_);
+    for (Slab& s : slabs_) {
+        if (s.handle != handle)
+            continue;
+        s.free_slots.push_back(static_cast<std::uint32_t>(offset / block_bytes_));
+        // Keep the lowest slot on top so reuse is deterministic across backends.
+        std::sort(s.free_slots.begin(), s.free_slots.end(), std::greater<>());
+        stats_.banks[s.bank].resident_blocks--;
+        stats_.banks[s.bank].resident_bytes -= block_bytes_;
+        return;
+    }
+}
+
+std::optional<KvAllocator::Placement> KvAllocator::view(std::uint32_t handle, std::uint64_t offset)
+{
+    std::lock_guard lock(mu_);
+    for (const Slab& s : slabs_)
+        if (s.handle == handle && offset + block_bytes_ <= s.map.size())
+            return Placement{s.handle, offset, s.bank, s.map.subspan(offset, block_bytes_)};
+    return std::nullopt;
+}
+
+void KvAllocator::count_lookup(const drm_vrex_shie_lookup_item& it)
+{
+    std::lock_guard lock(mu_);
+    if (!(it.hit_flags & DRM_VREX_HIT))
+        stats_.misses++;
+    else if (it.hit_flags & DRM_VREX_HIT_APPROX)
+        stats_.approx_hits++;
+    else
+        stats_.hits++;
+}
+
+Result<Stats> KvAllocator::stats()
+{
+    auto dev = device_->backend().stats();
+    if (!dev)
+        return dev.error();
+    std::lock_guard lock(mu_);
+    Stats s = stats_;
+    s.device = *dev;
+    s.resident_blocks = 0;
+    s.resident_bytes = 0;
+    for (const BankStats& b : s.banks) {
+        s.resident_blocks += b.resident_blocks;
+        s.resident_bytes += b.resident_bytes;
+    }
+    return s;
+}
+
+}  // namespace vrex

@@ -192,16 +192,8 @@ run_kernel() { # target
 			continue
 		fi
 		cp "$bin" "$root/tests/$name"
-		if [[ $name == vrex_fuzz ]]; then
-			((fuzz_seconds > 0)) &&
-				echo "fuzz|VREX_FUZZ_SECONDS=$fuzz_seconds /tests/vrex_fuzz $fuzz_seconds" >>"$tests_list"
-		else
-			echo "$name|/tests/$name" >>"$tests_list"
-		fi
+		[[ $name == vrex_fuzz ]] || echo "$name|/tests/$name" >>"$tests_list"
 	done
-	if ((fuzz_seconds > 0)) && [[ ! -f $src/tests/kernel/vrex_fuzz.c ]]; then
-		fail_case fuzz "--fuzz given but there is no tests/kernel/vrex_fuzz.c"
-	fi
 
 	local entry pname ppath pargs rc mem=512
 	for entry in "${extra_programs[@]}"; do
@@ -222,6 +214,15 @@ run_kernel() { # target
 		*) fail_case "$pname" "$ppath is not an ELF program" ;;
 		esac
 	done
+
+	# The fuzzer goes last: the regular tests see a freshly loaded driver.
+	if ((fuzz_seconds > 0)); then
+		if [[ -f $root/tests/vrex_fuzz ]]; then
+			echo "fuzz|VREX_FUZZ_SECONDS=$fuzz_seconds /tests/vrex_fuzz $fuzz_seconds" >>"$tests_list"
+		elif [[ ! -f $src/tests/kernel/vrex_fuzz.c ]]; then
+			fail_case fuzz "--fuzz given but there is no tests/kernel/vrex_fuzz.c"
+		fi
+	fi
 
 	cat >"$root/etc/vrex-guest.conf" <<-EOF
 		VREX_DEPS="$deps"
@@ -254,7 +255,7 @@ run_kernel() { # target
 		qargs+=(-M virt -cpu cortex-a57 -dtb "$out/guest.dtb")
 	fi
 	local t0=$SECONDS
-	timeout -s KILL "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
+	timeout -k 5 "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
 		tr -d '\r' >"$out/serial.log"
 	echo "$((SECONDS - t0))" >"$out/boot-seconds"
 

@@ -39,8 +39,8 @@ done
 result modules $? "$failed_deps"
 
 # shellcheck disable=SC2086 # parameters are words on purpose
-insmod /vrex.ko $VREX_PARAMS
-result insmod $? "$VREX_PARAMS"
+msg=$(insmod /vrex.ko $VREX_PARAMS 2>&1)
+result insmod $? "$VREX_PARAMS $msg"
 
 # Probing may be deferred or asynchronous: give the node a few seconds to appear.
 i=0
@@ -72,8 +72,8 @@ while IFS='|' read -r name cmd; do
 	echo "@@VREX END $name rc=$?"
 done </etc/vrex-tests
 
-rmmod vrex
-result rmmod $?
+msg=$(rmmod vrex 2>&1)
+result rmmod $? "$msg"
 
 # Anything the kernel complained about during the run, including at unload, fails the guest.
 dmesg >/tmp/dmesg.txt

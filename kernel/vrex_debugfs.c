@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * debugfs (/sys/kernel/debug/vrex/<device>/): register dump, bank occupancy,
+ * SHIE table, live object counts for leak checks and the fault injection
+ * knobs. Test and diagnostics interface only, no ABI.
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+
+#include "vrex_compat.h"
+#include "vrex_device.h"
+#include "vrex_drv.h"
+#include "vrex_sim.h"
+
+static struct dentry *vrex_debugfs_root;
+
+#define VREX_REG(n) { .name = #n, .offset = VREX_REG_##n }
+static const struct debugfs_reg32 vrex_regs[] = {
+	VREX_REG(ID), VREX_REG(VERSION), VREX_REG(CAPS), VREX_REG(BANK_COUNT),
+	VREX_REG(BANK_SIZE_KB), VREX_REG(IRQ_STATUS), VREX_REG(IRQ_MASK),
+	VREX_REG(SHIE_CAPACITY), VREX_REG(MAX_STREAMS), VREX_REG(BLOCK_CAPACITY),
+	VREX_REG(ZOMBIE_FRAMES), VREX_REG(GROUP_BANKS), VREX_REG(SCRATCH), VREX_REG(STATUS),
+	VREX_REG(ARG_STREAM), VREX_REG(ARG_REGION), VREX_REG(ARG_OFFSET), VREX_REG(ARG_FLAGS),
+	VREX_REG(ARG_SRC_LO), VREX_REG(ARG_SRC_HI), VREX_REG(ARG_WIDTH), VREX_REG(ARG_HEIGHT),
+	VREX_REG(ARG_STRIDE), VREX_REG(ARG_KV_TAG), VREX_REG(ARG_KV_ADDR_LO),
+	VREX_REG(ARG_KV_ADDR_HI), VREX_REG(ARG_KV_LEN), VREX_REG(ARG_RADIUS), VREX_REG(ARG_BLOCK),
+	VREX_REG(ARG_POOL), VREX_REG(RES_FLAGS), VREX_REG(RES_BLOCK), VREX_REG(RES_DISTANCE),
+	VREX_REG(RES_FRAME), VREX_REG(RES_KV_TAG), VREX_REG(RES_KV_ADDR_LO),
+	VREX_REG(RES_KV_ADDR_HI), VREX_REG(RES_KV_LEN), VREX_REG(RES_GROUP),
+	VREX_REG(RES_BANK_FIRST), VREX_REG(RES_BANK_COUNT), VREX_REG(RES_COUNT),
+	VREX_REG(RES_STREAM), VREX_REG(RES_REGION), VREX_REG(RES_REASON),
+	VREX_REG(RES_LAST_ACCESS), VREX_REG(FCC_CENTRE_MOTION), VREX_REG(FCC_STATIC_RATIO),
+	VREX_REG(FCC_ROI_DX), VREX_REG(FCC_ROI_DY), VREX_REG(FCC_MOVING_BLOCKS),
+};
+
+static const char * const vrex_counter_names[VREX_CNT_NUM] = {
+	"lookups", "exact_hits", "approx_hits", "misses", "evictions", "bank_conflicts",
+	"inserts", "removes", "frames", "live_entries", "live_blocks", "cmd_errors",
+};
+
+/* Runs @show with the device lock held, if the device is still there. */
+static int vrex_show_locked(struct seq_file *m, void (*show)(struct seq_file *, struct vrex_device *))
+{
+	struct vrex_device *vdev = m->private;
+	int idx;
+
+	if (!drm_dev_enter(&vdev->drm, &idx))
+		return -ENODEV;
+	mutex_lock(&vdev->lock);
+	show(m, vdev);
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static void vrex_regs_dump(struct seq_file *m, struct vrex_device *vdev)
+{
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(vrex_regs); i++)
+		seq_printf(m, "%-18s 0x%03lx = 0x%08x\n", vrex_regs[i].name, vrex_regs[i].offset,
+			   vrex_read(vdev, vrex_regs[i].offset));
+	for (i = 0; i < VREX_CNT_NUM; i++)
+		seq_printf(m, "CNT_%-14s 0x%03x = %llu\n", vrex_counter_names[i],
+			   VREX_REG_CNT_LO(i), vrex_read_counter(vdev, i));
+}
+
+static int vrex_regs_show(struct seq_file *m, void *unused)
+{
+	return vrex_show_locked(m, vrex_regs_dump);
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_regs);
+
+static void vrex_banks_dump(struct seq_file *m, struct vrex_device *vdev)
+{
+	u32 b, g, ngroups = vdev->group_banks ? vdev->nbanks / vdev->group_banks : 0;
+	u64 bo_bytes;
+
+	seq_puts(m, "bank   bo_bytes      kv_kib  kv_blocks\n");
+	for (b = 0; b < vdev->nbanks; b++) {
+		mutex_lock(&vdev->mm_lock);
+		bo_bytes = vdev->bo_bytes[b];
+		mutex_unlock(&vdev->mm_lock);
+		seq_printf(m, "%4u %10llu %10u %10u\n", b, bo_bytes,
+			   vrex_read(vdev, VREX_REG_BANK_KB(b)), vrex_read(vdev, VREX_REG_BANK_BLOCKS(b)));
+	}
+	for (g = 0; g < ngroups; g++) {
+		u32 pool = vrex_read(vdev, VREX_REG_GROUP_POOL(g));
+
+		if (pool == VREX_NIL)
+			seq_printf(m, "group %u: free\n", g);
+		else
+			seq_printf(m, "group %u: pool %#x\n", g, pool);
+	}
+}
+
+static int vrex_banks_show(struct seq_file *m, void *unused)
+{
+	return vrex_show_locked(m, vrex_banks_dump);
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_banks);
+
+static void vrex_shie_dump(struct seq_file *m, struct vrex_device *vdev)
+{
+	struct vrex_block_ref *ref;
+	unsigned long block;
+	u32 i;
+
+	seq_puts(m, "blocks (kernel view): block stream handle offset length\n");
+	xa_for_each(&vdev->blocks, block, ref)
+		seq_printf(m, "%6lu %6u %6u %#10llx %8llu\n", block, ref->stream->hw, ref->handle,
+			   ref->offset, ref->length);
+	if (!vdev->sim)
+		return;
+	/* The simulated device can show the table itself. */
+	seq_puts(m, "entries (simulated device): entry stream region frame block fingerprint\n");
+	for (i = 0; i < vdev->sim->model.shie.capacity; i++) {
+		const struct vrex_shie_entry *e = &vdev->sim->model.shie.e[i];
+
+		if (e->valid)
+			seq_printf(m, "%6u %6u %6u %6u %6u %016llx%016llx\n", i, e->stream, e->region,
+				   e->frame, e->block, e->fp.w[1], e->fp.w[0]);
+	}
+}
+
+static int vrex_shie_show(struct seq_file *m, void *unused)
+{
+	return vrex_show_locked(m, vrex_shie_dump);
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_shie);
+
+static int vrex_counts_show(struct seq_file *m, void *unused)
+{
+	struct vrex_device *vdev = m->private;
+
+	seq_printf(m, "bos %d\nstreams %d\nblocks %d\n", atomic_read(&vdev->live_bos),
+		   atomic_read(&vdev->live_streams), atomic_read(&vdev->live_blocks));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_counts);
+
+/* The char device of the primary node, so tests can match this directory to an open fd. */
+static int vrex_dev_show(struct seq_file *m, void *unused)
+{
+	struct vrex_device *vdev = m->private;
+	struct drm_minor *minor = vrex_node_minor(&vdev->drm);
+
+	seq_printf(m, "%u:%u\n", MAJOR(minor->kdev->devt), MINOR(minor->kdev->devt));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_dev);
+
+void vrex_debugfs_module_init(void)
+{
+	vrex_debugfs_root = debugfs_create_dir("vrex", NULL);
+}
+
+void vrex_debugfs_module_exit(void)
+{
+	debugfs_remove_recursive(vrex_debugfs_root);
+	vrex_debugfs_root = NULL;
+}
+
+void vrex_debugfs_init(struct vrex_device *vdev)
+{
+	struct dentry *d;
+
+	d = debugfs_create_dir(dev_name(vdev->drm.dev), vrex_debugfs_root);
+	vdev->debugfs = d;
+	debugfs_create_file("regs", 0444, d, vdev, &vrex_regs_fops);
+	debugfs_create_file("banks", 0444, d, vdev, &vrex_banks_fops);
+	debugfs_create_file("shie", 0444, d, vdev, &vrex_shie_fops);
+	debugfs_create_file("counts", 0444, d, vdev, &vrex_counts_fops);
+	debugfs_create_file("dev", 0444, d, vdev, &vrex_dev_fops);
+	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION)) {
+		debugfs_create_atomic_t("fail_alloc", 0600, d, &vdev->fail_alloc);
+		if (vdev->sim)
+			debugfs_create_atomic_t("fail_cmds", 0600, d, &vdev->sim->fail_cmds);
+	}
+}
+
+void vrex_debugfs_fini(struct vrex_device *vdev)
+{
+	debugfs_remove_recursive(vdev->debugfs);
+	vdev->debugfs = NULL;
+}

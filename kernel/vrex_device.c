@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Binding-independent device core: register access (MMIO or the simulated
+ * register file), command submission, probe and removal.
+ */
+#include <linux/bits.h>
+#include <linux/delay.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
+#include <linux/lockdep.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
+
+#include "vrex_device.h"
+#include "vrex_drv.h"
+
+u32 vrex_read(struct vrex_device *vdev, u32 off)
+{
+	lockdep_assert_held(&vdev->lock);
+	if (vdev->sim)
+		return vrex_sim_read(vdev->sim, off);
+	return readl(vdev->regs + off);
+}
+
+void vrex_write(struct vrex_device *vdev, u32 off, u32 val)
+{
+	lockdep_assert_held(&vdev->lock);
+	if (vdev->sim)
+		vrex_sim_write(vdev->sim, off, val);
+	else
+		writel(val, vdev->regs + off);
+}
+
+/* The two halves are separate reads: retry until HI is stable across LO. */
+u64 vrex_read_counter(struct vrex_device *vdev, u32 idx)
+{
+	u32 hi, lo, hi2;
+
+	hi = vrex_read(vdev, VREX_REG_CNT_HI(idx));
+	for (;;) {
+		lo = vrex_read(vdev, VREX_REG_CNT_LO(idx));
+		hi2 = vrex_read(vdev, VREX_REG_CNT_HI(idx));
+		if (hi == hi2)
+			return (u64)hi << 32 | lo;
+		hi = hi2;
+	}
+}
+
+void vrex_write_fp(struct vrex_device *vdev, u32 first_reg, const __u64 fp[2])
+{
+	vrex_write(vdev, first_reg, lower_32_bits(fp[0]));
+	vrex_write(vdev, first_reg + 4, upper_32_bits(fp[0]));
+	vrex_write(vdev, first_reg + 8, lower_32_bits(fp[1]));
+	vrex_write(vdev, first_reg + 12, upper_32_bits(fp[1]));
+}
+
+void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2])
+{
+	fp[0] = vrex_read(vdev, first_reg) | (u64)vrex_read(vdev, first_reg + 4) << 32;
+	fp[1] = vrex_read(vdev, first_reg + 8) | (u64)vrex_read(vdev, first_reg + 12) << 32;
+}
+
+static int vrex_status_to_errno(u32 status)
+{
+	u32 err;
+
+	if (status & VREX_STATUS_ERROR) {
+		err = (status & VREX_STATUS_ERRNO_MASK) >> VREX_STATUS_ERRNO_SHIFT;
+		return err ? -(int)err : -EIO;
+	}
+	if (status & VREX_STATUS_BUSY)
+		return -ETIMEDOUT;
+	if (!(status & VREX_STATUS_DONE))
+		return -EIO;
+	return 0;
+}
+
+int vrex_cmd(struct vrex_device *vdev, u32 cmd)
+{
+	u32 pending;
+
+	lockdep_assert_held(&vdev->lock);
+
+	if (vdev->irq <= 0) {
+		/* The simulated device completes inside the CMD write; ack as the IRQ would. */
+		vrex_write(vdev, VREX_REG_CMD, cmd);
+		pending = vrex_read(vdev, VREX_REG_IRQ_STATUS);
+		if (pending)
+			vrex_write(vdev, VREX_REG_IRQ_STATUS, pending);
+		return vrex_status_to_errno(vrex_read(vdev, VREX_REG_STATUS));
+	}
+
+	reinit_completion(&vdev->cmd_done);
+	vrex_write(vdev, VREX_REG_CMD, cmd);
+	if (!wait_for_completion_timeout(&vdev->cmd_done,
+					 msecs_to_jiffies(VREX_CMD_TIMEOUT_MS))) {
+		drm_err(&vdev->drm, "command %u timed out\n", cmd);
+		return -ETIMEDOUT;
+	}
+	return vrex_status_to_errno(vrex_read(vdev, VREX_REG_STATUS));
+}
+
+static irqreturn_t vrex_irq(int irq, void *arg)
+{
+	struct vrex_device *vdev = arg;
+	u32 pending;
+
+	/* MMIO only (the simulated device has no interrupt); no lock needed for IRQ_STATUS. */
+	pending = readl(vdev->regs + VREX_REG_IRQ_STATUS);
+	if (!pending)
+		return IRQ_NONE;
+	writel(pending, vdev->regs + VREX_REG_IRQ_STATUS);
+	if (pending & (VREX_IRQ_CMD_DONE | VREX_IRQ_CMD_ERROR))
+		complete(&vdev->cmd_done);
+	return IRQ_HANDLED;
+}
+
+static void vrex_mm_fini(struct drm_device *drm, void *arg)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	u32 b;
+
+	for (b = 0; b < vdev->nbanks; b++)
+		drm_mm_takedown(&vdev->bank_mm[b]);
+	WARN_ON(!xa_empty(&vdev->blocks));
+	xa_destroy(&vdev->blocks);
+	ida_destroy(&vdev->stream_ida);
+	ida_destroy(&vdev->pool_ida);
+}
+
+static int vrex_read_config(struct vrex_device *vdev)
+{
+	struct device *dev = vdev->drm.dev;
+	u32 id, size_kb;
+
+	mutex_lock(&vdev->lock);
+	id = vrex_read(vdev, VREX_REG_ID);
+	vdev->hw_version = vrex_read(vdev, VREX_REG_VERSION);
+	if (id != VREX_ID_VALUE || (vdev->hw_version >> 16) != (VREX_VERSION_VALUE >> 16)) {
+		mutex_unlock(&vdev->lock);
+		return dev_err_probe(dev, -ENODEV, "no V-Rex 1.x at the register window (id %#x version %#x)\n",
+				     id, vdev->hw_version);
+	}
+	vdev->hw_id = id;
+	vrex_write(vdev, VREX_REG_RESET, VREX_RESET_MAGIC);
+	vdev->caps = vrex_read(vdev, VREX_REG_CAPS);
+	vdev->nbanks = vrex_read(vdev, VREX_REG_BANK_COUNT);
+	size_kb = vrex_read(vdev, VREX_REG_BANK_SIZE_KB);
+	vdev->group_banks = vrex_read(vdev, VREX_REG_GROUP_BANKS);
+	vdev->max_streams = vrex_read(vdev, VREX_REG_MAX_STREAMS);
+	vdev->shie_capacity = vrex_read(vdev, VREX_REG_SHIE_CAPACITY);
+	vdev->block_capacity = vrex_read(vdev, VREX_REG_BLOCK_CAPACITY);
+	vdev->zombie_frames = vrex_read(vdev, VREX_REG_ZOMBIE_FRAMES);
+	mutex_unlock(&vdev->lock);
+
+	vdev->bank_size = (u64)size_kb * SZ_1K;
+	if (!vdev->nbanks || vdev->nbanks > VREX_MAX_BANKS_HW || !vdev->bank_size ||
+	    !IS_ALIGNED(vdev->bank_size, PAGE_SIZE))
+		return dev_err_probe(dev, -EINVAL, "unsupported bank layout: %u banks of %llu bytes\n",
+				     vdev->nbanks, vdev->bank_size);
+	if ((vdev->expect_banks && vdev->expect_banks != vdev->nbanks) ||
+	    (vdev->expect_bank_size && vdev->expect_bank_size != vdev->bank_size))
+		return dev_err_probe(dev, -EINVAL,
+				     "description says %u banks of %llu bytes, hardware %u of %llu\n",
+				     vdev->expect_banks, vdev->expect_bank_size, vdev->nbanks,
+				     vdev->bank_size);
+	if ((u64)vdev->nbanks * vdev->bank_size > vdev->mem.size)
+		return dev_err_probe(dev, -EINVAL, "bank memory is %llu bytes, banks need %llu\n",
+				     vdev->mem.size, (u64)vdev->nbanks * vdev->bank_size);
+	if (vdev->max_streams > VREX_MAX_STREAMS_HW)
+		vdev->max_streams = VREX_MAX_STREAMS_HW;
+	return 0;
+}
+
+int vrex_device_probe(struct vrex_device *vdev)
+{
+	struct drm_device *drm = &vdev->drm;
+	struct device *dev = drm->dev;
+	u32 b;
+	int ret;
+
+	ret = drmm_mutex_init(drm, &vdev->lock);
+	if (ret)
+		return ret;
+	ret = drmm_mutex_init(drm, &vdev->mm_lock);
+	if (ret)
+		return ret;
+	init_completion(&vdev->cmd_done);
+	xa_init(&vdev->blocks);
+	ida_init(&vdev->stream_ida);
+	ida_init(&vdev->pool_ida);
+
+	ret = vrex_read_config(vdev);
+	if (ret)
+		return ret;
+
+	for (b = 0; b < vdev->nbanks; b++)
+		drm_mm_init(&vdev->bank_mm[b], b * vdev->bank_size, vdev->bank_size);
+	ret = drmm_add_action_or_reset(drm, vrex_mm_fini, NULL);
+	if (ret)
+		return ret;
+
+	if (vdev->irq > 0) {
+		ret = devm_request_irq(dev, vdev->irq, vrex_irq, IRQF_SHARED, dev_name(dev), vdev);
+		if (ret)
+			return dev_err_probe(dev, ret, "cannot request IRQ %d\n", vdev->irq);
+		mutex_lock(&vdev->lock);
+		vrex_write(vdev, VREX_REG_IRQ_STATUS, VREX_IRQ_ALL);
+		vrex_write(vdev, VREX_REG_IRQ_MASK, VREX_IRQ_ALL);
+		mutex_unlock(&vdev->lock);
+	}
+
+	ret = vrex_sysfs_init(vdev);
+	if (ret)
+		return dev_err_probe(dev, ret, "cannot create sysfs counters\n");
+
+	ret = drm_dev_register(drm, 0);
+	if (ret)
+		return dev_err_probe(dev, ret, "cannot register DRM device\n");
+
+	vrex_debugfs_init(vdev);
+	drm_info(drm, "V-Rex %u.%u%s: %u banks x %llu KiB, %u streams, %u SHIE entries\n",
+		 vdev->hw_version >> 16, vdev->hw_version & 0xffff, vdev->sim ? " (simulated)" : "",
+		 vdev->nbanks, vdev->bank_size / SZ_1K, vdev->max_streams, vdev->shie_capacity);
+	return 0;
+}
+
+/*
+ * Unbind with files still open: new ioctls see drm_dev_enter() fail, user
+ * mappings of device memory are zapped, and the per-file state is torn down
+ * when the last file closes (the simulated backend lives until the DRM device
+ * is released).
+ */
+void vrex_device_remove(struct vrex_device *vdev)
+{
+	vrex_debugfs_fini(vdev);
+	drm_dev_unplug(&vdev->drm);
+	vrex_gem_unmap_user(vdev);
+
+	if (vdev->irq > 0) {
+		mutex_lock(&vdev->lock);
+		vrex_write(vdev, VREX_REG_IRQ_MASK, 0);
+		mutex_unlock(&vdev->lock);
+	}
+}

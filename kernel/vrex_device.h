@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vrex device: one register window, one bank memory, one command at a time.
+ * The bindings (DT, PCI, simulated) fill in where the registers and the bank
+ * memory live, then hand over to vrex_device_probe(); everything above this
+ * header is binding-agnostic.
+ */
+#ifndef VREX_DEVICE_H
+#define VREX_DEVICE_H
+
+#include <linux/completion.h>
+#include <linux/idr.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+#include <drm/drm_device.h>
+#include <drm/drm_mm.h>
+
+#include "vrex_compat.h"
+#include "vrex_regs.h"
+
+struct dentry;
+struct vrex_sim;
+
+#define VREX_MAX_BANKS_HW	64
+#define VREX_MAX_STREAMS_HW	64
+#define VREX_CMD_TIMEOUT_MS	1000
+
+/* Where the banks live. Exactly one of @vaddr (cached or vmalloc) and @iomem is set. */
+struct vrex_mem {
+	void *vaddr;
+	void __iomem *iomem;
+	phys_addr_t phys;	/* real memory: base for mmap; unused when @vmalloced */
+	u64 size;
+	bool vmalloced;		/* simulated: vmalloc_user() memory */
+	bool has_pages;		/* struct pages back it: dma-buf export can build an sg_table */
+};
+
+struct vrex_device {
+	struct drm_device drm;
+
+	/* Set by the binding before vrex_device_probe(). */
+	void __iomem *regs;
+	struct vrex_sim *sim;
+	struct vrex_mem mem;
+	int irq;		/* <= 0: none (simulated device completes synchronously) */
+	u32 expect_banks;	/* from DT/PCI description, 0: take the registers' word */
+	u64 expect_bank_size;
+
+	/* Read from the registers at probe. */
+	u32 hw_id;
+	u32 hw_version;
+	u32 caps;
+	u32 nbanks;
+	u64 bank_size;
+	u32 group_banks;
+	u32 max_streams;
+	u32 shie_capacity;
+	u32 block_capacity;
+	u32 zombie_frames;
+
+	/*
+	 * @lock serialises commands (the register file holds one command's
+	 * arguments and results) and guards everything the commands change:
+	 * @blocks, @hw_streams and the per-file stream and pool tables.
+	 */
+	struct mutex lock;
+	struct completion cmd_done;
+	struct xarray blocks;		/* hw block id -> struct vrex_block_ref */
+	struct vrex_file_stream *hw_streams[VREX_MAX_STREAMS_HW];
+	struct ida stream_ida;		/* hardware stream slots */
+	struct ida pool_ida;		/* hardware pool ids of pooled streams */
+
+	/* Bank allocator, one range manager per bank. */
+	struct mutex mm_lock;
+	struct drm_mm bank_mm[VREX_MAX_BANKS_HW];
+	u64 bo_bytes[VREX_MAX_BANKS_HW];
+
+	/* Live objects, for leak checks (debugfs "counts"). */
+	atomic_t live_bos;
+	atomic_t live_streams;
+	atomic_t live_blocks;
+
+	/* Fault injection (debugfs): the next N allocations fail. */
+	atomic_t fail_alloc;
+
+	struct dentry *debugfs;
+};
+
+static inline struct vrex_device *to_vrex_device(struct drm_device *drm)
+{
+	return container_of(drm, struct vrex_device, drm);
+}
+
+/* Register access; callers hold vdev->lock and are inside drm_dev_enter(). */
+u32 vrex_read(struct vrex_device *vdev, u32 off);
+void vrex_write(struct vrex_device *vdev, u32 off, u32 val);
+u64 vrex_read_counter(struct vrex_device *vdev, u32 idx);
+void vrex_write_fp(struct vrex_device *vdev, u32 first_reg, const __u64 fp[2]);
+void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2]);
+
+/* Starts the command whose arguments are programmed and waits for it: 0 or -errno. */
+int vrex_cmd(struct vrex_device *vdev, u32 cmd);
+
+int vrex_device_probe(struct vrex_device *vdev);
+void vrex_device_remove(struct vrex_device *vdev);
+
+/* vrex_drv.c */
+extern const struct drm_driver vrex_drm_driver;
+
+#endif /* VREX_DEVICE_H */

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vrex: DRM driver of the V-Rex frame-aware KV-cache retrieval engine.
+ * Module entry points, the drm_driver, per-file contexts and the ioctl table.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_prime.h>
+#include <drm/vrex_accel.h>
+
+#include "vrex_compat.h"
+#include "vrex_device.h"
+#include "vrex_drv.h"
+
+static int vrex_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct vrex_file *vfile;
+
+	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL);
+	if (!vfile)
+		return -ENOMEM;
+	vfile->vdev = to_vrex_device(drm);
+	xa_init_flags(&vfile->streams, XA_FLAGS_ALLOC1);
+	xa_init(&vfile->pools);
+	file->driver_priv = vfile;
+	return 0;
+}
+
+static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct vrex_file *vfile = to_vrex_file(file);
+
+	vrex_stream_release_all(vfile);
+	xa_destroy(&vfile->streams);
+	xa_destroy(&vfile->pools);
+	kfree(vfile);
+}
+
+static const struct drm_ioctl_desc vrex_ioctls[] = {
+#define VREX_IOCTL(n, func) DRM_IOCTL_DEF_DRV(VREX_##n, vrex_ioctl_##func, DRM_RENDER_ALLOW)
+	VREX_IOCTL(QUERY, query),
+	VREX_IOCTL(BO_CREATE, bo_create),
+	VREX_IOCTL(BO_MMAP_OFFSET, bo_mmap_offset),
+	VREX_IOCTL(STREAM_CREATE, stream_create),
+	VREX_IOCTL(STREAM_DESTROY, stream_destroy),
+	VREX_IOCTL(FRAME_SUBMIT, frame_submit),
+	VREX_IOCTL(SHIE_INSERT, shie_insert),
+	VREX_IOCTL(SHIE_LOOKUP, shie_lookup),
+	VREX_IOCTL(SHIE_RETIRE, shie_retire),
+	VREX_IOCTL(STATS, stats),
+	VREX_IOCTL(REG_READ, reg_read),
+#undef VREX_IOCTL
+};
+
+VREX_DEFINE_FOPS(vrex_fops);
+
+const struct drm_driver vrex_drm_driver = {
+	.driver_features = VREX_DRIVER_FEATURES,
+	.open = vrex_open,
+	.postclose = vrex_postclose,
+	.ioctls = vrex_ioctls,
+	.num_ioctls = ARRAY_SIZE(vrex_ioctls),
+	.fops = &vrex_fops,
+	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
+	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+	VREX_DRIVER_COMPAT_FIELDS
+	.name = DRM_VREX_DRIVER_NAME,
+	.desc = "V-Rex frame-aware KV-cache retrieval engine",
+	.major = 1,
+	.minor = 0,
+};
+
+static int __init vrex_init(void)
+{
+	int ret;
+
+	vrex_debugfs_module_init();
+	ret = vrex_of_driver_register();
+	if (ret)
+		goto err_debugfs;
+	ret = vrex_pci_driver_register();
+	if (ret)
+		goto err_of;
+	ret = vrex_sim_driver_register();
+	if (ret)
+		goto err_pci;
+	return 0;
+
+err_pci:
+	vrex_pci_driver_unregister();
+err_of:
+	vrex_of_driver_unregister();
+err_debugfs:
+	vrex_debugfs_module_exit();
+	return ret;
+}
+
+static void __exit vrex_exit(void)
+{
+	vrex_sim_driver_unregister();
+	vrex_pci_driver_unregister();
+	vrex_of_driver_unregister();
+	vrex_debugfs_module_exit();
+}
+
+module_init(vrex_init);
+module_exit(vrex_exit);
+
+MODULE_DESCRIPTION("V-Rex frame-aware KV-cache retrieval engine");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Per-file state and the ioctl entry points. Everything an id handed to user
+ * space names (stream, pool, block) is looked up through the calling file, so
+ * one file never sees another's objects.
+ */
+#ifndef VREX_DRV_H
+#define VREX_DRV_H
+
+#include <linux/types.h>
+#include <linux/xarray.h>
+
+struct drm_device;
+struct drm_file;
+struct drm_gem_object;
+struct vrex_device;
+
+struct vrex_file {
+	struct vrex_device *vdev;
+	struct xarray streams;	/* user stream id -> struct vrex_file_stream */
+	struct xarray pools;	/* user pool id -> struct vrex_file_pool */
+};
+
+struct vrex_file_pool {
+	u32 hw_pool;
+	u32 refs;
+};
+
+struct vrex_file_stream {
+	struct vrex_file *vfile;
+	u32 id;			/* as user space knows it */
+	u32 hw;			/* hardware stream slot */
+	u32 user_pool;
+	struct vrex_file_pool *pool;	/* NULL: private pool */
+	u32 nblocks;		/* live blocks created by this stream */
+};
+
+/*
+ * What the kernel knows about one hardware KV block: whose it is and where it
+ * points. It holds a reference on the BO so the memory a SHIE entry points
+ * into cannot be freed while the entry can still be returned by a lookup.
+ */
+struct vrex_block_ref {
+	struct vrex_file_stream *stream;
+	struct drm_gem_object *obj;
+	u32 handle;
+	u64 offset;
+	u64 length;
+};
+
+static inline struct vrex_file *to_vrex_file(struct drm_file *file)
+{
+	return file->driver_priv;
+}
+
+/* vrex_gem.c */
+int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
+u64 vrex_bo_dev_addr(struct drm_gem_object *obj);
+void vrex_gem_unmap_user(struct vrex_device *vdev);
+
+/* vrex_stream.c */
+int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file *file);
+struct vrex_file_stream *vrex_stream_find(struct vrex_file *vfile, u32 id);
+void vrex_stream_release_all(struct vrex_file *vfile);
+
+/* vrex_shie.c */
+int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *file);
+void vrex_block_drop(struct vrex_device *vdev, u32 block);
+void vrex_blocks_drain(struct vrex_device *vdev);
+void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream *stream);
+
+/* vrex_query.c */
+int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_reg_read(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_sysfs_init(struct vrex_device *vdev);
+
+/* vrex_debugfs.c */
+#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_DEBUGFS)
+void vrex_debugfs_module_init(void);
+void vrex_debugfs_module_exit(void);
+void vrex_debugfs_init(struct vrex_device *vdev);
+void vrex_debugfs_fini(struct vrex_device *vdev);
+#else
+static inline void vrex_debugfs_module_init(void) { }
+static inline void vrex_debugfs_module_exit(void) { }
+static inline void vrex_debugfs_init(struct vrex_device *vdev) { }
+static inline void vrex_debugfs_fini(struct vrex_device *vdev) { }
+#endif
+
+/* vrex_sim.c */
+#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_SIM)
+int vrex_sim_attach(struct vrex_device *vdev, u32 nbanks, u32 bank_size);
+u32 vrex_sim_read(struct vrex_sim *sim, u32 off);
+void vrex_sim_write(struct vrex_sim *sim, u32 off, u32 val);
+int vrex_sim_driver_register(void);
+void vrex_sim_driver_unregister(void);
+#else
+static inline int vrex_sim_attach(struct vrex_device *vdev, u32 nbanks, u32 bank_size)
+{
+	return -ENODEV;
+}
+
+static inline u32 vrex_sim_read(struct vrex_sim *sim, u32 off) { return 0; }
+static inline void vrex_sim_write(struct vrex_sim *sim, u32 off, u32 val) { }
+static inline int vrex_sim_driver_register(void) { return 0; }
+static inline void vrex_sim_driver_unregister(void) { }
+#endif
+
+/* vrex_of.c, vrex_pci.c */
+#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_OF)
+int vrex_of_driver_register(void);
+void vrex_of_driver_unregister(void);
+#else
+static inline int vrex_of_driver_register(void) { return 0; }
+static inline void vrex_of_driver_unregister(void) { }
+#endif
+
+#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_PCI)
+int vrex_pci_driver_register(void);
+void vrex_pci_driver_unregister(void);
+#else
+static inline int vrex_pci_driver_register(void) { return 0; }
+static inline void vrex_pci_driver_unregister(void) { }
+#endif
+
+#endif /* VREX_DRV_H */

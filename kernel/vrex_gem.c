@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Buffer objects: pinned ranges of one bank of device memory. A BO is placed
+ * once, in the lowest bank of its mask with room, and never moves, so a KV
+ * pointer (device address) handed to the hardware stays valid for the BO's
+ * lifetime. User mappings go straight to the bank memory.
+ */
+#include <linux/io.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_prime.h>
+#include <drm/drm_vma_manager.h>
+#include <drm/vrex_accel.h>
+
+#include "vrex_compat.h"
+#include "vrex_device.h"
+#include "vrex_drv.h"
+
+struct vrex_bo {
+	struct drm_gem_object base;
+	struct drm_mm_node node;	/* device address range; start = bank * bank_size + offset */
+	u32 bank;
+	u32 flags;
+};
+
+static inline struct vrex_bo *to_vrex_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct vrex_bo, base);
+}
+
+u64 vrex_bo_dev_addr(struct drm_gem_object *obj)
+{
+	return to_vrex_bo(obj)->node.start;
+}
+
+static void vrex_gem_free(struct drm_gem_object *obj)
+{
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	struct vrex_bo *bo = to_vrex_bo(obj);
+
+	if (drm_mm_node_allocated(&bo->node)) {
+		mutex_lock(&vdev->mm_lock);
+		drm_mm_remove_node(&bo->node);
+		vdev->bo_bytes[bo->bank] -= obj->size;
+		mutex_unlock(&vdev->mm_lock);
+		atomic_dec(&vdev->live_bos);
+	}
+	drm_gem_object_release(obj);
+	kfree(bo);
+}
+
+static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
+{
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	struct vrex_mem *mem = &vdev->mem;
+	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
+	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
+	int ret;
+
+	/* Pinned memory: no copy-on-write private mappings of device memory. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	if (mem->vmalloced) {
+		ret = remap_vmalloc_range(vma, mem->vaddr, addr >> PAGE_SHIFT);
+	} else {
+		vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+		vrex_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+		ret = remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
+				      vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	}
+	return ret;
+}
+
+static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
+{
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	struct vrex_bo *bo = to_vrex_bo(obj);
+	unsigned int npages = obj->size >> PAGE_SHIFT;
+	struct page **pages;
+	struct sg_table *sgt;
+	unsigned int i;
+	int ret;
+
+	if (!vdev->mem.has_pages)
+		return ERR_PTR(-EOPNOTSUPP);
+
+	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < npages; i++) {
+		u64 addr = bo->node.start + ((u64)i << PAGE_SHIFT);
+
+		if (vdev->mem.vmalloced)
+			pages[i] = vmalloc_to_page(vdev->mem.vaddr + addr);
+		else
+			pages[i] = pfn_to_page(PHYS_PFN(vdev->mem.phys + addr));
+	}
+
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt) {
+		ret = -ENOMEM;
+		goto err_pages;
+	}
+	ret = sg_alloc_table_from_pages(sgt, pages, npages, 0, obj->size, GFP_KERNEL);
+	if (ret)
+		goto err_sgt;
+	kvfree(pages);
+	return sgt;
+
+err_sgt:
+	kfree(sgt);
+err_pages:
+	kvfree(pages);
+	return ERR_PTR(ret);
+}
+
+static int vrex_gem_vmap(struct drm_gem_object *obj, struct vrex_map *map)
+{
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	u64 addr = to_vrex_bo(obj)->node.start;
+
+	if (vdev->mem.iomem)
+		vrex_map_set_vaddr_iomem(map, vdev->mem.iomem + addr);
+	else
+		vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
+	return 0;
+}
+
+static const struct vm_operations_struct vrex_gem_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+static const struct drm_gem_object_funcs vrex_gem_funcs = {
+	.free = vrex_gem_free,
+	.mmap = vrex_gem_mmap,
+	.get_sg_table = vrex_gem_get_sg_table,
+	.vmap = vrex_gem_vmap,
+	.vm_ops = &vrex_gem_vm_ops,
+};
+
+/* Lowest bank of @mask with room; the node is left allocated on success. */
+static int vrex_bo_place(struct vrex_device *vdev, struct vrex_bo *bo, u64 mask)
+{
+	u32 b;
+	int ret = -ENOSPC;
+
+	mutex_lock(&vdev->mm_lock);
+	for (b = 0; b < vdev->nbanks; b++) {
+		if (!(mask & BIT_ULL(b)))
+			continue;
+		ret = drm_mm_insert_node_generic(&vdev->bank_mm[b], &bo->node, bo->base.size,
+						 PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+		if (!ret) {
+			bo->bank = b;
+			vdev->bo_bytes[b] += bo->base.size;
+			break;
+		}
+	}
+	mutex_unlock(&vdev->mm_lock);
+	return ret ? -ENOSPC : 0;
+}
+
+/* Fresh BOs never show a previous owner's KV data. */
+static void vrex_bo_clear(struct vrex_device *vdev, struct vrex_bo *bo)
+{
+	if (vdev->mem.iomem)
+		memset_io(vdev->mem.iomem + bo->node.start, 0, bo->base.size);
+	else
+		memset(vdev->mem.vaddr + bo->node.start, 0, bo->base.size);
+}
+
+int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct drm_vrex_bo_create *args = data;
+	u64 all_banks = vdev->nbanks == 64 ? ~0ull : BIT_ULL(vdev->nbanks) - 1;
+	struct vrex_bo *bo;
+	u32 handle;
+	int ret, idx;
+
+	if (args->pad || (args->flags & ~DRM_VREX_BO_VALID_FLAGS))
+		return -EINVAL;
+	if (!args->size || args->size > vdev->bank_size)
+		return -EINVAL;
+	if (!args->bank_mask || (args->bank_mask & ~all_banks))
+		return -EINVAL;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	if (atomic_dec_if_positive(&vdev->fail_alloc) >= 0) {
+		ret = -ENOMEM;
+		goto out_exit;
+	}
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo) {
+		ret = -ENOMEM;
+		goto out_exit;
+	}
+	bo->flags = args->flags;
+	bo->base.funcs = &vrex_gem_funcs;
+	drm_gem_private_object_init(drm, &bo->base, PAGE_ALIGN(args->size));
+
+	ret = vrex_bo_place(vdev, bo, args->bank_mask);
+	if (ret)
+		goto err_put;
+	atomic_inc(&vdev->live_bos);
+	vrex_bo_clear(vdev, bo);
+
+	ret = drm_gem_create_mmap_offset(&bo->base);
+	if (ret)
+		goto err_put;
+	ret = drm_gem_handle_create(file, &bo->base, &handle);
+	if (ret)
+		goto err_put;
+	drm_gem_object_put(&bo->base);
+
+	args->handle = handle;
+	args->bank = bo->bank;
+	drm_dev_exit(idx);
+	return 0;
+
+err_put:
+	drm_gem_object_put(&bo->base);
+out_exit:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_vrex_bo_mmap_offset *args = data;
+	struct drm_gem_object *obj;
+
+	if (args->pad)
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	args->offset = drm_vma_node_offset_addr(&obj->vma_node);
+	drm_gem_object_put(obj);
+	return 0;
+}
+
+/* Real device memory must not stay mapped into processes once the device is gone. */
+void vrex_gem_unmap_user(struct vrex_device *vdev)
+{
+	if (!vdev->mem.vmalloced && vdev->drm.anon_inode)
+		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
+}

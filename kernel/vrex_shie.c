@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * SHIE batches: insert, lookup and retire. Each batch is copied in, validated
+ * as a whole under the device lock (a malformed item changes nothing), then
+ * applied item by item as register commands; device-side outcomes are per
+ * item. The kernel mirrors every live hardware block in vdev->blocks so ids
+ * coming back from the hardware are translated to the caller's BO handle and
+ * offset, and so a BO cannot go away while a block points into it.
+ */
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uaccess.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/vrex_accel.h>
+
+#include "vrex_device.h"
+#include "vrex_drv.h"
+#include "vrex_model.h"
+
+/* Collects the release records of one stream while the FIFO is drained. */
+struct vrex_release_sink {
+	struct vrex_file_stream *stream;
+	struct drm_vrex_released_block *recs;
+	u32 count;
+	u32 cap;
+};
+
+static void vrex_sink_add(struct vrex_release_sink *sink, u32 block,
+			  const struct vrex_block_ref *ref, u32 reason)
+{
+	struct drm_vrex_released_block *r;
+
+	if (!sink || ref->stream != sink->stream || WARN_ON(sink->count >= sink->cap))
+		return;
+	r = &sink->recs[sink->count++];
+	r->block = block;
+	r->handle = ref->handle;
+	r->offset = ref->offset;
+	r->length = ref->length;
+	r->reason = reason;
+}
+
+void vrex_block_drop(struct vrex_device *vdev, u32 block)
+{
+	struct vrex_block_ref *ref;
+
+	lockdep_assert_held(&vdev->lock);
+	ref = xa_erase(&vdev->blocks, block);
+	if (!ref)
+		return;
+	ref->stream->nblocks--;
+	drm_gem_object_put(ref->obj);
+	kfree(ref);
+	atomic_dec(&vdev->live_blocks);
+}
+
+/* Pops every queued release record; the hardware no longer points at those blocks. */
+static void vrex_blocks_drain_into(struct vrex_device *vdev, struct vrex_release_sink *sink)
+{
+	struct vrex_block_ref *ref;
+	u32 n, block, reason;
+
+	for (n = 0; n <= vdev->block_capacity; n++) {
+		if (vrex_cmd(vdev, VREX_CMD_POP_RELEASED))
+			return;
+		if (!(vrex_read(vdev, VREX_REG_RES_FLAGS) & VREX_RESF_HIT))
+			return;
+		block = vrex_read(vdev, VREX_REG_RES_BLOCK);
+		reason = vrex_read(vdev, VREX_REG_RES_REASON);
+		ref = xa_load(&vdev->blocks, block);
+		if (ref) {
+			vrex_sink_add(sink, block, ref,
+				      reason == VREX_RELEASE_ZOMBIE ? DRM_VREX_RELEASE_ZOMBIE :
+								     DRM_VREX_RELEASE_REMOVED);
+			vrex_block_drop(vdev, block);
+		}
+	}
+}
+
+void vrex_blocks_drain(struct vrex_device *vdev)
+{
+	vrex_blocks_drain_into(vdev, NULL);
+}
+
+void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream *stream)
+{
+	struct vrex_block_ref *ref;
+	unsigned long block;
+
+	lockdep_assert_held(&vdev->lock);
+	xa_for_each(&vdev->blocks, block, ref)
+		if (ref->stream == stream)
+			vrex_block_drop(vdev, block);
+}
+
+/* Copies @count elements of @elem_size bytes from user space into an array of @ksize ones. */
+static void *vrex_batch_copy_in(u64 uptr, u32 count, u32 elem_size, size_t ksize)
+{
+	void __user *src = u64_to_user_ptr(uptr);
+	void *buf;
+	u32 i;
+
+	buf = kvmalloc_array(count, ksize, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	if (elem_size == ksize) {
+		if (copy_from_user(buf, src, array_size(count, ksize)))
+			goto err_fault;
+		return buf;
+	}
+	for (i = 0; i < count; i++)
+		if (copy_from_user(buf + (size_t)i * ksize, src + (size_t)i * elem_size, ksize))
+			goto err_fault;
+	return buf;
+
+err_fault:
+	kvfree(buf);
+	return ERR_PTR(-EFAULT);
+}
+
+/* Writes back the fields this kernel knows; bytes past them in each element are untouched. */
+static int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, size_t ksize)
+{
+	void __user *dst = u64_to_user_ptr(uptr);
+	u32 i;
+
+	if (elem_size == ksize)
+		return copy_to_user(dst, buf, array_size(count, ksize)) ? -EFAULT : 0;
+	for (i = 0; i < count; i++)
+		if (copy_to_user(dst + (size_t)i * elem_size, buf + (size_t)i * ksize, ksize))
+			return -EFAULT;
+	return 0;
+}
+
+static int vrex_batch_check(const struct drm_vrex_shie_batch *args, size_t ksize)
+{
+	if (args->flags || !args->count || args->count > DRM_VREX_MAX_BATCH)
+		return -EINVAL;
+	if (args->elem_size < ksize || array_size(args->count, args->elem_size) == SIZE_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+static bool vrex_frame_offset_ok(s32 off)
+{
+	return off >= DRM_VREX_OFFSET_MIN && off <= DRM_VREX_OFFSET_MAX;
+}
+
+/* ---- insert ------------------------------------------------------------ */
+
+static int vrex_insert_validate(struct vrex_file *vfile, struct drm_file *file,
+				struct vrex_file_stream *stream,
+				const struct drm_vrex_shie_insert_item *it,
+				struct drm_gem_object **objp)
+{
+	struct vrex_device *vdev = vfile->vdev;
+	struct vrex_block_ref *ref;
+	struct drm_gem_object *obj;
+	u64 end;
+
+	if ((it->flags & ~DRM_VREX_INSERT_VALID_FLAGS) || it->region >= DRM_VREX_REGIONS ||
+	    !vrex_frame_offset_ok(it->frame_offset))
+		return -EINVAL;
+
+	if (it->flags & DRM_VREX_INSERT_ALIAS) {
+		if (it->handle || it->offset || it->length)
+			return -EINVAL;
+		ref = xa_load(&vdev->blocks, it->block);
+		if (!ref || ref->stream->vfile != vfile)
+			return -ENOENT;
+		return 0;
+	}
+
+	if (!it->length || it->length > U32_MAX ||
+	    check_add_overflow(it->offset, it->length, &end))
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, it->handle);
+	if (!obj)
+		return -ENOENT;
+	*objp = obj;
+	if (end > obj->size)
+		return -EINVAL;
+	return 0;
+}
+
+static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *stream,
+			   struct drm_vrex_shie_insert_item *it, struct drm_gem_object *obj)
+{
+	bool alias = it->flags & DRM_VREX_INSERT_ALIAS;
+	struct vrex_block_ref *ref = NULL;
+	u64 addr = 0;
+	u32 block;
+	int ret;
+
+	if (!alias) {
+		ref = kzalloc(sizeof(*ref), GFP_KERNEL);
+		if (!ref)
+			return -ENOMEM;
+		addr = vrex_bo_dev_addr(obj) + it->offset;
+	}
+
+	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
+	vrex_write(vdev, VREX_REG_ARG_REGION, it->region);
+	vrex_write(vdev, VREX_REG_ARG_OFFSET, (u32)it->frame_offset);
+	vrex_write(vdev, VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0);
+	vrex_write_fp(vdev, VREX_REG_ARG_FP(0), it->fp);
+	vrex_write(vdev, VREX_REG_ARG_BLOCK, alias ? it->block : VREX_NIL);
+	vrex_write(vdev, VREX_REG_ARG_KV_TAG, it->handle);
+	vrex_write(vdev, VREX_REG_ARG_KV_ADDR_LO, lower_32_bits(addr));
+	vrex_write(vdev, VREX_REG_ARG_KV_ADDR_HI, upper_32_bits(addr));
+	vrex_write(vdev, VREX_REG_ARG_KV_LEN, (u32)it->length);
+	ret = vrex_cmd(vdev, VREX_CMD_INSERT);
+	if (ret)
+		goto err_free;
+	block = vrex_read(vdev, VREX_REG_RES_BLOCK);
+	if (alias) {
+		it->block = block;
+		return 0;
+	}
+
+	ref->stream = stream;
+	ref->obj = obj;
+	ref->handle = it->handle;
+	ref->offset = it->offset;
+	ref->length = it->length;
+	ret = xa_insert(&vdev->blocks, block, ref, GFP_KERNEL);
+	if (ret) {
+		/* Cannot track it: take it back from the hardware. */
+		vrex_write(vdev, VREX_REG_ARG_BLOCK, block);
+		vrex_cmd(vdev, VREX_CMD_REMOVE);
+		goto err_free;
+	}
+	drm_gem_object_get(obj);
+	stream->nblocks++;
+	atomic_inc(&vdev->live_blocks);
+	it->block = block;
+	return 0;
+
+err_free:
+	kfree(ref);
+	return ret;
+}
+
+int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct vrex_file *vfile = to_vrex_file(file);
+	struct drm_vrex_shie_batch *args = data;
+	struct drm_vrex_shie_insert_item *items;
+	struct drm_gem_object **objs;
+	struct vrex_file_stream *stream;
+	int ret, idx;
+	u32 i;
+
+	ret = vrex_batch_check(args, sizeof(*items));
+	if (ret)
+		return ret;
+	items = vrex_batch_copy_in(args->items, args->count, args->elem_size, sizeof(*items));
+	if (IS_ERR(items))
+		return PTR_ERR(items);
+	objs = kvcalloc(args->count, sizeof(*objs), GFP_KERNEL);
+	if (!objs) {
+		ret = -ENOMEM;
+		goto out_items;
+	}
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto out_objs;
+	}
+
+	mutex_lock(&vdev->lock);
+	stream = vrex_stream_find(vfile, args->stream);
+	if (!stream) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	for (i = 0; i < args->count; i++) {
+		ret = vrex_insert_validate(vfile, file, stream, &items[i], &objs[i]);
+		if (ret)
+			goto out_unlock;
+	}
+	for (i = 0; i < args->count; i++)
+		items[i].result = vrex_insert_one(vdev, stream, &items[i], objs[i]);
+	ret = 0;
+out_unlock:
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+	if (!ret)
+		ret = vrex_batch_copy_out(args->items, args->elem_size, items, args->count,
+					  sizeof(*items));
+out_objs:
+	for (i = 0; i < args->count; i++)
+		if (objs[i])
+			drm_gem_object_put(objs[i]);
+	kvfree(objs);
+out_items:
+	kvfree(items);
+	return ret;
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+static int vrex_lookup_validate(const struct drm_vrex_shie_lookup_item *it)
+{
+	if (it->pad || it->region >= DRM_VREX_REGIONS)
+		return -EINVAL;
+	switch (it->kind) {
+	case DRM_VREX_LOOKUP_TEMPORAL:
+		if (it->fp[0] || it->fp[1] || it->flags || it->radius ||
+		    !vrex_frame_offset_ok(it->frame_offset))
+			return -EINVAL;
+		return 0;
+	case DRM_VREX_LOOKUP_SIMILAR:
+		if ((it->flags & ~DRM_VREX_LOOKUP_VALID_FLAGS) || it->frame_offset ||
+		    it->radius > DRM_VREX_MAX_RADIUS)
+			return -EINVAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* A hit is reported only for a block of the caller; its handle only while it still names the BO. */
+static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
+			     struct drm_vrex_shie_lookup_item *it)
+{
+	struct vrex_file *vfile = to_vrex_file(file);
+	u32 resf = vrex_read(vdev, VREX_REG_RES_FLAGS);
+	u32 block = vrex_read(vdev, VREX_REG_RES_BLOCK);
+	u32 hw_stream = vrex_read(vdev, VREX_REG_RES_STREAM);
+	struct vrex_block_ref *ref;
+	struct drm_gem_object *obj;
+
+	if (!(resf & VREX_RESF_HIT))
+		return;
+	ref = xa_load(&vdev->blocks, block);
+	if (!ref || ref->stream->vfile != vfile || hw_stream >= VREX_MAX_STREAMS_HW ||
+	    !vdev->hw_streams[hw_stream] || vdev->hw_streams[hw_stream]->vfile != vfile)
+		return;
+
+	it->hit_flags = DRM_VREX_HIT | ((resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0);
+	it->distance = vrex_read(vdev, VREX_REG_RES_DISTANCE);
+	it->block = block;
+	it->frame = vrex_read(vdev, VREX_REG_RES_FRAME);
+	it->stream = vdev->hw_streams[hw_stream]->id;
+	obj = drm_gem_object_lookup(file, ref->handle);
+	it->handle = obj == ref->obj ? ref->handle : 0;
+	if (obj)
+		drm_gem_object_put(obj);
+	it->offset = ref->offset;
+	it->length = ref->length;
+	vrex_read_fp(vdev, VREX_REG_RES_FP(0), it->found_fp);
+}
+
+static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
+			   struct vrex_file_stream *stream, struct drm_vrex_shie_lookup_item *it)
+{
+	u32 cmd, argf = 0;
+	int ret;
+
+	it->hit_flags = 0;
+	it->distance = 0;
+	it->block = 0;
+	it->frame = 0;
+	it->stream = 0;
+	it->handle = 0;
+	it->offset = 0;
+	it->length = 0;
+	it->found_fp[0] = 0;
+	it->found_fp[1] = 0;
+
+	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
+	vrex_write(vdev, VREX_REG_ARG_REGION, it->region);
+	if (it->kind == DRM_VREX_LOOKUP_TEMPORAL) {
+		vrex_write(vdev, VREX_REG_ARG_OFFSET, (u32)it->frame_offset);
+		cmd = VREX_CMD_LOOKUP_TEMPORAL;
+	} else {
+		if (it->flags & DRM_VREX_LOOKUP_SCOPE_POOL)
+			argf |= VREX_ARGF_SCOPE_POOL;
+		if (it->flags & DRM_VREX_LOOKUP_PAST_ONLY)
+			argf |= VREX_ARGF_PAST_ONLY;
+		vrex_write_fp(vdev, VREX_REG_ARG_FP(0), it->fp);
+		vrex_write(vdev, VREX_REG_ARG_RADIUS, it->radius);
+		vrex_write(vdev, VREX_REG_ARG_FLAGS, argf);
+		cmd = VREX_CMD_LOOKUP_SIMILAR;
+	}
+	ret = vrex_cmd(vdev, cmd);
+	/*
+	 * The arguments were validated, so the device refusing the lookup means
+	 * the stream has no frame there yet (-EINVAL: none at all, -ERANGE:
+	 * before its first frame): nothing can be found, a miss.
+	 */
+	if (ret == -EINVAL || ret == -ERANGE)
+		return 0;
+	if (ret)
+		return ret;
+	vrex_lookup_fill(vdev, file, it);
+	return 0;
+}
+
+int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct drm_vrex_shie_batch *args = data;
+	struct drm_vrex_shie_lookup_item *items;
+	struct vrex_file_stream *stream;
+	int ret, idx;
+	u32 i;
+
+	ret = vrex_batch_check(args, sizeof(*items));
+	if (ret)
+		return ret;
+	items = vrex_batch_copy_in(args->items, args->count, args->elem_size, sizeof(*items));
+	if (IS_ERR(items))
+		return PTR_ERR(items);
+	for (i = 0; i < args->count; i++) {
+		ret = vrex_lookup_validate(&items[i]);
+		if (ret)
+			goto out_items;
+	}
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto out_items;
+	}
+
+	mutex_lock(&vdev->lock);
+	stream = vrex_stream_find(to_vrex_file(file), args->stream);
+	if (!stream)
+		ret = -ENOENT;
+	for (i = 0; stream && i < args->count && !ret; i++)
+		ret = vrex_lookup_one(vdev, file, stream, &items[i]);
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+
+	if (!ret)
+		ret = vrex_batch_copy_out(args->items, args->elem_size, items, args->count,
+					  sizeof(*items));
+out_items:
+	kvfree(items);
+	return ret;
+}
+
+/* ---- retire ------------------------------------------------------------ */
+
+static int vrex_cmp_u32(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every id names a live block of @stream, and none twice. */
+static int vrex_retire_validate(struct vrex_device *vdev, struct vrex_file_stream *stream,
+				const u32 *ids, u32 n)
+{
+	struct vrex_block_ref *ref;
+	u32 *sorted;
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		ref = xa_load(&vdev->blocks, ids[i]);
+		if (!ref || ref->stream != stream)
+			return -ENOENT;
+	}
+	if (n < 2)
+		return 0;
+	sorted = kvmalloc_array(n, sizeof(*ids), GFP_KERNEL);
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, ids, array_size(n, sizeof(*ids)));
+	sort(sorted, n, sizeof(*sorted), vrex_cmp_u32, NULL);
+	for (i = 1; i < n; i++)
+		if (sorted[i] == sorted[i - 1])
+			ret = -EINVAL;
+	kvfree(sorted);
+	return ret;
+}
+
+static int vrex_retire_apply(struct vrex_device *vdev, struct vrex_file_stream *stream,
+			     const u32 *ids, u32 n, struct vrex_release_sink *sink)
+{
+	struct vrex_block_ref *ref;
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < n && !ret; i++) {
+		vrex_write(vdev, VREX_REG_ARG_BLOCK, ids[i]);
+		ret = vrex_cmd(vdev, VREX_CMD_REMOVE);
+		if (ret)
+			break;
+		ref = xa_load(&vdev->blocks, ids[i]);
+		vrex_sink_add(sink, ids[i], ref, DRM_VREX_RELEASE_REMOVED);
+		vrex_block_drop(vdev, ids[i]);
+	}
+	if (!ret) {
+		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
+		ret = vrex_cmd(vdev, VREX_CMD_RETIRE);
+	}
+	vrex_blocks_drain_into(vdev, sink);
+	return ret;
+}
+
+int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct drm_vrex_shie_retire *args = data;
+	struct vrex_release_sink sink = { };
+	struct vrex_file_stream *stream;
+	u32 *ids = NULL;
+	int ret, idx;
+
+	if (args->flags || args->pad || args->remove_count > DRM_VREX_MAX_BATCH ||
+	    args->elem_size < sizeof(*sink.recs) ||
+	    array_size(args->released_cap, args->elem_size) == SIZE_MAX)
+		return -EINVAL;
+	if (args->remove_count) {
+		ids = vmemdup_user(u64_to_user_ptr(args->remove),
+				   array_size(args->remove_count, sizeof(*ids)));
+		if (IS_ERR(ids))
+			return PTR_ERR(ids);
+	}
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto out_ids;
+	}
+
+	mutex_lock(&vdev->lock);
+	stream = vrex_stream_find(to_vrex_file(file), args->stream);
+	if (!stream) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	ret = vrex_retire_validate(vdev, stream, ids, args->remove_count);
+	if (ret)
+		goto out_unlock;
+	if (args->released_cap < stream->nblocks) {
+		args->released_cap = stream->nblocks;
+		ret = -ENOSPC;
+		goto out_unlock;
+	}
+	if (stream->nblocks && !args->released) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	sink.stream = stream;
+	sink.cap = stream->nblocks;
+	sink.recs = kvcalloc(max(sink.cap, 1u), sizeof(*sink.recs), GFP_KERNEL);
+	if (!sink.recs) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	ret = vrex_retire_apply(vdev, stream, ids, args->remove_count, &sink);
+out_unlock:
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+
+	if (sink.recs) {
+		/* Blocks released before a failure are gone either way: report them. */
+		args->released_cap = sink.count;
+		if (sink.count) {
+			int err = vrex_batch_copy_out(args->released, args->elem_size, sink.recs,
+						      sink.count, sizeof(*sink.recs));
+
+			if (!ret)
+				ret = err;
+		}
+		kvfree(sink.recs);
+	}
+out_ids:
+	kvfree(ids);
+	return ret;
+}

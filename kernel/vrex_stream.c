@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Streams and the FCC: a stream is one hardware stream slot owned by one
+ * file; FRAME_SUBMIT points the FCC at a luma plane inside a BO and returns
+ * the fingerprint and bank group, optionally also as a DRM event.
+ */
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/vrex_accel.h>
+
+#include "vrex_device.h"
+#include "vrex_drv.h"
+#include "vrex_model.h"
+
+/* Pools above this are the hardware's private pools (VREX_POOL_PRIVATE + stream). */
+#define VREX_HW_POOL_MAX (VREX_POOL_PRIVATE - 1)
+
+struct vrex_frame_event {
+	struct drm_pending_event base;
+	struct drm_vrex_event_frame ev;
+};
+
+struct vrex_file_stream *vrex_stream_find(struct vrex_file *vfile, u32 id)
+{
+	lockdep_assert_held(&vfile->vdev->lock);
+	return xa_load(&vfile->streams, id);
+}
+
+static struct vrex_file_pool *vrex_pool_get(struct vrex_file *vfile, u32 user_pool)
+{
+	struct vrex_device *vdev = vfile->vdev;
+	struct vrex_file_pool *pool;
+	int id, ret;
+
+	pool = xa_load(&vfile->pools, user_pool);
+	if (pool) {
+		pool->refs++;
+		return pool;
+	}
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return ERR_PTR(-ENOMEM);
+	id = ida_alloc_range(&vdev->pool_ida, 1, VREX_HW_POOL_MAX, GFP_KERNEL);
+	if (id < 0) {
+		ret = id;
+		goto err_free;
+	}
+	pool->hw_pool = id;
+	pool->refs = 1;
+	ret = xa_err(xa_store(&vfile->pools, user_pool, pool, GFP_KERNEL));
+	if (ret)
+		goto err_ida;
+	return pool;
+
+err_ida:
+	ida_free(&vdev->pool_ida, id);
+err_free:
+	kfree(pool);
+	return ERR_PTR(ret);
+}
+
+static void vrex_pool_put(struct vrex_file *vfile, struct vrex_file_stream *stream)
+{
+	struct vrex_file_pool *pool = stream->pool;
+
+	if (!pool || --pool->refs)
+		return;
+	xa_erase(&vfile->pools, stream->user_pool);
+	ida_free(&vfile->vdev->pool_ida, pool->hw_pool);
+	kfree(pool);
+}
+
+/* Closes the hardware stream (when the device is still there) and forgets the stream. */
+static void vrex_stream_close(struct vrex_file_stream *stream)
+{
+	struct vrex_file *vfile = stream->vfile;
+	struct vrex_device *vdev = vfile->vdev;
+	int idx, ret;
+
+	lockdep_assert_held(&vdev->lock);
+	if (drm_dev_enter(&vdev->drm, &idx)) {
+		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
+		ret = vrex_cmd(vdev, VREX_CMD_STREAM_CLOSE);
+		if (ret)
+			drm_warn(&vdev->drm, "closing stream slot %u failed: %d\n", stream->hw, ret);
+		vrex_blocks_drain(vdev);
+		drm_dev_exit(idx);
+	}
+	/* Whatever the hardware said, nothing of this stream stays reachable. */
+	vrex_blocks_forget_stream(vdev, stream);
+
+	xa_erase(&vfile->streams, stream->id);
+	vdev->hw_streams[stream->hw] = NULL;
+	ida_free(&vdev->stream_ida, stream->hw);
+	vrex_pool_put(vfile, stream);
+	atomic_dec(&vdev->live_streams);
+	kfree(stream);
+}
+
+void vrex_stream_release_all(struct vrex_file *vfile)
+{
+	struct vrex_device *vdev = vfile->vdev;
+	struct vrex_file_stream *stream;
+	unsigned long id;
+
+	mutex_lock(&vdev->lock);
+	xa_for_each(&vfile->streams, id, stream)
+		vrex_stream_close(stream);
+	mutex_unlock(&vdev->lock);
+}
+
+int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct vrex_file *vfile = to_vrex_file(file);
+	struct drm_vrex_stream_create *args = data;
+	struct vrex_file_stream *stream;
+	u32 hw_pool;
+	int ret, hw, idx;
+
+	if (args->pad || (args->flags & ~DRM_VREX_STREAM_VALID_FLAGS))
+		return -EINVAL;
+	if (!(args->flags & DRM_VREX_STREAM_POOLED) && args->pool)
+		return -EINVAL;
+	if ((args->flags & DRM_VREX_STREAM_POOLED) && !(vdev->caps & VREX_CAP_POOLED))
+		return -EOPNOTSUPP;
+
+	stream = kzalloc(sizeof(*stream), GFP_KERNEL);
+	if (!stream)
+		return -ENOMEM;
+	stream->vfile = vfile;
+	stream->user_pool = args->pool;
+
+	if (!drm_dev_enter(drm, &idx)) {
+		kfree(stream);
+		return -ENODEV;
+	}
+	mutex_lock(&vdev->lock);
+
+	hw = ida_alloc_max(&vdev->stream_ida, vdev->max_streams - 1, GFP_KERNEL);
+	if (hw < 0) {
+		ret = hw == -ENOSPC ? -EBUSY : hw;
+		goto err_unlock;
+	}
+	stream->hw = hw;
+
+	if (args->flags & DRM_VREX_STREAM_POOLED) {
+		stream->pool = vrex_pool_get(vfile, args->pool);
+		if (IS_ERR(stream->pool)) {
+			ret = PTR_ERR(stream->pool);
+			stream->pool = NULL;
+			goto err_hw;
+		}
+		hw_pool = stream->pool->hw_pool;
+	} else {
+		hw_pool = VREX_POOL_PRIVATE + hw;
+	}
+
+	ret = xa_alloc(&vfile->streams, &stream->id, stream, xa_limit_31b, GFP_KERNEL);
+	if (ret)
+		goto err_pool;
+
+	vrex_write(vdev, VREX_REG_ARG_STREAM, hw);
+	vrex_write(vdev, VREX_REG_ARG_POOL, hw_pool);
+	ret = vrex_cmd(vdev, VREX_CMD_STREAM_OPEN);
+	if (ret)
+		goto err_id;
+
+	vdev->hw_streams[hw] = stream;
+	atomic_inc(&vdev->live_streams);
+	args->stream = stream->id;
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+	return 0;
+
+err_id:
+	xa_erase(&vfile->streams, stream->id);
+err_pool:
+	vrex_pool_put(vfile, stream);
+err_hw:
+	ida_free(&vdev->stream_ida, hw);
+err_unlock:
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+	kfree(stream);
+	return ret;
+}
+
+int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct drm_vrex_stream_destroy *args = data;
+	struct vrex_file_stream *stream;
+	int ret = 0;
+
+	if (args->pad)
+		return -EINVAL;
+	mutex_lock(&vdev->lock);
+	stream = vrex_stream_find(to_vrex_file(file), args->stream);
+	if (stream)
+		vrex_stream_close(stream);
+	else
+		ret = -ENOENT;
+	mutex_unlock(&vdev->lock);
+	return ret;
+}
+
+static int vrex_frame_validate(struct vrex_device *vdev, const struct drm_vrex_frame_submit *args,
+			       struct drm_gem_object *obj)
+{
+	u64 plane, end;
+
+	if (args->width < VREX_FCC_MIN_DIM || args->width > VREX_FCC_MAX_DIM ||
+	    args->height < VREX_FCC_MIN_DIM || args->height > VREX_FCC_MAX_DIM ||
+	    args->stride < args->width)
+		return -EINVAL;
+	plane = (u64)(args->height - 1) * args->stride + args->width;
+	if (check_add_overflow(args->offset, plane, &end) || end > obj->size)
+		return -EINVAL;
+	return 0;
+}
+
+static void vrex_frame_read_result(struct vrex_device *vdev, struct drm_vrex_frame_submit *args)
+{
+	u32 resf = vrex_read(vdev, VREX_REG_RES_FLAGS);
+
+	vrex_read_fp(vdev, VREX_REG_RES_FP(0), args->fp);
+	args->frame = vrex_read(vdev, VREX_REG_RES_FRAME);
+	args->group = vrex_read(vdev, VREX_REG_RES_GROUP);
+	args->bank_first = vrex_read(vdev, VREX_REG_RES_BANK_FIRST);
+	args->bank_count = vrex_read(vdev, VREX_REG_RES_BANK_COUNT);
+	args->result_flags = 0;
+	if (resf & VREX_RESF_OPENED)
+		args->result_flags |= DRM_VREX_FRAME_OPENED_GROUP;
+	if (resf & VREX_RESF_CONFLICT)
+		args->result_flags |= DRM_VREX_FRAME_CONFLICT;
+	args->centre_motion = vrex_read(vdev, VREX_REG_FCC_CENTRE_MOTION);
+	args->static_ratio = vrex_read(vdev, VREX_REG_FCC_STATIC_RATIO);
+	args->roi_dx = (s32)vrex_read(vdev, VREX_REG_FCC_ROI_DX);
+	args->roi_dy = (s32)vrex_read(vdev, VREX_REG_FCC_ROI_DY);
+}
+
+static struct vrex_frame_event *vrex_frame_event_reserve(struct drm_device *drm,
+							 struct drm_file *file, u64 user_data)
+{
+	struct vrex_frame_event *e;
+	int ret;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	e->ev.base.type = DRM_VREX_EVENT_FRAME_DONE;
+	e->ev.base.length = sizeof(e->ev);
+	e->ev.user_data = user_data;
+	ret = drm_event_reserve_init(drm, file, &e->base, &e->ev.base);
+	if (ret) {
+		kfree(e);
+		return ERR_PTR(ret);
+	}
+	return e;
+}
+
+int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	struct drm_vrex_frame_submit *args = data;
+	struct vrex_frame_event *e = NULL;
+	struct drm_gem_object *obj;
+	struct vrex_file_stream *stream;
+	u64 src;
+	int ret, idx;
+
+	if (args->pad || (args->flags & ~DRM_VREX_FRAME_VALID_FLAGS))
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	ret = vrex_frame_validate(vdev, args, obj);
+	if (ret)
+		goto out_put;
+	src = vrex_bo_dev_addr(obj) + args->offset;
+
+	if (args->flags & DRM_VREX_FRAME_EVENT) {
+		e = vrex_frame_event_reserve(drm, file, args->user_data);
+		if (IS_ERR(e)) {
+			ret = PTR_ERR(e);
+			goto out_put;
+		}
+	}
+
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto out_event;
+	}
+	mutex_lock(&vdev->lock);
+	stream = vrex_stream_find(to_vrex_file(file), args->stream);
+	if (!stream) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
+	vrex_write(vdev, VREX_REG_ARG_SRC_LO, lower_32_bits(src));
+	vrex_write(vdev, VREX_REG_ARG_SRC_HI, upper_32_bits(src));
+	vrex_write(vdev, VREX_REG_ARG_WIDTH, args->width);
+	vrex_write(vdev, VREX_REG_ARG_HEIGHT, args->height);
+	vrex_write(vdev, VREX_REG_ARG_STRIDE, args->stride);
+	ret = vrex_cmd(vdev, VREX_CMD_FRAME);
+	if (!ret)
+		vrex_frame_read_result(vdev, args);
+out_unlock:
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+out_event:
+	if (e && !ret) {
+		e->ev.stream = args->stream;
+		e->ev.frame = args->frame;
+		e->ev.group = args->group;
+		e->ev.fp[0] = args->fp[0];
+		e->ev.fp[1] = args->fp[1];
+		drm_send_event(drm, &e->base);
+	} else if (e) {
+		drm_event_cancel_free(drm, &e->base);
+	}
+out_put:
+	drm_gem_object_put(obj);
+	return ret;
+}

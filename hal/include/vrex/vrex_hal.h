@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvrex-hal C ABI: the KV-block allocator for C engines and ctypes. Opaque handles, status codes,
+ * plain structs; no exception ever crosses this boundary. Threading as in the C++ API: devices and
+ * allocators are thread-safe, a stream is used by one thread at a time. docs/hal.md has the details.
+ */
+#ifndef VREX_HAL_H
+#define VREX_HAL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vrex_hal_status {
+	VREX_HAL_OK = 0,
+	VREX_HAL_ERR_INVALID = -1,	/* EINVAL: bad argument */
+	VREX_HAL_ERR_NOENT = -2,	/* ENOENT: unknown stream, block or buffer */
+	VREX_HAL_ERR_NOSPC = -3,	/* ENOSPC: device memory, table or stream slots exhausted */
+	VREX_HAL_ERR_RANGE = -4,	/* ERANGE: offset before frame 0, range past a buffer */
+	VREX_HAL_ERR_EXIST = -5,	/* EEXIST: (frame, region) already has a block */
+	VREX_HAL_ERR_BUSY = -6,		/* EBUSY: frame already open, buffer in use */
+	VREX_HAL_ERR_NOMEM = -7,	/* host memory */
+	VREX_HAL_ERR_DEVICE_LOST = -8,	/* device removed/reset: reopen */
+	VREX_HAL_ERR_NO_DEVICE = -9,	/* kernel backend requested, no vrex device */
+	VREX_HAL_ERR_UNKNOWN_BACKEND = -10,
+	VREX_HAL_ERR_BAD_GEOMETRY = -11,	/* zero field, unknown dtype, block < 16 KiB */
+	VREX_HAL_ERR_NOT_IN_FRAME = -12,	/* needs vrex_hal_begin_frame() first */
+	VREX_HAL_ERR_IO = -13,		/* any other device or system error */
+} vrex_hal_status;
+
+/* Static English description of a status. */
+const char *vrex_hal_strerror(vrex_hal_status status);
+
+typedef struct vrex_hal_device vrex_hal_device;
+typedef struct vrex_hal_allocator vrex_hal_allocator;
+typedef struct vrex_hal_stream vrex_hal_stream;
+
+/* @backend: "auto" or NULL (VREX_BACKEND, else kernel if present, else emulated), "kernel", "emulated". */
+vrex_hal_status vrex_hal_device_open(const char *backend, vrex_hal_device **out);
+void vrex_hal_device_close(vrex_hal_device *dev);
+/* "kernel" or "emulated"; valid while @dev is open. */
+const char *vrex_hal_device_backend(const vrex_hal_device *dev);
+
+enum vrex_hal_dtype { VREX_HAL_FP16 = 0, VREX_HAL_BF16 = 1, VREX_HAL_FP32 = 2, VREX_HAL_INT8 = 3 };
+
+struct vrex_hal_geometry {
+	uint32_t layers;
+	uint32_t kv_heads;
+	uint32_t head_dim;
+	uint32_t dtype;		/* enum vrex_hal_dtype */
+	uint32_t tokens_per_block;
+	uint32_t pad;		/* must be zero */
+};
+
+/* The allocator keeps @dev alive; close both in any order. */
+vrex_hal_status vrex_hal_allocator_create(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
+					  vrex_hal_allocator **out);
+void vrex_hal_allocator_destroy(vrex_hal_allocator *alloc);
+uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator *alloc);
+
+vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator *alloc, int pooled, uint32_t pool,
+				       vrex_hal_stream **out);
+void vrex_hal_stream_destroy(vrex_hal_stream *stream);
+uint32_t vrex_hal_stream_id(const vrex_hal_stream *stream);
+
+#define VREX_HAL_FRAME_OPENED_GROUP (1u << 0)
+#define VREX_HAL_FRAME_CONFLICT (1u << 1)
+
+struct vrex_hal_frame_info {
+	uint64_t fp[2];
+	uint32_t frame;
+	uint32_t group;
+	uint32_t bank_first;
+	uint32_t bank_count;
+	uint32_t flags;		/* VREX_HAL_FRAME_* */
+	uint32_t pad;
+};
+
+struct vrex_hal_block {
+	void *data;		/* writable host view of size bytes */
+	uint64_t size;
+	uint64_t offset;	/* in the buffer @handle (dma-buf export) */
+	uint32_t id;
+	uint32_t bank;
+	uint32_t handle;
+	uint32_t frame;
+	uint32_t region;
+	uint32_t pad;
+};
+
+struct vrex_hal_retrieval {
+	uint32_t hit;
+	uint32_t approximate;
+	uint32_t distance;
+	uint32_t frame;
+	uint32_t stream;
+	uint32_t pad;
+	uint64_t fp[2];
+	struct vrex_hal_block block;	/* valid when hit */
+};
+
+vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream *stream, const uint8_t *luma, uint32_t width,
+				     uint32_t height, uint32_t stride, struct vrex_hal_frame_info *info);
+vrex_hal_status vrex_hal_allocate(vrex_hal_stream *stream, uint32_t region, int32_t frame_offset,
+				  struct vrex_hal_block *block);
+vrex_hal_status vrex_hal_reuse(vrex_hal_stream *stream, uint32_t region, const struct vrex_hal_block *block,
+			       int32_t frame_offset);
+vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream *stream, uint32_t region, int32_t frame_offset,
+					   struct vrex_hal_retrieval *out);
+
+#define VREX_HAL_SCOPE_POOL (1u << 0)
+#define VREX_HAL_PAST_ONLY (1u << 1)
+vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream *stream, uint32_t region, const uint64_t fp[2],
+					  uint32_t radius, uint32_t flags, struct vrex_hal_retrieval *out);
+vrex_hal_status vrex_hal_release(vrex_hal_stream *stream, const struct vrex_hal_block *block);
+vrex_hal_status vrex_hal_end_frame(vrex_hal_stream *stream, uint32_t *released);
+/* The caller owns *fd; the block is at block->offset in it. */
+vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream *stream, const struct vrex_hal_block *block, int *fd);
+
+#define VREX_HAL_MAX_BANKS 64
+
+struct vrex_hal_stats {
+	uint64_t hits;
+	uint64_t approx_hits;
+	uint64_t misses;
+	uint64_t evictions;
+	uint64_t removed;
+	uint64_t allocations;
+	uint64_t fallback_allocations;
+	uint64_t resident_blocks;
+	uint64_t resident_bytes;
+	uint32_t bank_count;
+	uint32_t pad;
+	uint64_t bank_resident_blocks[VREX_HAL_MAX_BANKS];
+	uint64_t bank_resident_bytes[VREX_HAL_MAX_BANKS];
+};
+
+vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator *alloc, struct vrex_hal_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VREX_HAL_H */

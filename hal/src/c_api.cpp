@@ -1,0 +1,358 @@
+// The C ABI over the C++ engine API. Every entry point catches everything: a C caller only ever
+// sees a status code.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "vrex/hal.hpp"
+#include "vrex/vrex_hal.h"
+
+struct vrex_hal_device {
+    std::shared_ptr<vrex::Device> dev;
+    std::string backend;
+};
+struct vrex_hal_allocator {
+    std::shared_ptr<vrex::KvAllocator> alloc;
+};
+struct vrex_hal_stream {
+    std::unique_ptr<vrex::Stream> stream;
+};
+
+namespace {
+
+vrex_hal_status to_status(std::error_code ec)
+{
+    if (!ec)
+        return VREX_HAL_OK;
+    if (ec.category() == vrex::hal_category()) {
+        switch (static_cast<vrex::errc>(ec.value())) {
+        case vrex::errc::device_lost:
+            return VREX_HAL_ERR_DEVICE_LOST;
+        case vrex::errc::no_device:
+        case vrex::errc::not_vrex_device:
+            return VREX_HAL_ERR_NO_DEVICE;
+        case vrex::errc::unknown_backend:
+            return VREX_HAL_ERR_UNKNOWN_BACKEND;
+        case vrex::errc::bad_geometry:
+            return VREX_HAL_ERR_BAD_GEOMETRY;
+        case vrex::errc::not_in_frame:
+            return VREX_HAL_ERR_NOT_IN_FRAME;
+        }
+        return VREX_HAL_ERR_IO;
+    }
+    if (ec == std::errc::invalid_argument)
+        return VREX_HAL_ERR_INVALID;
+    if (ec == std::errc::no_such_file_or_directory)
+        return VREX_HAL_ERR_NOENT;
+    if (ec == std::errc::no_space_on_device)
+        return VREX_HAL_ERR_NOSPC;
+    if (ec == std::errc::result_out_of_range)
+        return VREX_HAL_ERR_RANGE;
+    if (ec == std::errc::file_exists)
+        return VREX_HAL_ERR_EXIST;
+    if (ec == std::errc::device_or_resource_busy)
+        return VREX_HAL_ERR_BUSY;
+    if (ec == std::errc::not_enough_memory)
+        return VREX_HAL_ERR_NOMEM;
+    if (ec == std::errc::no_such_device)
+        return VREX_HAL_ERR_DEVICE_LOST;
+    return VREX_HAL_ERR_IO;
+}
+
+template <class F>
+vrex_hal_status guarded(F&& f) noexcept
+{
+    try {
+        return f();
+    } catch (const std::bad_alloc&) {
+        return VREX_HAL_ERR_NOMEM;
+    } catch (...) {
+        return VREX_HAL_ERR_IO;
+    }
+}
+
+void to_c(const vrex::KvBlock& b, vrex_hal_block* out)
+{
+    *out = vrex_hal_block{};
+    out->data = b.data.data();
+    out->size = b.data.size();
+    out->offset = b.offset;
+    out->id = b.id;
+    out->bank = b.bank;
+    out->handle = b.handle;
+    out->frame = b.frame;
+    out->region = b.region;
+}
+
+vrex::KvBlock from_c(const vrex_hal_block& b)
+{
+    vrex::KvBlock k;
+    k.id = b.id;
+    k.bank = b.bank;
+    k.handle = b.handle;
+    k.offset = b.offset;
+    k.frame = b.frame;
+    k.region = b.region;
+    k.data = std::span(static_cast<std::byte*>(b.data), b.size);
+    return k;
+}
+
+vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retrieval* out)
+{
+    if (!r)
+        return to_status(r.error());
+    *out = vrex_hal_retrieval{};
+    out->hit = r->hit;
+    out->approximate = r->approximate;
+    out->distance = r->distance;
+    out->frame = r->frame;
+    out->stream = r->stream;
+    out->fp[0] = r->fp.w[0];
+    out->fp[1] = r->fp.w[1];
+    if (r->hit)
+        to_c(r->block, &out->block);
+    return VREX_HAL_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* vrex_hal_strerror(vrex_hal_status s)
+{
+    switch (s) {
+    case VREX_HAL_OK:
+        return "success";
+    case VREX_HAL_ERR_INVALID:
+        return "invalid argument";
+    case VREX_HAL_ERR_NOENT:
+        return "no such stream, block or buffer";
+    case VREX_HAL_ERR_NOSPC:
+        return "device memory, index or stream slots exhausted";
+    case VREX_HAL_ERR_RANGE:
+        return "offset or range out of bounds";
+    case VREX_HAL_ERR_EXIST:
+        return "this frame and region already have a block";
+    case VREX_HAL_ERR_BUSY:
+        return "busy (frame already open or buffer in use)";
+    case VREX_HAL_ERR_NOMEM:
+        return "out of host memory";
+    case VREX_HAL_ERR_DEVICE_LOST:
+        return "vrex device lost; reopen the device";
+    case VREX_HAL_ERR_NO_DEVICE:
+        return "no vrex device found";
+    case VREX_HAL_ERR_UNKNOWN_BACKEND:
+        return "unknown backend (expected auto, kernel or emulated)";
+    case VREX_HAL_ERR_BAD_GEOMETRY:
+        return "invalid model geometry (zero field, unknown dtype or block below 16 KiB)";
+    case VREX_HAL_ERR_NOT_IN_FRAME:
+        return "no open frame (call vrex_hal_begin_frame first)";
+    case VREX_HAL_ERR_IO:
+        return "device or system error";
+    }
+    return "unknown status";
+}
+
+vrex_hal_status vrex_hal_device_open(const char* backend, vrex_hal_device** out)
+{
+    return guarded([&] {
+        if (!out)
+            return VREX_HAL_ERR_INVALID;
+        vrex::DeviceOptions o;
+        auto choice = vrex::parse_backend_choice(backend ? backend : "auto");
+        if (!choice)
+            return to_status(choice.error());
+        o.backend = *choice;
+        auto dev = vrex::Device::open(o);
+        if (!dev)
+            return to_status(dev.error());
+        auto h = std::make_unique<vrex_hal_device>();
+        h->backend = std::string((*dev)->backend_name());
+        h->dev = std::move(*dev);
+        *out = h.release();
+        return VREX_HAL_OK;
+    });
+}
+
+void vrex_hal_device_close(vrex_hal_device* dev) { std::unique_ptr<vrex_hal_device>{dev}; }
+
+const char* vrex_hal_device_backend(const vrex_hal_device* dev) { return dev ? dev->backend.c_str() : ""; }
+
+vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_geometry* g, vrex_hal_allocator** out)
+{
+    return guarded([&] {
+        if (!dev || !g || !out || g->pad)
+            return VREX_HAL_ERR_INVALID;
+        vrex::ModelGeometry geom{g->layers, g->kv_heads, g->head_dim, static_cast<vrex::DType>(g->dtype),
+                                 g->tokens_per_block};
+        auto a = vrex::KvAllocator::create(dev->dev, geom);
+        if (!a)
+            return to_status(a.error());
+        auto h = std::make_unique<vrex_hal_allocator>();
+        h->alloc = std::move(*a);
+        *out = h.release();
+        return VREX_HAL_OK;
+    });
+}
+
+void vrex_hal_allocator_destroy(vrex_hal_allocator* a) { std::unique_ptr<vrex_hal_allocator>{a}; }
+
+uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator* a) { return a ? a->alloc->block_bytes() : 0; }
+
+vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator* a, int pooled, uint32_t pool, vrex_hal_stream** out)
+{
+    return guarded([&] {
+        if (!a || !out)
+            return VREX_HAL_ERR_INVALID;
+        auto s = a->alloc->create_stream(vrex::StreamOptions{pooled != 0, pool});
+        if (!s)
+            return to_status(s.error());
+        auto h = std::make_unique<vrex_hal_stream>();
+        h->stream = std::move(*s);
+        *out = h.release();
+        return VREX_HAL_OK;
+    });
+}
+
+void vrex_hal_stream_destroy(vrex_hal_stream* s) { std::unique_ptr<vrex_hal_stream>{s}; }
+
+uint32_t vrex_hal_stream_id(const vrex_hal_stream* s) { return s ? s->stream->id() : 0; }
+
+vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, uint32_t width, uint32_t height,
+                                     uint32_t stride, vrex_hal_frame_info* info)
+{
+    return guarded([&] {
+        if (!s)
+            return VREX_HAL_ERR_INVALID;
+        auto f = s->stream->begin_frame(vrex::LumaView{luma, width, height, stride});
+        if (!f)
+            return to_status(f.error());
+        if (info) {
+            *info = vrex_hal_frame_info{};
+            info->fp[0] = f->fp.w[0];
+            info->fp[1] = f->fp.w[1];
+            info->frame = f->frame;
+            info->group = f->group;
+            info->bank_first = f->bank_first;
+            info->bank_count = f->bank_count;
+            info->flags = (f->opened_group ? VREX_HAL_FRAME_OPENED_GROUP : 0u) |
+                          (f->conflict ? VREX_HAL_FRAME_CONFLICT : 0u);
+        }
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t frame_offset, vrex_hal_block* block)
+{
+    return guarded([&] {
+        if (!s || !block)
+            return VREX_HAL_ERR_INVALID;
+        auto b = s->stream->allocate(region, frame_offset);
+        if (!b)
+            return to_status(b.error());
+        to_c(*b, block);
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_reuse(vrex_hal_stream* s, uint32_t region, const vrex_hal_block* block,
+                               int32_t frame_offset)
+{
+    return guarded([&] {
+        if (!s || !block)
+            return VREX_HAL_ERR_INVALID;
+        return to_status(s->stream->reuse(region, from_c(*block), frame_offset).error());
+    });
+}
+
+vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
+                                           vrex_hal_retrieval* out)
+{
+    return guarded([&] {
+        if (!s || !out)
+            return VREX_HAL_ERR_INVALID;
+        return retrieval_out(s->stream->retrieve_temporal(region, frame_offset), out);
+    });
+}
+
+vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2], uint32_t radius,
+                                          uint32_t flags, vrex_hal_retrieval* out)
+{
+    return guarded([&] {
+        if (!s || !fp || !out || (flags & ~(VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY)))
+            return VREX_HAL_ERR_INVALID;
+        vrex::Fingerprint q;
+        q.w[0] = fp[0];
+        q.w[1] = fp[1];
+        return retrieval_out(
+            s->stream->retrieve_similar(region, q, radius,
+                                        (flags & VREX_HAL_SCOPE_POOL) ? vrex::Scope::pool : vrex::Scope::stream,
+                                        flags & VREX_HAL_PAST_ONLY),
+            out);
+    });
+}
+
+vrex_hal_status vrex_hal_release(vrex_hal_stream* s, const vrex_hal_block* block)
+{
+    return guarded([&] {
+        if (!s || !block)
+            return VREX_HAL_ERR_INVALID;
+        return to_status(s->stream->release(from_c(*block)).error());
+    });
+}
+
+vrex_hal_status vrex_hal_end_frame(vrex_hal_stream* s, uint32_t* released)
+{
+    return guarded([&] {
+        if (!s)
+            return VREX_HAL_ERR_INVALID;
+        auto n = s->stream->end_frame();
+        if (!n)
+            return to_status(n.error());
+        if (released)
+            *released = *n;
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream* s, const vrex_hal_block* block, int* fd)
+{
+    return guarded([&] {
+        if (!s || !block || !fd)
+            return VREX_HAL_ERR_INVALID;
+        auto r = s->stream->export_dmabuf(from_c(*block));
+        if (!r)
+            return to_status(r.error());
+        *fd = *r;
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out)
+{
+    return guarded([&] {
+        if (!a || !out)
+            return VREX_HAL_ERR_INVALID;
+        auto st = a->alloc->stats();
+        if (!st)
+            return to_status(st.error());
+        *out = vrex_hal_stats{};
+        out->hits = st->hits;
+        out->approx_hits = st->approx_hits;
+        out->misses = st->misses;
+        out->evictions = st->evictions;
+        out->removed = st->removed;
+        out->allocations = st->allocations;
+        out->fallback_allocations = st->fallback_allocations;
+        out->resident_blocks = st->resident_blocks;
+        out->resident_bytes = st->resident_bytes;
+        out->bank_count = static_cast<uint32_t>(std::min<std::size_t>(st->banks.size(), VREX_HAL_MAX_BANKS));
+        for (uint32_t b = 0; b < out->bank_count; b++) {
+            out->bank_resident_blocks[b] = st->banks[b].resident_blocks;
+            out->bank_resident_bytes[b] = st->banks[b].resident_bytes;
+        }
+        return VREX_HAL_OK;
+    });
+}
+
+}  // extern "C"

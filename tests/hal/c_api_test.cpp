@@ -1,0 +1,60 @@
+// The C ABI: status codes, handles and the same results as the C++ API (emulated backend).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "frames.hpp"
+#include "vrex/vrex_hal.h"
+
+namespace {
+
+TEST(CApi, RoundTripAndStatusCodes)
+{
+    vrex_hal_device* dev = nullptr;
+    EXPECT_EQ(vrex_hal_device_open("gpu", &dev), VREX_HAL_ERR_UNKNOWN_BACKEND);
+    ASSERT_EQ(vrex_hal_device_open("emulated", &dev), VREX_HAL_OK);
+    EXPECT_STREQ(vrex_hal_device_backend(dev), "emulated");
+
+    vrex_hal_allocator* alloc = nullptr;
+    vrex_hal_geometry small{1, 1, 64, VREX_HAL_FP16, 16, 0};
+    EXPECT_EQ(vrex_hal_allocator_create(dev, &small, &alloc), VREX_HAL_ERR_BAD_GEOMETRY);
+    vrex_hal_geometry g{2, 2, 64, VREX_HAL_FP16, 16, 0};
+    ASSERT_EQ(vrex_hal_allocator_create(dev, &g, &alloc), VREX_HAL_OK);
+    vrex_hal_device_close(dev);  // the allocator keeps the device alive
+    EXPECT_EQ(vrex_hal_allocator_block_bytes(alloc), 16384u);
+
+    vrex_hal_stream* s = nullptr;
+    ASSERT_EQ(vrex_hal_stream_create(alloc, 0, 0, &s), VREX_HAL_OK);
+    vrex_hal_block b{};
+    EXPECT_EQ(vrex_hal_allocate(s, 0, 0, &b), VREX_HAL_ERR_NOT_IN_FRAME);
+    auto px = vrex::test::synthetic_frame(128, 96, 1, 0);
+    vrex_hal_frame_info fi{};
+    ASSERT_EQ(vrex_hal_begin_frame(s, px.data(), 128, 96, 128, &fi), VREX_HAL_OK);
+    ASSERT_EQ(vrex_hal_allocate(s, 4, 0, &b), VREX_HAL_OK);
+    EXPECT_EQ(b.size, 16384u);
+    EXPECT_EQ(vrex_hal_allocate(s, 4, 0, &b), VREX_HAL_ERR_EXIST);
+    EXPECT_EQ(vrex_hal_allocate(s, 4, -1, &b), VREX_HAL_ERR_RANGE) << "before frame 0";
+    static_cast<unsigned char*>(b.data)[0] = 7;
+    vrex_hal_retrieval r{};
+    ASSERT_EQ(vrex_hal_retrieve_similar(s, 4, fi.fp, 0, 0, &r), VREX_HAL_OK);
+    EXPECT_EQ(r.hit, 1u);
+    EXPECT_EQ(r.block.id, b.id);
+    EXPECT_EQ(static_cast<unsigned char*>(r.block.data)[0], 7);
+    EXPECT_EQ(vrex_hal_retrieve_similar(s, 4, fi.fp, 0, 0x80, &r), VREX_HAL_ERR_INVALID);
+    int fd = -1;
+    ASSERT_EQ(vrex_hal_export_dmabuf(s, &b, &fd), VREX_HAL_OK);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    uint32_t released = 99;
+    ASSERT_EQ(vrex_hal_end_frame(s, &released), VREX_HAL_OK);
+    EXPECT_EQ(released, 0u);
+    vrex_hal_stats st{};
+    ASSERT_EQ(vrex_hal_get_stats(alloc, &st), VREX_HAL_OK);
+    EXPECT_EQ(st.hits, 1u);
+    EXPECT_EQ(st.resident_blocks, 1u);
+    EXPECT_EQ(st.bank_resident_blocks[b.bank], 1u);
+    EXPECT_STRNE(vrex_hal_strerror(VREX_HAL_ERR_DEVICE_LOST), vrex_hal_strerror(VREX_HAL_ERR_IO));
+    vrex_hal_stream_destroy(s);
+    vrex_hal_allocator_destroy(alloc);
+}
+
+}  // namespace

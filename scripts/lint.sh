@@ -83,7 +83,7 @@ run_checkpatch() { # name extra-checkpatch-args files...
 	grep -qE '(ERROR|WARNING|CHECK):' "$log" && rc=1
 	record "$name" "$rc" "$log"
 }
-if want checkpatch; then
+if want checkpatch-kernel || want checkpatch-lib; then
 	if get_checkpatch >"$out/checkpatch-fetch.log" 2>&1; then
 		want checkpatch-kernel && run_checkpatch checkpatch-kernel "" "$repo"/kernel/*.[ch]
 		# lib/ is also compiled in user space, where its compat header has to define u8..s64 from

@@ -12,7 +12,9 @@
 #include <linux/platform_device.h>
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
+#include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
+#include <drm/drm_prime.h>
 
 #ifdef VREX_OUT_OF_TREE
 #include "vrex_compat_gen.h"
@@ -51,31 +53,42 @@ static inline struct drm_minor *vrex_node_minor(struct drm_device *drm)
 	return drm->render ? drm->render : drm->primary;
 }
 
+/* drm_driver fields that exist on some kernels only; set before the driver is used. */
+static inline void vrex_driver_compat_init(struct drm_driver *drv)
+{
 #if VREX_HAVE_DRIVER_GEM_PRIME_MMAP
-#define VREX_DRIVER_PRIME_MMAP .gem_prime_mmap = drm_gem_prime_mmap,
-#else
-#define VREX_DRIVER_PRIME_MMAP
+	drv->gem_prime_mmap = drm_gem_prime_mmap;
 #endif
 #if VREX_HAVE_DRIVER_DATE
-#define VREX_DRIVER_DATE .date = "20261129",
-#else
-#define VREX_DRIVER_DATE
+	drv->date = "20261129";
 #endif
-#define VREX_DRIVER_COMPAT_FIELDS VREX_DRIVER_PRIME_MMAP VREX_DRIVER_DATE
+}
 
-/* platform_driver.remove: int until 6.10 (.remove_new is void), void from 6.11. */
+/*
+ * platform_driver.remove: int until 6.10 (6.3..6.10 also offer a void
+ * .remove_new), void from 6.11. Every vrex platform binding removes the same
+ * way, so the one callback lives here: .vrex_platform_remove_hook = vrex_platform_remove.
+ */
+struct vrex_device;
+void vrex_device_remove(struct vrex_device *vdev);
+
+#if VREX_PLATFORM_REMOVE_VOID || VREX_HAVE_PLATFORM_REMOVE_NEW
 #if VREX_PLATFORM_REMOVE_VOID
-#define VREX_PLATFORM_REMOVE(fn) .remove = fn
-#define VREX_DEFINE_PLATFORM_REMOVE(fn, body)					\
-	static void fn(struct platform_device *pdev) { body(pdev); }
-#elif VREX_HAVE_PLATFORM_REMOVE_NEW
-#define VREX_PLATFORM_REMOVE(fn) .remove_new = fn
-#define VREX_DEFINE_PLATFORM_REMOVE(fn, body)					\
-	static void fn(struct platform_device *pdev) { body(pdev); }
+#define vrex_platform_remove_hook remove
 #else
-#define VREX_PLATFORM_REMOVE(fn) .remove = fn
-#define VREX_DEFINE_PLATFORM_REMOVE(fn, body)					\
-	static int fn(struct platform_device *pdev) { body(pdev); return 0; }
+#define vrex_platform_remove_hook remove_new
+#endif
+static inline void vrex_platform_remove(struct platform_device *pdev)
+{
+	vrex_device_remove(platform_get_drvdata(pdev));
+}
+#else
+#define vrex_platform_remove_hook remove
+static inline int vrex_platform_remove(struct platform_device *pdev)
+{
+	vrex_device_remove(platform_get_drvdata(pdev));
+	return 0;
+}
 #endif
 
 static inline void vrex_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)

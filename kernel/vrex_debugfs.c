@@ -42,7 +42,9 @@ static const char * const vrex_counter_names[VREX_CNT_NUM] = {
 };
 
 /* Runs @show with the device lock held, if the device is still there. */
-static int vrex_show_locked(struct seq_file *m, void (*show)(struct seq_file *, struct vrex_device *))
+typedef void (*vrex_dump_fn)(struct seq_file *m, struct vrex_device *vdev);
+
+static int vrex_show_locked(struct seq_file *m, vrex_dump_fn show)
 {
 	struct vrex_device *vdev = m->private;
 	int idx;
@@ -85,7 +87,8 @@ static void vrex_banks_dump(struct seq_file *m, struct vrex_device *vdev)
 		bo_bytes = vdev->bo_bytes[b];
 		mutex_unlock(&vdev->mm_lock);
 		seq_printf(m, "%4u %10llu %10u %10u\n", b, bo_bytes,
-			   vrex_read(vdev, VREX_REG_BANK_KB(b)), vrex_read(vdev, VREX_REG_BANK_BLOCKS(b)));
+			   vrex_read(vdev, VREX_REG_BANK_KB(b)),
+			   vrex_read(vdev, VREX_REG_BANK_BLOCKS(b)));
 	}
 	for (g = 0; g < ngroups; g++) {
 		u32 pool = vrex_read(vdev, VREX_REG_GROUP_POOL(g));
@@ -121,8 +124,8 @@ static void vrex_shie_dump(struct seq_file *m, struct vrex_device *vdev)
 		const struct vrex_shie_entry *e = &vdev->sim->model.shie.e[i];
 
 		if (e->valid)
-			seq_printf(m, "%6u %6u %6u %6u %6u %016llx%016llx\n", i, e->stream, e->region,
-				   e->frame, e->block, e->fp.w[1], e->fp.w[0]);
+			seq_printf(m, "%6u %6u %6u %6u %6u %016llx%016llx\n", i, e->stream,
+				   e->region, e->frame, e->block, e->fp.w[1], e->fp.w[0]);
 	}
 }
 

@@ -8,6 +8,7 @@
 #include <linux/interrupt.h>
 #include <linux/io.h>
 #include <linux/lockdep.h>
+#include <linux/sizes.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 
@@ -138,7 +139,8 @@ static int vrex_read_config(struct vrex_device *vdev)
 	vdev->hw_version = vrex_read(vdev, VREX_REG_VERSION);
 	if (id != VREX_ID_VALUE || (vdev->hw_version >> 16) != (VREX_VERSION_VALUE >> 16)) {
 		mutex_unlock(&vdev->lock);
-		return dev_err_probe(dev, -ENODEV, "no V-Rex 1.x at the register window (id %#x version %#x)\n",
+		return dev_err_probe(dev, -ENODEV,
+				     "no V-Rex 1.x at the register window (id %#x version %#x)\n",
 				     id, vdev->hw_version);
 	}
 	vdev->hw_id = id;
@@ -156,7 +158,8 @@ static int vrex_read_config(struct vrex_device *vdev)
 	vdev->bank_size = (u64)size_kb * SZ_1K;
 	if (!vdev->nbanks || vdev->nbanks > VREX_MAX_BANKS_HW || !vdev->bank_size ||
 	    !IS_ALIGNED(vdev->bank_size, PAGE_SIZE))
-		return dev_err_probe(dev, -EINVAL, "unsupported bank layout: %u banks of %llu bytes\n",
+		return dev_err_probe(dev, -EINVAL,
+				     "unsupported bank layout: %u banks of %llu bytes\n",
 				     vdev->nbanks, vdev->bank_size);
 	if ((vdev->expect_banks && vdev->expect_banks != vdev->nbanks) ||
 	    (vdev->expect_bank_size && vdev->expect_bank_size != vdev->bank_size))

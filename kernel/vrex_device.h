@@ -16,7 +16,6 @@
 #include <drm/drm_device.h>
 #include <drm/drm_mm.h>
 
-#include "vrex_compat.h"
 #include "vrex_regs.h"
 
 struct dentry;
@@ -106,6 +105,6 @@ int vrex_device_probe(struct vrex_device *vdev);
 void vrex_device_remove(struct vrex_device *vdev);
 
 /* vrex_drv.c */
-extern const struct drm_driver vrex_drm_driver;
+extern struct drm_driver vrex_drm_driver;
 
 #endif /* VREX_DEVICE_H */

@@ -58,7 +58,7 @@ static const struct drm_ioctl_desc vrex_ioctls[] = {
 
 VREX_DEFINE_FOPS(vrex_fops);
 
-const struct drm_driver vrex_drm_driver = {
+struct drm_driver vrex_drm_driver = {
 	.driver_features = VREX_DRIVER_FEATURES,
 	.open = vrex_open,
 	.postclose = vrex_postclose,
@@ -67,7 +67,6 @@ const struct drm_driver vrex_drm_driver = {
 	.fops = &vrex_fops,
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
-	VREX_DRIVER_COMPAT_FIELDS
 	.name = DRM_VREX_DRIVER_NAME,
 	.desc = "V-Rex frame-aware KV-cache retrieval engine",
 	.major = 1,
@@ -78,6 +77,7 @@ static int __init vrex_init(void)
 {
 	int ret;
 
+	vrex_driver_compat_init(&vrex_drm_driver);
 	vrex_debugfs_module_init();
 	ret = vrex_of_driver_register();
 	if (ret)

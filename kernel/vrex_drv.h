@@ -9,6 +9,7 @@
 
 #include <linux/types.h>
 #include <linux/xarray.h>
+#include <drm/drm_file.h>
 
 struct drm_device;
 struct drm_file;

@@ -23,7 +23,7 @@
 
 struct vrex_bo {
 	struct drm_gem_object base;
-	struct drm_mm_node node;	/* device address range; start = bank * bank_size + offset */
+	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	u32 bank;
 	u32 flags;
 };

@@ -79,13 +79,6 @@ static int vrex_of_probe(struct platform_device *pdev)
 	return vrex_device_probe(vdev);
 }
 
-static void vrex_of_remove_body(struct platform_device *pdev)
-{
-	vrex_device_remove(platform_get_drvdata(pdev));
-}
-
-VREX_DEFINE_PLATFORM_REMOVE(vrex_of_remove, vrex_of_remove_body)
-
 static const struct of_device_id vrex_of_match[] = {
 	{ .compatible = "nvidia,tegra234-vrex" },
 	{ .compatible = "rockchip,rk3588-vrex" },
@@ -101,7 +94,7 @@ static struct platform_driver vrex_of_driver = {
 		.of_match_table = vrex_of_match,
 	},
 	.probe = vrex_of_probe,
-	VREX_PLATFORM_REMOVE(vrex_of_remove),
+	.vrex_platform_remove_hook = vrex_platform_remove,
 };
 
 int vrex_of_driver_register(void)

@@ -144,19 +144,12 @@ static int vrex_sim_probe(struct platform_device *pdev)
 	return vrex_device_probe(vdev);
 }
 
-static void vrex_sim_remove_body(struct platform_device *pdev)
-{
-	vrex_device_remove(platform_get_drvdata(pdev));
-}
-
-VREX_DEFINE_PLATFORM_REMOVE(vrex_sim_remove, vrex_sim_remove_body)
-
 static struct platform_driver vrex_sim_driver = {
 	.driver = {
 		.name = "vrex-sim",
 	},
 	.probe = vrex_sim_probe,
-	VREX_PLATFORM_REMOVE(vrex_sim_remove),
+	.vrex_platform_remove_hook = vrex_platform_remove,
 };
 
 static void vrex_sim_devices_destroy(void)

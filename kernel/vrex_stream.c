@@ -85,7 +85,8 @@ static void vrex_stream_close(struct vrex_file_stream *stream)
 		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
 		ret = vrex_cmd(vdev, VREX_CMD_STREAM_CLOSE);
 		if (ret)
-			drm_warn(&vdev->drm, "closing stream slot %u failed: %d\n", stream->hw, ret);
+			drm_warn(&vdev->drm, "closing stream slot %u failed: %d\n",
+				 stream->hw, ret);
 		vrex_blocks_drain(vdev);
 		drm_dev_exit(idx);
 	}

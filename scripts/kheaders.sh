@@ -167,7 +167,7 @@ fi
 if [[ -z $headers_pkg ]]; then
 	# Offline: newest cached tree for the target.
 	kver=$(find "$CACHE/$target" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null |
-		sort -V | tail -n 1)
+		sort -V | tail -n 1) || true
 	if [[ -z $kver ]]; then
 		log "cannot resolve $meta_headers and nothing is cached for $target"
 		exit 1

@@ -122,9 +122,9 @@ run_kernel() { # target
 
 	local node params dt_compat machine cc
 	case $target in
-	6.12-amd64) node=/dev/accel/accel0 params=sim=1 dt_compat= machine=X86-64 cc=gcc ;;
-	6.1-amd64) node=/dev/dri/renderD128 params=sim=1 dt_compat= machine=X86-64 cc=gcc ;;
-	6.12-arm64) node=/dev/dri/renderD128 params= dt_compat=vrex,vrex-v1 machine=AArch64 cc=aarch64-linux-gnu-gcc ;;
+	6.12-amd64) node=/dev/accel/accel0 params=sim=1 dt_compat='' machine=X86-64 cc=gcc ;;
+	6.1-amd64) node=/dev/dri/renderD128 params=sim=1 dt_compat='' machine=X86-64 cc=gcc ;;
+	6.12-arm64) node=/dev/dri/renderD128 params='' dt_compat=vrex,vrex-v1 machine=AArch64 cc=aarch64-linux-gnu-gcc ;;
 	esac
 
 	# --- vrex.ko --------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ run_kernel() { # target
 
 	# drm plus whatever vrex.ko links against, in load order, decompressed for busybox modprobe.
 	local deps mod path rel
-	deps=$(echo drm "$(modinfo -F depends "$msrc/kernel/vrex.ko")" | tr ', ' '\n\n' | awk 'NF && !seen[$0]++' |
+	deps=$(echo drm "$(modinfo -F depends "$msrc/kernel/vrex.ko")" | tr -s ', ' '\n' | awk 'NF && !seen[$0]++' |
 		tr '\n' ' ')
 	for mod in $deps; do
 		while read -r path; do
@@ -239,10 +239,10 @@ run_kernel() { # target
 		-initrd "$out/initrd.cpio.gz")
 	append="panic=-1 quiet loglevel=4 rdinit=/init"
 	if [[ $machine == X86-64 ]]; then
-		qemu=qemu-system-x86_64
+		qemu='qemu-system-x86_64'
 		append="console=ttyS0 $append"
 	else
-		qemu=qemu-system-aarch64
+		qemu='qemu-system-aarch64'
 		append="console=ttyAMA0 $append"
 		local mach=(-M virt -cpu cortex-a57 -smp 1 -m "$mem")
 		if ! { "$qemu" "${mach[@]}" -M "virt,dumpdtb=$out/virt.dtb" -nographic &&
@@ -270,7 +270,7 @@ run_kernel() { # target
 		case $line in
 		"@@VREX BEGIN "*)
 			in_test=${line#@@VREX BEGIN }
-			p= f=
+			p='' f=''
 			;;
 		"@@VREX END "*)
 			rc=${line##*rc=}

@@ -68,6 +68,9 @@ fi
 
 debs=$CACHE/debs/$arch
 mkdir -p "$debs" "$CACHE/debs/amd64"
+# Several engineers (and `make test` stages) share the cache: one writer at a time.
+exec 9>"$CACHE/.lock"
+flock 9
 
 # --- APT front ends: the host's for amd64, a private state directory for arm64 ------------------
 apt_arm64_dir=$CACHE/apt-arm64

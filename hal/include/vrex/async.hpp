@@ -1,0 +1,121 @@
+// Boost.Asio front end of a Device: frame submission and batched retrieval that complete on an
+// io_context instead of blocking the caller's thread.
+//
+// async_begin_frame() submits DRM_VREX_FRAME_SUBMIT with DRM_VREX_FRAME_EVENT and completes when the
+// device's completion event for it arrives on the backend's event fd (the DRM fd for the kernel
+// backend, an eventfd for the emulation), watched by a posix::stream_descriptor. The luma plane must
+// already be in a BO of the device (Backend::bo_map()). async_retrieve() runs one
+// DRM_VREX_SHIE_LOOKUP batch on the io_context and completes with the filled items.
+//
+// Any Asio completion token works (a callback, boost::asio::use_future, deferred, ...). Handlers run
+// through their associated executor (default: the io_context). The signatures are
+//     void(std::error_code, vrex::FrameCompletion)
+//     void(std::error_code, std::vector<drm_vrex_shie_lookup_item>)
+// Thread safety: operations may be started from any thread and the io_context may be run by several
+// threads. AsyncDevice owns the backend's event queue: do not call Backend::read_events() or submit
+// frames with DRM_VREX_FRAME_EVENT behind its back. Destroying the AsyncDevice completes every
+// operation still pending with std::errc::operation_canceled; the Device stays alive until the last
+// operation has completed.
+#pragma once
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <cstddef>
+#include <memory>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "vrex/hal.hpp"
+
+namespace vrex {
+
+struct FrameCompletion {
+    drm_vrex_frame_submit submit{};  // the request with the ioctl's out fields (caller's user_data)
+    drm_vrex_event_frame event{};    // the device's completion event (caller's user_data)
+};
+
+namespace detail {
+
+// A type-erased completion; complete() posts the handler to its executor.
+template <class Result>
+class AsyncOp {
+public:
+    virtual ~AsyncOp() = default;
+    virtual void complete(std::error_code ec, Result result) = 0;
+};
+
+template <class Result, class Handler>
+class AsyncOpFor final : public AsyncOp<Result> {
+public:
+    AsyncOpFor(Handler handler, boost::asio::io_context::executor_type fallback)
+        : handler_(std::move(handler)), fallback_(fallback)
+    {
+    }
+    void complete(std::error_code ec, Result result) override
+    {
+        auto ex = boost::asio::get_associated_executor(handler_, fallback_);
+        boost::asio::post(ex, [h = std::move(handler_), ec, r = std::move(result)]() mutable { h(ec, std::move(r)); });
+    }
+
+private:
+    Handler handler_;
+    boost::asio::io_context::executor_type fallback_;
+};
+
+}  // namespace detail
+
+class AsyncDevice {
+public:
+    using FrameOp = detail::AsyncOp<FrameCompletion>;
+    using LookupOp = detail::AsyncOp<std::vector<drm_vrex_shie_lookup_item>>;
+
+    // errno-style failures of the setup (dup of the event fd) are reported by create().
+    static Result<std::unique_ptr<AsyncDevice>> create(std::shared_ptr<Device> device, boost::asio::io_context& io);
+    ~AsyncDevice();
+    AsyncDevice(const AsyncDevice&) = delete;
+    AsyncDevice& operator=(const AsyncDevice&) = delete;
+
+    // @args as for Backend::frame_submit(); DRM_VREX_FRAME_EVENT is added, user_data is handed back.
+    template <class CompletionToken>
+    auto async_begin_frame(const drm_vrex_frame_submit& args, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, void(std::error_code, FrameCompletion)>(
+            [this](auto handler, const drm_vrex_frame_submit& a) {
+                using H = std::decay_t<decltype(handler)>;
+                start_frame(a, std::make_unique<detail::AsyncOpFor<FrameCompletion, H>>(std::move(handler), executor()));
+            },
+            token, args);
+    }
+
+    // One lookup batch of @stream (1..max_batch items, validated like Backend::shie_lookup()).
+    template <class CompletionToken>
+    auto async_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items, CompletionToken&& token)
+    {
+        using Items = std::vector<drm_vrex_shie_lookup_item>;
+        return boost::asio::async_initiate<CompletionToken, void(std::error_code, Items)>(
+            [this](auto handler, std::uint32_t s, Items it) {
+                using H = std::decay_t<decltype(handler)>;
+                start_retrieve(s, std::move(it), std::make_unique<detail::AsyncOpFor<Items, H>>(std::move(handler), executor()));
+            },
+            token, stream, std::move(items));
+    }
+
+    // Frame submissions whose completion has not been delivered yet.
+    std::size_t pending_frames() const;
+    Device& device() noexcept;
+
+    struct Impl;
+    explicit AsyncDevice(std::shared_ptr<Impl> impl);
+
+private:
+    boost::asio::io_context::executor_type executor() const noexcept;
+    void start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameOp> op);
+    void start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items, std::unique_ptr<LookupOp> op);
+
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace vrex

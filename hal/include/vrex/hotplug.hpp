@@ -1,0 +1,87 @@
+// Hotplug: reports vrex device nodes appearing and disappearing, from a udev netlink monitor
+// (subsystems accel and drm) watched by an Asio stream_descriptor.
+//
+// A node is reported as added when udev announces an accel/renderD node whose parent driver is vrex
+// (or, while the driver link is not there yet, whose DRM driver name is "vrex"), and as removed when
+// a node reported before (or present when the monitor started) goes away: on removal sysfs no
+// longer says which driver it had. The callback runs on the io_context.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <map>
+#include <string>
+#include <system_error>
+
+#include "vrex/result.hpp"
+
+namespace vrex {
+
+struct HotplugEvent {
+    enum class Kind { added, removed } kind = Kind::added;
+    std::string node;     // "/dev/accel/accel0"
+    std::string syspath;  // "/sys/devices/platform/vrex-sim.0/accel/accel0"
+};
+
+// The decision logic, kept apart from udev so it can be tested on synthetic records.
+class HotplugFilter {
+public:
+    struct Record {
+        std::string action;     // "add", "remove", "change", ...
+        std::string subsystem;  // "accel", "drm"
+        std::string sysname;    // "accel0", "renderD128", "card0"
+        std::string syspath;
+        std::string devnode;
+        std::string driver;     // parent driver, empty when unknown
+    };
+    // Asked for an added node whose driver udev could not tell (e.g. opens it and reads the DRM
+    // driver name).
+    using Verifier = std::function<bool(const std::string& devnode)>;
+
+    explicit HotplugFilter(Verifier verify);
+    // Records a node present at start (no event).
+    void seed(const std::string& syspath, const std::string& devnode);
+    // The event @rec means for vrex nodes, if any; updates the set of known nodes.
+    std::optional<HotplugEvent> classify(const Record& rec);
+    // Present vrex nodes: syspath -> devnode.
+    const std::map<std::string, std::string>& known() const noexcept { return known_; }
+
+private:
+    Verifier verify_;
+    std::map<std::string, std::string> known_;
+};
+
+class HotplugMonitor {
+public:
+    using Callback = std::function<void(const HotplugEvent&)>;
+
+    struct Options {
+        // "udev": events after udevd processed them (the normal case). "kernel": raw kernel uevents,
+        // for systems without udevd (busybox initramfs, containers).
+        std::string source = "udev";
+    };
+
+    HotplugMonitor(boost::asio::io_context& io, Callback callback, Options options);
+    HotplugMonitor(boost::asio::io_context& io, Callback callback);
+    ~HotplugMonitor();
+    HotplugMonitor(const HotplugMonitor&) = delete;
+    HotplugMonitor& operator=(const HotplugMonitor&) = delete;
+
+    // Opens the netlink monitor, records the vrex nodes present now and starts watching.
+    Result<void> start();
+    // Stops watching; no callback starts after stop() returns. A stopped monitor may be started
+    // again once the io_context has run the stop (it cancels the wait on the monitor's strand).
+    void stop();
+    bool running() const noexcept;
+    // vrex nodes the monitor currently knows as present: syspath -> devnode.
+    std::map<std::string, std::string> known() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace vrex

@@ -1,0 +1,96 @@
+// Discovery: the udev and /dev-scan paths find the same vrex nodes on a machine that has them, both
+// reject what is not a vrex compute node, and the kernel backend refuses non-vrex nodes.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "discovery.hpp"
+#include "kernel_backend.hpp"
+#include "vrex/hal.hpp"
+
+namespace vrex {
+namespace {
+
+using discovery::DeviceRecord;
+
+TEST(KernelDiscovery, FilterKeepsOnlyVrexComputeNodes)
+{
+    EXPECT_TRUE(discovery::is_vrex_node({"accel", "accel0", "/dev/accel/accel0", "vrex"}));
+    EXPECT_TRUE(discovery::is_vrex_node({"drm", "renderD128", "/dev/dri/renderD128", "vrex-sim"}));
+    EXPECT_TRUE(discovery::is_vrex_node({"accel", "accel12", "/dev/accel/accel12", "vrex"}));
+    EXPECT_FALSE(discovery::is_vrex_node({"drm", "card0", "/dev/dri/card0", "vrex"})) << "primary node";
+    EXPECT_FALSE(discovery::is_vrex_node({"drm", "card0-HDMI-A-1", "", "vrex"})) << "connector";
+    EXPECT_FALSE(discovery::is_vrex_node({"drm", "renderD128", "/dev/dri/renderD128", "i915"}));
+    EXPECT_FALSE(discovery::is_vrex_node({"drm", "renderD128", "/dev/dri/renderD128", "vrexx"}));
+    EXPECT_FALSE(discovery::is_vrex_node({"drm", "renderD128", "/dev/dri/renderD128", ""})) << "no driver";
+    EXPECT_FALSE(discovery::is_vrex_node({"accel", "accel0", "", "vrex"})) << "no devnode";
+    EXPECT_FALSE(discovery::is_vrex_node({"accel", "accelX", "/dev/accel/accelX", "vrex"}));
+    EXPECT_FALSE(discovery::is_vrex_node({"misc", "accel0", "/dev/accel0", "vrex"}));
+}
+
+TEST(KernelDiscovery, ScanIgnoresNodesThatAreNotVrexDevices)
+{
+    namespace fs = std::filesystem;
+    const fs::path root = fs::temp_directory_path() / ("vrex-scan-" + std::to_string(::getpid()));
+    fs::create_directories(root / "accel");
+    fs::create_directories(root / "dri");
+    std::ofstream(root / "accel" / "accel0") << "not a device";
+    std::ofstream(root / "dri" / "renderD128") << "not a device";
+    std::ofstream(root / "dri" / "card0") << "not a device";
+    EXPECT_TRUE(discovery::find_vrex_nodes_scan(root.string()).empty());
+    EXPECT_TRUE(discovery::find_vrex_nodes_scan((root / "missing").string()).empty());
+    fs::remove_all(root);
+}
+
+TEST(KernelDiscovery, OpenRefusesNodesOfOtherDrivers)
+{
+    BackendOptions o;
+    o.node = "/dev/null";
+    EXPECT_EQ(KernelBackend::open(o).error(), errc::not_vrex_device);
+    o.node = "/dev/accel/accel-does-not-exist";
+    EXPECT_EQ(KernelBackend::open(o).error(), errc::no_device);
+}
+
+TEST(KernelDiscovery, UdevAndScanFindTheSameVrexNodes)
+{
+    const auto scanned = discovery::find_vrex_nodes_scan();
+    const auto from_udev = discovery::find_vrex_nodes_udev();
+    if (scanned.empty() && from_udev.empty())
+        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
+    EXPECT_EQ(from_udev, scanned);
+    for (const auto& n : scanned)
+        EXPECT_TRUE(discovery::node_driver_is_vrex(n)) << n;
+    EXPECT_TRUE(kernel_backend_factory().available());
+}
+
+TEST(KernelDiscovery, AutoChoosesTheKernelBackendAndTheEnvironmentForcesEither)
+{
+    if (!kernel_backend_factory().available())
+        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
+    ::unsetenv("VREX_BACKEND");
+    auto d = Device::open();
+    ASSERT_TRUE(d);
+    EXPECT_EQ((*d)->backend_name(), "kernel");
+    EXPECT_EQ((*d)->description().rfind(discovery::find_vrex_nodes().front(), 0), 0u) << (*d)->description();
+    ::setenv("VREX_BACKEND", "emulated", 1);
+    auto e = Device::open();
+    ::setenv("VREX_BACKEND", "kernel", 1);
+    auto k = Device::open();
+    DeviceOptions forced;
+    forced.backend = BackendChoice::emulated;
+    auto f = Device::open(forced);
+    ::unsetenv("VREX_BACKEND");
+    ASSERT_TRUE(e);
+    ASSERT_TRUE(k);
+    ASSERT_TRUE(f);
+    EXPECT_EQ((*e)->backend_name(), "emulated");
+    EXPECT_EQ((*k)->backend_name(), "kernel");
+    EXPECT_EQ((*f)->backend_name(), "emulated");
+    EXPECT_EQ((*k)->info().simulated, 1u) << "the guests run vrex.ko's simulated device";
+}
+
+}  // namespace
+}  // namespace vrex

@@ -17,7 +17,8 @@
 # (dmesg.txt) and the build logs stay there.
 #
 # Guest test programs: each runs once with no arguments, exit status 0 = pass. If it prints a
-# line "N passed, M failed" (its last such line counts), its cases are counted individually.
+# line "N passed, M failed" (its last such line counts) or GoogleTest's "[  PASSED  ] N tests." /
+# "[  FAILED  ] M tests, listed below:", its cases are counted individually.
 # tests/kernel/vrex_fuzz is only run with --fuzz, as `vrex_fuzz SECONDS` with VREX_FUZZ_SECONDS set.
 # Extra programs built elsewhere (e.g. the HAL conformance suite) are listed in
 # tests/kernel/guest-programs.txt, one "NAME PATH [ARGS]" per line (PATH relative to the repository),
@@ -285,12 +286,18 @@ run_kernel() { # target
 			in_test=
 			;;
 		*)
-			if [[ -n $in_test && $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+			[[ -n $in_test ]] || continue
+			if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
 				p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+			elif [[ $line =~ ^\[\ \ PASSED\ \ \]\ ([0-9]+)\ test ]]; then
+				# GoogleTest: "[  PASSED  ] N tests." and "[  FAILED  ] M tests, listed below:"
+				p=${BASH_REMATCH[1]} f=${f:-0}
+			elif [[ $line =~ ^\[\ \ FAILED\ \ \]\ ([0-9]+)\ tests?,\ listed ]]; then
+				f=${BASH_REMATCH[1]} p=${p:-0}
 			fi
 			;;
 		esac
-	done < <(grep -a -v '^\[' "$log")
+	done < <(grep -a -v '^\[ *[0-9]' "$log" | sed 's/\x1b\[[0-9;]*m//g')
 	if [[ -n $in_test ]]; then
 		fail_case "$in_test" "did not finish (guest died or timed out)"
 	fi

@@ -17,6 +17,8 @@
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp
 /bin/busybox --install -s
 export PATH=/sbin:/bin:/usr/sbin:/usr/bin
+# The console is a tty: keep test programs from colouring their output.
+export TERM=dumb GTEST_COLOR=no
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev

@@ -289,11 +289,11 @@ static void drop_foreign_entries(struct vrex_model *m, u32 stream)
 u32 vrex_lifecycle_release_stream(struct vrex_model *m, u32 stream)
 {
 	struct vrex_blocks *bl = &m->blocks;
-	u32 n = 0;
+	u32 head, n = 0;
 
 	drop_foreign_entries(m, stream);
-	while (bl->stream_head[stream] != VREX_NIL) {
-		vrex_lifecycle_release(m, bl->stream_head[stream], VREX_RELEASE_STREAM_CLOSED, NULL);
+	while ((head = bl->stream_head[stream]) != VREX_NIL) {
+		vrex_lifecycle_release(m, head, VREX_RELEASE_STREAM_CLOSED, NULL);
 		n++;
 	}
 	return n;

@@ -48,7 +48,7 @@ void vrex_lifecycle_release(struct vrex_model *m, u32 block, u8 reason,
 			    struct vrex_released *rec);
 /* Releases blocks of @stream cold for more than @zombie_frames; returns how many. */
 u32 vrex_lifecycle_retire(struct vrex_model *m, u32 stream, u32 zombie_frames);
-/* Releases every block of @stream and drops its entries on other blocks; returns blocks released. */
+/* Releases every block of @stream, drops its entries on others' blocks; returns blocks released. */
 u32 vrex_lifecycle_release_stream(struct vrex_model *m, u32 stream);
 /* last_access = max(last_access, owner stream's current frame). */
 void vrex_lifecycle_touch(struct vrex_model *m, u32 block);

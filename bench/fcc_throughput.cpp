@@ -229,6 +229,7 @@ int run(const Options& opt)
 
 int main(int argc, char** argv)
 {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows up in logs as it happens
     vrex::bench::Options opt;
     if (!vrex::bench::parse_options(argc, argv, opt)) return 2;
     return vrex::bench::run(opt);

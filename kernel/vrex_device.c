@@ -230,9 +230,9 @@ int vrex_device_probe(struct vrex_device *vdev)
 
 /*
  * Unbind with files still open: new ioctls see drm_dev_enter() fail, user
- * mappings of device memory are zapped, and the per-file state is torn down
+ * mappings of device memory are revoked, and the per-file state is torn down
  * when the last file closes (the simulated backend lives until the DRM device
- * is released).
+ * is released, so late frees of BOs and blocks never touch freed memory).
  */
 void vrex_device_remove(struct vrex_device *vdev)
 {

@@ -249,9 +249,12 @@ int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_fil
 	return 0;
 }
 
-/* Real device memory must not stay mapped into processes once the device is gone. */
+/*
+ * Device memory must not stay mapped into processes once the device is gone
+ * (recent cores do this in drm_dev_unplug() too); later accesses get SIGBUS.
+ */
 void vrex_gem_unmap_user(struct vrex_device *vdev)
 {
-	if (!vdev->mem.vmalloced && vdev->drm.anon_inode)
+	if (vdev->drm.anon_inode)
 		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
 }

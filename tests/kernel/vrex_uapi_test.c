@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -945,6 +946,80 @@ static void test_usable_and_teardown(void)
 	close(c.fd);	/* live stream, block and BOs: the kernel tears them down */
 }
 
+static int sysfs_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+/*
+ * Hot unplug: unbind the device while a file, a stream and a BO mapping are
+ * live. Ioctls then fail with ENODEV, the mapping is revoked (an access
+ * raises SIGBUS in the process, nothing in the kernel), close is clean;
+ * binding again gives a working device.
+ */
+static void test_unplug(void)
+{
+	char dev[256], drvlink[600], drv[600], path[700];
+	const char *name = strrchr(dbg_dir, '/');
+	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_BANKS };
+	uint32_t s, h;
+	uint8_t *p = NULL;
+	ssize_t n;
+	pid_t pid;
+	int fd, st;
+
+	if (!dbg_dir[0] || !name) {
+		printf("skip unplug: no debugfs\n");
+		return;
+	}
+	snprintf(dev, sizeof(dev), "%s", name + 1);
+	snprintf(path, sizeof(path), "/sys/bus/platform/devices/%s/driver", dev);
+	n = readlink(path, drvlink, sizeof(drvlink) - 1);
+	if (n <= 0) {
+		printf("skip unplug: %s is not a platform device\n", dev);
+		return;
+	}
+	drvlink[n] = 0;
+	snprintf(drv, sizeof(drv), "/sys/bus/platform/drivers/%s", strrchr(drvlink, '/') + 1);
+	fd = open_node();
+	if (fd < 0 || stream_create(fd, 0, 0, &s) || bo_create(fd, 8192, 1, 0, &h, NULL) ||
+	    !(p = bo_map(fd, h, 8192))) {
+		report(0, 0, "unplug: setup");
+		return;
+	}
+	p[100] = 0x77;
+	snprintf(path, sizeof(path), "%s/unbind", drv);
+	if (!POS("unplug: unbind with a file, stream and mapping open", sysfs_write(path, dev)))
+		return;
+	NEG("unplug: stream create after unbind", stream_create(fd, 0, 0, &s), ENODEV);
+	q.size = 8;
+	q.ptr = (uintptr_t)&h;
+	NEG("unplug: bank query after unbind", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q), ENODEV);
+	pid = fork();
+	if (pid == 0)
+		_exit(p[100] == 0x77 ? 0 : 1);
+	waitpid(pid, &st, 0);
+	CHECK("unplug: BO mapping revoked (SIGBUS on access)",
+	      WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
+	munmap(p, 8192);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/bind", drv);
+	POS("unplug: bind again", sysfs_write(path, dev));
+	fd = open_node();
+	CHECK("unplug: device node back after rebind", fd >= 0);
+	if (fd >= 0) {
+		if (POS("unplug: stream after rebind", stream_create(fd, 0, 0, &s)))
+			stream_destroy(fd, s);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	struct ctx c = { 0 };
@@ -978,6 +1053,7 @@ int main(void)
 		munmap(c.lp, 65536);
 	close(c.fd);
 	test_usable_and_teardown();
+	test_unplug();
 	if (dbg_dir[0])
 		CHECK("leak check: no BOs, streams or blocks after every file closed",
 		      dbg_count("bos") == 0 && dbg_count("streams") == 0 &&

@@ -181,6 +181,13 @@ TEST_F(BankmapTest, PrivatePoolsAreIsolated) {
     EXPECT_NE(s1.group, s2.group);
     EXPECT_EQ(s2.opened, 1u);
     EXPECT_EQ(s2.conflict, 0u);
+    // Even a frame whose pool-2 key collides with pool 1's representative stays in its own pool.
+    vrex_fp key1, colliding;
+    vrex_pool_key(&scene, 1, &key1);
+    vrex_pool_key(&key1, 2, &colliding);
+    const vrex_bank_assign s3 = assign(colliding, 2);
+    EXPECT_NE(s3.group, s1.group);
+    EXPECT_EQ(bm.group[s1.group].pool, 1u);
     // A scene cut in pool 2 leaves pool 1's placement where it was.
     assign(random_fp(81), 2);
     EXPECT_EQ(assign(flip(scene, 4), 1).group, s1.group);

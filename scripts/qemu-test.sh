@@ -2,7 +2,7 @@
 # `make qemu-test`: vrex.ko in QEMU (TCG) on the Debian kernels vrex supports.
 #
 #   qemu-test.sh [--kernel T]... [--fuzz SECONDS] [--guest-program 'NAME PATH [ARGS]']...
-#                [--src DIR] [--timeout SECONDS]
+#                [--programs FILE] [--src DIR] [--timeout SECONDS]
 #
 #   6.12-amd64  sim=1, expects /dev/accel/accel0 (DRM_ACCEL=y)
 #   6.1-amd64   sim=1, expects /dev/dri/renderD128 (no accel framework before 6.2)
@@ -16,14 +16,17 @@
 # depends on, and scripts/qemu/init.sh as /init. The serial log (serial.log), the guest's kernel log
 # (dmesg.txt) and the build logs stay there.
 #
-# Guest test programs: each runs once with no arguments, exit status 0 = pass. If it prints a
-# line "N passed, M failed" (its last such line counts) or GoogleTest's "[  PASSED  ] N tests." /
-# "[  FAILED  ] M tests, listed below:", its cases are counted individually.
+# Guest test programs: each runs once (tests/kernel ones without arguments), exit status 0 = pass.
+# If it prints a line "N passed, M failed" (its last such line counts) or GoogleTest's
+# "[  PASSED  ] N tests." / "[  FAILED  ] M tests, listed below:", its cases are counted one by one.
 # tests/kernel/vrex_fuzz is only run with --fuzz, as `vrex_fuzz SECONDS` with VREX_FUZZ_SECONDS set.
 # Extra programs built elsewhere (e.g. the HAL conformance suite) are listed in
-# tests/kernel/guest-programs.txt, one "NAME PATH [ARGS]" per line (PATH relative to the repository),
-# or given with --guest-program. A dynamically linked program is copied with the libraries ldd lists
-# and the loader; that works for amd64 guests, arm64 guests skip such programs (and say so).
+# tests/kernel/guest-programs.txt (or --programs FILE), one "NAME PATH [ARGS]" per line (PATH
+# relative to the repository), or given with --guest-program; missing ones are built first when
+# build/ is a configured CMake tree.
+# A dynamically linked program is copied with the libraries ldd lists and the loader; that works for
+# amd64 guests, arm64 guests skip such programs (and say so). Data files they read come from
+# tests/kernel/guest-files.txt (see below).
 #
 # Output: one line per kernel, e.g. "qemu 6.12-amd64 accel: PASS (uapi 57/57, dmesg clean, rmmod ok)",
 # then "qemu: N passed, N failed" over every case of every guest (module load, node, DT binding,
@@ -37,12 +40,14 @@ fuzz_seconds=0
 guest_timeout=${VREX_QEMU_TIMEOUT:-240}
 test_timeout=${VREX_QEMU_TEST_TIMEOUT:-180}
 extra_programs=()
+programs_file=$repo/tests/kernel/guest-programs.txt
 
 while (($#)); do
 	case $1 in
 	--kernel) kernels+=("${2:?}") && shift ;;
 	--fuzz) fuzz_seconds=${2:?} && shift ;;
 	--guest-program) extra_programs+=("${2:?}") && shift ;;
+	--programs) programs_file=${2:?} && shift ;;
 	--src) src=$(cd "${2:?}" && pwd) && shift ;;
 	--timeout) guest_timeout=${2:?} && shift ;;
 	-h | --help)
@@ -62,15 +67,31 @@ done
 	exit 2
 }
 
-if [[ -f $repo/tests/kernel/guest-programs.txt ]]; then
+# Data files for guest programs: tests/kernel/guest-files.txt, one "DEST COMMAND..." per line; the
+# command runs in the repository and its standard output becomes DEST in the initramfs.
+guest_files=()
+if [[ -f $repo/tests/kernel/guest-files.txt ]]; then
+	while read -r line; do
+		line=${line%%#*}
+		[[ -n ${line//[[:space:]]/} ]] && guest_files+=("$line")
+	done <"$repo/tests/kernel/guest-files.txt"
+fi
+
+if [[ -f $programs_file ]]; then
 	while read -r line; do
 		line=${line%%#*}
 		[[ -n ${line//[[:space:]]/} ]] && extra_programs+=("$line")
-	done <"$repo/tests/kernel/guest-programs.txt"
+	done <"$programs_file"
 fi
 
 out_root=$repo/build/qemu
 mkdir -p "$out_root"
+# Two runs in one checkout would delete each other's guests: the second waits for the first.
+exec 8>"$out_root/.lock"
+if ! flock -n 8; then
+	echo "qemu-test: another run is using $out_root; waiting for it" >&2
+	flock 8
+fi
 # The module is configured by the repository's .config (scripts/kconfig.sh defconfig when absent).
 config=$src/.config
 if [[ ! -f $config ]]; then
@@ -82,6 +103,18 @@ if [[ ! -f $config ]]; then
 fi
 
 say() { echo "qemu-test: $*" >&2; }
+
+# Guest programs built by CMake: build the missing ones when build/ is configured.
+if [[ -f $repo/build/CMakeCache.txt ]]; then
+	for entry in "${extra_programs[@]}"; do
+		read -r _ ppath _ <<<"$entry"
+		[[ $ppath == /* ]] || ppath=$repo/$ppath
+		[[ -x $ppath ]] && continue
+		say "building guest program $(basename "$ppath")"
+		cmake --build "$repo/build" --target "$(basename "$ppath")" -j 2 >>"$out_root/guest-build.log" 2>&1 ||
+			say "could not build $(basename "$ppath") (see $out_root/guest-build.log)"
+	done
+fi
 
 # Copies a program and, if it is dynamic, its shared libraries and loader into the initramfs.
 copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 2 skipped
@@ -201,7 +234,11 @@ run_kernel() { # target
 		read -r pname ppath pargs <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
 		if [[ ! -x $ppath ]]; then
-			fail_case "$pname" "guest program $ppath not built"
+			if [[ $machine == X86-64 ]]; then
+				fail_case "$pname" "guest program $ppath not built"
+			else
+				echo "qemu $target: $pname skipped (not built; amd64 guests only)" >>"$out/notes"
+			fi
 			continue
 		fi
 		copy_program "$ppath" "/opt/$pname/$(basename "$ppath")" "$root" "$machine"
@@ -214,6 +251,15 @@ run_kernel() { # target
 		2) echo "qemu $target: $pname skipped (dynamic or foreign binary; amd64 guests only)" >>"$out/notes" ;;
 		*) fail_case "$pname" "$ppath is not an ELF program" ;;
 		esac
+	done
+
+	local gdest gcmd
+	for entry in "${guest_files[@]}"; do
+		read -r gdest gcmd <<<"$entry"
+		mkdir -p "$root/$(dirname "$gdest")"
+		if ! (cd "$repo" && bash -c "$gcmd") >"$root/$gdest" 2>>"$out/guest-files.log"; then
+			fail_case "guest-file" "$gdest: '$gcmd' failed (see $out/guest-files.log)"
+		fi
 	done
 
 	# The fuzzer goes last: the regular tests see a freshly loaded driver.
@@ -345,19 +391,14 @@ report_kernel() { # target
 			;;
 		esac
 	done <"$cases"
-	local IFS=,
-	local summary="${parts[*]},${checks[*]}"
-	summary=${summary#,}
-	summary=${summary%,}
-	unset IFS
-	summary=${summary//,/, }
+	local summary='' x
+	for x in "${parts[@]}" "${checks[@]}"; do summary+=${summary:+, }$x; done
 	local secs
 	secs=$(cat "$out_root/$target/boot-seconds" 2>/dev/null || echo -)
 	if ((f == 0 && p > 0)); then
 		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
 	else
 		echo "qemu $target $kind: FAIL ($summary) [${secs}s]"
-		local x
 		for x in "${failures[@]}"; do echo "    $x"; done
 		((f == 0)) && f=1
 	fi

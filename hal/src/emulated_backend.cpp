@@ -128,7 +128,7 @@ std::error_code EmulatedBackend::bo_create(drm_vrex_bo_create& a)
         return err(std::errc::invalid_argument);
     const std::uint64_t size = (a.size + page - 1) / page * page;
     if (size > dev_->cfg.bank_size)
-        return err(std::errc::no_space_on_device);
+        return err(std::errc::invalid_argument);
     auto ext = dev_->mem.allocate(size, a.bank_mask);
     if (!ext)
         return ext.error();
@@ -192,7 +192,7 @@ std::error_code EmulatedBackend::stream_create(drm_vrex_stream_create& a)
     while (slot < dev_->slots.size() && dev_->slots[slot].open)
         slot++;
     if (slot == dev_->slots.size())
-        return err(std::errc::no_space_on_device);
+        return err(std::errc::device_or_resource_busy);
 
     std::uint32_t hw_pool = VREX_POOL_PRIVATE + slot;
     bool new_pool = false;
@@ -242,7 +242,7 @@ std::error_code EmulatedBackend::frame_submit(drm_vrex_frame_submit& a)
         return err(std::errc::no_such_file_or_directory);
     const std::uint64_t plane = std::uint64_t{a.height - 1} * a.stride + a.width;
     if (!range_inside(a.offset, plane, bo->second.ext.size))
-        return err(std::errc::result_out_of_range);
+        return err(std::errc::invalid_argument);
 
     const RegisterFile& r = dev_->regs;
     r.write(VREX_REG_ARG_STREAM, a.stream);
@@ -308,7 +308,7 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
         if (bo == file.bos.end())
             return err(std::errc::no_such_file_or_directory);
         if (!range_inside(it.offset, it.length, bo->second.ext.size))
-            return err(std::errc::result_out_of_range);
+            return err(std::errc::invalid_argument);
         if (it.length > kU32Max)
             return err(std::errc::invalid_argument);
     }

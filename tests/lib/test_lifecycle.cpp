@@ -15,15 +15,13 @@ using namespace vrex_test;
 namespace {
 
 class BlockTable : public ::testing::Test {
-protected:
+  protected:
     static constexpr uint32_t kCap = 8, kEntries = 16, kStreams = 3;
-    void SetUp() override
-    {
+    void SetUp() override {
         arena_.resize(vrex_blocks_arena_size(kCap, kEntries, kStreams));
         ASSERT_EQ(vrex_blocks_init(&bl_, kCap, kEntries, kStreams, arena_.data(), arena_.size()), 0);
     }
-    std::vector<uint32_t> live_list(uint32_t stream) const
-    {
+    std::vector<uint32_t> live_list(uint32_t stream) const {
         std::vector<uint32_t> ids;
         uint32_t prev = VREX_NIL;
         for (uint32_t id = bl_.stream_head[stream]; id != VREX_NIL; id = bl_.b[id].next) {
@@ -34,11 +32,9 @@ protected:
         }
         return ids;
     }
-    uint32_t free_count() const
-    {
+    uint32_t free_count() const {
         uint32_t n = 0;
-        for (uint32_t id = bl_.free_head; id != VREX_NIL; id = bl_.b[id].next)
-            n++;
+        for (uint32_t id = bl_.free_head; id != VREX_NIL; id = bl_.b[id].next) n++;
         return n;
     }
     std::vector<uint8_t> arena_;
@@ -46,16 +42,14 @@ protected:
     vrex_kv_ref kv_{4096, 100, 7};
 };
 
-TEST(BlockArena, SizeIsZeroForZeroDimensions)
-{
+TEST(BlockArena, SizeIsZeroForZeroDimensions) {
     EXPECT_EQ(vrex_blocks_arena_size(0, 16, 1), 0u);
     EXPECT_EQ(vrex_blocks_arena_size(16, 0, 1), 0u);
     EXPECT_EQ(vrex_blocks_arena_size(16, 16, 0), 0u);
     EXPECT_GE(vrex_blocks_arena_size(16, 16, 1), 16 * sizeof(vrex_block) + 16 * sizeof(vrex_released));
 }
 
-TEST(BlockArena, InitRejectsShortArenaAndZeroCapacity)
-{
+TEST(BlockArena, InitRejectsShortArenaAndZeroCapacity) {
     vrex_blocks bl{};
     size_t need = vrex_blocks_arena_size(4, 4, 2);
     std::vector<uint8_t> arena(need);
@@ -68,8 +62,7 @@ TEST(BlockArena, InitRejectsShortArenaAndZeroCapacity)
     EXPECT_EQ(reinterpret_cast<uintptr_t>(bl.b) % 8, 0u);
 }
 
-TEST_F(BlockTable, AllocatesEveryFreeSlotOnceThenReportsFull)
-{
+TEST_F(BlockTable, AllocatesEveryFreeSlotOnceThenReportsFull) {
     std::set<uint32_t> ids;
     for (uint32_t i = 0; i < kCap; i++) {
         uint32_t id = vrex_blocks_alloc(&bl_, static_cast<uint16_t>(i % kStreams), 1, &kv_, 3);
@@ -87,8 +80,7 @@ TEST_F(BlockTable, AllocatesEveryFreeSlotOnceThenReportsFull)
     EXPECT_FALSE(vrex_blocks_is_live(&bl_, VREX_NIL));
 }
 
-TEST_F(BlockTable, UndoAllocRestoresTheExactTable)
-{
+TEST_F(BlockTable, UndoAllocRestoresTheExactTable) {
     uint32_t a = vrex_blocks_alloc(&bl_, 1, 0, &kv_, 0);
     uint32_t b = vrex_blocks_alloc(&bl_, 1, 0, &kv_, 0);
     ASSERT_NE(b, VREX_NIL);
@@ -105,26 +97,22 @@ TEST_F(BlockTable, UndoAllocRestoresTheExactTable)
     EXPECT_EQ(live_list(1), (std::vector<uint32_t>{b, a}));
 }
 
-TEST_F(BlockTable, EntryChainHoldsEveryLinkedEntry)
-{
+TEST_F(BlockTable, EntryChainHoldsEveryLinkedEntry) {
     uint32_t id = vrex_blocks_alloc(&bl_, 0, 0, &kv_, 0);
     vrex_blocks_link_entry(&bl_, id, 5);
     vrex_blocks_link_entry(&bl_, id, 11);
     vrex_blocks_link_entry(&bl_, id, 2);
     std::set<uint32_t> chain;
-    for (uint32_t e = bl_.b[id].first_entry; e != VREX_NIL; e = bl_.entry_next[e])
-        chain.insert(e);
+    for (uint32_t e = bl_.b[id].first_entry; e != VREX_NIL; e = bl_.entry_next[e]) chain.insert(e);
     EXPECT_EQ(chain, (std::set<uint32_t>{2, 5, 11}));
     EXPECT_EQ(bl_.b[id].nentries, 3u);
 }
 
-TEST_F(BlockTable, PopOnEmptyFifoReturnsZeroAndClearResetsEverything)
-{
+TEST_F(BlockTable, PopOnEmptyFifoReturnsZeroAndClearResetsEverything) {
     vrex_released rec{};
     EXPECT_EQ(vrex_blocks_pop_released(&bl_, &rec), 0);
     EXPECT_EQ(vrex_blocks_queued(&bl_), 0u);
-    for (uint32_t i = 0; i < kCap; i++)
-        vrex_blocks_alloc(&bl_, 2, 0, &kv_, 0);
+    for (uint32_t i = 0; i < kCap; i++) vrex_blocks_alloc(&bl_, 2, 0, &kv_, 0);
     vrex_blocks_clear(&bl_, kStreams);
     EXPECT_EQ(bl_.live, 0u);
     EXPECT_EQ(free_count(), kCap);
@@ -134,37 +122,32 @@ TEST_F(BlockTable, PopOnEmptyFifoReturnsZeroAndClearResetsEverything)
 // ---- through the model ------------------------------------------------------------------------
 
 class Lifecycle : public ::testing::Test {
-protected:
-    void SetUp() override
-    {
+  protected:
+    void SetUp() override {
         ASSERT_EQ(dev_.init_rc(), 0);
         ASSERT_EQ(vrex_model_stream_open(dev_.get(), 0, 0), 0);
         ASSERT_EQ(dev_.frame(0), 0);
     }
-    uint32_t insert(uint32_t stream, uint32_t region, int32_t offset = 0, uint32_t tag = 1)
-    {
+    uint32_t insert(uint32_t stream, uint32_t region, int32_t offset = 0, uint32_t tag = 1) {
         vrex_fp fp = make_fp(region * 0x1111ull + tag, tag);
         vrex_kv_ref kv = kv_at(dev_->cfg, region % 4, region * 1024, 1000, tag);
         uint32_t block = VREX_NIL;
         EXPECT_EQ(vrex_model_insert(dev_.get(), stream, region, offset, &fp, &kv, VREX_NIL, &block), 0);
         return block;
     }
-    uint32_t retire(uint32_t stream)
-    {
+    uint32_t retire(uint32_t stream) {
         uint32_t n = VREX_NIL;
         EXPECT_EQ(vrex_model_retire(dev_.get(), stream, &n), 0);
         return n;
     }
-    bool live(uint32_t block)
-    {
+    bool live(uint32_t block) {
         vrex_block b;
         return vrex_model_block_info(dev_.get(), block, &b) == 0;
     }
     Device dev_;
 };
 
-TEST_F(Lifecycle, ZombieReleasedAfterExactlyZPlusOneColdFramesNeverEarlier)
-{
+TEST_F(Lifecycle, ZombieReleasedAfterExactlyZPlusOneColdFramesNeverEarlier) {
     for (uint32_t z : {1u, 2u, 5u, 9u}) {
         SCOPED_TRACE(z);
         vrex_model_write(dev_.get(), VREX_REG_ZOMBIE_FRAMES, z);
@@ -186,8 +169,7 @@ TEST_F(Lifecycle, ZombieReleasedAfterExactlyZPlusOneColdFramesNeverEarlier)
     EXPECT_EQ(dev_->cnt[VREX_CNT_EVICTIONS], 4u);
 }
 
-TEST_F(Lifecycle, TouchedBlocksSurviveColdOnesDoNot)
-{
+TEST_F(Lifecycle, TouchedBlocksSurviveColdOnesDoNot) {
     uint32_t hot = insert(0, 1, 0, 10);
     uint32_t cold = insert(0, 2, 0, 11);
     vrex_fp hot_fp = make_fp(1 * 0x1111ull + 10, 10);
@@ -205,8 +187,7 @@ TEST_F(Lifecycle, TouchedBlocksSurviveColdOnesDoNot)
     EXPECT_FALSE(live(cold));
 }
 
-TEST_F(Lifecycle, TemporalHitTouchesTheBlock)
-{
+TEST_F(Lifecycle, TemporalHitTouchesTheBlock) {
     // Inserted at frame 0 into the predicted slot of frame 2: last access 0.
     uint32_t block = insert(0, 4, 2, 3);
     ASSERT_EQ(dev_.frame(0), 0);
@@ -228,8 +209,7 @@ TEST_F(Lifecycle, TemporalHitTouchesTheBlock)
     EXPECT_EQ(retire(0), 1u);
 }
 
-TEST_F(Lifecycle, ReleasedBlockEntriesLeaveTemporalAndSimilarityIndexes)
-{
+TEST_F(Lifecycle, ReleasedBlockEntriesLeaveTemporalAndSimilarityIndexes) {
     uint32_t block = insert(0, 6, 0, 42);
     vrex_fp fp = make_fp(6 * 0x1111ull + 42, 42);
     uint32_t alias_out = VREX_NIL;
@@ -260,13 +240,13 @@ TEST_F(Lifecycle, ReleasedBlockEntriesLeaveTemporalAndSimilarityIndexes)
     EXPECT_EQ(vrex_shie_find_temporal(&dev_->shie, 0, 6, 0), VREX_NIL);
     EXPECT_EQ(vrex_shie_find_temporal(&dev_->shie, 0, 7, 0), VREX_NIL);
     vrex_lookup_result r{};
-    ASSERT_EQ(vrex_model_lookup_similar(dev_.get(), 0, 6, &fp, VREX_SHIE_MAX_RADIUS, VREX_ARGF_SCOPE_POOL, &r), 0);
+    ASSERT_EQ(
+        vrex_model_lookup_similar(dev_.get(), 0, 6, &fp, VREX_SHIE_MAX_RADIUS, VREX_ARGF_SCOPE_POOL, &r), 0);
     EXPECT_FALSE(r.hit);
     EXPECT_EQ(r.block, VREX_NIL);
 }
 
-TEST_F(Lifecycle, ReleaseFifoKeepsOrderAndHoldsSlotsUntilPopped)
-{
+TEST_F(Lifecycle, ReleaseFifoKeepsOrderAndHoldsSlotsUntilPopped) {
     // Fill the table over several frames, let everything go cold, then retire.
     std::vector<uint32_t> blocks;
     for (uint32_t i = 0; i < dev_->cfg.block_capacity; i++) {
@@ -280,8 +260,7 @@ TEST_F(Lifecycle, ReleaseFifoKeepsOrderAndHoldsSlotsUntilPopped)
     uint32_t out;
     ASSERT_EQ(dev_.frame(0), 0);
     EXPECT_EQ(vrex_model_insert(dev_.get(), 0, 0, 0, &fp, &kv, VREX_NIL, &out), VREX_ENOSPC);
-    for (int f = 0; f < 6; f++)
-        ASSERT_EQ(dev_.frame(0), 0);
+    for (int f = 0; f < 6; f++) ASSERT_EQ(dev_.frame(0), 0);
     ASSERT_EQ(retire(0), dev_->cfg.block_capacity);
     EXPECT_EQ(dev_->blocks.live, 0u);
     // Released but not yet popped: the ids are still reserved.
@@ -298,13 +277,11 @@ TEST_F(Lifecycle, ReleaseFifoKeepsOrderAndHoldsSlotsUntilPopped)
     }
     EXPECT_EQ(popped, std::set<uint32_t>(blocks.begin(), blocks.end()));
     // Retirement walks the live list (newest first) and queues in that order.
-    for (size_t i = 1; i < tags.size(); i++)
-        EXPECT_EQ(tags[i - 1], tags[i] + 1);
+    for (size_t i = 1; i < tags.size(); i++) EXPECT_EQ(tags[i - 1], tags[i] + 1);
     EXPECT_EQ(vrex_model_insert(dev_.get(), 0, 0, 0, &fp, &kv, VREX_NIL, &out), 0);
 }
 
-TEST_F(Lifecycle, RemoveReturnsRecordWithoutQueueingAndFreesAtOnce)
-{
+TEST_F(Lifecycle, RemoveReturnsRecordWithoutQueueingAndFreesAtOnce) {
     uint32_t block = insert(0, 9, 0, 77);
     vrex_released rec{};
     ASSERT_EQ(vrex_model_remove(dev_.get(), block, &rec), 0);
@@ -318,8 +295,7 @@ TEST_F(Lifecycle, RemoveReturnsRecordWithoutQueueingAndFreesAtOnce)
     EXPECT_EQ(insert(0, 9, 0, 78), block) << "a removed slot is free immediately";
 }
 
-TEST_F(Lifecycle, StreamCloseReleasesBlocksAndDropsAliasEntries)
-{
+TEST_F(Lifecycle, StreamCloseReleasesBlocksAndDropsAliasEntries) {
     ASSERT_EQ(vrex_model_stream_open(dev_.get(), 1, 0), 0);
     ASSERT_EQ(dev_.frame(1, 1), 0);
     uint32_t own0 = insert(0, 1, 0, 1);
@@ -360,8 +336,7 @@ TEST_F(Lifecycle, StreamCloseReleasesBlocksAndDropsAliasEntries)
     EXPECT_NE(insert(1, 3, 0, 9), VREX_NIL);
 }
 
-TEST_F(Lifecycle, ClosingTheLastStreamOfAPoolFreesItsBankGroups)
-{
+TEST_F(Lifecycle, ClosingTheLastStreamOfAPoolFreesItsBankGroups) {
     ASSERT_EQ(vrex_model_stream_open(dev_.get(), 1, 7), 0);
     ASSERT_EQ(vrex_model_stream_open(dev_.get(), 2, 7), 0);
     vrex_frame_result fr{};
@@ -376,8 +351,7 @@ TEST_F(Lifecycle, ClosingTheLastStreamOfAPoolFreesItsBankGroups)
 
 // Property: whatever the interleaving, a lookup only ever returns a live block that was inserted
 // and not released, with the KV reference it was inserted with; released blocks leave no entry.
-TEST(LifecycleProperty, LookupNeverReturnsAReleasedBlock)
-{
+TEST(LifecycleProperty, LookupNeverReturnsAReleasedBlock) {
     vrex_model_config cfg = small_config();
     cfg.zombie_frames = 2;
     Device dev(cfg);
@@ -391,8 +365,7 @@ TEST(LifecycleProperty, LookupNeverReturnsAReleasedBlock)
     bool open[3] = {false, false, false};
 
     auto check_hit = [&](const vrex_lookup_result& r) {
-        if (!r.hit)
-            return;
+        if (!r.hit) return;
         ASSERT_TRUE(live_tag.count(r.block)) << "lookup returned released block " << r.block;
         EXPECT_EQ(live_tag[r.block], r.kv.tag);
         EXPECT_FALSE(released_tags.count(r.kv.tag));
@@ -426,8 +399,8 @@ TEST(LifecycleProperty, LookupNeverReturnsAReleasedBlock)
             uint32_t block = VREX_NIL;
             bool alias = !live_tag.empty() && rng() % 4 == 0;
             uint32_t target = alias ? std::next(live_tag.begin(), rng() % live_tag.size())->first : VREX_NIL;
-            int rc = vrex_model_insert(m, s, rng() % 16, static_cast<int32_t>(rng() % 6) - 3, &fp, &kv, target,
-                                       &block);
+            int rc = vrex_model_insert(m, s, rng() % 16, static_cast<int32_t>(rng() % 6) - 3, &fp, &kv,
+                                       target, &block);
             if (rc == 0) {
                 fps.push_back(fp);
                 if (!alias)
@@ -441,8 +414,7 @@ TEST(LifecycleProperty, LookupNeverReturnsAReleasedBlock)
         } else if (op < 65) {
             vrex_lookup_result r{};
             int rc = vrex_model_lookup_temporal(m, s, rng() % 16, static_cast<int32_t>(rng() % 6) - 3, &r);
-            if (rc == 0)
-                check_hit(r);
+            if (rc == 0) check_hit(r);
         } else if (op < 85) {
             vrex_lookup_result r{};
             vrex_fp q = fps.empty() ? make_fp(rng(), rng()) : fps[rng() % fps.size()];
@@ -470,8 +442,7 @@ TEST(LifecycleProperty, LookupNeverReturnsAReleasedBlock)
     // No valid entry anywhere in the table points at a block that is not live.
     uint32_t valid = 0;
     for (uint32_t e = 0; e < m->shie.capacity; e++) {
-        if (!m->shie.e[e].valid)
-            continue;
+        if (!m->shie.e[e].valid) continue;
         valid++;
         EXPECT_TRUE(live_tag.count(m->shie.e[e].block)) << "entry " << e;
     }

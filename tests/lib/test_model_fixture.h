@@ -14,8 +14,7 @@ extern "C" {
 
 namespace vrex_test {
 
-inline vrex_model_config small_config()
-{
+inline vrex_model_config small_config() {
     vrex_model_config cfg{};
     cfg.nbanks = 8;
     cfg.group_banks = 2;
@@ -30,21 +29,17 @@ inline vrex_model_config small_config()
 constexpr uint32_t kW = 64;
 constexpr uint32_t kH = 64;
 // Luma planes live in the last bank; KV ranges used by the tests sit in the lower banks.
-inline uint64_t luma_addr(const vrex_model_config& cfg, uint32_t slot = 0)
-{
+inline uint64_t luma_addr(const vrex_model_config& cfg, uint32_t slot = 0) {
     return (cfg.nbanks - 1) * cfg.bank_size + slot * kW * kH;
 }
 
 // An initialised device that owns its arena and its bank memory.
 class Device {
-public:
+  public:
     explicit Device(const vrex_model_config& cfg = small_config())
-        : Device(cfg, cfg.nbanks * cfg.bank_size)
-    {
-    }
+        : Device(cfg, cfg.nbanks * cfg.bank_size) {}
     Device(const vrex_model_config& cfg, uint64_t mem_size)
-        : arena_(vrex_model_arena_size(&cfg)), mem_(mem_size), m_(std::make_unique<vrex_model>())
-    {
+        : arena_(vrex_model_arena_size(&cfg)), mem_(mem_size), m_(std::make_unique<vrex_model>()) {
         rc_ = vrex_model_init(m_.get(), &cfg, arena_.data(), arena_.size(), mem_size ? mem_.data() : nullptr,
                               mem_size);
     }
@@ -54,43 +49,41 @@ public:
     std::vector<uint8_t>& mem() { return mem_; }
 
     // A deterministic scene: a smooth pattern whose look depends on @scene, shifted by @shift px.
-    void put_luma(uint64_t addr, uint32_t scene, uint32_t shift = 0)
-    {
+    void put_luma(uint64_t addr, uint32_t scene, uint32_t shift = 0) {
         uint32_t s = scene * 2654435761u + 12345u;
         for (uint32_t y = 0; y < kH; y++) {
             for (uint32_t x = 0; x < kW; x++) {
                 uint32_t xs = x + shift;
                 uint32_t v = ((xs * ((s >> 3) % 7 + 1)) ^ (y * ((s >> 7) % 5 + 1))) + (s >> 11);
-                if (((xs / 8) + (y / 8) + (s >> 17)) % (2 + (s >> 21) % 3) == 0)
-                    v += 97;
+                if (((xs / 8) + (y / 8) + (s >> 17)) % (2 + (s >> 21) % 3) == 0) v += 97;
                 mem_[addr + y * kW + x] = static_cast<uint8_t>(v);
             }
         }
     }
 
     // Submits scene @scene on @stream; returns the model's result code.
-    int frame(uint32_t stream, uint32_t scene = 0, vrex_frame_result* res = nullptr)
-    {
+    int frame(uint32_t stream, uint32_t scene = 0, vrex_frame_result* res = nullptr) {
         const vrex_model_config& cfg = m_->cfg;
         put_luma(luma_addr(cfg), scene);
         vrex_frame_result r{};
         int rc = vrex_model_frame(m_.get(), stream, luma_addr(cfg), kW, kH, kW, &r);
-        if (res)
-            *res = r;
+        if (res) *res = r;
         return rc;
     }
 
-private:
+  private:
     std::vector<uint8_t> arena_;
     std::vector<uint8_t> mem_;
     std::unique_ptr<vrex_model> m_;
     int rc_;
 };
 
-inline vrex_fp make_fp(uint64_t a, uint64_t b) { return vrex_fp{{a, b}}; }
+inline vrex_fp make_fp(uint64_t a, uint64_t b) {
+    return vrex_fp{{a, b}};
+}
 
-inline vrex_kv_ref kv_at(const vrex_model_config& cfg, uint32_t bank, uint32_t off, uint32_t len, uint32_t tag)
-{
+inline vrex_kv_ref kv_at(const vrex_model_config& cfg, uint32_t bank, uint32_t off, uint32_t len,
+                         uint32_t tag) {
     return vrex_kv_ref{bank * cfg.bank_size + off, len, tag};
 }
 
@@ -106,11 +99,9 @@ struct Snapshot {
     bool operator==(const Snapshot&) const = default;
 };
 
-inline Snapshot snapshot(vrex_model* m)
-{
+inline Snapshot snapshot(vrex_model* m) {
     Snapshot s;
-    for (uint32_t off = 0; off < VREX_REG_WINDOW; off += 4)
-        s.regs.push_back(vrex_model_read(m, off));
+    for (uint32_t off = 0; off < VREX_REG_WINDOW; off += 4) s.regs.push_back(vrex_model_read(m, off));
     auto bytes = [](const void* p, size_t n) {
         const auto* b = static_cast<const uint8_t*>(p);
         return std::vector<uint8_t>(b, b + n);

@@ -11,8 +11,7 @@ using namespace vrex_test;
 
 namespace {
 
-TEST(ModelConfig, DefaultsMatchTheDocumentedDevice)
-{
+TEST(ModelConfig, DefaultsMatchTheDocumentedDevice) {
     vrex_model_config cfg{};
     vrex_model_default_config(&cfg);
     EXPECT_EQ(cfg.nbanks, 16u);
@@ -25,8 +24,7 @@ TEST(ModelConfig, DefaultsMatchTheDocumentedDevice)
     EXPECT_GT(vrex_model_arena_size(&cfg), 0u);
 }
 
-TEST(ModelConfig, ArenaSizeIsZeroAndInitFailsForEveryInvalidField)
-{
+TEST(ModelConfig, ArenaSizeIsZeroAndInitFailsForEveryInvalidField) {
     struct Case {
         const char* what;
         void (*mutate)(vrex_model_config&);
@@ -59,8 +57,7 @@ TEST(ModelConfig, ArenaSizeIsZeroAndInitFailsForEveryInvalidField)
     }
 }
 
-TEST(ModelInit, RejectsShortArenaAndBadMemory)
-{
+TEST(ModelInit, RejectsShortArenaAndBadMemory) {
     vrex_model_config cfg = small_config();
     size_t need = vrex_model_arena_size(&cfg);
     std::vector<uint8_t> arena(need + 64);
@@ -75,8 +72,7 @@ TEST(ModelInit, RejectsShortArenaAndBadMemory)
     EXPECT_EQ(vrex_model_read(m.get(), VREX_REG_ID), VREX_ID_VALUE);
 }
 
-TEST(ModelInit, WithoutMemoryFramesFailButIndexOpsWork)
-{
+TEST(ModelInit, WithoutMemoryFramesFailButIndexOpsWork) {
     Device dev(small_config(), 0);
     ASSERT_EQ(dev.init_rc(), 0);
     ASSERT_EQ(vrex_model_stream_open(dev.get(), 0, 0), 0);
@@ -88,9 +84,8 @@ TEST(ModelInit, WithoutMemoryFramesFailButIndexOpsWork)
 }
 
 class ModelOps : public ::testing::Test {
-protected:
-    void SetUp() override
-    {
+  protected:
+    void SetUp() override {
         ASSERT_EQ(dev_.init_rc(), 0);
         ASSERT_EQ(vrex_model_stream_open(m(), 0, 0), 0);
     }
@@ -98,27 +93,23 @@ protected:
     const vrex_model_config& cfg() { return dev_->cfg; }
     // Runs @op, expects @rc and proves that nothing observable changed.
     template <typename Op>
-    void expect_rejected(int rc, Op op)
-    {
+    void expect_rejected(int rc, Op op) {
         Snapshot before = snapshot(m());
         EXPECT_EQ(op(), rc);
         EXPECT_TRUE(snapshot(m()) == before) << "a failed operation changed the device";
     }
     int insert(uint32_t stream, uint32_t region, int32_t offset, vrex_kv_ref kv, uint32_t* block = nullptr,
-               vrex_fp fp = make_fp(0xabc, 0xdef))
-    {
+               vrex_fp fp = make_fp(0xabc, 0xdef)) {
         uint32_t b;
         return vrex_model_insert(m(), stream, region, offset, &fp, &kv, VREX_NIL, block ? block : &b);
     }
-    vrex_kv_ref kv(uint32_t bank = 0, uint32_t off = 0, uint32_t len = 4096, uint32_t tag = 1)
-    {
+    vrex_kv_ref kv(uint32_t bank = 0, uint32_t off = 0, uint32_t len = 4096, uint32_t tag = 1) {
         return kv_at(cfg(), bank, off, len, tag);
     }
     Device dev_;
 };
 
-TEST_F(ModelOps, StreamOpenValidatesIdPoolAndBusy)
-{
+TEST_F(ModelOps, StreamOpenValidatesIdPoolAndBusy) {
     expect_rejected(VREX_EBUSY, [&] { return vrex_model_stream_open(m(), 0, 0); });
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_stream_open(m(), cfg().max_streams, 0); });
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_stream_open(m(), 1, VREX_POOL_PRIVATE); });
@@ -131,8 +122,7 @@ TEST_F(ModelOps, StreamOpenValidatesIdPoolAndBusy)
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_stream_close(m(), 99, nullptr); });
 }
 
-TEST_F(ModelOps, FrameNumbersCountersAndFeatureRegisters)
-{
+TEST_F(ModelOps, FrameNumbersCountersAndFeatureRegisters) {
     for (uint32_t i = 0; i < 4; i++) {
         vrex_frame_result r{};
         ASSERT_EQ(dev_.frame(0, 1, &r), 0);
@@ -151,8 +141,7 @@ TEST_F(ModelOps, FrameNumbersCountersAndFeatureRegisters)
     EXPECT_EQ(m()->streams[0].has_prev, 1u);
 }
 
-TEST_F(ModelOps, FrameUsesThePreviousImageOfItsOwnStream)
-{
+TEST_F(ModelOps, FrameUsesThePreviousImageOfItsOwnStream) {
     // A shifted copy of the previous image shows motion; the same picture as a first frame does not.
     dev_.put_luma(luma_addr(cfg()), 5, 0);
     ASSERT_EQ(vrex_model_frame(m(), 0, luma_addr(cfg()), kW, kH, kW, nullptr), 0);
@@ -166,8 +155,7 @@ TEST_F(ModelOps, FrameUsesThePreviousImageOfItsOwnStream)
     EXPECT_GT(moved.feat.moving_blocks, 0u);
 }
 
-TEST_F(ModelOps, FrameRejectsClosedStreamsBadGeometryAndLumaOutsideMemory)
-{
+TEST_F(ModelOps, FrameRejectsClosedStreamsBadGeometryAndLumaOutsideMemory) {
     uint64_t mem = dev_.mem().size();
     uint64_t a = luma_addr(cfg());
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_frame(m(), 1, a, kW, kH, kW, nullptr); });
@@ -178,7 +166,8 @@ TEST_F(ModelOps, FrameRejectsClosedStreamsBadGeometryAndLumaOutsideMemory)
     // Below the FCC minimum: rejected by the fingerprint unit, still nothing changes.
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_frame(m(), 0, a, 32, 32, 32, nullptr); });
     // Last byte one past the end.
-    expect_rejected(VREX_ERANGE, [&] { return vrex_model_frame(m(), 0, mem - kW * kH + 1, kW, kH, kW, nullptr); });
+    expect_rejected(VREX_ERANGE,
+                    [&] { return vrex_model_frame(m(), 0, mem - kW * kH + 1, kW, kH, kW, nullptr); });
     expect_rejected(VREX_ERANGE, [&] { return vrex_model_frame(m(), 0, mem, kW, kH, kW, nullptr); });
     expect_rejected(VREX_ERANGE, [&] { return vrex_model_frame(m(), 0, ~0ull - 10, kW, kH, kW, nullptr); });
     // A huge stride would overflow 32-bit arithmetic.
@@ -187,8 +176,7 @@ TEST_F(ModelOps, FrameRejectsClosedStreamsBadGeometryAndLumaOutsideMemory)
     EXPECT_EQ(vrex_model_frame(m(), 0, mem - (kH - 1) * 100 - kW, kW, kH, 100, nullptr), 0);
 }
 
-TEST_F(ModelOps, InsertCreatesBlockInTheBankOfItsAddress)
-{
+TEST_F(ModelOps, InsertCreatesBlockInTheBankOfItsAddress) {
     ASSERT_EQ(dev_.frame(0), 0);
     uint32_t block = VREX_NIL;
     ASSERT_EQ(insert(0, 5, 0, kv(3, 1024, 5000, 42), &block), 0);
@@ -215,8 +203,7 @@ TEST_F(ModelOps, InsertCreatesBlockInTheBankOfItsAddress)
     EXPECT_EQ(m()->bankmap.bank_bytes[3], 1u);
 }
 
-TEST_F(ModelOps, InsertRejectsEveryInvalidArgumentWithoutChanges)
-{
+TEST_F(ModelOps, InsertRejectsEveryInvalidArgumentWithoutChanges) {
     vrex_fp fp = make_fp(1, 2);
     vrex_kv_ref k = kv();
     uint32_t out;
@@ -225,27 +212,30 @@ TEST_F(ModelOps, InsertRejectsEveryInvalidArgumentWithoutChanges)
     ASSERT_EQ(dev_.frame(0), 0);
     expect_rejected(VREX_EINVAL, [&] { return insert(1, 0, 0, k); });  // closed stream
     expect_rejected(VREX_EINVAL, [&] { return insert(1000, 0, 0, k); });
-    expect_rejected(VREX_EINVAL, [&] { return vrex_model_insert(m(), 0, 0, 0, nullptr, &k, VREX_NIL, &out); });
-    expect_rejected(VREX_EINVAL, [&] { return vrex_model_insert(m(), 0, 0, 0, &fp, nullptr, VREX_NIL, &out); });
+    expect_rejected(VREX_EINVAL,
+                    [&] { return vrex_model_insert(m(), 0, 0, 0, nullptr, &k, VREX_NIL, &out); });
+    expect_rejected(VREX_EINVAL,
+                    [&] { return vrex_model_insert(m(), 0, 0, 0, &fp, nullptr, VREX_NIL, &out); });
     expect_rejected(VREX_ERANGE, [&] { return insert(0, 16, 0, k); });
     expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, -4, k); });
     expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, 3, k); });
-    expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, -1, k); });  // frame 0 - 1 < 0
+    expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, -1, k); });           // frame 0 - 1 < 0
     expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, 0, kv(0, 0, 0)); });  // zero length
     expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, 0, kv(2, 65536 - 100, 101)); });  // crosses bank
     expect_rejected(VREX_ERANGE, [&] { return insert(0, 0, 0, kv(cfg().nbanks, 0, 16)); });  // past banks
-    expect_rejected(VREX_ERANGE,
-                    [&] { return insert(0, 0, 0, vrex_kv_ref{~0ull - 8, 16, 0}); });  // address overflow
+    expect_rejected(VREX_ERANGE, [&] {
+        return insert(0, 0, 0, vrex_kv_ref{~0ull - 8, 16, 0});
+    });  // address overflow
     expect_rejected(VREX_ENOENT, [&] { return vrex_model_insert(m(), 0, 0, 0, &fp, nullptr, 5, &out); });
-    expect_rejected(VREX_ENOENT,
-                    [&] { return vrex_model_insert(m(), 0, 0, 0, &fp, nullptr, cfg().block_capacity, &out); });
+    expect_rejected(VREX_ENOENT, [&] {
+        return vrex_model_insert(m(), 0, 0, 0, &fp, nullptr, cfg().block_capacity, &out);
+    });
     // Boundaries that are valid.
     EXPECT_EQ(insert(0, 15, 2, kv(2, 65536 - 100, 100)), 0);
     EXPECT_EQ(insert(0, 0, 0, kv(cfg().nbanks - 1, 0, 16)), 0);
 }
 
-TEST_F(ModelOps, InsertDuplicateAndFullTablesUndoTheBlock)
-{
+TEST_F(ModelOps, InsertDuplicateAndFullTablesUndoTheBlock) {
     ASSERT_EQ(dev_.frame(0), 0);
     ASSERT_EQ(insert(0, 1, 0, kv()), 0);
     expect_rejected(VREX_EEXIST, [&] { return insert(0, 1, 0, kv(1)); });
@@ -260,8 +250,7 @@ TEST_F(ModelOps, InsertDuplicateAndFullTablesUndoTheBlock)
     expect_rejected(VREX_ENOSPC, [&] { return insert(0, 15, 2, kv()); });
 }
 
-TEST_F(ModelOps, InsertIntoFullShieFailsWithoutLeakingABlock)
-{
+TEST_F(ModelOps, InsertIntoFullShieFailsWithoutLeakingABlock) {
     vrex_model_config c = small_config();
     c.shie_capacity = 8;
     Device dev(c);
@@ -272,8 +261,7 @@ TEST_F(ModelOps, InsertIntoFullShieFailsWithoutLeakingABlock)
     vrex_fp fp = make_fp(3, 3);
     vrex_kv_ref k = kv_at(c, 0, 0, 64, 0);
     uint32_t b = VREX_NIL;
-    for (uint32_t r = 0; r < 8; r++)
-        ASSERT_EQ(vrex_model_insert(mm, 0, r, 0, &fp, &k, VREX_NIL, &b), 0);
+    for (uint32_t r = 0; r < 8; r++) ASSERT_EQ(vrex_model_insert(mm, 0, r, 0, &fp, &k, VREX_NIL, &b), 0);
     Snapshot before = snapshot(mm);
     EXPECT_EQ(vrex_model_insert(mm, 0, 8, 0, &fp, &k, VREX_NIL, &b), VREX_ENOSPC);
     EXPECT_EQ(vrex_model_insert(mm, 0, 9, 0, &fp, nullptr, 0, &b), VREX_ENOSPC);
@@ -281,8 +269,7 @@ TEST_F(ModelOps, InsertIntoFullShieFailsWithoutLeakingABlock)
     EXPECT_EQ(mm->blocks.live, 8u);
 }
 
-TEST_F(ModelOps, AliasInsertJoinsTheBlockChainAndTouchesIt)
-{
+TEST_F(ModelOps, AliasInsertJoinsTheBlockChainAndTouchesIt) {
     ASSERT_EQ(dev_.frame(0), 0);
     uint32_t block;
     ASSERT_EQ(insert(0, 1, 0, kv(2, 0, 300, 9), &block), 0);
@@ -305,8 +292,7 @@ TEST_F(ModelOps, AliasInsertJoinsTheBlockChainAndTouchesIt)
     EXPECT_EQ(r.frame, 2u);
 }
 
-TEST_F(ModelOps, TemporalLookupHitsMissesAndCounters)
-{
+TEST_F(ModelOps, TemporalLookupHitsMissesAndCounters) {
     ASSERT_EQ(dev_.frame(0), 0);
     vrex_fp fp = make_fp(0x1234, 0x5678);
     uint32_t now, next;
@@ -337,8 +323,7 @@ TEST_F(ModelOps, TemporalLookupHitsMissesAndCounters)
     EXPECT_EQ(m()->cnt[VREX_CNT_APPROX_HITS], 0u);
 }
 
-TEST_F(ModelOps, LookupsRejectInvalidArgumentsWithoutCounting)
-{
+TEST_F(ModelOps, LookupsRejectInvalidArgumentsWithoutCounting) {
     vrex_fp fp = make_fp(1, 1);
     vrex_lookup_result r{};
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_lookup_temporal(m(), 0, 0, 0, &r); });  // no frame
@@ -350,8 +335,9 @@ TEST_F(ModelOps, LookupsRejectInvalidArgumentsWithoutCounting)
     expect_rejected(VREX_ERANGE, [&] { return vrex_model_lookup_temporal(m(), 0, 0, -1, &r); });
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_lookup_similar(m(), 2, 0, &fp, 5, 0, &r); });
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_lookup_similar(m(), 0, 0, nullptr, 5, 0, &r); });
-    expect_rejected(VREX_EINVAL,
-                    [&] { return vrex_model_lookup_similar(m(), 0, 0, &fp, VREX_SHIE_MAX_RADIUS + 1, 0, &r); });
+    expect_rejected(VREX_EINVAL, [&] {
+        return vrex_model_lookup_similar(m(), 0, 0, &fp, VREX_SHIE_MAX_RADIUS + 1, 0, &r);
+    });
     expect_rejected(VREX_EINVAL,
                     [&] { return vrex_model_lookup_similar(m(), 0, 0, &fp, 5, VREX_ARGF_ALIAS, &r); });
     expect_rejected(VREX_EINVAL, [&] { return vrex_model_lookup_similar(m(), 0, 0, &fp, 5, 1u << 8, &r); });
@@ -363,12 +349,10 @@ TEST_F(ModelOps, LookupsRejectInvalidArgumentsWithoutCounting)
     EXPECT_EQ(vrex_model_lookup_similar(m(), 0, 0, &fp, VREX_SHIE_MAX_RADIUS, 0, &r), 0);
 }
 
-TEST_F(ModelOps, SimilarLookupDistanceScopeAndPastOnly)
-{
-    ASSERT_EQ(vrex_model_stream_open(m(), 1, 0), 0);                       // same pool
+TEST_F(ModelOps, SimilarLookupDistanceScopeAndPastOnly) {
+    ASSERT_EQ(vrex_model_stream_open(m(), 1, 0), 0);                      // same pool
     ASSERT_EQ(vrex_model_stream_open(m(), 2, VREX_POOL_PRIVATE + 2), 0);  // own pool
-    for (uint32_t s = 0; s < 3; s++)
-        ASSERT_EQ(dev_.frame(s, s), 0);
+    for (uint32_t s = 0; s < 3; s++) ASSERT_EQ(dev_.frame(s, s), 0);
     vrex_fp base = make_fp(0xf0f0f0f0f0f0f0f0ull, 0x0123456789abcdefull);
     vrex_fp near = base;
     near.w[0] ^= 0x7;  // distance 3
@@ -405,15 +389,13 @@ TEST_F(ModelOps, SimilarLookupDistanceScopeAndPastOnly)
     EXPECT_EQ(m()->cnt[VREX_CNT_LOOKUPS], 6u);
 }
 
-TEST_F(ModelOps, SimilarHitTouchesTheOwnerStreamsClock)
-{
+TEST_F(ModelOps, SimilarHitTouchesTheOwnerStreamsClock) {
     ASSERT_EQ(vrex_model_stream_open(m(), 1, 0), 0);
     ASSERT_EQ(dev_.frame(1), 0);
     vrex_fp fp = make_fp(5, 6);
     uint32_t block;
     ASSERT_EQ(insert(1, 0, 0, kv(), &block, fp), 0);
-    for (int i = 0; i < 3; i++)
-        ASSERT_EQ(dev_.frame(1), 0);
+    for (int i = 0; i < 3; i++) ASSERT_EQ(dev_.frame(1), 0);
     ASSERT_EQ(dev_.frame(0), 0);
     vrex_lookup_result r{};
     ASSERT_EQ(vrex_model_lookup_similar(m(), 0, 0, &fp, 0, VREX_ARGF_SCOPE_POOL, &r), 0);
@@ -423,8 +405,7 @@ TEST_F(ModelOps, SimilarHitTouchesTheOwnerStreamsClock)
     EXPECT_EQ(b.last_access, 3u) << "stream 1's frame, not the querying stream's frame 0";
 }
 
-TEST_F(ModelOps, RemoveBlockInfoAndRetireRejectUnknownTargets)
-{
+TEST_F(ModelOps, RemoveBlockInfoAndRetireRejectUnknownTargets) {
     vrex_released rec{};
     vrex_block b{};
     expect_rejected(VREX_ENOENT, [&] { return vrex_model_remove(m(), 0, &rec); });
@@ -438,8 +419,7 @@ TEST_F(ModelOps, RemoveBlockInfoAndRetireRejectUnknownTargets)
     EXPECT_EQ(vrex_model_pop_released(m(), &rec), 0);
 }
 
-TEST_F(ModelOps, ResetForgetsEverything)
-{
+TEST_F(ModelOps, ResetForgetsEverything) {
     ASSERT_EQ(dev_.frame(0), 0);
     ASSERT_EQ(insert(0, 0, 0, kv()), 0);
     vrex_model_write(m(), VREX_REG_ZOMBIE_FRAMES, 9);

@@ -14,33 +14,29 @@ namespace {
 
 // Drives a device the way the kernel and the HAL do: program ARG_*, write CMD, read STATUS.
 class Regs {
-public:
+  public:
     explicit Regs(vrex_model* m) : m_(m) {}
     uint32_t r(uint32_t off) const { return vrex_model_read(m_, off); }
     void w(uint32_t off, uint32_t v) const { vrex_model_write(m_, off, v); }
     uint64_t r64(uint32_t lo, uint32_t hi) const { return (uint64_t)r(hi) << 32 | r(lo); }
-    void w64(uint32_t lo, uint32_t hi, uint64_t v) const
-    {
+    void w64(uint32_t lo, uint32_t hi, uint64_t v) const {
         w(lo, static_cast<uint32_t>(v));
         w(hi, static_cast<uint32_t>(v >> 32));
     }
-    void w_fp(const vrex_fp& fp) const
-    {
+    void w_fp(const vrex_fp& fp) const {
         w64(VREX_REG_ARG_FP(0), VREX_REG_ARG_FP(1), fp.w[0]);
         w64(VREX_REG_ARG_FP(2), VREX_REG_ARG_FP(3), fp.w[1]);
     }
-    vrex_fp res_fp() const
-    {
-        return make_fp(r64(VREX_REG_RES_FP(0), VREX_REG_RES_FP(1)), r64(VREX_REG_RES_FP(2), VREX_REG_RES_FP(3)));
+    vrex_fp res_fp() const {
+        return make_fp(r64(VREX_REG_RES_FP(0), VREX_REG_RES_FP(1)),
+                       r64(VREX_REG_RES_FP(2), VREX_REG_RES_FP(3)));
     }
-    vrex_kv_ref res_kv() const
-    {
+    vrex_kv_ref res_kv() const {
         return vrex_kv_ref{r64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI), r(VREX_REG_RES_KV_LEN),
                            r(VREX_REG_RES_KV_TAG)};
     }
     // Returns 0 or the errno the device reported.
-    int cmd(uint32_t op) const
-    {
+    int cmd(uint32_t op) const {
         w(VREX_REG_CMD, op);
         uint32_t st = r(VREX_REG_STATUS);
         if (st & VREX_STATUS_ERROR) {
@@ -50,14 +46,12 @@ public:
         EXPECT_EQ(st, VREX_STATUS_DONE);
         return 0;
     }
-    int open(uint32_t stream, uint32_t pool) const
-    {
+    int open(uint32_t stream, uint32_t pool) const {
         w(VREX_REG_ARG_STREAM, stream);
         w(VREX_REG_ARG_POOL, pool);
         return cmd(VREX_CMD_STREAM_OPEN);
     }
-    int frame(uint32_t stream, uint64_t src, uint32_t wd = kW, uint32_t ht = kH, uint32_t stride = kW) const
-    {
+    int frame(uint32_t stream, uint64_t src, uint32_t wd = kW, uint32_t ht = kH, uint32_t stride = kW) const {
         w(VREX_REG_ARG_STREAM, stream);
         w64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI, src);
         w(VREX_REG_ARG_WIDTH, wd);
@@ -66,8 +60,7 @@ public:
         return cmd(VREX_CMD_FRAME);
     }
     int insert(uint32_t stream, uint32_t region, int32_t offset, const vrex_fp& fp, const vrex_kv_ref& kv,
-               uint32_t flags = 0, uint32_t block = 0) const
-    {
+               uint32_t flags = 0, uint32_t block = 0) const {
         w(VREX_REG_ARG_STREAM, stream);
         w(VREX_REG_ARG_REGION, region);
         w(VREX_REG_ARG_OFFSET, static_cast<uint32_t>(offset));
@@ -79,15 +72,13 @@ public:
         w(VREX_REG_ARG_BLOCK, block);
         return cmd(VREX_CMD_INSERT);
     }
-    int temporal(uint32_t stream, uint32_t region, int32_t offset) const
-    {
+    int temporal(uint32_t stream, uint32_t region, int32_t offset) const {
         w(VREX_REG_ARG_STREAM, stream);
         w(VREX_REG_ARG_REGION, region);
         w(VREX_REG_ARG_OFFSET, static_cast<uint32_t>(offset));
         return cmd(VREX_CMD_LOOKUP_TEMPORAL);
     }
-    int similar(uint32_t stream, uint32_t region, const vrex_fp& fp, uint32_t radius, uint32_t flags) const
-    {
+    int similar(uint32_t stream, uint32_t region, const vrex_fp& fp, uint32_t radius, uint32_t flags) const {
         w(VREX_REG_ARG_STREAM, stream);
         w(VREX_REG_ARG_REGION, region);
         w_fp(fp);
@@ -95,29 +86,26 @@ public:
         w(VREX_REG_ARG_FLAGS, flags);
         return cmd(VREX_CMD_LOOKUP_SIMILAR);
     }
-    int on_block(uint32_t op, uint32_t block) const
-    {
+    int on_block(uint32_t op, uint32_t block) const {
         w(VREX_REG_ARG_BLOCK, block);
         return cmd(op);
     }
-    int on_stream(uint32_t op, uint32_t stream) const
-    {
+    int on_stream(uint32_t op, uint32_t stream) const {
         w(VREX_REG_ARG_STREAM, stream);
         return cmd(op);
     }
     uint64_t counter(uint32_t i) const { return r64(VREX_REG_CNT_LO(i), VREX_REG_CNT_HI(i)); }
 
-private:
+  private:
     vrex_model* m_;
 };
 
 class RegisterFile : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_EQ(dev_.init_rc(), 0); }
     vrex_model* m() { return dev_.get(); }
     const vrex_model_config& cfg() { return dev_->cfg; }
-    uint64_t luma()
-    {
+    uint64_t luma() {
         dev_.put_luma(luma_addr(cfg()), 1);
         return luma_addr(cfg());
     }
@@ -125,8 +113,7 @@ protected:
     Regs regs_{dev_.get()};
 };
 
-TEST_F(RegisterFile, IdentityAndConfigurationRegisters)
-{
+TEST_F(RegisterFile, IdentityAndConfigurationRegisters) {
     EXPECT_EQ(regs_.r(VREX_REG_ID), VREX_ID_VALUE);
     EXPECT_EQ(regs_.r(VREX_REG_VERSION), VREX_VERSION_VALUE);
     EXPECT_EQ(regs_.r(VREX_REG_CAPS),
@@ -147,8 +134,7 @@ TEST_F(RegisterFile, IdentityAndConfigurationRegisters)
     EXPECT_EQ(regs_.r(VREX_REG_BANK_BLOCKS(cfg().nbanks)), 0u);
 }
 
-TEST_F(RegisterFile, ReadOnlyWriteOnlyAndUnmappedOffsetsIgnoreWrites)
-{
+TEST_F(RegisterFile, ReadOnlyWriteOnlyAndUnmappedOffsetsIgnoreWrites) {
     ASSERT_EQ(regs_.open(0, 0), 0);
     ASSERT_EQ(regs_.frame(0, luma()), 0);
     ASSERT_EQ(regs_.insert(0, 3, 0, make_fp(1, 2), kv_at(cfg(), 1, 0, 3000, 4)), 0);
@@ -157,8 +143,7 @@ TEST_F(RegisterFile, ReadOnlyWriteOnlyAndUnmappedOffsetsIgnoreWrites)
         bool writable = off == VREX_REG_IRQ_STATUS || off == VREX_REG_IRQ_MASK || off == VREX_REG_RESET ||
                         off == VREX_REG_ZOMBIE_FRAMES || off == VREX_REG_SCRATCH || off == VREX_REG_CMD ||
                         (off >= VREX_REG_ARG_STREAM && off <= VREX_REG_ARG_POOL);
-        if (!writable)
-            regs_.w(off, 0xa5a5a5a5u);
+        if (!writable) regs_.w(off, 0xa5a5a5a5u);
     }
     // Unaligned and out-of-window accesses: reads 0, writes dropped.
     regs_.w(VREX_REG_SCRATCH + 1, 0x1234);
@@ -173,8 +158,7 @@ TEST_F(RegisterFile, ReadOnlyWriteOnlyAndUnmappedOffsetsIgnoreWrites)
     EXPECT_EQ(regs_.r(VREX_REG_RESET), 0u);
 }
 
-TEST_F(RegisterFile, ScratchArgumentsAndZombieFramesAreReadWrite)
-{
+TEST_F(RegisterFile, ScratchArgumentsAndZombieFramesAreReadWrite) {
     regs_.w(VREX_REG_SCRATCH, 0xdeadbeef);
     EXPECT_EQ(regs_.r(VREX_REG_SCRATCH), 0xdeadbeefu);
     for (uint32_t off = VREX_REG_ARG_STREAM; off <= VREX_REG_ARG_POOL; off += 4) {
@@ -191,8 +175,7 @@ TEST_F(RegisterFile, ScratchArgumentsAndZombieFramesAreReadWrite)
     EXPECT_EQ(regs_.r(VREX_REG_ZOMBIE_FRAMES), 255u);
 }
 
-TEST_F(RegisterFile, IrqStatusIsWriteOneToClearAndMaskIsIndependent)
-{
+TEST_F(RegisterFile, IrqStatusIsWriteOneToClearAndMaskIsIndependent) {
     regs_.w(VREX_REG_IRQ_MASK, 0xffffffffu);
     EXPECT_EQ(regs_.r(VREX_REG_IRQ_MASK), VREX_IRQ_ALL);
     regs_.w(VREX_REG_IRQ_MASK, 0);
@@ -208,8 +191,7 @@ TEST_F(RegisterFile, IrqStatusIsWriteOneToClearAndMaskIsIndependent)
     EXPECT_EQ(regs_.r(VREX_REG_IRQ_STATUS), 0u);
 }
 
-TEST_F(RegisterFile, UnknownOpcodesFailWithEinvalAndCountAsErrors)
-{
+TEST_F(RegisterFile, UnknownOpcodesFailWithEinvalAndCountAsErrors) {
     EXPECT_EQ(regs_.cmd(VREX_CMD_MAX + 1), VREX_EINVAL);
     EXPECT_EQ(regs_.r(VREX_REG_STATUS), VREX_STATUS_ERROR | (VREX_EINVAL << VREX_STATUS_ERRNO_SHIFT));
     EXPECT_EQ(regs_.cmd(0xffffffffu), VREX_EINVAL);
@@ -219,8 +201,7 @@ TEST_F(RegisterFile, UnknownOpcodesFailWithEinvalAndCountAsErrors)
     EXPECT_EQ(regs_.counter(VREX_CNT_CMD_ERRORS), 2u);
 }
 
-TEST_F(RegisterFile, ResetNeedsTheMagicAndRestoresThePowerOnState)
-{
+TEST_F(RegisterFile, ResetNeedsTheMagicAndRestoresThePowerOnState) {
     ASSERT_EQ(regs_.open(0, 0), 0);
     ASSERT_EQ(regs_.frame(0, luma()), 0);
     ASSERT_EQ(regs_.insert(0, 3, 0, make_fp(1, 2), kv_at(cfg(), 1, 0, 3000, 4)), 0);
@@ -239,16 +220,14 @@ TEST_F(RegisterFile, ResetNeedsTheMagicAndRestoresThePowerOnState)
     EXPECT_EQ(regs_.open(0, 0), 0) << "streams are closed after reset";
 }
 
-TEST_F(RegisterFile, CountersAre64BitLoHiPairs)
-{
+TEST_F(RegisterFile, CountersAre64BitLoHiPairs) {
     m()->cnt[VREX_CNT_LOOKUPS] = 0x0000000500000003ull;
     EXPECT_EQ(regs_.r(VREX_REG_CNT_LO(VREX_CNT_LOOKUPS)), 3u);
     EXPECT_EQ(regs_.r(VREX_REG_CNT_HI(VREX_CNT_LOOKUPS)), 5u);
     EXPECT_EQ(regs_.r(VREX_REG_CNT_LO(VREX_CNT_NUM)), 0u);
 }
 
-TEST_F(RegisterFile, FrameCommandFillsResultAndFeatureRegisters)
-{
+TEST_F(RegisterFile, FrameCommandFillsResultAndFeatureRegisters) {
     ASSERT_EQ(regs_.open(2, VREX_POOL_PRIVATE + 2), 0);
     EXPECT_EQ(regs_.r(VREX_REG_RES_STREAM), 2u);
     ASSERT_EQ(regs_.frame(2, luma()), 0);
@@ -276,8 +255,7 @@ TEST_F(RegisterFile, FrameCommandFillsResultAndFeatureRegisters)
     EXPECT_EQ(regs_.counter(VREX_CNT_CMD_ERRORS), 2u);
 }
 
-TEST_F(RegisterFile, InsertLookupRemoveAndBlockInfoCommands)
-{
+TEST_F(RegisterFile, InsertLookupRemoveAndBlockInfoCommands) {
     ASSERT_EQ(regs_.open(0, 0), 0);
     EXPECT_EQ(regs_.insert(0, 0, 0, make_fp(1, 1), kv_at(cfg(), 0, 0, 64, 1)), VREX_EINVAL) << "no frame";
     ASSERT_EQ(regs_.frame(0, luma()), 0);
@@ -355,8 +333,7 @@ TEST_F(RegisterFile, InsertLookupRemoveAndBlockInfoCommands)
     EXPECT_EQ(regs_.on_block(VREX_CMD_BLOCK_INFO, block), VREX_ENOENT);
 }
 
-TEST_F(RegisterFile, RetirePopAndCloseCommands)
-{
+TEST_F(RegisterFile, RetirePopAndCloseCommands) {
     ASSERT_EQ(regs_.open(1, 0), 0);
     ASSERT_EQ(regs_.frame(1, luma()), 0);
     ASSERT_EQ(regs_.insert(1, 0, 0, make_fp(1, 0), kv_at(cfg(), 0, 0, 100, 10)), 0);
@@ -411,14 +388,12 @@ struct Outcome {
     bool operator==(const Outcome&) const = default;
 };
 
-void push_lookup(Outcome& o, const vrex_lookup_result& r)
-{
-    o.out = {r.hit, r.approx, r.distance, r.block, r.frame, r.stream, r.region, r.fp.w[0], r.fp.w[1],
-             r.kv.addr, r.kv.length, r.kv.tag};
+void push_lookup(Outcome& o, const vrex_lookup_result& r) {
+    o.out = {r.hit,    r.approx,  r.distance, r.block,   r.frame,     r.stream,
+             r.region, r.fp.w[0], r.fp.w[1],  r.kv.addr, r.kv.length, r.kv.tag};
 }
 
-void push_lookup_regs(Outcome& o, const Regs& g)
-{
+void push_lookup_regs(Outcome& o, const Regs& g) {
     uint32_t f = g.r(VREX_REG_RES_FLAGS);
     vrex_lookup_result r{};
     r.hit = f & VREX_RESF_HIT ? 1 : 0;
@@ -433,25 +408,26 @@ void push_lookup_regs(Outcome& o, const Regs& g)
     push_lookup(o, r);
 }
 
-void push_released(Outcome& o, const vrex_released& r)
-{
+void push_released(Outcome& o, const vrex_released& r) {
     o.out = {r.block, r.stream, r.bank, r.reason, r.kv.addr, r.kv.length, r.kv.tag};
 }
 
-void push_released_regs(Outcome& o, const Regs& g)
-{
-    o.out = {g.r(VREX_REG_RES_BLOCK), g.r(VREX_REG_RES_STREAM), g.r(VREX_REG_RES_BANK_FIRST),
-             g.r(VREX_REG_RES_REASON), g.res_kv().addr, g.res_kv().length, g.res_kv().tag};
+void push_released_regs(Outcome& o, const Regs& g) {
+    o.out = {g.r(VREX_REG_RES_BLOCK),
+             g.r(VREX_REG_RES_STREAM),
+             g.r(VREX_REG_RES_BANK_FIRST),
+             g.r(VREX_REG_RES_REASON),
+             g.res_kv().addr,
+             g.res_kv().length,
+             g.res_kv().tag};
 }
 
 // The device state both paths must agree on: every register except the command latches and
 // command status (which only the register path touches), plus the internal tables.
-Snapshot comparable(vrex_model* m)
-{
+Snapshot comparable(vrex_model* m) {
     Snapshot s = snapshot(m);
     auto blank = [&s](uint32_t from, uint32_t to) {
-        for (uint32_t off = from; off <= to; off += 4)
-            s.regs[off / 4] = 0;
+        for (uint32_t off = from; off <= to; off += 4) s.regs[off / 4] = 0;
     };
     blank(VREX_REG_IRQ_STATUS, VREX_REG_IRQ_STATUS);
     blank(VREX_REG_STATUS, VREX_REG_ARG_POOL);
@@ -460,8 +436,7 @@ Snapshot comparable(vrex_model* m)
     return s;
 }
 
-TEST(RegisterDifferential, RandomSequenceGivesIdenticalResultsThroughRegistersAndDirectCalls)
-{
+TEST(RegisterDifferential, RandomSequenceGivesIdenticalResultsThroughRegistersAndDirectCalls) {
     vrex_model_config cfg = small_config();
     cfg.zombie_frames = 2;
     Device direct(cfg), viaregs(cfg);
@@ -476,128 +451,133 @@ TEST(RegisterDifferential, RandomSequenceGivesIdenticalResultsThroughRegistersAn
     for (int step = 0; step < 2500; step++) {
         Outcome a, b;
         uint32_t op = rng() % 11;
-        uint32_t stream = rng() % 8 == 0 ? rng() % 6 : rng() % 3;  // mostly valid, sometimes not
+        uint32_t stream = rng() % 8 == 0 ? rng() % 6 : rng() % 3;        // mostly valid, sometimes not
         uint32_t region = rng() % 20 == 0 ? 16 + rng() % 3 : rng() % 4;  // few regions: more hits
         int32_t offset = static_cast<int32_t>(rng() % 8) - 4;
         uint32_t block = rng() % 10 == 0 ? VREX_NIL - rng() % 2 : rng() % (cfg.block_capacity + 2);
         vrex_fp fp = fps.empty() || rng() % 3 == 0 ? make_fp((uint64_t)rng() << 32 | rng(), rng())
                                                    : fps[rng() % fps.size()];
-        if (rng() % 2)
-            fp.w[rng() % 2] ^= 1ull << (rng() % 64);
+        if (rng() % 2) fp.w[rng() % 2] ^= 1ull << (rng() % 64);
         switch (op) {
-        case 0: {
-            uint32_t pool = rng() % 4 == 0 ? VREX_POOL_PRIVATE + rng() % 5 : rng() % 2;
-            a.rc = vrex_model_stream_open(d, stream, pool);
-            b.rc = g.open(stream, pool);
-            break;
-        }
-        case 1: {
-            uint32_t scene = rng() % 5, shift = rng() % 3;
-            uint64_t src = rng() % 30 == 0 ? viaregs.mem().size() - 100 : luma_addr(cfg, rng() % 2);
-            if (src != viaregs.mem().size() - 100) {
-                direct.put_luma(src, scene, shift);
-                viaregs.put_luma(src, scene, shift);
+            case 0: {
+                uint32_t pool = rng() % 4 == 0 ? VREX_POOL_PRIVATE + rng() % 5 : rng() % 2;
+                a.rc = vrex_model_stream_open(d, stream, pool);
+                b.rc = g.open(stream, pool);
+                break;
             }
-            vrex_frame_result r{};
-            a.rc = vrex_model_frame(d, stream, src, kW, kH, kW, &r);
-            if (!a.rc)
-                a.out = {r.fp.w[0], r.fp.w[1], r.frame, r.bank.group, r.bank.bank_first, r.bank.bank_count,
-                         (r.bank.opened ? VREX_RESF_OPENED : 0u) | (r.bank.conflict ? VREX_RESF_CONFLICT : 0u),
-                         r.bank.distance};
-            b.rc = g.frame(stream, src);
-            if (!b.rc)
-                b.out = {g.res_fp().w[0], g.res_fp().w[1], g.r(VREX_REG_RES_FRAME), g.r(VREX_REG_RES_GROUP),
-                         g.r(VREX_REG_RES_BANK_FIRST), g.r(VREX_REG_RES_BANK_COUNT), g.r(VREX_REG_RES_FLAGS),
-                         g.r(VREX_REG_RES_DISTANCE)};
-            break;
-        }
-        case 2:
-        case 3: {
-            bool alias = rng() % 4 == 0;
-            vrex_kv_ref kv = kv_at(cfg, rng() % 7, (rng() % 64) * 1024, rng() % 50 == 0 ? 0 : 1 + rng() % 2048,
-                                   step);
-            uint32_t out = VREX_NIL;
-            if (alias && block == VREX_NIL)
-                a.rc = VREX_ENOENT;  // ALIAS of VREX_NIL: the direct call has no way to say it
-            else
-                a.rc = vrex_model_insert(d, stream, region, offset, &fp, &kv, alias ? block : VREX_NIL, &out);
-            if (!a.rc) {
-                a.out = {out};
-                fps.push_back(fp);
+            case 1: {
+                uint32_t scene = rng() % 5, shift = rng() % 3;
+                uint64_t src = rng() % 30 == 0 ? viaregs.mem().size() - 100 : luma_addr(cfg, rng() % 2);
+                if (src != viaregs.mem().size() - 100) {
+                    direct.put_luma(src, scene, shift);
+                    viaregs.put_luma(src, scene, shift);
+                }
+                vrex_frame_result r{};
+                a.rc = vrex_model_frame(d, stream, src, kW, kH, kW, &r);
+                if (!a.rc)
+                    a.out = {
+                        r.fp.w[0],
+                        r.fp.w[1],
+                        r.frame,
+                        r.bank.group,
+                        r.bank.bank_first,
+                        r.bank.bank_count,
+                        (r.bank.opened ? VREX_RESF_OPENED : 0u) | (r.bank.conflict ? VREX_RESF_CONFLICT : 0u),
+                        r.bank.distance};
+                b.rc = g.frame(stream, src);
+                if (!b.rc)
+                    b.out = {g.res_fp().w[0],
+                             g.res_fp().w[1],
+                             g.r(VREX_REG_RES_FRAME),
+                             g.r(VREX_REG_RES_GROUP),
+                             g.r(VREX_REG_RES_BANK_FIRST),
+                             g.r(VREX_REG_RES_BANK_COUNT),
+                             g.r(VREX_REG_RES_FLAGS),
+                             g.r(VREX_REG_RES_DISTANCE)};
+                break;
             }
-            b.rc = g.insert(stream, region, offset, fp, kv, alias ? VREX_ARGF_ALIAS : 0u, block);
-            if (!b.rc)
-                b.out = {g.r(VREX_REG_RES_BLOCK)};
-            break;
-        }
-        case 4: {
-            vrex_lookup_result r{};
-            a.rc = vrex_model_lookup_temporal(d, stream, region, offset, &r);
-            if (!a.rc)
-                push_lookup(a, r);
-            b.rc = g.temporal(stream, region, offset);
-            if (!b.rc)
-                push_lookup_regs(b, g);
-            hits += !a.rc && r.hit;
-            break;
-        }
-        case 5:
-        case 6: {
-            uint32_t radius = rng() % 36, flags = rng() % 10 == 0 ? rng() % 8 : rng() % 4;
-            vrex_lookup_result r{};
-            a.rc = vrex_model_lookup_similar(d, stream, region, &fp, radius, flags, &r);
-            if (!a.rc)
-                push_lookup(a, r);
-            b.rc = g.similar(stream, region, fp, radius, flags);
-            if (!b.rc)
-                push_lookup_regs(b, g);
-            hits += !a.rc && r.hit;
-            break;
-        }
-        case 7: {
-            vrex_released r{};
-            a.rc = vrex_model_remove(d, block, &r);
-            if (!a.rc)
-                push_released(a, r);
-            b.rc = g.on_block(VREX_CMD_REMOVE, block);
-            if (!b.rc)
-                push_released_regs(b, g);
-            break;
-        }
-        case 8: {
-            uint32_t n = 0;
-            bool close = rng() % 8 == 0;
-            a.rc = close ? vrex_model_stream_close(d, stream, &n) : vrex_model_retire(d, stream, &n);
-            if (!a.rc)
-                a.out = {n};
-            b.rc = g.on_stream(close ? VREX_CMD_STREAM_CLOSE : VREX_CMD_RETIRE, stream);
-            if (!b.rc)
-                b.out = {g.r(VREX_REG_RES_COUNT)};
-            break;
-        }
-        case 9: {
-            vrex_released r{};
-            int got = vrex_model_pop_released(d, &r);
-            if (got)
-                push_released(a, r);
-            a.out.push_back(vrex_blocks_queued(&d->blocks));
-            b.rc = g.cmd(VREX_CMD_POP_RELEASED);
-            if (g.r(VREX_REG_RES_FLAGS) & VREX_RESF_HIT)
-                push_released_regs(b, g);
-            b.out.push_back(g.r(VREX_REG_RES_COUNT));
-            break;
-        }
-        case 10: {
-            vrex_block r{};
-            a.rc = vrex_model_block_info(d, block, &r);
-            if (!a.rc)
-                a.out = {r.kv.addr, r.kv.length, r.kv.tag, r.last_access, r.nentries, r.stream, r.bank};
-            b.rc = g.on_block(VREX_CMD_BLOCK_INFO, block);
-            if (!b.rc)
-                b.out = {g.res_kv().addr, g.res_kv().length, g.res_kv().tag, g.r(VREX_REG_RES_LAST_ACCESS),
-                         g.r(VREX_REG_RES_COUNT), g.r(VREX_REG_RES_STREAM), g.r(VREX_REG_RES_BANK_FIRST)};
-            break;
-        }
+            case 2:
+            case 3: {
+                bool alias = rng() % 4 == 0;
+                vrex_kv_ref kv =
+                    kv_at(cfg, rng() % 7, (rng() % 64) * 1024, rng() % 50 == 0 ? 0 : 1 + rng() % 2048, step);
+                uint32_t out = VREX_NIL;
+                if (alias && block == VREX_NIL)
+                    a.rc = VREX_ENOENT;  // ALIAS of VREX_NIL: the direct call has no way to say it
+                else
+                    a.rc = vrex_model_insert(d, stream, region, offset, &fp, &kv, alias ? block : VREX_NIL,
+                                             &out);
+                if (!a.rc) {
+                    a.out = {out};
+                    fps.push_back(fp);
+                }
+                b.rc = g.insert(stream, region, offset, fp, kv, alias ? VREX_ARGF_ALIAS : 0u, block);
+                if (!b.rc) b.out = {g.r(VREX_REG_RES_BLOCK)};
+                break;
+            }
+            case 4: {
+                vrex_lookup_result r{};
+                a.rc = vrex_model_lookup_temporal(d, stream, region, offset, &r);
+                if (!a.rc) push_lookup(a, r);
+                b.rc = g.temporal(stream, region, offset);
+                if (!b.rc) push_lookup_regs(b, g);
+                hits += !a.rc && r.hit;
+                break;
+            }
+            case 5:
+            case 6: {
+                uint32_t radius = rng() % 36, flags = rng() % 10 == 0 ? rng() % 8 : rng() % 4;
+                vrex_lookup_result r{};
+                a.rc = vrex_model_lookup_similar(d, stream, region, &fp, radius, flags, &r);
+                if (!a.rc) push_lookup(a, r);
+                b.rc = g.similar(stream, region, fp, radius, flags);
+                if (!b.rc) push_lookup_regs(b, g);
+                hits += !a.rc && r.hit;
+                break;
+            }
+            case 7: {
+                vrex_released r{};
+                a.rc = vrex_model_remove(d, block, &r);
+                if (!a.rc) push_released(a, r);
+                b.rc = g.on_block(VREX_CMD_REMOVE, block);
+                if (!b.rc) push_released_regs(b, g);
+                break;
+            }
+            case 8: {
+                uint32_t n = 0;
+                bool close = rng() % 8 == 0;
+                a.rc = close ? vrex_model_stream_close(d, stream, &n) : vrex_model_retire(d, stream, &n);
+                if (!a.rc) a.out = {n};
+                b.rc = g.on_stream(close ? VREX_CMD_STREAM_CLOSE : VREX_CMD_RETIRE, stream);
+                if (!b.rc) b.out = {g.r(VREX_REG_RES_COUNT)};
+                break;
+            }
+            case 9: {
+                vrex_released r{};
+                int got = vrex_model_pop_released(d, &r);
+                if (got) push_released(a, r);
+                a.out.push_back(vrex_blocks_queued(&d->blocks));
+                b.rc = g.cmd(VREX_CMD_POP_RELEASED);
+                if (g.r(VREX_REG_RES_FLAGS) & VREX_RESF_HIT) push_released_regs(b, g);
+                b.out.push_back(g.r(VREX_REG_RES_COUNT));
+                break;
+            }
+            case 10: {
+                vrex_block r{};
+                a.rc = vrex_model_block_info(d, block, &r);
+                if (!a.rc)
+                    a.out = {r.kv.addr, r.kv.length, r.kv.tag, r.last_access, r.nentries, r.stream, r.bank};
+                b.rc = g.on_block(VREX_CMD_BLOCK_INFO, block);
+                if (!b.rc)
+                    b.out = {g.res_kv().addr,
+                             g.res_kv().length,
+                             g.res_kv().tag,
+                             g.r(VREX_REG_RES_LAST_ACCESS),
+                             g.r(VREX_REG_RES_COUNT),
+                             g.r(VREX_REG_RES_STREAM),
+                             g.r(VREX_REG_RES_BANK_FIRST)};
+                break;
+            }
         }
         ASSERT_TRUE(a == b) << "step " << step << " op " << op << ": rc " << a.rc << " vs " << b.rc;
         errors += a.rc != 0;

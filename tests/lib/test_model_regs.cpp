@@ -255,6 +255,32 @@ TEST_F(RegisterFile, FrameCommandFillsResultAndFeatureRegisters) {
     EXPECT_EQ(regs_.counter(VREX_CNT_CMD_ERRORS), 2u);
 }
 
+TEST_F(RegisterFile, FrameTakingAnotherPoolsGroupIsAConflict) {
+    const uint32_t ngroups = cfg().nbanks / cfg().group_banks;
+    ASSERT_EQ(regs_.open(0, 0), 0);
+    auto groups_of_pool0 = [&] {
+        uint32_t n = 0;
+        for (uint32_t g = 0; g < ngroups; g++) n += regs_.r(VREX_REG_GROUP_POOL(g)) == 0u;
+        return n;
+    };
+    // New scenes of pool 0 open groups until none is free.
+    for (uint32_t scene = 0; scene < 40 && groups_of_pool0() < ngroups; scene++) {
+        dev_.put_luma(luma_addr(cfg()), scene * 7 + 3);
+        ASSERT_EQ(regs_.frame(0, luma_addr(cfg())), 0);
+        EXPECT_EQ(regs_.r(VREX_REG_RES_FLAGS) & VREX_RESF_CONFLICT, 0u);
+    }
+    ASSERT_EQ(groups_of_pool0(), ngroups) << "the FCC placed every test scene in too few groups";
+    EXPECT_EQ(regs_.counter(VREX_CNT_BANK_CONFLICTS), 0u);
+
+    // Pool 1 owns no group: its first frame takes one from pool 0.
+    ASSERT_EQ(regs_.open(1, 1), 0);
+    dev_.put_luma(luma_addr(cfg()), 999);
+    ASSERT_EQ(regs_.frame(1, luma_addr(cfg())), 0);
+    EXPECT_EQ(regs_.r(VREX_REG_RES_FLAGS), VREX_RESF_CONFLICT | VREX_RESF_OPENED);
+    EXPECT_EQ(regs_.r(VREX_REG_GROUP_POOL(regs_.r(VREX_REG_RES_GROUP))), 1u);
+    EXPECT_EQ(regs_.counter(VREX_CNT_BANK_CONFLICTS), 1u);
+}
+
 TEST_F(RegisterFile, InsertLookupRemoveAndBlockInfoCommands) {
     ASSERT_EQ(regs_.open(0, 0), 0);
     EXPECT_EQ(regs_.insert(0, 0, 0, make_fp(1, 1), kv_at(cfg(), 0, 0, 64, 1)), VREX_EINVAL) << "no frame";

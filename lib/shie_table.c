@@ -12,19 +12,21 @@
 
 #define SHIE_ALIGN 64
 #define SHIE_HEADS (VREX_MIH_TABLES * VREX_MIH_BUCKETS)
-#define SHIE_CHUNK_HDR 8	/* u32 count (first chunk of a bucket only), u32 next */
 #define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from SHIE_HEADS on */
 #define SHIE_KEY_MASK (VREX_MIH_BUCKETS - 1)
 #define SHIE_BATCH 16		/* buckets prefetched ahead of the scan */
 
 /*
  * Without a popcount instruction in the target flags, the compiler's builtin
- * becomes a libgcc call per word; the scan loop then spends more time in calls
- * than in probing. The kernel's hweight64() is already arch-optimised.
+ * becomes a libgcc call per word and the probe loop spends more time in calls
+ * than in reading buckets. So the generic build counts bits inline, and on
+ * x86-64 user space the probe loop also exists as a popcnt clone picked at run
+ * time. The kernel's hweight64() is already arch-optimised.
  */
 #if defined(__KERNEL__) || defined(__POPCNT__) || !defined(__x86_64__)
 #define shie_popcount64(x) vrex_popcount64(x)
 #else
+#define SHIE_POPCNT_DISPATCH 1
 static inline u32 shie_popcount64(u64 x)
 {
 	x -= (x >> 1) & 0x5555555555555555ull;
@@ -32,6 +34,10 @@ static inline u32 shie_popcount64(u64 x)
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
 	return (u32)((x * 0x0101010101010101ull) >> 56);
 }
+#endif
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((__always_inline__))
 #endif
 
 static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b)
@@ -42,6 +48,7 @@ static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b
 struct shie_layout {
 	u64 link_off;
 	u64 thash_off;
+	u64 count_off;
 	u64 mih_off;
 	u64 total;
 	u32 thash_size;
@@ -97,6 +104,8 @@ static int shie_layout(u32 capacity, struct shie_layout *l)
 	off = shie_align(off + (u64)capacity * sizeof(struct vrex_shie_link));
 	l->thash_off = off;
 	off = shie_align(off + (u64)l->thash_size * sizeof(u32));
+	l->count_off = off;
+	off = shie_align(off + (u64)SHIE_HEADS * sizeof(u32));
 	l->mih_off = off;
 	off += (u64)l->nchunks * l->chunk_size;
 	/* Slack so that init can align an arbitrary arena pointer. */
@@ -122,24 +131,24 @@ static u8 *chunk_at(const struct vrex_shie_table *t, u32 c)
 	return t->mih + (size_t)c * t->chunk_size;
 }
 
-static u32 *chunk_count(u8 *c)
-{
-	return (u32 *)c;
-}
-
-static u32 *chunk_next(u8 *c)
-{
-	return (u32 *)c + 1;
-}
-
+/*
+ * Chunk layout: u64 word[K], u32 id[K], u32 next. Words come first so that a
+ * probe that rejects every record (the common case) reads 8 * n bytes only;
+ * bucket sizes live in their own array (mih_count), hot in cache.
+ */
 static u64 *chunk_words(u8 *c)
 {
-	return (u64 *)(c + SHIE_CHUNK_HDR);
+	return (u64 *)c;
 }
 
 static u32 *chunk_ids(const struct vrex_shie_table *t, u8 *c)
 {
-	return (u32 *)(c + SHIE_CHUNK_HDR + (size_t)t->chunk_slots * sizeof(u64));
+	return (u32 *)(c + (size_t)t->chunk_slots * sizeof(u64));
+}
+
+static u32 *chunk_next(const struct vrex_shie_table *t, u8 *c)
+{
+	return (u32 *)(c + (size_t)t->chunk_slots * (sizeof(u64) + sizeof(u32)));
 }
 
 static u32 mih_key(const struct vrex_fp *fp, u32 tb)
@@ -158,7 +167,7 @@ static u32 chunk_alloc(struct vrex_shie_table *t)
 	u32 c = t->chunk_free;
 
 	if (c != SHIE_NO_CHUNK) {
-		t->chunk_free = *chunk_next(chunk_at(t, c));
+		t->chunk_free = *chunk_next(t, chunk_at(t, c));
 		return c;
 	}
 	return t->chunk_top++;
@@ -166,7 +175,7 @@ static u32 chunk_alloc(struct vrex_shie_table *t)
 
 static void chunk_release(struct vrex_shie_table *t, u32 c)
 {
-	*chunk_next(chunk_at(t, c)) = t->chunk_free;
+	*chunk_next(t, chunk_at(t, c)) = t->chunk_free;
 	t->chunk_free = c;
 }
 
@@ -182,7 +191,7 @@ static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
 	const struct vrex_fp *fp = &t->e[id].fp;
 	u32 head = tb * VREX_MIH_BUCKETS + mih_key(fp, tb);
 	u8 *h = chunk_at(t, head);
-	u32 n = *chunk_count(h);
+	u32 n = t->mih_count[head];
 	u32 k = t->chunk_slots;
 	u32 ci = head;
 	u32 slot = n;
@@ -192,24 +201,24 @@ static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
 		slot = (n - k) % k;
 		if (!slot) {
 			ci = chunk_alloc(t);
-			*chunk_next(chunk_at(t, ci)) = *chunk_next(h);
-			*chunk_next(h) = ci;
+			*chunk_next(t, chunk_at(t, ci)) = *chunk_next(t, h);
+			*chunk_next(t, h) = ci;
 		} else {
-			ci = *chunk_next(h);
+			ci = *chunk_next(t, h);
 		}
 	}
 	c = chunk_at(t, ci);
 	chunk_words(c)[slot] = mih_other(fp, tb);
 	chunk_ids(t, c)[slot] = id;
 	t->link[id].m_pos[tb] = ci * k + slot;
-	*chunk_count(h) = n + 1;
+	t->mih_count[head] = n + 1;
 }
 
 static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 {
 	u32 head = tb * VREX_MIH_BUCKETS + mih_key(&t->e[id].fp, tb);
 	u8 *h = chunk_at(t, head);
-	u32 n = *chunk_count(h);
+	u32 n = t->mih_count[head];
 	u32 k = t->chunk_slots;
 	u32 pos = t->link[id].m_pos[tb];
 	u32 last_ci = head;
@@ -217,7 +226,7 @@ static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 	u8 *last;
 
 	if (n > k) {
-		last_ci = *chunk_next(h);
+		last_ci = *chunk_next(t, h);
 		last_slot = (n - k - 1) % k;
 	}
 	last = chunk_at(t, last_ci);
@@ -230,9 +239,9 @@ static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 		chunk_ids(t, c)[slot] = moved;
 		t->link[moved].m_pos[tb] = pos;
 	}
-	*chunk_count(h) = n - 1;
+	t->mih_count[head] = n - 1;
 	if (n > k && !last_slot) {
-		*chunk_next(h) = *chunk_next(last);
+		*chunk_next(t, h) = *chunk_next(t, last);
 		chunk_release(t, last_ci);
 	}
 }
@@ -260,6 +269,7 @@ int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t 
 	t->e = (struct vrex_shie_entry *)base;
 	t->link = (struct vrex_shie_link *)(base + l.link_off);
 	t->thash = (u32 *)(base + l.thash_off);
+	t->mih_count = (u32 *)(base + l.count_off);
 	t->mih = base + l.mih_off;
 	vrex_shie_clear(t);
 	return VREX_OK;
@@ -278,12 +288,9 @@ void vrex_shie_clear(struct vrex_shie_table *t)
 	t->live = 0;
 	vrex_memset(t->thash, 0xff, (size_t)(t->thash_mask + 1) * sizeof(u32));
 	/* Overflow chunks are handed out in order from chunk_top: no need to touch them. */
-	for (i = 0; i < SHIE_HEADS; i++) {
-		u8 *h = chunk_at(t, i);
-
-		*chunk_count(h) = 0;
-		*chunk_next(h) = SHIE_NO_CHUNK;
-	}
+	vrex_memset(t->mih_count, 0, SHIE_HEADS * sizeof(u32));
+	for (i = 0; i < SHIE_HEADS; i++)
+		*chunk_next(t, chunk_at(t, i)) = SHIE_NO_CHUNK;
 	t->chunk_free = SHIE_NO_CHUNK;
 	t->chunk_top = SHIE_HEADS;
 }
@@ -465,11 +472,13 @@ static void shie_consider(struct shie_search *sr, u32 id, u32 s, u32 tb)
 		shie_take_range(sr, id);
 }
 
-static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64 other)
+/* @hw: count with the popcnt instruction (only inside a popcnt clone). */
+static __always_inline void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb,
+					    u64 other, int hw)
 {
 	const struct vrex_shie_table *t = sr->t;
 	u8 *c = chunk_at(t, head);
-	u32 n = *chunk_count(c);
+	u32 n = t->mih_count[head];
 	u32 k = t->chunk_slots;
 	u32 m = n < k ? n : k;
 	u32 i;
@@ -479,12 +488,13 @@ static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64
 
 		/* The bucket key contributes exactly s bits: a cheap lower bound. */
 		for (i = 0; i < m; i++)
-			if (s + shie_popcount64(w[i] ^ other) <= sr->limit)
+			if (s + (hw ? (u32)__builtin_popcountll(w[i] ^ other) :
+				  shie_popcount64(w[i] ^ other)) <= sr->limit)
 				shie_consider(sr, chunk_ids(t, c)[i], s, tb);
 		n -= m;
 		if (!n)
 			break;
-		c = chunk_at(t, *chunk_next(c));
+		c = chunk_at(t, *chunk_next(t, c));
 		/* The partial overflow chunk comes first, full ones after it. */
 		m = n % k ? n % k : k;
 	}
@@ -496,7 +506,7 @@ static u32 mih_next_pattern(u32 x)
 	u32 low = x & (0u - x);
 	u32 r = x + low;
 
-	return (((r ^ x) >> 2) >> vrex_popcount64(low - 1)) | r;
+	return (((r ^ x) >> 2) >> __builtin_ctz(low)) | r;
 }
 
 /*
@@ -512,7 +522,7 @@ struct mih_cursor {
 	u32 bound;		/* stages with 8 * s + tb > bound are never needed */
 };
 
-static int mih_cursor_next(struct mih_cursor *c)
+static __always_inline int mih_cursor_next(struct mih_cursor *c)
 {
 	if (c->x < VREX_MIH_BUCKETS)
 		c->x = c->s ? mih_next_pattern(c->x) : VREX_MIH_BUCKETS;
@@ -535,7 +545,7 @@ static int mih_cursor_next(struct mih_cursor *c)
  * others. So the search stops once that bound reaches the limit, which
  * shrinks to the best distance found so far for nearest-neighbour queries.
  */
-static void mih_search(struct shie_search *sr)
+static __always_inline void mih_search_body(struct shie_search *sr, int hw)
 {
 	const struct vrex_shie_table *t = sr->t;
 	struct mih_cursor cur = { .s = 0, .tb = 0, .x = 0, .bound = sr->limit };
@@ -554,6 +564,7 @@ static void mih_search(struct shie_search *sr)
 
 			head = cur.tb * VREX_MIH_BUCKETS + (qkey[cur.tb] ^ cur.x);
 			c = chunk_at(t, head);
+			__builtin_prefetch(&t->mih_count[head]);
 			__builtin_prefetch(c);
 			if (t->chunk_size > SHIE_ALIGN)
 				__builtin_prefetch(c + SHIE_ALIGN);
@@ -566,8 +577,32 @@ static void mih_search(struct shie_search *sr)
 		tb = head >> VREX_MIH_BITS;
 		if (s * VREX_MIH_TABLES + tb > sr->limit)
 			return;
-		mih_scan_bucket(sr, head, s, tb, mih_other(&sr->q->fp, tb));
+		mih_scan_bucket(sr, head, s, tb, mih_other(&sr->q->fp, tb), hw);
 	}
+}
+
+static void mih_search_generic(struct shie_search *sr)
+{
+	mih_search_body(sr, 0);
+}
+
+#ifdef SHIE_POPCNT_DISPATCH
+__attribute__((target("popcnt"))) static void mih_search_popcnt(struct shie_search *sr)
+{
+	mih_search_body(sr, 1);
+}
+#endif
+
+static void mih_search(struct shie_search *sr)
+{
+#ifdef SHIE_POPCNT_DISPATCH
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("popcnt")) {
+		mih_search_popcnt(sr);
+		return;
+	}
+#endif
+	mih_search_generic(sr);
 }
 
 static void shie_search_init(struct shie_search *sr, const struct vrex_shie_table *t,

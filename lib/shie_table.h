@@ -80,6 +80,7 @@ struct vrex_shie_table {
 	struct vrex_shie_entry *e;	/* [capacity] */
 	struct vrex_shie_link *link;	/* [capacity] */
 	u32 *thash;			/* [thash_mask + 1] heads */
+	u32 *mih_count;			/* [VREX_MIH_TABLES * VREX_MIH_BUCKETS] bucket sizes */
 	u8 *mih;			/* [nchunks] chunks of chunk_size bytes */
 };
 

@@ -373,7 +373,8 @@ TEST_P(ShieChunkGeometry, CrowdedBucketSurvivesRandomRemoval)
     uint32_t free_chunks = 0;
     for (uint32_t c = t->chunk_free; c != 0; free_chunks++) {
         const uint8_t* chunk = t->mih + static_cast<std::size_t>(c) * t->chunk_size;
-        std::memcpy(&c, chunk + sizeof(uint32_t), sizeof(c));
+        // Chunk layout: u64 word[K], u32 id[K], u32 next.
+        std::memcpy(&c, chunk + t->chunk_slots * (sizeof(uint64_t) + sizeof(uint32_t)), sizeof(c));
     }
     EXPECT_EQ(free_chunks, t->chunk_top - kHeads);
     EXPECT_GT(t->chunk_top, kHeads);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# libFuzzer targets (tests/fuzz/fuzz_*.c) built with clang in build/fuzz, each run from the seed corpus
+# in tests/fuzz/corpus/<name>/ (read-only) plus a working corpus in build/fuzz/corpus/<name>/.
+#   fuzz.sh short   ~FUZZ_SECONDS (default 15) per target: part of `make test`
+#   fuzz.sh long    FUZZ_SECONDS (default 600) per target: `make fuzz`
+# Prints "fuzz: N passed, N failed", one case per target; a crash leaves its reproducer in build/fuzz/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-short}
+case $mode in
+short) secs=${FUZZ_SECONDS:-15} ;;
+long) secs=${FUZZ_SECONDS:-600} ;;
+*)
+	echo "usage: $0 short|long" >&2
+	exit 2
+	;;
+esac
+
+dir=build/fuzz
+mkdir -p "$dir"
+if ! CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVREX_FUZZ=ON \
+	-DVREX_BENCH=OFF >"$dir/cmake.log" 2>&1; then
+	tail -n 30 "$dir/cmake.log"
+	echo "fuzz: 0 passed, 1 failed"
+	exit 1
+fi
+targets=()
+for src in tests/fuzz/fuzz_*.c; do
+	targets+=("$(basename "$src" .c)")
+done
+if ! cmake --build "$dir" -j "${JOBS:-$(nproc)}" --target "${targets[@]}" >"$dir/build.log" 2>&1; then
+	tail -n 40 "$dir/build.log"
+	echo "fuzz: 0 passed, ${#targets[@]} failed"
+	exit 1
+fi
+
+pass=0
+fail=0
+for t in "${targets[@]}"; do
+	name=${t#fuzz_}
+	seeds=tests/fuzz/corpus/$name
+	work=$dir/corpus/$name
+	mkdir -p "$work" "$seeds"
+	log=$dir/$t.log
+	if "$dir/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$dir/$t-" "$work" "$seeds" >"$log" 2>&1; then
+		runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')
+		cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -n 1)
+		echo "fuzz $t: PASS (${runs:-?} runs in ${secs}s, $cov)"
+		pass=$((pass + 1))
+	else
+		echo "fuzz $t: FAIL (see $log)"
+		grep -E 'ERROR|SUMMARY|Test unit written|deadly signal|timeout' "$log" | head -n 8
+		fail=$((fail + 1))
+	fi
+done
+echo "fuzz: $pass passed, $fail failed"
+((fail == 0))

@@ -135,12 +135,26 @@ static int vrex_shie_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_shie);
 
+/*
+ * Kernel objects, then what the hardware itself still holds: SHIE entries,
+ * blocks and open stream slots (those stay 0 when the device is gone).
+ */
 static int vrex_counts_show(struct seq_file *m, void *unused)
 {
 	struct vrex_device *vdev = m->private;
+	u64 entries = 0, hw_blocks = 0;
+	int idx;
 
-	seq_printf(m, "bos %d\nstreams %d\nblocks %d\n", atomic_read(&vdev->live_bos),
-		   atomic_read(&vdev->live_streams), atomic_read(&vdev->live_blocks));
+	if (drm_dev_enter(&vdev->drm, &idx)) {
+		mutex_lock(&vdev->lock);
+		entries = vrex_read_counter(vdev, VREX_CNT_LIVE_ENTRIES);
+		hw_blocks = vrex_read_counter(vdev, VREX_CNT_LIVE_BLOCKS);
+		mutex_unlock(&vdev->lock);
+		drm_dev_exit(idx);
+	}
+	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\n",
+		   atomic_read(&vdev->live_bos), atomic_read(&vdev->live_streams),
+		   atomic_read(&vdev->live_blocks), entries, hw_blocks);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);

@@ -11,6 +11,8 @@
 #include <linux/xarray.h>
 #include <drm/drm_file.h>
 
+#include "vrex_uapi_check.h"
+
 struct drm_device;
 struct drm_file;
 struct drm_gem_object;
@@ -79,6 +81,7 @@ void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_reg_read(struct drm_device *drm, void *data, struct drm_file *file);
+void vrex_check_limits_init(const struct vrex_device *vdev, struct vrex_check_limits *lim);
 int vrex_sysfs_init(struct vrex_device *vdev);
 
 /* vrex_debugfs.c */

@@ -180,17 +180,15 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 {
 	struct vrex_device *vdev = to_vrex_device(drm);
 	struct drm_vrex_bo_create *args = data;
-	u64 all_banks = vdev->nbanks == 64 ? ~0ull : BIT_ULL(vdev->nbanks) - 1;
+	struct vrex_check_limits lim;
 	struct vrex_bo *bo;
 	u32 handle;
 	int ret, idx;
 
-	if (args->pad || (args->flags & ~DRM_VREX_BO_VALID_FLAGS))
-		return -EINVAL;
-	if (!args->size || args->size > vdev->bank_size)
-		return -EINVAL;
-	if (!args->bank_mask || (args->bank_mask & ~all_banks))
-		return -EINVAL;
+	vrex_check_limits_init(vdev, &lim);
+	ret = vrex_check_bo_create(args, &lim);
+	if (ret)
+		return ret;
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;

@@ -30,6 +30,15 @@ static int vrex_copy_sized(u64 ptr, u32 *size, const void *buf, u32 ksize)
 	return 0;
 }
 
+void vrex_check_limits_init(const struct vrex_device *vdev, struct vrex_check_limits *lim)
+{
+	lim->nbanks = vdev->nbanks;
+	lim->bank_size = vdev->bank_size;
+	lim->fcc_min_dim = VREX_FCC_MIN_DIM;
+	lim->fcc_max_dim = VREX_FCC_MAX_DIM;
+	lim->pooled = !!(vdev->caps & VREX_CAP_POOLED);
+}
+
 static void vrex_fill_device_info(struct vrex_device *vdev, struct drm_vrex_device_info *info)
 {
 	info->hw_id = vdev->hw_id;

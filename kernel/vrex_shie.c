@@ -9,7 +9,6 @@
  */
 #include <linux/overflow.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/uaccess.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -135,20 +134,6 @@ static int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 cou
 	return 0;
 }
 
-static int vrex_batch_check(const struct drm_vrex_shie_batch *args, size_t ksize)
-{
-	if (args->flags || !args->count || args->count > DRM_VREX_MAX_BATCH)
-		return -EINVAL;
-	if (args->elem_size < ksize || array_size(args->count, args->elem_size) == SIZE_MAX)
-		return -EINVAL;
-	return 0;
-}
-
-static bool vrex_frame_offset_ok(s32 off)
-{
-	return off >= DRM_VREX_OFFSET_MIN && off <= DRM_VREX_OFFSET_MAX;
-}
-
 /* ---- insert ------------------------------------------------------------ */
 
 static int vrex_insert_validate(struct vrex_file *vfile, struct drm_file *file,
@@ -159,31 +144,24 @@ static int vrex_insert_validate(struct vrex_file *vfile, struct drm_file *file,
 	struct vrex_device *vdev = vfile->vdev;
 	struct vrex_block_ref *ref;
 	struct drm_gem_object *obj;
-	u64 end;
+	int ret;
 
-	if ((it->flags & ~DRM_VREX_INSERT_VALID_FLAGS) || it->region >= DRM_VREX_REGIONS ||
-	    !vrex_frame_offset_ok(it->frame_offset))
-		return -EINVAL;
+	ret = vrex_check_insert_item(it);
+	if (ret)
+		return ret;
 
 	if (it->flags & DRM_VREX_INSERT_ALIAS) {
-		if (it->handle || it->offset || it->length)
-			return -EINVAL;
 		ref = xa_load(&vdev->blocks, it->block);
 		if (!ref || ref->stream->vfile != vfile)
 			return -ENOENT;
 		return 0;
 	}
 
-	if (!it->length || it->length > U32_MAX ||
-	    check_add_overflow(it->offset, it->length, &end))
-		return -EINVAL;
 	obj = drm_gem_object_lookup(file, it->handle);
 	if (!obj)
 		return -ENOENT;
 	*objp = obj;
-	if (end > obj->size)
-		return -EINVAL;
-	return 0;
+	return vrex_check_range(it->offset, it->length, obj->size);
 }
 
 static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *stream,
@@ -255,7 +233,7 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 	int ret, idx;
 	u32 i;
 
-	ret = vrex_batch_check(args, sizeof(*items));
+	ret = vrex_check_batch(args, sizeof(*items));
 	if (ret)
 		return ret;
 	items = vrex_batch_copy_in(args->items, args->count, args->elem_size, sizeof(*items));
@@ -302,26 +280,6 @@ out_items:
 }
 
 /* ---- lookup ------------------------------------------------------------ */
-
-static int vrex_lookup_validate(const struct drm_vrex_shie_lookup_item *it)
-{
-	if (it->pad || it->region >= DRM_VREX_REGIONS)
-		return -EINVAL;
-	switch (it->kind) {
-	case DRM_VREX_LOOKUP_TEMPORAL:
-		if (it->fp[0] || it->fp[1] || it->flags || it->radius ||
-		    !vrex_frame_offset_ok(it->frame_offset))
-			return -EINVAL;
-		return 0;
-	case DRM_VREX_LOOKUP_SIMILAR:
-		if ((it->flags & ~DRM_VREX_LOOKUP_VALID_FLAGS) || it->frame_offset ||
-		    it->radius > DRM_VREX_MAX_RADIUS)
-			return -EINVAL;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
 
 /* A hit is reported only for a block of the caller; its handle only while it still names the BO. */
 static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
@@ -410,14 +368,14 @@ int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *
 	int ret, idx;
 	u32 i;
 
-	ret = vrex_batch_check(args, sizeof(*items));
+	ret = vrex_check_batch(args, sizeof(*items));
 	if (ret)
 		return ret;
 	items = vrex_batch_copy_in(args->items, args->count, args->elem_size, sizeof(*items));
 	if (IS_ERR(items))
 		return PTR_ERR(items);
 	for (i = 0; i < args->count; i++) {
-		ret = vrex_lookup_validate(&items[i]);
+		ret = vrex_check_lookup_item(&items[i]);
 		if (ret)
 			goto out_items;
 	}
@@ -445,20 +403,13 @@ out_items:
 
 /* ---- retire ------------------------------------------------------------ */
 
-static int vrex_cmp_u32(const void *a, const void *b)
-{
-	u32 x = *(const u32 *)a, y = *(const u32 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Every id names a live block of @stream, and none twice. */
 static int vrex_retire_validate(struct vrex_device *vdev, struct vrex_file_stream *stream,
 				const u32 *ids, u32 n)
 {
 	struct vrex_block_ref *ref;
-	u32 *sorted;
-	int ret = 0;
+	u32 *scratch;
+	int ret;
 	u32 i;
 
 	for (i = 0; i < n; i++) {
@@ -468,15 +419,11 @@ static int vrex_retire_validate(struct vrex_device *vdev, struct vrex_file_strea
 	}
 	if (n < 2)
 		return 0;
-	sorted = kvmalloc_array(n, sizeof(*ids), GFP_KERNEL);
-	if (!sorted)
+	scratch = kvmalloc_array(n, sizeof(*ids), GFP_KERNEL);
+	if (!scratch)
 		return -ENOMEM;
-	memcpy(sorted, ids, array_size(n, sizeof(*ids)));
-	sort(sorted, n, sizeof(*sorted), vrex_cmp_u32, NULL);
-	for (i = 1; i < n; i++)
-		if (sorted[i] == sorted[i - 1])
-			ret = -EINVAL;
-	kvfree(sorted);
+	ret = vrex_check_unique_ids(ids, n, scratch);
+	kvfree(scratch);
 	return ret;
 }
 
@@ -513,10 +460,9 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 	u32 *ids = NULL;
 	int ret, idx;
 
-	if (args->flags || args->pad || args->remove_count > DRM_VREX_MAX_BATCH ||
-	    args->elem_size < sizeof(*sink.recs) ||
-	    array_size(args->released_cap, args->elem_size) == SIZE_MAX)
-		return -EINVAL;
+	ret = vrex_check_retire(args);
+	if (ret)
+		return ret;
 	if (args->remove_count) {
 		ids = vmemdup_user(u64_to_user_ptr(args->remove),
 				   array_size(args->remove_count, sizeof(*ids)));

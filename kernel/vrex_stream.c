@@ -4,7 +4,6 @@
  * file; FRAME_SUBMIT points the FCC at a luma plane inside a BO and returns
  * the fingerprint and bank group, optionally also as a DRM event.
  */
-#include <linux/overflow.h>
 #include <linux/slab.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -73,6 +72,46 @@ static void vrex_pool_put(struct vrex_file *vfile, struct vrex_file_stream *stre
 	kfree(pool);
 }
 
+/*
+ * A slot handed back to the IDA must be closed in the hardware too, or its
+ * SHIE entries and blocks stay behind and the next open of the slot fails.
+ * A failed close is retried; a slot still left open is closed again when it
+ * is next handed out (vrex_stream_open_hw()).
+ */
+#define VREX_CLOSE_TRIES 4
+
+static int vrex_stream_close_hw(struct vrex_device *vdev, u32 hw)
+{
+	int ret, n;
+
+	for (n = 0; n < VREX_CLOSE_TRIES; n++) {
+		vrex_write(vdev, VREX_REG_ARG_STREAM, hw);
+		ret = vrex_cmd(vdev, VREX_CMD_STREAM_CLOSE);
+		if (ret != -EIO && ret != -ETIMEDOUT)
+			break;
+	}
+	vrex_blocks_drain(vdev);
+	return ret;
+}
+
+static int vrex_stream_open_hw(struct vrex_device *vdev, u32 hw, u32 hw_pool)
+{
+	int ret;
+
+	vrex_write(vdev, VREX_REG_ARG_STREAM, hw);
+	vrex_write(vdev, VREX_REG_ARG_POOL, hw_pool);
+	ret = vrex_cmd(vdev, VREX_CMD_STREAM_OPEN);
+	if (ret != -EBUSY)
+		return ret;
+	/* Left open by a close that failed: nothing of it is reachable any more. */
+	ret = vrex_stream_close_hw(vdev, hw);
+	if (ret)
+		return ret;
+	vrex_write(vdev, VREX_REG_ARG_STREAM, hw);
+	vrex_write(vdev, VREX_REG_ARG_POOL, hw_pool);
+	return vrex_cmd(vdev, VREX_CMD_STREAM_OPEN);
+}
+
 /* Closes the hardware stream (when the device is still there) and forgets the stream. */
 static void vrex_stream_close(struct vrex_file_stream *stream)
 {
@@ -82,12 +121,10 @@ static void vrex_stream_close(struct vrex_file_stream *stream)
 
 	lockdep_assert_held(&vdev->lock);
 	if (drm_dev_enter(&vdev->drm, &idx)) {
-		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
-		ret = vrex_cmd(vdev, VREX_CMD_STREAM_CLOSE);
+		ret = vrex_stream_close_hw(vdev, stream->hw);
 		if (ret)
 			drm_warn(&vdev->drm, "closing stream slot %u failed: %d\n",
 				 stream->hw, ret);
-		vrex_blocks_drain(vdev);
 		drm_dev_exit(idx);
 	}
 	/* Whatever the hardware said, nothing of this stream stays reachable. */
@@ -119,15 +156,14 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 	struct vrex_file *vfile = to_vrex_file(file);
 	struct drm_vrex_stream_create *args = data;
 	struct vrex_file_stream *stream;
+	struct vrex_check_limits lim;
 	u32 hw_pool;
 	int ret, hw, idx;
 
-	if (args->pad || (args->flags & ~DRM_VREX_STREAM_VALID_FLAGS))
-		return -EINVAL;
-	if (!(args->flags & DRM_VREX_STREAM_POOLED) && args->pool)
-		return -EINVAL;
-	if ((args->flags & DRM_VREX_STREAM_POOLED) && !(vdev->caps & VREX_CAP_POOLED))
-		return -EOPNOTSUPP;
+	vrex_check_limits_init(vdev, &lim);
+	ret = vrex_check_stream_create(args, &lim);
+	if (ret)
+		return ret;
 
 	stream = kzalloc(sizeof(*stream), GFP_KERNEL);
 	if (!stream)
@@ -164,9 +200,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 	if (ret)
 		goto err_pool;
 
-	vrex_write(vdev, VREX_REG_ARG_STREAM, hw);
-	vrex_write(vdev, VREX_REG_ARG_POOL, hw_pool);
-	ret = vrex_cmd(vdev, VREX_CMD_STREAM_OPEN);
+	ret = vrex_stream_open_hw(vdev, hw, hw_pool);
 	if (ret)
 		goto err_id;
 
@@ -207,21 +241,6 @@ int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_fil
 		ret = -ENOENT;
 	mutex_unlock(&vdev->lock);
 	return ret;
-}
-
-static int vrex_frame_validate(struct vrex_device *vdev, const struct drm_vrex_frame_submit *args,
-			       struct drm_gem_object *obj)
-{
-	u64 plane, end;
-
-	if (args->width < VREX_FCC_MIN_DIM || args->width > VREX_FCC_MAX_DIM ||
-	    args->height < VREX_FCC_MIN_DIM || args->height > VREX_FCC_MAX_DIM ||
-	    args->stride < args->width)
-		return -EINVAL;
-	plane = (u64)(args->height - 1) * args->stride + args->width;
-	if (check_add_overflow(args->offset, plane, &end) || end > obj->size)
-		return -EINVAL;
-	return 0;
 }
 
 static void vrex_frame_read_result(struct vrex_device *vdev, struct drm_vrex_frame_submit *args)
@@ -271,15 +290,18 @@ int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file 
 	struct vrex_frame_event *e = NULL;
 	struct drm_gem_object *obj;
 	struct vrex_file_stream *stream;
-	u64 src;
+	struct vrex_check_limits lim;
+	u64 src, plane;
 	int ret, idx;
 
-	if (args->pad || (args->flags & ~DRM_VREX_FRAME_VALID_FLAGS))
-		return -EINVAL;
+	vrex_check_limits_init(vdev, &lim);
+	ret = vrex_check_frame(args, &lim, &plane);
+	if (ret)
+		return ret;
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
-	ret = vrex_frame_validate(vdev, args, obj);
+	ret = vrex_check_range(args->offset, plane, obj->size);
 	if (ret)
 		goto out_put;
 	src = vrex_bo_dev_addr(obj) + args->offset;

@@ -14,7 +14,7 @@
 #   VREX_TEST_TIMEOUT  seconds per test program
 # /etc/vrex-tests holds one "name|command" line per test program.
 
-/bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp
+/bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp /run
 /bin/busybox --install -s
 export PATH=/sbin:/bin:/usr/sbin:/usr/bin
 # The console is a tty: keep test programs from colouring their output.
@@ -24,6 +24,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
 
 . /etc/vrex-guest.conf
 

@@ -36,10 +36,6 @@ static inline u32 shie_popcount64(u64 x)
 }
 #endif
 
-#ifndef __always_inline
-#define __always_inline inline __attribute__((__always_inline__))
-#endif
-
 static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b)
 {
 	return shie_popcount64(a->w[0] ^ b->w[0]) + shie_popcount64(a->w[1] ^ b->w[1]);
@@ -473,8 +469,7 @@ static void shie_consider(struct shie_search *sr, u32 id, u32 s, u32 tb)
 }
 
 /* @hw: count with the popcnt instruction (only inside a popcnt clone). */
-static __always_inline void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb,
-					    u64 other, int hw)
+static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64 other, int hw)
 {
 	const struct vrex_shie_table *t = sr->t;
 	u8 *c = chunk_at(t, head);
@@ -522,7 +517,7 @@ struct mih_cursor {
 	u32 bound;		/* stages with 8 * s + tb > bound are never needed */
 };
 
-static __always_inline int mih_cursor_next(struct mih_cursor *c)
+static int mih_cursor_next(struct mih_cursor *c)
 {
 	if (c->x < VREX_MIH_BUCKETS)
 		c->x = c->s ? mih_next_pattern(c->x) : VREX_MIH_BUCKETS;
@@ -545,7 +540,7 @@ static __always_inline int mih_cursor_next(struct mih_cursor *c)
  * others. So the search stops once that bound reaches the limit, which
  * shrinks to the best distance found so far for nearest-neighbour queries.
  */
-static __always_inline void mih_search_body(struct shie_search *sr, int hw)
+static void mih_search_body(struct shie_search *sr, int hw)
 {
 	const struct vrex_shie_table *t = sr->t;
 	struct mih_cursor cur = { .s = 0, .tb = 0, .x = 0, .bound = sr->limit };
@@ -587,7 +582,8 @@ static void mih_search_generic(struct shie_search *sr)
 }
 
 #ifdef SHIE_POPCNT_DISPATCH
-__attribute__((target("popcnt"))) static void mih_search_popcnt(struct shie_search *sr)
+/* flatten: the whole probe loop is compiled for popcnt, not just this frame. */
+__attribute__((target("popcnt"), flatten)) static void mih_search_popcnt(struct shie_search *sr)
 {
 	mih_search_body(sr, 1);
 }

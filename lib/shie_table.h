@@ -96,7 +96,10 @@ struct vrex_shie_query {
 
 /* 0 for a capacity init would reject (or one whose arena does not fit in size_t). */
 size_t vrex_shie_arena_size(u32 capacity);
-/* Returns VREX_EINVAL for capacity 0 or > VREX_SHIE_MAX_CAPACITY, VREX_ENOMEM if the arena is short. */
+/*
+ * Returns VREX_EINVAL for capacity 0 or > VREX_SHIE_MAX_CAPACITY, VREX_ENOMEM
+ * if the arena is short. The arena needs no particular alignment.
+ */
 int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size);
 void vrex_shie_clear(struct vrex_shie_table *t);
 

@@ -531,8 +531,27 @@ static int mih_cursor_next(struct mih_cursor *c)
 	return c->s * VREX_MIH_TABLES + c->tb <= c->bound;
 }
 
-#define SHIE_RING 16		/* power of two */
+#define SHIE_RING 32		/* power of two */
+#define SHIE_AHEAD 12		/* buckets whose records are prefetched ahead of the scan */
 #define SHIE_STAGE_SHIFT 24	/* ring item: s << 24 | bucket head */
+
+/*
+ * Two prefetch waves: bucket sizes SHIE_RING buckets ahead, then, once a size
+ * has arrived, exactly the record lines of that bucket (and the chain link of
+ * an overflowing one) SHIE_AHEAD buckets ahead of the scan.
+ */
+static void mih_prefetch_records(const struct vrex_shie_table *t, u32 head)
+{
+	u8 *c = chunk_at(t, head);
+	u32 n = t->mih_count[head];
+	u32 k = t->chunk_slots;
+	u32 off;
+
+	for (off = 0; off < (n < k ? n : k) * sizeof(u64); off += SHIE_ALIGN)
+		__builtin_prefetch(c + off);
+	if (n > k)
+		__builtin_prefetch(chunk_next(t, c));
+}
 
 /*
  * After stage (s, tb), every code with distance <= 8 * s + tb has been seen:
@@ -546,7 +565,7 @@ static void mih_search_body(struct shie_search *sr, int hw)
 	struct mih_cursor cur = { .s = 0, .tb = 0, .x = 0, .bound = sr->limit };
 	u32 ring[SHIE_RING];
 	u32 qkey[VREX_MIH_TABLES];
-	u32 produced = 0, consumed = 0, more = 1, i;
+	u32 produced = 0, planned = 0, consumed = 0, more = 1, i;
 
 	for (i = 0; i < VREX_MIH_TABLES; i++)
 		qkey[i] = mih_key(&sr->q->fp, i);
@@ -555,16 +574,14 @@ static void mih_search_body(struct shie_search *sr, int hw)
 		u32 item, s, head, tb;
 
 		while (more && produced - consumed < SHIE_RING) {
-			u8 *c;
-
 			head = cur.tb * VREX_MIH_BUCKETS + (qkey[cur.tb] ^ cur.x);
-			c = chunk_at(t, head);
 			__builtin_prefetch(&t->mih_count[head]);
-			__builtin_prefetch(c);
-			if (t->chunk_size > SHIE_ALIGN)
-				__builtin_prefetch(c + SHIE_ALIGN);
 			ring[produced++ % SHIE_RING] = cur.s << SHIE_STAGE_SHIFT | head;
 			more = mih_cursor_next(&cur);
+		}
+		while (planned < produced && planned - consumed < SHIE_AHEAD) {
+			item = ring[planned++ % SHIE_RING];
+			mih_prefetch_records(t, item & ((1u << SHIE_STAGE_SHIFT) - 1));
 		}
 		item = ring[consumed++ % SHIE_RING];
 		s = item >> SHIE_STAGE_SHIFT;

@@ -1,0 +1,111 @@
+// What one pipeline run measures, and its JSON form (the keys are documented in docs/pipeline.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "luma.hpp"
+
+namespace vrex::pipeline {
+
+// Value at quantile @q (0..1) of @v, linear interpolation; 0 for an empty vector.
+double percentile(std::vector<double> v, double q);
+
+// Device and baseline state after one step (one frame of every active stream).
+struct StepSample {
+    std::uint32_t step = 0;
+    std::uint64_t frames = 0;          // frames processed so far, all streams
+    std::uint64_t resident_bytes = 0;  // V-Rex: live KV blocks x block bytes (allocator stats)
+    std::uint64_t live_blocks = 0;     // V-Rex: live blocks (device counter)
+    std::uint64_t baseline_bytes = 0;  // append-only paged baseline
+    std::uint64_t baseline_blocks = 0;
+    std::uint64_t window_bytes = 0;    // paged baseline with a sliding window of the same context
+    std::uint64_t window_blocks = 0;
+    std::uint32_t regions = 0;         // regions processed in this step
+    std::uint32_t reused = 0;          // of which reused
+    std::vector<std::uint64_t> bank_kv_bytes;  // per bank
+};
+
+struct RegionMark {
+    bool reused = false;
+    bool approximate = false;
+    bool from_similar = false;
+    double psnr = 0.0;        // reused: PSNR to the reused region
+    std::uint32_t distance = 0;
+    std::uint32_t src_stream = 0;
+    std::uint32_t src_frame = 0;
+};
+
+struct AnnotatedFrame {
+    std::uint32_t stream = 0;
+    std::uint32_t frame = 0;
+    std::uint32_t step = 0;
+    LumaFrame luma;
+    std::array<RegionMark, kRegions> regions{};
+};
+
+struct StreamInfo {
+    std::string path;
+    std::string codec;
+    std::uint32_t width = 0, height = 0;
+    double fps = 0.0;
+    std::uint32_t start_frame = 0;
+    std::uint64_t frames = 0;
+};
+
+struct RunResult {
+    std::string backend;
+    std::string device;
+    std::string model;
+    std::uint64_t block_bytes = 0;
+    std::uint32_t tokens_per_region = 0;
+    std::uint64_t bytes_per_token = 0;
+    std::uint64_t frame_kv_bytes = 0;  // one frame's KV without reuse (16 regions)
+    std::uint32_t bank_count = 0;
+    std::uint64_t bank_size = 0;
+    std::uint32_t zombie_frames = 0;
+    double psnr_guard_db = 0.0;
+    std::uint32_t radius = 0;
+    bool pooled = false;
+
+    std::vector<StreamInfo> streams;
+    std::uint64_t frames = 0;
+    std::uint64_t regions = 0;
+    std::uint64_t reused = 0;
+    std::uint64_t reused_similar = 0;
+    std::uint64_t reused_cross_stream = 0;
+    std::uint64_t guard_rejected = 0;
+    std::uint64_t too_old = 0;
+    std::uint64_t similar_lookups = 0;
+    std::uint64_t similar_hits = 0;
+    std::uint64_t approx_hits = 0;
+    std::uint64_t allocations = 0;
+    std::uint64_t released = 0;
+    std::uint64_t fallback_allocations = 0;
+    std::uint64_t accounting_mismatches = 0;  // steps where device, allocator and pipeline disagreed
+    std::string first_mismatch;
+
+    std::vector<double> hal_us;     // per frame: every HAL call of the frame
+    std::vector<double> fcc_us;     // per frame: begin_frame (staging + FCC)
+    std::vector<double> fcc_1080p_us;  // fcc_us scaled to 1920x1080 by pixel count
+    std::vector<double> reused_psnr;
+    std::vector<StepSample> samples;
+    std::vector<AnnotatedFrame> annotated;
+    double wall_seconds = 0.0;
+
+    std::uint64_t resident_bytes_peak() const;
+    std::uint64_t baseline_bytes_peak() const;
+    std::uint64_t window_bytes_peak() const;
+    std::uint64_t live_blocks_peak() const;
+    std::uint64_t baseline_blocks_peak() const;
+    std::uint64_t window_blocks_peak() const;
+
+    // The --json object: the headline keys at the top level, details below.
+    nlohmann::json to_json() const;
+};
+
+}  // namespace vrex::pipeline

@@ -1,0 +1,15 @@
+// The run report: one self-contained HTML page (plots inline as SVG, frames inline as base64 PNG)
+// plus the same plots and frames as files next to it, and summary.json.
+#pragma once
+
+#include <string>
+
+#include "metrics.hpp"
+
+namespace vrex::pipeline {
+
+// Writes @dir/index.html, memory.svg, blocks.svg, reuse.svg, banks.svg, frame-*.png and
+// summary.json (creating @dir). Returns the path of index.html. Throws Failure(runtime) on I/O errors.
+std::string write_report(const std::string& dir, const RunResult& result);
+
+}  // namespace vrex::pipeline

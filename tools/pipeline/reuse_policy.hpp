@@ -1,0 +1,38 @@
+// Region reuse policy with a quality guard. For each region of a new frame the pipeline looks up a
+// similar entry (nearest fingerprint within the radius, past frames only) and the temporal entry of
+// the previous frame. A candidate block is reused (the new frame's SHIE entry aliases it, no new KV)
+// only if the luma its KV was computed from is close to the current region — PSNR on the working
+// luma >= the guard — and it is not older than max_reuse_age steps (stale KV gets recomputed, which
+// also bounds the alias entries a long-lived block accumulates in the SHIE).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "kv_payload.hpp"
+#include "luma.hpp"
+#include "vrex/hal.hpp"
+
+namespace vrex::pipeline {
+
+struct ReusePolicy {
+    double psnr_guard_db = 30.0;
+    std::uint32_t max_reuse_age = 30;  // steps since the block's KV was computed
+};
+
+struct ReuseDecision {
+    enum class Outcome { reuse, no_candidate, guard_rejected, too_old } outcome = Outcome::no_candidate;
+    KvBlock block;               // reuse: the block to alias
+    double psnr = 0.0;           // reuse / guard_rejected: best PSNR seen
+    bool from_similar = false;   // reuse: found by the similarity lookup (else temporal)
+    bool approximate = false;    // reuse from a similarity hit at distance > 0
+    std::uint32_t distance = 0;
+    PayloadHeader origin;        // reuse: where the block's KV came from
+};
+
+// @similar and @temporal are the lookups for @region (either may be a miss).
+ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, std::uint32_t region, std::uint32_t step,
+                           const Retrieval& similar, const Retrieval& temporal);
+
+}  // namespace vrex::pipeline

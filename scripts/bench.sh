@@ -64,6 +64,7 @@ done
 command="make bench"
 [[ $mode == quick ]] && command="make bench-quick"
 python3 bench/report.py --parts "$parts" --results "$out/results.json" --markdown docs/benchmarks.md \
-	--command "$command" --mode "$mode" --analysis bench/analysis.md || status=1
+	--command "$command" --mode "$mode" --analysis bench/analysis.md \
+	--revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" || status=1
 echo "bench: $mode run took $((SECONDS - start)) s"
 exit "$status"

@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vrex negative uAPI suite, run as root in the QEMU guests next to
+ * vrex_uapi_test (which holds the positive cases and the first negative ones).
+ * This one covers, per ioctl, the rules that suite leaves out: truncated,
+ * zero-length and oversized structs (the DRM core zero-extends a short struct
+ * and echoes an oversized one's tail), ids past the ioctl table, a missing
+ * direction, every batch-header rule on SHIE_LOOKUP too, integer overflow of
+ * count x elem_size, arrays running into an unmapped page, the exact batch
+ * limit, ALIAS field rules, closed / destroyed / foreign-stream ids, double
+ * GEM close and bad result pointers. Every negative case checks the documented
+ * errno, then that the device still works (query, stream, BO and a lookup on a
+ * live stream). One line per case, then "negative: N passed, M failed".
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <drm.h>
+#include <drm/vrex_accel.h>
+
+#define W 128
+#define H 96
+#define KV_LEN 16384u
+#define BO_SIZE 65536u
+
+static int n_pass, n_fail;
+static struct drm_vrex_device_info info;
+
+struct ctx {
+	int fd;
+	uint32_t stream, stream2, luma, kv;
+	uint32_t block;		/* a live block of @stream */
+	uint32_t block2;	/* a live block of @stream2 */
+	__u64 fp[2];
+	void *guard;		/* a PROT_NONE page */
+};
+
+static void report(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (ok)
+		n_pass++;
+	else
+		n_fail++;
+}
+
+static int xioctl(int fd, unsigned long req, void *arg)
+{
+	int r;
+
+	do {
+		r = ioctl(fd, req, arg);
+	} while (r == -1 && (errno == EINTR || errno == EAGAIN));
+	return r == -1 ? -errno : 0;
+}
+
+static int open_in(const char *dir, const char *prefix)
+{
+	char path[300], name[64];
+	struct drm_version v;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int fd;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(&v, 0, sizeof(v));
+		memset(name, 0, sizeof(name));
+		v.name = name;
+		v.name_len = sizeof(name) - 1;
+		if (!xioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, DRM_VREX_DRIVER_NAME)) {
+			closedir(d);
+			return fd;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return -1;
+}
+
+static int open_node(void)
+{
+	int fd = open_in("/dev/accel", "accel");
+
+	return fd >= 0 ? fd : open_in("/dev/dri", "renderD");
+}
+
+/* ---- wrappers ------------------------------------------------------------------ */
+
+static int bo_create(int fd, uint64_t size, uint64_t mask, uint32_t *handle)
+{
+	struct drm_vrex_bo_create c = { .size = size, .bank_mask = mask };
+	int r = xioctl(fd, DRM_IOCTL_VREX_BO_CREATE, &c);
+
+	if (!r)
+		*handle = c.handle;
+	return r;
+}
+
+static int gem_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close gc = { .handle = handle };
+
+	return xioctl(fd, DRM_IOCTL_GEM_CLOSE, &gc);
+}
+
+static int stream_create(int fd, uint32_t *id)
+{
+	struct drm_vrex_stream_create c = { 0 };
+	int r = xioctl(fd, DRM_IOCTL_VREX_STREAM_CREATE, &c);
+
+	if (!r)
+		*id = c.stream;
+	return r;
+}
+
+static int stream_destroy(int fd, uint32_t id)
+{
+	struct drm_vrex_stream_destroy d = { .stream = id };
+
+	return xioctl(fd, DRM_IOCTL_VREX_STREAM_DESTROY, &d);
+}
+
+static int frame(int fd, uint32_t stream, uint32_t handle, __u64 fp[2])
+{
+	struct drm_vrex_frame_submit f = { .stream = stream, .handle = handle, .width = W,
+					   .height = H, .stride = W };
+	int r = xioctl(fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f);
+
+	if (!r && fp) {
+		fp[0] = f.fp[0];
+		fp[1] = f.fp[1];
+	}
+	return r;
+}
+
+static int batch(int fd, unsigned long req, uint32_t stream, void *items, uint32_t n,
+		 uint32_t esz)
+{
+	struct drm_vrex_shie_batch b = { .stream = stream, .count = n, .elem_size = esz,
+					 .items = (uintptr_t)items };
+
+	return xioctl(fd, req, &b);
+}
+
+static struct drm_vrex_shie_insert_item kv_item(const __u64 fp[2], uint32_t handle,
+						uint64_t offset, uint32_t region)
+{
+	return (struct drm_vrex_shie_insert_item){ .fp = { fp[0], fp[1] }, .handle = handle,
+						   .offset = offset, .length = KV_LEN,
+						   .region = region };
+}
+
+static struct drm_vrex_shie_lookup_item temporal(uint32_t region)
+{
+	return (struct drm_vrex_shie_lookup_item){ .kind = DRM_VREX_LOOKUP_TEMPORAL,
+						   .region = region };
+}
+
+static int retire(int fd, uint32_t stream, uint32_t *ids, uint32_t n, void *rel, uint32_t cap)
+{
+	struct drm_vrex_shie_retire r = { .stream = stream, .remove_count = n,
+					  .released_cap = cap,
+					  .elem_size = sizeof(struct drm_vrex_released_block),
+					  .remove = (uintptr_t)ids, .released = (uintptr_t)rel };
+
+	return xioctl(fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r);
+}
+
+static uint64_t stat_get(int fd, unsigned int idx)
+{
+	struct drm_vrex_stats st = { 0 };
+	struct drm_vrex_stats_query q = { .size = sizeof(st), .ptr = (uintptr_t)&st };
+
+	xioctl(fd, DRM_IOCTL_VREX_STATS, &q);
+	return ((uint64_t *)&st)[idx];
+}
+
+#define STAT_INSERTS 6
+#define STAT_LIVE_ENTRIES 9
+
+/* ---- the device is still usable --------------------------------------------------- */
+
+static int usable(struct ctx *c)
+{
+	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO };
+	struct drm_vrex_shie_lookup_item lk = temporal(0);
+	uint32_t s, h;
+
+	if (xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q) || q.size != sizeof(info))
+		return 0;
+	if (stream_create(c->fd, &s) || stream_destroy(c->fd, s))
+		return 0;
+	if (bo_create(c->fd, 4096, 1, &h) || gem_close(c->fd, h))
+		return 0;
+	/* the block inserted at setup is still found */
+	return !batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, &lk, 1, sizeof(lk)) &&
+	       lk.hit_flags == DRM_VREX_HIT && lk.block == c->block;
+}
+
+#define NEG(c, name, call, err)                                                              \
+	do {                                                                                 \
+		int r_ = (call);                                                             \
+		int u_ = usable(c);                                                          \
+		report(r_ == -(err) && u_, "%s: want %s got %d (%s)%s", name, strerror(err), \
+		       r_, strerror(-r_), u_ ? "" : ", device NOT usable afterwards");       \
+	} while (0)
+#define POS(c, name, call)                                                                   \
+	({                                                                                   \
+		int r_ = (call);                                                             \
+		report(r_ == 0, "%s (ret %d %s)", name, r_, r_ ? strerror(-r_) : "");        \
+		r_ == 0;                                                                     \
+	})
+
+/* ---- struct sizes, ids and directions ----------------------------------------------- */
+
+static const unsigned long cmds[] = {
+	DRM_IOCTL_VREX_QUERY, DRM_IOCTL_VREX_BO_CREATE, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
+	DRM_IOCTL_VREX_STREAM_CREATE, DRM_IOCTL_VREX_STREAM_DESTROY, DRM_IOCTL_VREX_FRAME_SUBMIT,
+	DRM_IOCTL_VREX_SHIE_INSERT, DRM_IOCTL_VREX_SHIE_LOOKUP, DRM_IOCTL_VREX_SHIE_RETIRE,
+	DRM_IOCTL_VREX_STATS, DRM_IOCTL_VREX_REG_READ,
+};
+
+static const char *const names[] = {
+	"QUERY", "BO_CREATE", "BO_MMAP_OFFSET", "STREAM_CREATE", "STREAM_DESTROY", "FRAME_SUBMIT",
+	"SHIE_INSERT", "SHIE_LOOKUP", "SHIE_RETIRE", "STATS", "REG_READ",
+};
+
+/*
+ * What an all-zero struct gets: a zero-length or truncated struct is
+ * zero-extended by the DRM core, so this is also the answer to "size 0".
+ */
+static const int zero_errno[] = {
+	0,		/* QUERY: DEVICE_INFO, ptr 0: size only */
+	EINVAL,		/* BO_CREATE: size 0 */
+	ENOENT,		/* BO_MMAP_OFFSET: handle 0 */
+	0,		/* STREAM_CREATE: a plain stream */
+	ENOENT,		/* STREAM_DESTROY: stream ids start at 1 */
+	EINVAL,		/* FRAME_SUBMIT: width 0 */
+	EINVAL,		/* SHIE_INSERT: count 0 */
+	EINVAL,		/* SHIE_LOOKUP: count 0 */
+	EINVAL,		/* SHIE_RETIRE: elem_size 0 */
+	0,		/* STATS: ptr 0: size only */
+	0,		/* REG_READ: offset 0 (ID) */
+};
+
+static unsigned long resize(unsigned long cmd, unsigned int size)
+{
+	return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size);
+}
+
+static void test_sizes(struct ctx *c)
+{
+	unsigned char buf[512];
+	char name[128];
+	unsigned int i;
+	int fd;
+
+	/* Zero-length struct on a scratch file (STREAM_CREATE would leave a stream). */
+	fd = open_node();
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		memset(buf, 0, sizeof(buf));
+		snprintf(name, sizeof(name), "%s: zero-length struct acts as all-zero", names[i]);
+		if (zero_errno[i])
+			NEG(c, name, xioctl(fd, resize(cmds[i], 0), buf), zero_errno[i]);
+		else
+			POS(c, name, xioctl(fd, resize(cmds[i], 0), buf));
+	}
+	close(fd);
+
+	/* Truncated: the fields past the given size read as zero. */
+	{
+		struct drm_vrex_bo_create bo = { .size = 4096, .bank_mask = 1 };
+
+		NEG(c, "BO_CREATE: 8-byte struct (bank_mask cut off -> 0)",
+		    xioctl(c->fd, resize(DRM_IOCTL_VREX_BO_CREATE, 8), &bo), EINVAL);
+	}
+	{
+		struct drm_vrex_frame_submit f = { .stream = c->stream, .handle = c->luma,
+						   .width = W, .height = H, .stride = W };
+
+		NEG(c, "FRAME_SUBMIT: 16-byte struct (width cut off -> 0)",
+		    xioctl(c->fd, resize(DRM_IOCTL_VREX_FRAME_SUBMIT, 16), &f), EINVAL);
+	}
+	{
+		struct drm_vrex_shie_lookup_item lk = temporal(0);
+		struct drm_vrex_shie_batch b = { .stream = c->stream, .count = 1,
+						 .elem_size = sizeof(lk), .items = (uintptr_t)&lk };
+
+		NEG(c, "SHIE_LOOKUP: 8-byte batch header (elem_size cut off -> 0)",
+		    xioctl(c->fd, resize(DRM_IOCTL_VREX_SHIE_LOOKUP, 8), &b), EINVAL);
+	}
+	{
+		struct drm_vrex_shie_retire r = { .stream = c->stream, .released_cap = 16,
+						  .elem_size = sizeof(struct drm_vrex_released_block) };
+
+		NEG(c, "SHIE_RETIRE: 16-byte struct (elem_size cut off -> 0)",
+		    xioctl(c->fd, resize(DRM_IOCTL_VREX_SHIE_RETIRE, 16), &r), EINVAL);
+	}
+
+	/* Oversized: the driver sees its own struct; the caller's tail comes back unchanged. */
+	{
+		struct {
+			struct drm_vrex_query q;
+			unsigned char tail[64];
+		} big;
+		struct drm_vrex_device_info got;
+
+		memset(&big, 0xa5, sizeof(big));
+		big.q = (struct drm_vrex_query){ .param = DRM_VREX_QUERY_DEVICE_INFO,
+						 .size = sizeof(got), .ptr = (uintptr_t)&got };
+		if (POS(c, "QUERY: oversized struct accepted",
+			xioctl(c->fd, resize(DRM_IOCTL_VREX_QUERY, sizeof(big)), &big)))
+			report(big.tail[0] == 0xa5 && big.tail[63] == 0xa5 &&
+			       big.q.size == sizeof(got) && got.bank_count == info.bank_count,
+			       "QUERY: oversized struct's tail echoed unchanged, result right");
+	}
+	{
+		struct {
+			struct drm_vrex_bo_create bo;
+			uint64_t tail[4];
+		} big;
+
+		memset(&big, 0, sizeof(big));
+		big.bo = (struct drm_vrex_bo_create){ .size = 4096, .bank_mask = 1 };
+		big.tail[3] = 0x1234;
+		if (POS(c, "BO_CREATE: oversized struct accepted",
+			xioctl(c->fd, resize(DRM_IOCTL_VREX_BO_CREATE, sizeof(big)), &big))) {
+			report(big.tail[3] == 0x1234 && big.bo.handle, "BO_CREATE: handle back, tail kept");
+			gem_close(c->fd, big.bo.handle);
+		}
+	}
+
+	/* No direction bits: nothing is copied in, so the driver sees zeros. */
+	{
+		struct drm_vrex_bo_create bo = { .size = 4096, .bank_mask = 1 };
+
+		NEG(c, "BO_CREATE: ioctl number without direction (args not copied in)",
+		    xioctl(c->fd, _IOC(_IOC_NONE, DRM_IOCTL_BASE, DRM_COMMAND_BASE +
+				       DRM_VREX_BO_CREATE, sizeof(bo)), &bo), EINVAL);
+	}
+
+	/* Ids past the table, and the table's last slot of the driver range. */
+	memset(buf, 0, sizeof(buf));
+	NEG(c, "ioctl id right past the table", xioctl(c->fd, DRM_IOWR(DRM_COMMAND_BASE +
+		DRM_VREX_REG_READ + 1, struct drm_vrex_query), buf), EINVAL);
+	NEG(c, "ioctl id at the end of the driver range",
+	    xioctl(c->fd, DRM_IOWR(DRM_COMMAND_END - 1, struct drm_vrex_query), buf), EINVAL);
+	NEG(c, "argument pointer unmapped", xioctl(c->fd, DRM_IOCTL_VREX_STATS, c->guard), EFAULT);
+}
+
+/* ---- per ioctl ------------------------------------------------------------------------- */
+
+static void test_query_stats(struct ctx *c)
+{
+	struct drm_vrex_bank_info *bi = calloc(1, sizeof(*bi) + 64);
+	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_BANKS, .size = 8 };
+	struct drm_vrex_stats_query sq = { .size = 8 };
+	struct drm_vrex_stats st;
+
+	if (!bi)
+		return;
+	memset(bi, 0xa5, sizeof(*bi));
+	q.ptr = (uintptr_t)bi;
+	if (POS(c, "QUERY BANKS: 8-byte buffer", xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q)))
+		report(q.size == sizeof(*bi) && bi->bank_count == info.bank_count &&
+		       ((unsigned char *)bi)[8] == 0xa5,
+		       "QUERY BANKS: only 8 bytes written, size says the kernel's");
+	q = (struct drm_vrex_query){ .param = DRM_VREX_QUERY_BANKS, .size = sizeof(*bi),
+				     .ptr = (uintptr_t)c->guard };
+	NEG(c, "QUERY BANKS: unmapped result pointer", xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q),
+	    EFAULT);
+	q = (struct drm_vrex_query){ .param = 0xffffffff };
+	NEG(c, "QUERY: param 0xffffffff", xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q), EINVAL);
+	memset(&st, 0xa5, sizeof(st));
+	sq.ptr = (uintptr_t)&st;
+	if (POS(c, "STATS: 8-byte buffer", xioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq)))
+		report(sq.size == sizeof(st) && st.exact_hits == 0xa5a5a5a5a5a5a5a5ull,
+		       "STATS: only 8 bytes written, size says the kernel's");
+	sq = (struct drm_vrex_stats_query){ .size = sizeof(st), .ptr = (uintptr_t)c->guard };
+	NEG(c, "STATS: unmapped result pointer", xioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq), EFAULT);
+	free(bi);
+}
+
+static void test_bo(struct ctx *c)
+{
+	struct drm_vrex_bo_create bo;
+	struct drm_vrex_bo_mmap_offset mo;
+	uint32_t h;
+
+	NEG(c, "BO_CREATE: mask bit 63 only",
+	    bo_create(c->fd, 4096, 1ull << 63, &h), info.bank_count == 64 ? 0 : EINVAL);
+	bo = (struct drm_vrex_bo_create){ .size = 4096, .bank_mask = 1,
+					  .flags = DRM_VREX_BO_VALID_FLAGS + 1 };
+	NEG(c, "BO_CREATE: first flag past the valid mask",
+	    xioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo), EINVAL);
+	bo = (struct drm_vrex_bo_create){ .size = 4096, .bank_mask = 1, .flags = 1u << 31 };
+	NEG(c, "BO_CREATE: flag bit 31", xioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo), EINVAL);
+	bo = (struct drm_vrex_bo_create){ .size = info.bank_size,
+					  .bank_mask = 1ull << (info.bank_count - 1),
+					  .flags = DRM_VREX_BO_VALID_FLAGS };
+	if (POS(c, "BO_CREATE: exactly one bank, every valid flag",
+		xioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo)))
+		gem_close(c->fd, bo.handle);
+	if (!bo_create(c->fd, 4096, 1, &h)) {
+		POS(c, "GEM_CLOSE: close a BO", gem_close(c->fd, h));
+		NEG(c, "GEM_CLOSE: double close", gem_close(c->fd, h), EINVAL);
+		mo = (struct drm_vrex_bo_mmap_offset){ .handle = h };
+		NEG(c, "BO_MMAP_OFFSET: closed handle",
+		    xioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), ENOENT);
+		NEG(c, "FRAME_SUBMIT: closed handle", frame(c->fd, c->stream, h, NULL), ENOENT);
+		{
+			struct drm_vrex_shie_insert_item it = kv_item(c->fp, h, 0, 9);
+
+			NEG(c, "SHIE_INSERT: closed handle",
+			    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it)),
+			    ENOENT);
+		}
+	}
+	mo = (struct drm_vrex_bo_mmap_offset){ .handle = 0 };
+	NEG(c, "BO_MMAP_OFFSET: handle 0", xioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo),
+	    ENOENT);
+}
+
+static void test_streams(struct ctx *c)
+{
+	struct drm_vrex_stream_create sc;
+	struct drm_vrex_stream_destroy sd;
+	struct drm_vrex_shie_lookup_item lk = temporal(0);
+	struct drm_vrex_released_block rel[4];
+	uint32_t s;
+
+	sc = (struct drm_vrex_stream_create){ .flags = 1u << 31 };
+	NEG(c, "STREAM_CREATE: flag bit 31", xioctl(c->fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc),
+	    EINVAL);
+	sc = (struct drm_vrex_stream_create){ .flags = DRM_VREX_STREAM_POOLED, .pool = 3, .pad = 1 };
+	NEG(c, "STREAM_CREATE: pooled with non-zero pad",
+	    xioctl(c->fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc), EINVAL);
+	sd = (struct drm_vrex_stream_destroy){ .stream = 0 };
+	NEG(c, "STREAM_DESTROY: id 0", xioctl(c->fd, DRM_IOCTL_VREX_STREAM_DESTROY, &sd), ENOENT);
+	if (stream_create(c->fd, &s))
+		return;
+	POS(c, "STREAM_DESTROY: destroy", stream_destroy(c->fd, s));
+	NEG(c, "STREAM_DESTROY: double destroy", stream_destroy(c->fd, s), ENOENT);
+	NEG(c, "FRAME_SUBMIT: destroyed stream", frame(c->fd, s, c->luma, NULL), ENOENT);
+	NEG(c, "SHIE_LOOKUP: destroyed stream",
+	    batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, s, &lk, 1, sizeof(lk)), ENOENT);
+	{
+		struct drm_vrex_shie_insert_item it = kv_item(c->fp, c->kv, 0, 9);
+
+		NEG(c, "SHIE_INSERT: destroyed stream",
+		    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, s, &it, 1, sizeof(it)), ENOENT);
+	}
+	NEG(c, "SHIE_RETIRE: destroyed stream", retire(c->fd, s, NULL, 0, rel, 4), ENOENT);
+}
+
+static void test_frame(struct ctx *c)
+{
+	struct drm_vrex_frame_submit f;
+
+#define BADF(name, stmt, err)                                                                \
+	do {                                                                                 \
+		f = (struct drm_vrex_frame_submit){ .stream = c->stream, .handle = c->luma,  \
+						    .width = W, .height = H, .stride = W };  \
+		stmt;                                                                        \
+		NEG(c, "FRAME_SUBMIT: " name, xioctl(c->fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f), \
+		    err);                                                                    \
+	} while (0)
+	BADF("width above max", f.width = info.fcc_max_dim + 1, EINVAL);
+	BADF("height below min", f.height = info.fcc_min_dim - 1, EINVAL);
+	BADF("width 0xffffffff", (f.width = 0xffffffff, f.stride = 0xffffffff), EINVAL);
+	BADF("stride x height far past the BO", (f.height = info.fcc_max_dim, f.stride = 0xffffffff),
+	     EINVAL);
+	BADF("offset + plane wraps 64 bits", f.offset = ~0ull - W * H + 2, EINVAL);
+	BADF("offset one past the last fitting byte", f.offset = BO_SIZE - W * H + 1, EINVAL);
+	BADF("flag bit 31", f.flags = 1u << 31, EINVAL);
+	BADF("handle 0", f.handle = 0, ENOENT);
+	BADF("stream 0", f.stream = 0, ENOENT);
+}
+
+static void test_insert(struct ctx *c)
+{
+	struct drm_vrex_shie_insert_item it[2], *tail;
+	uint64_t ins0 = stat_get(c->fd, STAT_INSERTS);
+
+#define BADI(name, stmt, err)                                                                \
+	do {                                                                                 \
+		it[0] = kv_item(c->fp, c->kv, 0, 10);                                        \
+		it[1] = kv_item(c->fp, c->kv, KV_LEN, 11);                                   \
+		stmt;                                                                        \
+		NEG(c, "SHIE_INSERT: " name,                                                 \
+		    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 2, sizeof(it[0])), \
+		    err);                                                                    \
+	} while (0)
+	BADI("alias with an offset", (it[1].flags = DRM_VREX_INSERT_ALIAS, it[1].handle = 0,
+				      it[1].length = 0, it[1].offset = 4096, it[1].block = c->block),
+	     EINVAL);
+	BADI("alias with a length", (it[1].flags = DRM_VREX_INSERT_ALIAS, it[1].handle = 0,
+				     it[1].block = c->block), EINVAL);
+	BADI("flag bit 31", it[1].flags = 1u << 31, EINVAL);
+	BADI("region 0xffffffff", it[1].region = 0xffffffff, EINVAL);
+	BADI("frame offset INT32_MIN", it[1].frame_offset = INT32_MIN, EINVAL);
+	BADI("length past the BO by one", it[1].offset = BO_SIZE - KV_LEN + 1, EINVAL);
+	BADI("length = BO + 1", (it[1].offset = 0, it[1].length = BO_SIZE + 1), EINVAL);
+	BADI("handle 0", it[1].handle = 0, ENOENT);
+	BADI("alias to an unknown block id",
+	     (it[1].flags = DRM_VREX_INSERT_ALIAS, it[1].handle = 0, it[1].length = 0,
+	      it[1].offset = 0, it[1].block = 0xfffffff0), ENOENT);
+	report(stat_get(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: failed batches inserted nothing");
+
+	/* The items array runs into an unmapped page: EFAULT, nothing applied. */
+	tail = (struct drm_vrex_shie_insert_item *)((char *)c->guard - sizeof(it[0]));
+	*tail = kv_item(c->fp, c->kv, 0, 12);
+	NEG(c, "SHIE_INSERT: second item on an unmapped page",
+	    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, tail, 2, sizeof(it[0])), EFAULT);
+	NEG(c, "SHIE_INSERT: items pointer NULL",
+	    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, NULL, 1, sizeof(it[0])), EFAULT);
+	/* count x elem_size beyond 32 bits: the second element lies 4 GiB further. */
+	it[0] = kv_item(c->fp, c->kv, 0, 12);
+	NEG(c, "SHIE_INSERT: count 4096 x elem_size 0xffffffff",
+	    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, DRM_VREX_MAX_BATCH, 0xffffffff),
+	    EFAULT);
+	report(stat_get(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: faulting batches inserted nothing");
+
+	it[0] = kv_item(c->fp, c->kv, BO_SIZE - KV_LEN, 13);
+	if (POS(c, "SHIE_INSERT: range ending exactly at the BO end",
+		batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 1, sizeof(it[0]))))
+		report(it[0].result == 0, "SHIE_INSERT: boundary item applied");
+}
+
+static void test_lookup(struct ctx *c)
+{
+	struct drm_vrex_shie_lookup_item *lk, one = temporal(0);
+	struct drm_vrex_shie_batch b;
+	uint32_t i;
+	int ok;
+
+#define BADB(name, stmt, err)                                                                \
+	do {                                                                                 \
+		one = temporal(0);                                                           \
+		b = (struct drm_vrex_shie_batch){ .stream = c->stream, .count = 1,           \
+						  .elem_size = sizeof(one),                  \
+						  .items = (uintptr_t)&one };                \
+		stmt;                                                                        \
+		NEG(c, "SHIE_LOOKUP: " name, xioctl(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, &b), err); \
+	} while (0)
+	BADB("count 0", b.count = 0, EINVAL);
+	BADB("count above max", b.count = DRM_VREX_MAX_BATCH + 1, EINVAL);
+	BADB("count 0xffffffff", b.count = 0xffffffff, EINVAL);
+	BADB("elem_size below the struct", b.elem_size = sizeof(one) - 8, EINVAL);
+	BADB("elem_size 0", b.elem_size = 0, EINVAL);
+	BADB("batch flags", b.flags = 1, EINVAL);
+	BADB("items pointer NULL", b.items = 0, EFAULT);
+	BADB("items on an unmapped page", b.items = (uintptr_t)c->guard, EFAULT);
+	BADB("stream of the same file destroyed or never made", b.stream = 0x7fffffff, ENOENT);
+	BADB("temporal offset -4", one.frame_offset = -4, EINVAL);
+	BADB("similar with radius 0xffffffff",
+	     (one.kind = DRM_VREX_LOOKUP_SIMILAR, one.radius = 0xffffffff), EINVAL);
+	BADB("kind 0xffffffff", one.kind = 0xffffffff, EINVAL);
+
+	/* Exactly the batch limit works. */
+	lk = calloc(DRM_VREX_MAX_BATCH, sizeof(*lk));
+	if (!lk)
+		return;
+	for (i = 0; i < DRM_VREX_MAX_BATCH; i++)
+		lk[i] = temporal(0);
+	if (POS(c, "SHIE_LOOKUP: exactly DRM_VREX_MAX_BATCH items",
+		batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, lk, DRM_VREX_MAX_BATCH,
+		      sizeof(*lk)))) {
+		for (i = 0, ok = 1; i < DRM_VREX_MAX_BATCH; i++)
+			ok &= lk[i].hit_flags == DRM_VREX_HIT && lk[i].block == c->block;
+		report(ok, "SHIE_LOOKUP: every item of the full batch answered");
+	}
+	free(lk);
+}
+
+static void test_retire(struct ctx *c)
+{
+	struct drm_vrex_released_block rel[64];
+	struct drm_vrex_shie_retire r;
+	uint32_t ids[2];
+
+	/* @block2 belongs to @stream2 of the same file: the wrong stream for @stream. */
+	ids[0] = c->block2;
+	NEG(c, "SHIE_RETIRE: block of another stream of this file",
+	    retire(c->fd, c->stream, ids, 1, rel, 64), ENOENT);
+	NEG(c, "SHIE_RETIRE: remove pointer NULL", retire(c->fd, c->stream, NULL, 1, rel, 64),
+	    EFAULT);
+	NEG(c, "SHIE_RETIRE: remove ids on an unmapped page",
+	    retire(c->fd, c->stream, c->guard, 1, rel, 64), EFAULT);
+	NEG(c, "SHIE_RETIRE: no released array while blocks are live",
+	    retire(c->fd, c->stream, NULL, 0, NULL, 64), EINVAL);
+	r = (struct drm_vrex_shie_retire){ .stream = c->stream, .released_cap = 64,
+					   .elem_size = 0, .released = (uintptr_t)rel };
+	NEG(c, "SHIE_RETIRE: elem_size 0", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+	r.elem_size = sizeof(rel[0]);
+	r.remove_count = 0xffffffff;
+	NEG(c, "SHIE_RETIRE: remove_count 0xffffffff", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r),
+	    EINVAL);
+	r.remove_count = 0;
+	r.flags = 1u << 31;
+	NEG(c, "SHIE_RETIRE: flag bit 31", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+}
+
+static void test_reg_read(struct ctx *c)
+{
+	struct drm_vrex_reg_read rr = { .offset = 0x1000 - 4 };
+
+	POS(c, "REG_READ: last register of the window", xioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr));
+	rr.offset = 0xfffffffc;
+	NEG(c, "REG_READ: offset 0xfffffffc", xioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	rr.offset = 2;
+	NEG(c, "REG_READ: offset 2", xioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+}
+
+/* A file, two streams with one frame and one block each, and a guard page. */
+static int setup(struct ctx *c)
+{
+	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
+				    .ptr = (uintptr_t)&info };
+	struct drm_vrex_shie_insert_item it;
+	struct drm_vrex_bo_mmap_offset mo;
+	unsigned char *p, *g;
+	unsigned int i;
+
+	c->fd = open_node();
+	if (c->fd < 0 || xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q))
+		return -1;
+	if (stream_create(c->fd, &c->stream) || stream_create(c->fd, &c->stream2) ||
+	    bo_create(c->fd, BO_SIZE, 1, &c->luma) || bo_create(c->fd, BO_SIZE, 2, &c->kv))
+		return -1;
+	mo = (struct drm_vrex_bo_mmap_offset){ .handle = c->luma };
+	if (xioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo))
+		return -1;
+	p = mmap(NULL, BO_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, (off_t)mo.offset);
+	if (p == MAP_FAILED)
+		return -1;
+	for (i = 0; i < BO_SIZE; i++)
+		p[i] = (unsigned char)((i * 7) ^ (i >> 7) * 13);
+	munmap(p, BO_SIZE);
+	if (frame(c->fd, c->stream, c->luma, c->fp) || frame(c->fd, c->stream2, c->luma, NULL))
+		return -1;
+	it = kv_item(c->fp, c->kv, 0, 0);
+	if (batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it)) || it.result)
+		return -1;
+	c->block = it.block;
+	it = kv_item(c->fp, c->kv, KV_LEN, 0);
+	if (batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream2, &it, 1, sizeof(it)) || it.result)
+		return -1;
+	c->block2 = it.block;
+	g = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g == MAP_FAILED || mprotect(g + 4096, 4096, PROT_NONE))
+		return -1;
+	c->guard = g + 4096;
+	return 0;
+}
+
+int main(void)
+{
+	struct ctx c = { 0 };
+
+	if (setup(&c)) {
+		printf("setup failed: %s\nnegative: 0 passed, 1 failed\n", strerror(errno));
+		return 1;
+	}
+	report(usable(&c), "setup: device usable, block found");
+	test_sizes(&c);
+	test_query_stats(&c);
+	test_bo(&c);
+	test_streams(&c);
+	test_frame(&c);
+	test_insert(&c);
+	test_lookup(&c);
+	test_retire(&c);
+	test_reg_read(&c);
+	close(c.fd);
+	printf("negative: %d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}

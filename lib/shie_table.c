@@ -36,9 +36,15 @@ static inline u32 shie_popcount64(u64 x)
 }
 #endif
 
-static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b)
+/* @hw: count with the popcnt instruction (only inside the popcnt clone). */
+static inline u32 shie_popcount_hw(u64 x, int hw)
 {
-	return shie_popcount64(a->w[0] ^ b->w[0]) + shie_popcount64(a->w[1] ^ b->w[1]);
+	return hw ? (u32)__builtin_popcountll(x) : shie_popcount64(x);
+}
+
+static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b, int hw)
+{
+	return shie_popcount_hw(a->w[0] ^ b->w[0], hw) + shie_popcount_hw(a->w[1] ^ b->w[1], hw);
 }
 
 struct shie_layout {
@@ -267,6 +273,7 @@ int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t 
 	t->thash = (u32 *)(base + l.thash_off);
 	t->mih_count = (u32 *)(base + l.count_off);
 	t->mih = base + l.mih_off;
+	t->fallback_pct = VREX_SHIE_FALLBACK_PCT;
 	vrex_shie_clear(t);
 	return VREX_OK;
 }
@@ -442,12 +449,13 @@ static void shie_take_range(struct shie_search *sr, u32 id)
  * entry whose substring distances are d_i is reachable at every stage
  * (d_i, i); it is reported at the first of them in that order only.
  */
-static int mih_first_stage(const struct vrex_fp *a, const struct vrex_fp *b, u32 s, u32 tb)
+static int mih_first_stage(const struct vrex_fp *a, const struct vrex_fp *b, u32 s, u32 tb,
+			   int hw)
 {
 	u32 i;
 
 	for (i = 0; i < VREX_MIH_TABLES; i++) {
-		u32 d = shie_popcount64(mih_key(a, i) ^ mih_key(b, i));
+		u32 d = shie_popcount_hw(mih_key(a, i) ^ mih_key(b, i), hw);
 
 		if (i < tb ? d <= s : i > tb && d < s)
 			return 0;
@@ -455,20 +463,19 @@ static int mih_first_stage(const struct vrex_fp *a, const struct vrex_fp *b, u32
 	return 1;
 }
 
-static void shie_consider(struct shie_search *sr, u32 id, u32 s, u32 tb)
+static void shie_consider(struct shie_search *sr, u32 id, u32 s, u32 tb, int hw)
 {
 	const struct vrex_shie_entry *e = &sr->t->e[id];
-	u32 d = shie_distance(&e->fp, &sr->q->fp);
+	u32 d = shie_distance(&e->fp, &sr->q->fp, hw);
 
 	if (d > sr->limit || !shie_entry_matches(e, sr->q))
 		return;
 	if (!sr->range)
 		shie_take_nearest(sr, id, d, e->frame);
-	else if (mih_first_stage(&e->fp, &sr->q->fp, s, tb))
+	else if (mih_first_stage(&e->fp, &sr->q->fp, s, tb, hw))
 		shie_take_range(sr, id);
 }
 
-/* @hw: count with the popcnt instruction (only inside a popcnt clone). */
 static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64 other, int hw)
 {
 	const struct vrex_shie_table *t = sr->t;
@@ -483,9 +490,8 @@ static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64
 
 		/* The bucket key contributes exactly s bits: a cheap lower bound. */
 		for (i = 0; i < m; i++)
-			if (s + (hw ? (u32)__builtin_popcountll(w[i] ^ other) :
-				  shie_popcount64(w[i] ^ other)) <= sr->limit)
-				shie_consider(sr, chunk_ids(t, c)[i], s, tb);
+			if (s + shie_popcount_hw(w[i] ^ other, hw) <= sr->limit)
+				shie_consider(sr, chunk_ids(t, c)[i], s, tb, hw);
 		n -= m;
 		if (!n)
 			break;
@@ -540,7 +546,7 @@ static int mih_cursor_next(struct mih_cursor *c)
  * has arrived, exactly the record lines of that bucket (and the chain link of
  * an overflowing one) SHIE_AHEAD buckets ahead of the scan.
  */
-static void mih_prefetch_records(const struct vrex_shie_table *t, u32 head)
+static u32 mih_prefetch_records(const struct vrex_shie_table *t, u32 head)
 {
 	u8 *c = chunk_at(t, head);
 	u32 n = t->mih_count[head];
@@ -551,6 +557,45 @@ static void mih_prefetch_records(const struct vrex_shie_table *t, u32 head)
 		__builtin_prefetch(c + off);
 	if (n > k)
 		__builtin_prefetch(chunk_next(t, c));
+	return n;
+}
+
+static void shie_scan_all(struct shie_search *sr, int hw)
+{
+	const struct vrex_shie_table *t = sr->t;
+	u32 i;
+
+	for (i = 0; i < t->capacity; i++) {
+		const struct vrex_shie_entry *e = &t->e[i];
+		u32 d;
+
+		if (!e->valid)
+			continue;
+		d = shie_distance(&e->fp, &sr->q->fp, hw);
+		if (d > sr->limit || !shie_entry_matches(e, sr->q))
+			continue;
+		if (sr->range)
+			shie_take_range(sr, i);
+		else
+			shie_take_nearest(sr, i, d, e->frame);
+	}
+}
+
+/*
+ * Crowded buckets (near-duplicate codes, e.g. a static camera) can make the
+ * probes read more records than the table holds entries: each entry sits in
+ * 8 buckets. Once the buckets planned so far hold more records than
+ * fallback_pct percent of the capacity (what a linear scan reads), the search
+ * restarts as one linear scan; the result is the same.
+ */
+static void shie_fall_back(struct shie_search *sr, int hw)
+{
+	sr->limit = sr->q->radius;
+	sr->best = VREX_NIL;
+	sr->best_distance = VREX_NIL;
+	sr->best_frame = 0;
+	sr->count = 0;
+	shie_scan_all(sr, hw);
 }
 
 /*
@@ -566,9 +611,13 @@ static void mih_search_body(struct shie_search *sr, int hw)
 	u32 ring[SHIE_RING];
 	u32 qkey[VREX_MIH_TABLES];
 	u32 produced = 0, planned = 0, consumed = 0, more = 1, i;
+	u32 records = 0, budget = VREX_NIL;
 
 	for (i = 0; i < VREX_MIH_TABLES; i++)
 		qkey[i] = mih_key(&sr->q->fp, i);
+	if (t->fallback_pct)
+		budget = t->capacity / 100 * t->fallback_pct +
+			 t->capacity % 100 * t->fallback_pct / 100;
 
 	while (more || consumed < produced) {
 		u32 item, s, head, tb;
@@ -581,7 +630,11 @@ static void mih_search_body(struct shie_search *sr, int hw)
 		}
 		while (planned < produced && planned - consumed < SHIE_AHEAD) {
 			item = ring[planned++ % SHIE_RING];
-			mih_prefetch_records(t, item & ((1u << SHIE_STAGE_SHIFT) - 1));
+			records += mih_prefetch_records(t, item & ((1u << SHIE_STAGE_SHIFT) - 1));
+			if (records > budget) {
+				shie_fall_back(sr, hw);
+				return;
+			}
 		}
 		item = ring[consumed++ % SHIE_RING];
 		s = item >> SHIE_STAGE_SHIFT;
@@ -633,25 +686,10 @@ static void shie_search_init(struct shie_search *sr, const struct vrex_shie_tabl
 	sr->count = 0;
 }
 
+/* The reference: portable code only, whatever the host offers. */
 static void shie_bruteforce(struct shie_search *sr)
 {
-	const struct vrex_shie_table *t = sr->t;
-	u32 i;
-
-	for (i = 0; i < t->capacity; i++) {
-		const struct vrex_shie_entry *e = &t->e[i];
-		u32 d;
-
-		if (!e->valid)
-			continue;
-		d = shie_distance(&e->fp, &sr->q->fp);
-		if (d > sr->limit || !shie_entry_matches(e, sr->q))
-			continue;
-		if (sr->range)
-			shie_take_range(sr, i);
-		else
-			shie_take_nearest(sr, i, d, e->frame);
-	}
+	shie_scan_all(sr, 0);
 }
 
 static u32 shie_nearest(const struct vrex_shie_table *t, const struct vrex_shie_query *q,

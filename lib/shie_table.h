@@ -33,6 +33,12 @@
 #define VREX_MIH_TABLES 8
 #define VREX_MIH_BITS 16
 #define VREX_MIH_BUCKETS (1u << VREX_MIH_BITS)
+/*
+ * A similarity lookup whose probed buckets hold more records than this
+ * percentage of the capacity (crowded buckets of near-duplicate codes)
+ * finishes as a linear scan instead: same result, bounded cost.
+ */
+#define VREX_SHIE_FALLBACK_PCT 50
 
 /* Search scope of a similarity lookup. */
 #define VREX_SCOPE_STREAM 0	/* entries of the querying stream */
@@ -77,6 +83,7 @@ struct vrex_shie_table {
 	u32 chunk_free;		/* released overflow chunks (0: none) */
 	u32 chunk_top;		/* first never-used overflow chunk */
 	u32 nchunks;
+	u32 fallback_pct;	/* 0..100, init sets VREX_SHIE_FALLBACK_PCT; 0: never */
 	struct vrex_shie_entry *e;	/* [capacity] */
 	struct vrex_shie_link *link;	/* [capacity] */
 	u32 *thash;			/* [thash_mask + 1] heads */

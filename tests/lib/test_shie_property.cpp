@@ -156,25 +156,33 @@ protected:
                                            static_cast<uint8_t>(rng_() % 2), frame_limit);
             SCOPED_TRACE("radius " + std::to_string(q.radius) + " scope " + std::to_string(q.scope));
 
-            uint32_t d_mih = VREX_NIL, d_brute = VREX_NIL;
-            uint32_t mih = vrex_shie_find_similar(t, &q, &d_mih);
+            uint32_t d_brute = VREX_NIL;
             uint32_t brute = vrex_shie_find_similar_bruteforce(t, &q, &d_brute);
             auto [want, want_d] = oracle_nearest(q);
             ASSERT_EQ(brute, want);
-            ASSERT_EQ(mih, brute);
             if (want != VREX_NIL) {
                 ASSERT_EQ(d_brute, want_d);
-                ASSERT_EQ(d_mih, want_d);
             }
-
-            uint32_t count = vrex_shie_find_range(t, &q, out.data(), w_.capacity);
             uint32_t count_brute = vrex_shie_find_range_bruteforce(t, &q, out_brute.data(), w_.capacity);
-            std::vector<uint32_t> got(out.begin(), out.begin() + count);
             std::vector<uint32_t> got_brute(out_brute.begin(), out_brute.begin() + count_brute);
-            std::sort(got.begin(), got.end());
             std::vector<uint32_t> want_range = oracle_range(q);
             ASSERT_EQ(got_brute, want_range);  // the brute force reports in index order
-            ASSERT_EQ(got, want_range);        // so duplicates would show up here too
+
+            // MIH alone (0), a fallback to the linear scan at the first bucket (1), the default.
+            uint32_t count = 0;
+            for (uint32_t pct : {0u, 1u, uint32_t{VREX_SHIE_FALLBACK_PCT}}) {
+                SCOPED_TRACE("fallback_pct " + std::to_string(pct));
+                table_->get()->fallback_pct = pct;
+                uint32_t d_mih = VREX_NIL;
+                ASSERT_EQ(vrex_shie_find_similar(t, &q, &d_mih), want);
+                if (want != VREX_NIL) {
+                    ASSERT_EQ(d_mih, want_d);
+                }
+                count = vrex_shie_find_range(t, &q, out.data(), w_.capacity);
+                std::vector<uint32_t> got(out.begin(), out.begin() + count);
+                std::sort(got.begin(), got.end());
+                ASSERT_EQ(got, want_range);  // sorted, so a duplicate would show up here
+            }
 
             // A short output buffer still counts every match and writes only real matches.
             uint32_t max = count / 2;

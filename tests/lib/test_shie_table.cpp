@@ -340,6 +340,8 @@ TEST_P(ShieChunkGeometry, CrowdedBucketSurvivesRandomRemoval)
 {
     OwnedShie t(GetParam());
     ASSERT_EQ(t.init(), VREX_OK);
+    EXPECT_EQ(t->fallback_pct, uint32_t{VREX_SHIE_FALLBACK_PCT});
+    t->fallback_pct = 0;  // the crowded bucket must be walked, not replaced by a linear scan
     std::mt19937_64 rng(GetParam());
     vrex_fp centre = random_fp(rng);
     constexpr uint32_t kN = 90;

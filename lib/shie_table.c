@@ -73,7 +73,10 @@ static void shie_chunk_geometry(u32 capacity, u32 *slots, u32 *size)
 {
 	u32 avg = (capacity + VREX_MIH_BUCKETS - 1) >> VREX_MIH_BITS;
 
-	if (avg <= 2) {
+	if (avg <= 1) {
+		*slots = 1;
+		*size = 16;
+	} else if (avg <= 2) {
 		*slots = 2;
 		*size = 32;
 	} else if (avg <= 4) {

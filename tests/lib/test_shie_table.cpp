@@ -332,7 +332,7 @@ TEST_F(ShieSimilar, RangeReportsEveryMatchOnceAndCountsBeyondMax)
     EXPECT_EQ(vrex_shie_find_range(t_.get(), &q, nullptr, 0), 4u);
 }
 
-// One bucket far beyond a chunk, at every chunk geometry (capacity picks 2, 4, 10 or 20 records
+// One bucket far beyond a chunk, at every chunk geometry (capacity picks 1, 2, 4, 10 or 20 records
 // per chunk): identical substrings, removal in random order, results checked after every step.
 class ShieChunkGeometry : public ::testing::TestWithParam<uint32_t> {};
 
@@ -382,7 +382,7 @@ TEST_P(ShieChunkGeometry, CrowdedBucketSurvivesRandomRemoval)
     EXPECT_GT(t->chunk_top, kHeads);
 }
 
-INSTANTIATE_TEST_SUITE_P(Capacities, ShieChunkGeometry, ::testing::Values(100u, 200000u, 400000u, 700000u),
+INSTANTIATE_TEST_SUITE_P(Capacities, ShieChunkGeometry, ::testing::Values(100u, 100000u, 200000u, 400000u, 700000u),
                          [](const auto& info) { return "cap" + std::to_string(info.param); });
 
 }  // namespace

@@ -19,7 +19,8 @@
 # Guest test programs: each runs once (tests/kernel ones without arguments), exit status 0 = pass.
 # If it prints a line "N passed, M failed" (its last such line counts) or GoogleTest's
 # "[  PASSED  ] N tests." / "[  FAILED  ] M tests, listed below:", its cases are counted one by one.
-# tests/kernel/vrex_fuzz is only run with --fuzz, as `vrex_fuzz SECONDS` with VREX_FUZZ_SECONDS set.
+# tests/kernel/vrex_fuzz runs last: with --fuzz as `vrex_fuzz SECONDS` (VREX_FUZZ_SECONDS set),
+# otherwise bounded as `vrex_fuzz 4 40000` (VREX_FUZZ_SHORT / VREX_FUZZ_SHORT_CALLS).
 # Extra programs built elsewhere (e.g. the HAL conformance suite) are listed in
 # tests/kernel/guest-programs.txt (or --programs FILE), one "NAME PATH [ARGS]" per line (PATH
 # relative to the repository), or given with --guest-program; missing ones are built first when
@@ -262,13 +263,16 @@ run_kernel() { # target
 		fi
 	done
 
-	# The fuzzer goes last: the regular tests see a freshly loaded driver.
+	# The fuzzer goes last: the regular tests see a freshly loaded driver. Without --fuzz it runs
+	# bounded (VREX_FUZZ_SHORT seconds, VREX_FUZZ_SHORT_CALLS calls) as part of every guest.
 	if ((fuzz_seconds > 0)); then
 		if [[ -f $root/tests/vrex_fuzz ]]; then
 			echo "fuzz|VREX_FUZZ_SECONDS=$fuzz_seconds /tests/vrex_fuzz $fuzz_seconds" >>"$tests_list"
 		elif [[ ! -f $src/tests/kernel/vrex_fuzz.c ]]; then
 			fail_case fuzz "--fuzz given but there is no tests/kernel/vrex_fuzz.c"
 		fi
+	elif [[ -f $root/tests/vrex_fuzz ]]; then
+		echo "fuzz|/tests/vrex_fuzz ${VREX_FUZZ_SHORT:-4} ${VREX_FUZZ_SHORT_CALLS:-40000}" >>"$tests_list"
 	fi
 
 	cat >"$root/etc/vrex-guest.conf" <<-EOF

@@ -1,0 +1,1009 @@
+// SPDX-License-Identifier: MIT
+/*
+ * In-guest ioctl fuzzer for vrex.ko: several threads share several open files
+ * of the vrex node and issue random and mutated ioctls (every vrex id, ids past
+ * the table, the DRM core's GEM/PRIME ioctls), with wrong struct sizes and
+ * directions in the ioctl number, bad pointers, and arguments biased towards
+ * ids the driver handed out (handles, streams, blocks) so deep paths run.
+ * mmap/munmap of BOs and dma-bufs, close/reopen of files and the fault
+ * injection knobs are interleaved.
+ *
+ *   vrex_fuzz [SECONDS [MAX_CALLS [SEED]]]     (SECONDS also from VREX_FUZZ_SECONDS)
+ *
+ * Cases: no unexpected errno from a vrex ioctl, every vrex ioctl id exercised
+ * and seen succeeding, the device usable afterwards (every stream slot opens),
+ * and with every file closed debugfs "counts" shows no BO, stream, block or
+ * SHIE entry. The guest's init checks dmesg (WARN/BUG/Oops) and rmmod.
+ * Ends with "fuzz: N passed, M failed".
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <drm.h>
+#include <drm/vrex_accel.h>
+
+#define NFILES 3
+#define NTHREADS 4
+#define MAX_HANDLES 24
+#define MAX_STREAMS 16
+#define MAX_BLOCKS 64
+#define MAX_MAPS 6
+#define MAX_ITEMS 64
+#define NIDS (DRM_VREX_REG_READ + 1)
+/* Buckets of the per-id table: the vrex ids, then "past the table", then DRM core ioctls. */
+#define ID_PAST NIDS
+#define ID_CORE (NIDS + 1)
+#define NBUCKETS (NIDS + 2)
+#define NERR 140
+
+static const char *const id_names[NBUCKETS] = {
+	"QUERY", "BO_CREATE", "BO_MMAP_OFFSET", "STREAM_CREATE", "STREAM_DESTROY",
+	"FRAME_SUBMIT", "SHIE_INSERT", "SHIE_LOOKUP", "SHIE_RETIRE", "STATS", "REG_READ",
+	"(past table)", "(drm core)",
+};
+
+struct file_slot {
+	pthread_mutex_t lock;
+	int fd;
+	uint32_t handles[MAX_HANDLES];
+	uint64_t sizes[MAX_HANDLES];
+	unsigned int nhandles;
+	uint32_t streams[MAX_STREAMS];
+	unsigned int nstreams;
+	uint32_t blocks[MAX_BLOCKS];
+	unsigned int nblocks;
+};
+
+struct mapping {
+	void *p;
+	size_t len;
+};
+
+struct worker {
+	pthread_t thread;
+	unsigned int id;
+	uint64_t rng;
+	struct mapping maps[MAX_MAPS];
+	unsigned int nmaps;
+	/*
+	 * Batch items: room for DRM_VREX_MAX_BATCH elements of up to ITEM_ROOM
+	 * bytes, because the kernel writes back count x elem_size bytes and a
+	 * mutated header may ask for that much.
+	 */
+	unsigned char *items;
+	struct drm_vrex_released_block released[1024];
+	uint32_t remove[MAX_ITEMS];
+};
+
+#define ITEM_ROOM 128
+#define ITEMS_BYTES ((size_t)DRM_VREX_MAX_BATCH * ITEM_ROOM)
+
+static struct file_slot slots[NFILES];
+static struct drm_vrex_device_info info;
+static char node_path[300];
+static char dbg_dir[512];
+static volatile int stop;
+static uint64_t max_calls;
+static time_t deadline;
+
+/* Statistics; updated with atomics, read after the threads are joined. */
+static uint64_t calls[NBUCKETS], oks[NBUCKETS], errs[NBUCKETS][NERR];
+static uint64_t total_calls, n_maps, n_reopens, n_faults, n_unexpected, n_mmap_long, n_mmap_priv;
+static int faults_armed;
+static void *guard;	/* a PROT_NONE page: pointers into it fault */
+
+static int n_pass, n_fail;
+
+static void report(int ok, const char *what)
+{
+	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+	fflush(stdout);
+	if (ok)
+		n_pass++;
+	else
+		n_fail++;
+}
+
+static uint64_t rnd(struct worker *w)
+{
+	/* xorshift64*: deterministic per seed and thread */
+	w->rng ^= w->rng >> 12;
+	w->rng ^= w->rng << 25;
+	w->rng ^= w->rng >> 27;
+	return w->rng * 0x2545f4914f6cdd1dull;
+}
+
+static uint32_t below(struct worker *w, uint32_t n)
+{
+	return n ? (uint32_t)(rnd(w) % n) : 0;
+}
+
+static int chance(struct worker *w, unsigned int one_in)
+{
+	return below(w, one_in) == 0;
+}
+
+/* A value that tends to sit on a boundary of some rule. */
+static uint64_t interesting(struct worker *w)
+{
+	static const uint64_t v[] = {
+		0, 1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 63, 64, 65, 255, 4095, 4096, 4097,
+		16384, 65535, 65536, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff,
+		0x100000000ull, 0x7fffffffffffffffull, 0xfffffffffffff000ull, ~0ull,
+	};
+
+	return chance(w, 3) ? rnd(w) : v[below(w, sizeof(v) / sizeof(v[0]))];
+}
+
+static void bump(uint64_t *c)
+{
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the files ------------------------------------------------------------ */
+
+static int open_vrex_in(const char *dir, const char *prefix)
+{
+	char path[300], name[64];
+	struct drm_version v;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int fd;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(&v, 0, sizeof(v));
+		memset(name, 0, sizeof(name));
+		v.name = name;
+		v.name_len = sizeof(name) - 1;
+		if (!ioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, DRM_VREX_DRIVER_NAME)) {
+			closedir(d);
+			snprintf(node_path, sizeof(node_path), "%s", path);
+			return fd;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return -1;
+}
+
+static int open_node(void)
+{
+	int fd;
+
+	if (node_path[0])
+		return open(node_path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	fd = open_vrex_in("/dev/accel", "accel");
+	return fd >= 0 ? fd : open_vrex_in("/dev/dri", "renderD");
+}
+
+static void find_debugfs(int fd)
+{
+	char path[600], buf[64], want[64];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	FILE *f;
+
+	mkdir("/sys/kernel/debug", 0755);
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	if (fstat(fd, &st))
+		return;
+	snprintf(want, sizeof(want), "%u:%u\n", major(st.st_rdev), minor(st.st_rdev));
+	d = opendir("/sys/kernel/debug/vrex");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/vrex/%s/dev", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && !strcmp(buf, want))
+			snprintf(dbg_dir, sizeof(dbg_dir), "/sys/kernel/debug/vrex/%s", de->d_name);
+		fclose(f);
+	}
+	closedir(d);
+}
+
+static long dbg_count(const char *what)
+{
+	char path[600], key[32];
+	long val, found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/counts", dbg_dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%31s %ld", key, &val) == 2)
+		if (!strcmp(key, what))
+			found = val;
+	fclose(f);
+	return found;
+}
+
+static int dbg_write(const char *file, unsigned int val)
+{
+	char path[600], s[16];
+	int fd, n, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dbg_dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = snprintf(s, sizeof(s), "%u", val);
+	ok = write(fd, s, n) == n;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* ---- what the threads know about a file --------------------------------------------- */
+
+struct snap {
+	struct file_slot *slot;
+	int fd;
+	uint32_t handle;	/* a known BO handle, or a made-up one */
+	uint64_t size;		/* its size (guess when made up) */
+	uint32_t handle2;
+	uint32_t stream;
+	uint32_t block;
+};
+
+static void take_snap(struct worker *w, struct snap *s)
+{
+	struct file_slot *f = &slots[below(w, NFILES)];
+	unsigned int i;
+
+	pthread_mutex_lock(&f->lock);
+	s->slot = f;
+	s->fd = f->fd;
+	s->handle = below(w, 40);
+	s->size = 65536;
+	if (f->nhandles && !chance(w, 8)) {
+		i = below(w, f->nhandles);
+		s->handle = f->handles[i];
+		s->size = f->sizes[i];
+	}
+	s->handle2 = f->nhandles ? f->handles[below(w, f->nhandles)] : below(w, 40);
+	s->stream = f->nstreams && !chance(w, 8) ? f->streams[below(w, f->nstreams)] : below(w, 40);
+	s->block = f->nblocks && !chance(w, 6) ? f->blocks[below(w, f->nblocks)] :
+						 (uint32_t)interesting(w);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Remembers an id only while the file it came from is still the slot's file. */
+static void learn(struct snap *s, uint32_t *arr, unsigned int *n, unsigned int cap, uint32_t id,
+		  uint64_t *sizes, uint64_t size)
+{
+	struct file_slot *f = s->slot;
+	unsigned int i;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->fd == s->fd) {
+		i = *n < cap ? (*n)++ : (unsigned int)(id % cap);
+		arr[i] = id;
+		if (sizes)
+			sizes[i] = size;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void forget(struct snap *s, uint32_t *arr, unsigned int *n, uint32_t id, uint64_t *sizes)
+{
+	struct file_slot *f = s->slot;
+	unsigned int i;
+
+	pthread_mutex_lock(&f->lock);
+	for (i = 0; f->fd == s->fd && i < *n; i++) {
+		if (arr[i] != id)
+			continue;
+		(*n)--;
+		arr[i] = arr[*n];
+		if (sizes)
+			sizes[i] = sizes[*n];
+		break;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* ---- argument builders (valid first, then mutated) --------------------------------------- */
+
+static uint32_t fp_word(struct worker *w)
+{
+	return chance(w, 2) ? 0x5a5a0000u + below(w, 16) : (uint32_t)rnd(w);
+}
+
+static void fill_insert(struct worker *w, struct snap *s, struct drm_vrex_shie_insert_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->fp[0] = ((uint64_t)fp_word(w) << 32) | fp_word(w);
+	it->fp[1] = fp_word(w);
+	it->region = below(w, DRM_VREX_REGIONS);
+	it->frame_offset = (int32_t)below(w, 6) + DRM_VREX_OFFSET_MIN;
+	if (chance(w, 4)) {
+		it->flags = DRM_VREX_INSERT_ALIAS;
+		it->block = s->block;
+		return;
+	}
+	it->handle = s->handle;
+	it->length = 16384;
+	it->offset = s->size > 16384 ? (below(w, (uint32_t)(s->size / 16384))) * 16384ull : 0;
+}
+
+static void fill_lookup(struct worker *w, struct drm_vrex_shie_lookup_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->region = below(w, DRM_VREX_REGIONS);
+	if (chance(w, 2)) {
+		it->kind = DRM_VREX_LOOKUP_TEMPORAL;
+		it->frame_offset = (int32_t)below(w, 6) + DRM_VREX_OFFSET_MIN;
+	} else {
+		it->kind = DRM_VREX_LOOKUP_SIMILAR;
+		it->fp[0] = ((uint64_t)fp_word(w) << 32) | fp_word(w);
+		it->fp[1] = fp_word(w);
+		it->radius = below(w, DRM_VREX_MAX_RADIUS + 1);
+		it->flags = below(w, DRM_VREX_LOOKUP_VALID_FLAGS + 1);
+	}
+}
+
+/* Random damage to @len bytes at @p: bit flips, or a field overwritten with a boundary value. */
+static void mutate(struct worker *w, void *p, size_t len)
+{
+	unsigned char *b = p;
+	unsigned int n = 1 + below(w, 3), i;
+	uint64_t v;
+	size_t at;
+
+	for (i = 0; i < n && len >= 4; i++) {
+		at = below(w, (uint32_t)(len / 4)) * 4;
+		switch (below(w, 3)) {
+		case 0:
+			b[below(w, (uint32_t)len)] ^= 1u << below(w, 8);
+			break;
+		case 1:
+			v = interesting(w);
+			memcpy(b + at, &v, 4);
+			break;
+		default:
+			v = interesting(w);
+			if (at + 8 <= len)
+				memcpy(b + at, &v, 8);
+			break;
+		}
+	}
+}
+
+/* A user pointer: usually @good, sometimes NULL, a low address or the guard page. */
+static uint64_t user_ptr(struct worker *w, void *good, size_t len)
+{
+	switch (below(w, 24)) {
+	case 0:
+		return 0;
+	case 1:
+		return 16;
+	case 2:
+		/*
+		 * The tail of the array runs into the PROT_NONE page; at most the
+		 * one writable page before it (ours, scratch only) is written.
+		 */
+		return (uintptr_t)guard - (len > 8 ? (len / 2 < 2048 ? len / 2 : 2048) : 8);
+	case 3:
+		return 0xffff800000000000ull;
+	default:
+		return (uintptr_t)good;
+	}
+}
+
+/* ---- one ioctl ---------------------------------------------------------------------------- */
+
+static int known_errno(int id, int err)
+{
+	switch (err) {
+	case 0:
+	case EINVAL:
+	case ENOENT:
+	case ENOSPC:
+	case EFAULT:
+	case EBUSY:
+	case EOPNOTSUPP:
+	case ENOMEM:
+	case EBADF:	/* another thread closed the file */
+		return 1;
+	case EIO:
+	case ETIMEDOUT:
+		return __atomic_load_n(&faults_armed, __ATOMIC_RELAXED);
+	case EPERM:
+		return id == DRM_VREX_REG_READ;
+	default:
+		return 0;
+	}
+}
+
+static void count_result(int bucket, int r)
+{
+	bump(&calls[bucket]);
+	bump(&total_calls);
+	if (!r)
+		bump(&oks[bucket]);
+	bump(&errs[bucket][r < NERR ? r : NERR - 1]);
+	if (bucket < NIDS && !known_errno(bucket, r)) {
+		if (__atomic_fetch_add(&n_unexpected, 1, __ATOMIC_RELAXED) < 10)
+			printf("unexpected: %s -> %s\n", id_names[bucket], strerror(r));
+	}
+}
+
+static int do_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+/* The ioctl number for @id with the real size, or (sometimes) a wrong size or direction. */
+static unsigned long cmd_for(struct worker *w, unsigned long real, int *resized)
+{
+	unsigned int size = _IOC_SIZE(real), dir = _IOC_DIR(real);
+
+	*resized = 0;
+	if (!chance(w, 10))
+		return real;
+	*resized = 1;
+	if (chance(w, 3))
+		dir = below(w, 4);
+	else
+		size = chance(w, 2) ? below(w, size + 1) : size + 8 * (1 + below(w, 16));
+	return _IOC(dir, _IOC_TYPE(real), _IOC_NR(real), size & _IOC_SIZEMASK);
+}
+
+static const unsigned long vrex_cmds[NIDS] = {
+	DRM_IOCTL_VREX_QUERY, DRM_IOCTL_VREX_BO_CREATE, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
+	DRM_IOCTL_VREX_STREAM_CREATE, DRM_IOCTL_VREX_STREAM_DESTROY, DRM_IOCTL_VREX_FRAME_SUBMIT,
+	DRM_IOCTL_VREX_SHIE_INSERT, DRM_IOCTL_VREX_SHIE_LOOKUP, DRM_IOCTL_VREX_SHIE_RETIRE,
+	DRM_IOCTL_VREX_STATS, DRM_IOCTL_VREX_REG_READ,
+};
+
+/*
+ * The kernel writes through the pointers in the arguments, so after mutation
+ * they are put back to what user_ptr() chose, and a buffer the (possibly
+ * mutated) sizes would overrun is swapped for the guard page: the fuzzer
+ * must not corrupt its own memory.
+ */
+static uint64_t safe_extent(uint64_t ptr, uint64_t bytes, void *buf, size_t room)
+{
+	if (ptr == (uintptr_t)buf && bytes > room)
+		return (uintptr_t)guard;
+	return ptr;
+}
+
+static void fuzz_vrex_ioctl(struct worker *w)
+{
+	/* Room for any struct plus the oversize the ioctl number may claim. */
+	union {
+		struct drm_vrex_query q;
+		struct drm_vrex_bo_create bo;
+		struct drm_vrex_bo_mmap_offset mo;
+		struct drm_vrex_stream_create sc;
+		struct drm_vrex_stream_destroy sd;
+		struct drm_vrex_frame_submit fs;
+		struct drm_vrex_shie_batch b;
+		struct drm_vrex_shie_retire rt;
+		struct drm_vrex_stats_query st;
+		struct drm_vrex_reg_read rr;
+		unsigned char raw[512];
+	} a;
+	unsigned char out[sizeof(struct drm_vrex_bank_info) + 64];
+	int id = (int)below(w, NIDS), resized, r, mutated = chance(w, 3);
+	uint32_t n, i, esz;
+	uint64_t ptr = 0, ptr2 = 0;
+	unsigned long cmd;
+	struct snap s;
+
+	take_snap(w, &s);
+	memset(&a, 0, sizeof(a));
+	switch (id) {
+	case DRM_VREX_QUERY:
+		a.q.param = below(w, 3);
+		a.q.size = chance(w, 2) ? sizeof(out) : below(w, sizeof(out));
+		a.q.ptr = chance(w, 4) ? 0 : user_ptr(w, out, a.q.size);
+		break;
+	case DRM_VREX_BO_CREATE:
+		a.bo.size = chance(w, 2) ? 65536 : 4096ull * (1 + below(w, 64));
+		a.bo.bank_mask = 1ull << below(w, info.bank_count);
+		if (chance(w, 3))
+			a.bo.bank_mask = (1ull << info.bank_count) - 1;
+		a.bo.flags = below(w, DRM_VREX_BO_VALID_FLAGS + 1);
+		break;
+	case DRM_VREX_BO_MMAP_OFFSET:
+		a.mo.handle = s.handle;
+		break;
+	case DRM_VREX_STREAM_CREATE:
+		if (chance(w, 2)) {
+			a.sc.flags = DRM_VREX_STREAM_POOLED;
+			a.sc.pool = below(w, 4);
+		}
+		break;
+	case DRM_VREX_STREAM_DESTROY:
+		a.sd.stream = s.stream;
+		break;
+	case DRM_VREX_FRAME_SUBMIT:
+		a.fs.stream = s.stream;
+		a.fs.handle = s.handle;
+		a.fs.width = 64 + below(w, 96);
+		a.fs.height = 64 + below(w, 64);
+		a.fs.stride = a.fs.width + below(w, 3) * 16;
+		a.fs.flags = below(w, 2) ? DRM_VREX_FRAME_EVENT : 0;
+		a.fs.user_data = rnd(w);
+		break;
+	case DRM_VREX_SHIE_INSERT:
+	case DRM_VREX_SHIE_LOOKUP:
+		n = 1 + below(w, chance(w, 4) ? MAX_ITEMS : 4);
+		esz = id == DRM_VREX_SHIE_INSERT ? sizeof(struct drm_vrex_shie_insert_item) :
+						   sizeof(struct drm_vrex_shie_lookup_item);
+		if (chance(w, 6))
+			esz += 8 * below(w, 4);
+		memset(w->items, 0, (size_t)n * esz);
+		for (i = 0; i < n; i++) {
+			void *it = w->items + (size_t)i * esz;
+
+			if (id == DRM_VREX_SHIE_INSERT)
+				fill_insert(w, &s, it);
+			else
+				fill_lookup(w, it);
+			if (mutated && chance(w, 4))
+				mutate(w, it, esz);
+		}
+		a.b.stream = s.stream;
+		a.b.count = n;
+		a.b.elem_size = esz;
+		a.b.items = user_ptr(w, w->items, (size_t)n * esz);
+		break;
+	case DRM_VREX_SHIE_RETIRE:
+		n = chance(w, 2) ? 0 : 1 + below(w, 4);
+		for (i = 0; i < n; i++) {
+			struct snap t;
+
+			/* mostly ids of this file; sometimes another file's */
+			take_snap(w, &t);
+			w->remove[i] = i == 0 || t.slot == s.slot ? s.block : t.block;
+		}
+		a.rt.stream = s.stream;
+		a.rt.remove_count = n;
+		a.rt.remove = user_ptr(w, w->remove, n * 4);
+		a.rt.released_cap = chance(w, 8) ? below(w, 4) : 1024;
+		a.rt.elem_size = sizeof(w->released[0]);
+		a.rt.released = user_ptr(w, w->released, sizeof(w->released));
+		break;
+	case DRM_VREX_STATS:
+		a.st.size = chance(w, 2) ? sizeof(struct drm_vrex_stats) : below(w, 200);
+		if (a.st.size > sizeof(out))
+			a.st.size = sizeof(out);
+		a.st.ptr = chance(w, 4) ? 0 : user_ptr(w, out, a.st.size);
+		break;
+	case DRM_VREX_REG_READ:
+		a.rr.offset = chance(w, 2) ? below(w, 0x400) & ~3u : (uint32_t)interesting(w);
+		break;
+	}
+	switch (id) {
+	case DRM_VREX_QUERY:
+		ptr = a.q.ptr;
+		break;
+	case DRM_VREX_STATS:
+		ptr = a.st.ptr;
+		break;
+	case DRM_VREX_SHIE_INSERT:
+	case DRM_VREX_SHIE_LOOKUP:
+		ptr = a.b.items;
+		break;
+	case DRM_VREX_SHIE_RETIRE:
+		ptr = a.rt.remove;
+		ptr2 = a.rt.released;
+		break;
+	}
+	if (mutated)
+		mutate(w, &a, _IOC_SIZE(vrex_cmds[id]));
+	switch (id) {
+	case DRM_VREX_QUERY:
+		a.q.ptr = safe_extent(ptr, a.q.size, out, sizeof(out));
+		break;
+	case DRM_VREX_STATS:
+		a.st.ptr = safe_extent(ptr, a.st.size, out, sizeof(out));
+		break;
+	case DRM_VREX_SHIE_INSERT:
+	case DRM_VREX_SHIE_LOOKUP:
+		a.b.items = safe_extent(ptr, (uint64_t)a.b.count * a.b.elem_size, w->items,
+					ITEMS_BYTES);
+		break;
+	case DRM_VREX_SHIE_RETIRE:
+		a.rt.remove = ptr;
+		a.rt.released = safe_extent(ptr2, (uint64_t)a.rt.released_cap * a.rt.elem_size,
+					    w->released, sizeof(w->released));
+		break;
+	}
+	cmd = cmd_for(w, vrex_cmds[id], &resized);
+	r = do_ioctl(s.fd, cmd, chance(w, 60) ? (void *)user_ptr(w, &a, sizeof(a)) : &a);
+	count_result(id, r);
+	if (r || resized)
+		return;
+	/* Learn what the driver handed out, and forget what it took back. */
+	switch (id) {
+	case DRM_VREX_BO_CREATE:
+		learn(&s, s.slot->handles, &s.slot->nhandles, MAX_HANDLES, a.bo.handle,
+		      s.slot->sizes, (a.bo.size + 4095) & ~4095ull);
+		break;
+	case DRM_VREX_STREAM_CREATE:
+		learn(&s, s.slot->streams, &s.slot->nstreams, MAX_STREAMS, a.sc.stream, NULL, 0);
+		break;
+	case DRM_VREX_STREAM_DESTROY:
+		forget(&s, s.slot->streams, &s.slot->nstreams, a.sd.stream, NULL);
+		break;
+	case DRM_VREX_SHIE_INSERT:
+		for (i = 0; i < a.b.count && a.b.items == (uintptr_t)w->items; i++) {
+			struct drm_vrex_shie_insert_item *it =
+				(void *)(w->items + (size_t)i * a.b.elem_size);
+
+			if (!it->result && !(it->flags & DRM_VREX_INSERT_ALIAS))
+				learn(&s, s.slot->blocks, &s.slot->nblocks, MAX_BLOCKS, it->block,
+				      NULL, 0);
+		}
+		break;
+	case DRM_VREX_SHIE_RETIRE:
+		for (i = 0; i < a.rt.released_cap && a.rt.released == (uintptr_t)w->released &&
+			    i < 1024 && a.rt.elem_size == sizeof(w->released[0]); i++)
+			forget(&s, s.slot->blocks, &s.slot->nblocks, w->released[i].block, NULL);
+		break;
+	}
+}
+
+/* Ids past the driver's table, and the DRM core's GEM/PRIME ioctls on our handles. */
+static void fuzz_other_ioctl(struct worker *w)
+{
+	struct drm_prime_handle ph;
+	struct drm_gem_close gc;
+	unsigned char raw[64];
+	struct snap s;
+	void *p;
+	int r;
+
+	take_snap(w, &s);
+	switch (below(w, 4)) {
+	case 0:
+		memset(raw, 0, sizeof(raw));
+		mutate(w, raw, sizeof(raw));
+		r = do_ioctl(s.fd, _IOC(below(w, 4), DRM_IOCTL_BASE,
+					DRM_COMMAND_BASE + NIDS + below(w, 0x60 - NIDS),
+					below(w, sizeof(raw))), raw);
+		count_result(ID_PAST, r);
+		if (!r)
+			printf("unexpected: ioctl past the table succeeded\n");
+		break;
+	case 1:
+		gc = (struct drm_gem_close){ .handle = s.handle };
+		r = do_ioctl(s.fd, DRM_IOCTL_GEM_CLOSE, &gc);
+		count_result(ID_CORE, r);
+		if (!r)
+			forget(&s, s.slot->handles, &s.slot->nhandles, s.handle, s.slot->sizes);
+		break;
+	default:
+		/* dma-buf export, sometimes mapped, sometimes imported into another file */
+		ph = (struct drm_prime_handle){ .handle = s.handle, .flags = DRM_CLOEXEC | DRM_RDWR };
+		r = do_ioctl(s.fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
+		count_result(ID_CORE, r);
+		if (r)
+			break;
+		if (chance(w, 2)) {
+			p = mmap(NULL, s.size, PROT_READ | PROT_WRITE, MAP_SHARED, ph.fd, 0);
+			if (p != MAP_FAILED) {
+				((volatile unsigned char *)p)[s.size - 1] ^= 1;
+				munmap(p, s.size);
+			}
+		} else {
+			struct snap t;
+
+			take_snap(w, &t);
+			ph.handle = 0;
+			r = do_ioctl(t.fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph);
+			count_result(ID_CORE, r);
+			if (!r)
+				learn(&t, t.slot->handles, &t.slot->nhandles, MAX_HANDLES, ph.handle,
+				      t.slot->sizes, s.size);
+		}
+		close(ph.fd);
+		break;
+	}
+}
+
+/* Maps a BO (sometimes too long or private: must be refused), touches it, keeps or drops it. */
+static void fuzz_mmap(struct worker *w)
+{
+	struct drm_vrex_bo_mmap_offset mo;
+	struct snap s;
+	size_t len;
+	void *p;
+	int priv;
+
+	if (w->nmaps && (w->nmaps == MAX_MAPS || chance(w, 2))) {
+		w->nmaps--;
+		munmap(w->maps[w->nmaps].p, w->maps[w->nmaps].len);
+		return;
+	}
+	take_snap(w, &s);
+	mo = (struct drm_vrex_bo_mmap_offset){ .handle = s.handle };
+	if (do_ioctl(s.fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo))
+		return;
+	len = s.size;
+	priv = chance(w, 10);
+	if (chance(w, 10))
+		len += 4096;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, priv ? MAP_PRIVATE : MAP_SHARED, s.fd,
+		 (off_t)mo.offset);
+	if (p == MAP_FAILED)
+		return;
+	bump(&n_maps);
+	/* Private mappings of device memory must always be refused. */
+	if (priv)
+		bump(&n_mmap_priv);
+	/* The handle may have been reused for a bigger BO meanwhile: only counted. */
+	if (len > s.size)
+		bump(&n_mmap_long);
+	((volatile unsigned char *)p)[0] ^= 0xff;
+	((volatile unsigned char *)p)[len - 1] ^= 0xff;
+	w->maps[w->nmaps].p = p;
+	w->maps[w->nmaps].len = len;
+	w->nmaps++;
+}
+
+/* Closes a file (its streams, blocks and BOs go with it) and opens a new one in its place. */
+static void fuzz_reopen(struct worker *w)
+{
+	struct file_slot *f = &slots[below(w, NFILES)];
+	int old, fd = open_node();
+
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&f->lock);
+	old = f->fd;
+	f->fd = fd;
+	f->nhandles = 0;
+	f->nstreams = 0;
+	f->nblocks = 0;
+	pthread_mutex_unlock(&f->lock);
+	close(old);
+	bump(&n_reopens);
+}
+
+static void fuzz_events(struct worker *w)
+{
+	struct pollfd pfd;
+	char buf[256];
+	struct snap s;
+
+	take_snap(w, &s);
+	pfd = (struct pollfd){ .fd = s.fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN))
+		if (read(s.fd, buf, chance(w, 4) ? below(w, 64) : sizeof(buf)) < 0)
+			return;
+}
+
+static void fuzz_fault(struct worker *w)
+{
+	if (!dbg_dir[0])
+		return;
+	__atomic_store_n(&faults_armed, 1, __ATOMIC_RELAXED);
+	if (!dbg_write(chance(w, 2) ? "fail_alloc" : "fail_cmds", 1))
+		bump(&n_faults);
+}
+
+static int time_up(void)
+{
+	return stop || time(NULL) >= deadline ||
+	       (max_calls && __atomic_load_n(&total_calls, __ATOMIC_RELAXED) >= max_calls);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint32_t op;
+
+	while (!time_up()) {
+		op = below(w, 1000);
+		if (op < 800)
+			fuzz_vrex_ioctl(w);
+		else if (op < 900)
+			fuzz_other_ioctl(w);
+		else if (op < 960)
+			fuzz_mmap(w);
+		else if (op < 985)
+			fuzz_events(w);
+		else if (op < 997)
+			fuzz_reopen(w);
+		else
+			fuzz_fault(w);
+	}
+	while (w->nmaps) {
+		w->nmaps--;
+		munmap(w->maps[w->nmaps].p, w->maps[w->nmaps].len);
+	}
+	return NULL;
+}
+
+/* After the run: a fresh file still gets every stream slot and a working frame path. */
+static int device_usable(void)
+{
+	struct drm_vrex_stream_create sc;
+	struct drm_vrex_bo_create bo = { .size = 65536, .bank_mask = 1, .flags = DRM_VREX_BO_STAGING };
+	struct drm_vrex_frame_submit fs;
+	uint32_t n = 0, first = 0;
+	int fd = open_node(), ok;
+
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		sc = (struct drm_vrex_stream_create){ 0 };
+		if (ioctl(fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc))
+			break;
+		if (!n++)
+			first = sc.stream;
+	}
+	ok = errno == EBUSY && n == info.max_streams;
+	printf("usable: %u of %u stream slots opened\n", n, info.max_streams);
+	if (ok && !ioctl(fd, DRM_IOCTL_VREX_BO_CREATE, &bo)) {
+		fs = (struct drm_vrex_frame_submit){ .stream = first, .handle = bo.handle, .width = 128,
+						     .height = 96, .stride = 128 };
+		ok = !ioctl(fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &fs);
+	} else {
+		ok = 0;
+	}
+	close(fd);
+	return ok;
+}
+
+static void print_table(double secs)
+{
+	unsigned int b, e, covered = 0;
+	char line[512];
+	int len;
+
+	printf("fuzz: %llu calls in %.1f s (%.0f/s), %llu mappings (%llu private, %llu longer than "
+	       "the BO first seen), %llu reopens, %llu injected faults\n",
+	       (unsigned long long)total_calls, secs, secs > 0 ? total_calls / secs : 0.0,
+	       (unsigned long long)n_maps, (unsigned long long)n_mmap_priv,
+	       (unsigned long long)n_mmap_long,
+	       (unsigned long long)n_reopens, (unsigned long long)n_faults);
+	for (b = 0; b < NBUCKETS; b++) {
+		len = snprintf(line, sizeof(line), "fuzz: %-15s calls %7llu ok %7llu", id_names[b],
+			       (unsigned long long)calls[b], (unsigned long long)oks[b]);
+		for (e = 1; e < NERR && len < (int)sizeof(line) - 32; e++)
+			if (errs[b][e])
+				len += snprintf(line + len, sizeof(line) - len, " %s %llu",
+						strerrorname_np(e) ? strerrorname_np(e) : "?",
+						(unsigned long long)errs[b][e]);
+		puts(line);
+		if (b < NIDS && calls[b])
+			covered++;
+	}
+	printf("fuzz: ioctl id coverage %u/%u\n", covered, NIDS);
+}
+
+int main(int argc, char **argv)
+{
+	static struct worker workers[NTHREADS];
+	const char *env = getenv("VREX_FUZZ_SECONDS");
+	struct drm_vrex_query q;
+	struct timespec t0, t1;
+	unsigned long seconds = env ? strtoul(env, NULL, 0) : 3;
+	uint64_t seed;
+	unsigned int i, all_ok;
+	int fd;
+
+	if (argc > 1)
+		seconds = strtoul(argv[1], NULL, 0);
+	max_calls = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
+	seed = argc > 3 ? strtoull(argv[3], NULL, 0) : (uint64_t)time(NULL);
+	printf("fuzz: %lu s, max %llu calls, seed %llu, %d threads, %d files\n", seconds,
+	       (unsigned long long)max_calls, (unsigned long long)seed, NTHREADS, NFILES);
+
+	fd = open_node();
+	if (fd < 0) {
+		printf("no vrex device node\nfuzz: 0 passed, 1 failed\n");
+		return 1;
+	}
+	q = (struct drm_vrex_query){ .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
+				     .ptr = (uintptr_t)&info };
+	if (ioctl(fd, DRM_IOCTL_VREX_QUERY, &q) || !info.bank_count || info.bank_count > 64) {
+		printf("query failed\nfuzz: 0 passed, 1 failed\n");
+		return 1;
+	}
+	find_debugfs(fd);
+	close(fd);
+	printf("fuzz: node %s, debugfs %s\n", node_path, dbg_dir[0] ? dbg_dir : "(none)");
+	guard = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (guard == MAP_FAILED || mprotect((char *)guard + 4096, 4096, PROT_NONE)) {
+		printf("guard page\nfuzz: 0 passed, 1 failed\n");
+		return 1;
+	}
+	guard = (char *)guard + 4096;
+
+	for (i = 0; i < NFILES; i++) {
+		pthread_mutex_init(&slots[i].lock, NULL);
+		slots[i].fd = open_node();
+		if (slots[i].fd < 0) {
+			printf("open\nfuzz: 0 passed, 1 failed\n");
+			return 1;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	deadline = time(NULL) + (time_t)seconds;
+	for (i = 0; i < NTHREADS; i++) {
+		workers[i].items = mmap(NULL, ITEMS_BYTES, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (workers[i].items == MAP_FAILED) {
+			printf("items\nfuzz: 0 passed, 1 failed\n");
+			return 1;
+		}
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		workers[i].id = i;
+		workers[i].rng = (seed + 1) * 0x9e3779b97f4a7c15ull + i;
+		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i])) {
+			stop = 1;
+			printf("pthread_create failed\n");
+			break;
+		}
+	}
+	while (i--)
+		pthread_join(workers[i].thread, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (i = 0; i < NFILES; i++)
+		close(slots[i].fd);
+	if (dbg_dir[0]) {
+		dbg_write("fail_alloc", 0);
+		dbg_write("fail_cmds", 0);
+	}
+
+	print_table((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	report(total_calls > 0, "calls executed, none crashed the process");
+	report(n_unexpected == 0, "every vrex ioctl failed only with a documented errno");
+	report(n_mmap_priv == 0, "no MAP_PRIVATE mapping of a BO was allowed");
+	for (i = 0, all_ok = 1; i < NIDS; i++)
+		all_ok &= calls[i] > 0 && oks[i] > 0;
+	report(all_ok, "every vrex ioctl id called and seen succeeding");
+	report(device_usable(), "device usable after the run (all stream slots, BO, frame)");
+	if (dbg_dir[0]) {
+		long bos = dbg_count("bos"), streams = dbg_count("streams");
+		long blocks = dbg_count("blocks"), entries = dbg_count("entries");
+		long hw_blocks = dbg_count("hw_blocks");
+
+		printf("fuzz: live after close: bos %ld streams %ld blocks %ld entries %ld "
+		       "hw_blocks %ld\n", bos, streams, blocks, entries, hw_blocks);
+		report(bos == 0 && streams == 0 && blocks == 0,
+		       "no BO, stream or block left after every file closed");
+		report(entries == 0 && hw_blocks == 0,
+		       "no SHIE entry or hardware block left after every file closed");
+	} else {
+		printf("fuzz: no debugfs: leak check skipped\n");
+	}
+	printf("fuzz: %d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}

@@ -5,8 +5,9 @@
 #
 # Runs every benchmark binary build/bench/vrex_bench_* with the shared contract (bench/bench_options.h):
 #   --mode=full|quick --out=build/bench/parts/<binary>.jsonl   (+ real footage through VREX_VTEST_*)
-# then merges the parts into build/bench/results.json and regenerates docs/benchmarks.md
-# (bench/report.py). A new benchmark only has to be a vrex_bench_* target that follows the contract.
+# then merges the parts into build/bench/results.json and regenerates the Markdown report
+# (bench/report.py): docs/benchmarks.md for a full run, build/bench/benchmarks-quick.md for a quick one
+# (reduced sizes are a check, not the figures the repository publishes). A new benchmark only has to be a vrex_bench_* target that follows the contract.
 # Exit status: non-zero when a benchmark fails (e.g. a result set differs from FAISS's) or the
 # footage cannot be fetched; a missed performance target is reported, not an error.
 # Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary.
@@ -62,8 +63,12 @@ for bin in "${bins[@]}"; do
 done
 
 command="make bench"
-[[ $mode == quick ]] && command="make bench-quick"
-python3 bench/report.py --parts "$parts" --results "$out/results.json" --markdown docs/benchmarks.md \
+markdown=docs/benchmarks.md
+if [[ $mode == quick ]]; then
+	command="make bench-quick"
+	markdown=$out/benchmarks-quick.md
+fi
+python3 bench/report.py --parts "$parts" --results "$out/results.json" --markdown "$markdown" \
 	--command "$command" --mode "$mode" --analysis bench/analysis.md \
 	--revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" || status=1
 echo "bench: $mode run took $((SECONDS - start)) s"

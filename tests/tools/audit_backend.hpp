@@ -1,0 +1,87 @@
+// A Backend decorator for tests: forwards every call to a real backend and audits the KV block
+// lifecycle it sees — which block ids are live (made by a plain insert), which were released by a
+// retire — and counts lookups that return a released block (the hardware promises none).
+#pragma once
+
+#include <set>
+
+#include "vrex/backend.hpp"
+
+namespace vrex::test {
+
+class AuditBackend final : public Backend {
+public:
+    explicit AuditBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
+
+    std::uint64_t lookup_hits = 0;
+    std::uint64_t hits_on_released = 0;  // must stay 0
+    std::uint64_t hits_on_unknown = 0;   // a block this file never made: must stay 0
+    std::uint64_t releases = 0;
+    std::set<std::uint32_t> live;
+    std::set<std::uint32_t> released;
+
+    std::string_view name() const noexcept override { return in_->name(); }
+    std::string description() const override { return in_->description(); }
+    Result<drm_vrex_device_info> device_info() override { return in_->device_info(); }
+    Result<drm_vrex_bank_info> bank_info() override { return in_->bank_info(); }
+    std::error_code bo_create(drm_vrex_bo_create& a) override { return in_->bo_create(a); }
+    std::error_code bo_destroy(std::uint32_t h) override { return in_->bo_destroy(h); }
+    Result<std::span<std::byte>> bo_map(std::uint32_t h) override { return in_->bo_map(h); }
+    Result<int> bo_export_dmabuf(std::uint32_t h) override { return in_->bo_export_dmabuf(h); }
+    std::error_code stream_create(drm_vrex_stream_create& a) override { return in_->stream_create(a); }
+    std::error_code stream_destroy(std::uint32_t s) override { return in_->stream_destroy(s); }
+    std::error_code frame_submit(drm_vrex_frame_submit& a) override { return in_->frame_submit(a); }
+
+    std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) override
+    {
+        const std::error_code ec = in_->shie_insert(stream, items);
+        if (ec)
+            return ec;
+        for (const auto& it : items) {
+            if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS))
+                continue;
+            live.insert(it.block);
+            released.erase(it.block);  // a block id is reused only after its release was seen
+        }
+        return ec;
+    }
+
+    std::error_code shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items) override
+    {
+        const std::error_code ec = in_->shie_lookup(stream, items);
+        if (ec)
+            return ec;
+        for (const auto& it : items) {
+            if (!(it.hit_flags & DRM_VREX_HIT))
+                continue;
+            lookup_hits++;
+            hits_on_released += released.count(it.block);
+            hits_on_unknown += !live.count(it.block);
+        }
+        return ec;
+    }
+
+    std::error_code shie_retire(std::uint32_t stream, std::span<const std::uint32_t> remove,
+                                std::span<drm_vrex_released_block> out, std::uint32_t& count) override
+    {
+        const std::error_code ec = in_->shie_retire(stream, remove, out, count);
+        if (ec)
+            return ec;
+        for (std::uint32_t i = 0; i < count; i++) {
+            live.erase(out[i].block);
+            released.insert(out[i].block);
+            releases++;
+        }
+        return ec;
+    }
+
+    Result<drm_vrex_stats> stats() override { return in_->stats(); }
+    Result<std::uint32_t> reg_read(std::uint32_t off) override { return in_->reg_read(off); }
+    int event_fd() const noexcept override { return in_->event_fd(); }
+    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override { return in_->read_events(out); }
+
+private:
+    std::unique_ptr<Backend> in_;
+};
+
+}  // namespace vrex::test

@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# vrexctl CLI tests: one case per subcommand and per error path, run by ctest as
+#   vrexctl_cli_test.sh VREXCTL CASE WORKDIR
+# Exit 0 = pass, 1 = fail, 77 = skipped. Every case uses the emulation explicitly, so results do not
+# depend on a vrex device being present. Clips are synthetic (ffmpeg lavfi), no footage needed.
+set -euo pipefail
+
+VREXCTL=$1
+CASE=$2
+WORK=$3/$CASE
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+
+fail() {
+	echo "FAIL [$CASE]: $*" >&2
+	exit 1
+}
+
+# Runs vrexctl, captures stdout/stderr into out/err, checks the exit code.
+expect_rc() {
+	local want=$1 rc=0
+	shift
+	"$VREXCTL" "$@" >out 2>err || rc=$?
+	if [[ $rc -ne $want ]]; then
+		echo "--- stdout" >&2
+		cat out >&2
+		echo "--- stderr" >&2
+		cat err >&2
+		fail "vrexctl $* exited $rc, expected $want"
+	fi
+}
+
+grep_out() { grep -q -- "$1" out || fail "stdout lacks '$1'"; }
+grep_err() { grep -q -- "$1" err || fail "stderr lacks '$1'"; }
+
+# JSON on stdout: python3 checks the listed expressions (one per argument, over `j`).
+json_check() {
+	python3 - "$@" <<'PY' || fail "JSON check failed"
+import json, sys
+j = json.load(open("out"))
+for expr in sys.argv[1:]:
+    if not eval(expr):
+        sys.exit(f"not true: {expr}\n{json.dumps(j)[:2000]}")
+PY
+}
+
+make_clip() {  # make_clip FILE CODEC FRAMES
+	command -v ffmpeg >/dev/null || { echo "SKIP: ffmpeg missing"; exit 77; }
+	ffmpeg -nostdin -v error -y -f lavfi -i "testsrc=size=320x240:rate=10" -frames:v "$3" -c:v "$2" \
+		-pix_fmt yuv420p "$1" || fail "ffmpeg could not make $1"
+}
+
+E=(--backend emu)
+
+case "$CASE" in
+list)
+	expect_rc 0 "${E[@]}" list
+	grep_out "emulated   available"
+	grep_out "auto selects:"
+	expect_rc 0 --json list
+	json_check "any(b['name'] == 'emulated' and b['available'] for b in j['backends'])" "j['auto'] != ''"
+	;;
+info)
+	expect_rc 0 "${E[@]}" --emu-banks 8 --emu-bank-mib 32 info
+	grep_out "banks          8 x 32 MiB"
+	grep_out "capabilities   fcc"
+	expect_rc 0 "${E[@]}" --json info
+	json_check "j['backend'] == 'emulated'" "j['bank_count'] == 16" "j['caps']['shie']" "j['bank_size'] == 64 << 20"
+	;;
+regs)
+	expect_rc 0 "${E[@]}" regs
+	grep -q '^0x000  ID .*0x56524558.*"VREX"' out || fail "ID register line"
+	grep_out "CAPS"
+	grep_out "FCC|SHIE|POOLED"
+	grep_out "BANK_KB(15)"
+	grep_out "GROUP_POOL(7)"
+	grep_out "free"
+	expect_rc 0 "${E[@]}" --json regs
+	json_check "next(r for r in j['registers'] if r['name'] == 'BANK_COUNT')['value'] == 16"
+	;;
+banks)
+	expect_rc 0 "${E[@]}" --emu-banks 4 banks
+	[[ $(grep -c '^bank ' out) -eq 4 ]] || fail "expected 4 bank lines"
+	grep_out "legend"
+	expect_rc 0 "${E[@]}" --json banks
+	json_check "len(j['banks']) == 16" "all(b['kv_bytes'] == 0 for b in j['banks'])"
+	;;
+stats)
+	expect_rc 0 "${E[@]}" stats
+	grep_out "lookups"
+	grep_out "live_blocks"
+	;;
+stats-json)
+	expect_rc 0 "${E[@]}" stats --format json
+	json_check "j['lookups'] == 0" "'evictions' in j" "j['backend'] == 'emulated'"
+	expect_rc 0 "${E[@]}" --json stats
+	json_check "'live_entries' in j"
+	;;
+stats-prometheus)
+	expect_rc 0 "${E[@]}" stats --format prometheus
+	grep_out '^# TYPE vrex_lookups_total counter$'
+	grep_out '^vrex_lookups_total{backend="emulated"} 0$'
+	grep_out '^vrex_bank_kv_bytes{backend="emulated",bank="15"} 0$'
+	# Every sample line is NAME{LABELS} VALUE, every family has HELP and TYPE.
+	if grep -v '^#' out | grep -vqE '^[a-z_]+\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\} [0-9]+$'; then
+		fail "malformed sample line"
+	fi
+	[[ $(grep -c '^# HELP' out) -eq $(grep -c '^# TYPE' out) ]] || fail "HELP/TYPE mismatch"
+	;;
+monitor)
+	expect_rc 0 "${E[@]}" monitor --count 3 --interval 20
+	[[ $(grep -c '^sample ' out) -eq 3 ]] || fail "expected 3 samples"
+	expect_rc 0 "${E[@]}" --json monitor --count 2 --interval 10
+	[[ $(wc -l <out) -eq 2 ]] || fail "expected 2 NDJSON lines"
+	tail -n1 out >last && mv last out
+	json_check "j['sample'] == 1" "len(j['bank_kv_bytes']) == 16"
+	;;
+selftest)
+	expect_rc 0 "${E[@]}" selftest
+	grep_out "selftest on emulated: passed"
+	! grep -q '^FAIL' out || fail "a check failed"
+	[[ $(grep -c '^PASS' out) -ge 20 ]] || fail "fewer than 20 checks passed"
+	# A zombie threshold of 3 changes what the lifecycle check waits for, and it still passes.
+	expect_rc 0 "${E[@]}" --emu-zombie-frames 3 selftest
+	grep_out "zombie released after 4 cold frames"
+	;;
+selftest-json)
+	expect_rc 0 "${E[@]}" --json selftest
+	json_check "j['passed']" "all(c['result'] == 'pass' for c in j['checks'])" "len(j['checks']) >= 20"
+	;;
+bench)
+	expect_rc 0 "${E[@]}" bench --frames 20 --width 640 --height 360
+	grep_out "^FCC"
+	grep_out "^lookup"
+	expect_rc 0 "${E[@]}" --json bench --frames 10 --width 320 --height 240
+	json_check "j['fcc_frames_per_s'] > 0" "j['lookups_per_s'] > 0" "j['alloc_blocks_per_s'] > 0" "j['frames'] == 10"
+	;;
+run)
+	make_clip clip.avi mpeg4 30
+	expect_rc 0 "${E[@]}" run clip.avi --max-frames 20 --no-progress
+	grep_out "streams            1 (20 frames"
+	grep_out "accounting         resident bytes = live blocks"
+	;;
+run-json)
+	make_clip clip.avi mpeg4 30
+	expect_rc 0 "${E[@]}" --json run clip.avi --streams 3 --stream-offset 5 --max-frames 12 --tokens-per-region 8
+	json_check "j['frames'] == 36" "j['streams'] == 3" "0 <= j['reuse_rate'] <= 1" "0 <= j['approx_hit_rate'] <= 1" \
+		"j['resident_bytes_peak'] > 0" "j['baseline_bytes_peak'] == 36 * 16 * 8 * 57344" \
+		"0 < j['resident_bytes_ratio'] <= 1" "0 < j['managed_blocks_ratio'] <= 1" "'psnr_reused_p5_db' in j" \
+		"j['latency_us_p50'] > 0" "j['latency_us_p99'] >= j['latency_us_p50']" "j['backend'] == 'emulated'" \
+		"j['accounting_mismatches'] == 0" "j['model']['block_bytes'] == 8 * 57344"
+	;;
+run-report)
+	make_clip clip.avi mpeg4 40
+	expect_rc 0 "${E[@]}" run clip.avi clip.avi --max-frames 30 --report rep --no-progress
+	grep_out "report             .*rep/index.html"
+	for f in index.html memory.svg blocks.svg reuse.svg banks.svg summary.json; do
+		[[ -s rep/$f ]] || fail "rep/$f missing"
+	done
+	ls rep/frame-s0-f*.png >/dev/null 2>&1 || fail "no annotated frame PNG"
+	head -c 8 "$(ls rep/frame-s0-f*.png | head -1)" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || fail "not a PNG"
+	python3 - <<'PY' || fail "HTML structure"
+from html.parser import HTMLParser
+import json, sys, xml.dom.minidom
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__(); self.ids = set(); self.tags = {}; self.stack = []; self.text = ""
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs); self.tags[tag] = self.tags.get(tag, 0) + 1
+        if "id" in a: self.ids.add(a["id"])
+        if tag == "image" and not a.get("href", "").startswith("data:image/png;base64,"): sys.exit("image not inline")
+    def handle_data(self, d): self.text += d
+p = P(); p.feed(open("rep/index.html").read())
+for sec in ["summary", "inputs", "memory", "reuse", "banks", "frames", "credits"]:
+    if sec not in p.ids: sys.exit(f"section {sec} missing")
+if p.tags.get("svg", 0) < 6: sys.exit("expected >= 6 inline SVGs (4 plots + 2 frames)")
+if p.tags.get("figure", 0) < 2: sys.exit("expected annotated frames")
+for needle in ["reuse rate", "append-only", "PSNR", "University of Reading", "opencv-doc"]:
+    if needle not in p.text: sys.exit(f"text lacks {needle}")
+for f in ["memory", "blocks", "reuse", "banks"]:
+    xml.dom.minidom.parse(f"rep/{f}.svg")  # well-formed SVG
+s = json.load(open("rep/summary.json"))
+if s["streams"] != 2 or s["frames"] != 60: sys.exit("summary.json")
+PY
+	;;
+run-h264)
+	make_clip clip.mp4 libx264 25
+	expect_rc 0 "${E[@]}" --json run clip.mp4 --max-frames 25
+	json_check "j['frames'] == 25" "j['stream_info'][0]['codec'] == 'h264'"
+	;;
+serve)
+	command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
+	"$VREXCTL" "${E[@]}" serve --listen 127.0.0.1:0 >serve.out 2>serve.err &
+	pid=$!
+	trap 'kill $pid 2>/dev/null || true' EXIT
+	port=
+	for _ in $(seq 100); do
+		port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' serve.out)
+		[[ -n $port ]] && break
+		sleep 0.05
+	done
+	[[ -n $port ]] || fail "serve did not print its port: $(cat serve.out serve.err)"
+	curl -sf "http://127.0.0.1:$port/metrics" >out || fail "GET /metrics failed"
+	grep_out '^# TYPE vrex_frames_total counter$'
+	grep_out '^vrex_live_blocks{backend="emulated"} 0$'
+	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/nope")
+	[[ $code == 404 ]] || fail "expected 404, got $code"
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/metrics")
+	[[ $code == 405 ]] || fail "expected 405, got $code"
+	curl -sf "http://127.0.0.1:$port/metrics" >/dev/null || fail "second scrape failed"
+	kill -TERM $pid
+	rc=0
+	wait $pid || rc=$?
+	trap - EXIT
+	[[ $rc -eq 0 ]] || fail "serve exited $rc on SIGTERM"
+	;;
+help)
+	expect_rc 0 --help
+	for s in list info regs banks stats monitor selftest bench run serve; do grep_out "  $s"; done
+	expect_rc 0 run --help
+	grep_out "--max-frames"
+	grep_out "--report"
+	;;
+err-no-subcommand)
+	expect_rc 2
+	grep_err "subcommand"
+	;;
+err-unknown-subcommand)
+	expect_rc 2 frobnicate
+	;;
+err-bad-option-value)
+	expect_rc 2 "${E[@]}" --emu-banks 0 info
+	expect_rc 2 "${E[@]}" monitor --interval abc
+	expect_rc 2 "${E[@]}" stats --format xml
+	expect_rc 2 "${E[@]}" run x.avi --radius 40
+	;;
+err-unknown-backend)
+	expect_rc 2 --backend gpu info
+	grep_err "unknown backend 'gpu'"
+	;;
+err-no-kernel-device)
+	"$VREXCTL" --json list >out
+	if python3 -c "import json,sys; sys.exit(0 if json.load(open('out'))['backends'][0]['available'] else 1)"; then
+		echo "SKIP: a vrex kernel device is present"
+		exit 77
+	fi
+	expect_rc 3 --backend kernel info
+	grep_err "no vrex device"
+	expect_rc 3 --backend kernel stats --format prometheus
+	;;
+err-missing-video)
+	expect_rc 4 "${E[@]}" run /nonexistent/clip.mp4
+	grep_err "no such file"
+	;;
+err-not-a-video)
+	echo "not a video" >notes.txt
+	expect_rc 4 "${E[@]}" run notes.txt
+	grep_err "notes.txt"
+	;;
+err-streams-with-two-videos)
+	make_clip clip.avi mpeg4 5
+	expect_rc 2 "${E[@]}" run clip.avi clip.avi --streams 2
+	grep_err "exactly one VIDEO"
+	;;
+err-bad-listen)
+	expect_rc 2 "${E[@]}" serve --listen nonsense
+	expect_rc 2 "${E[@]}" serve --listen 127.0.0.1:99999
+	expect_rc 2 "${E[@]}" serve --listen not-an-ip:80
+	;;
+err-bad-dtype)
+	make_clip clip.avi mpeg4 5
+	expect_rc 2 "${E[@]}" run clip.avi --dtype fp8
+	grep_err "unknown dtype"
+	;;
+report-screenshot)
+	# Chromium is optional (large): the case skips cleanly without it. The screenshot stays in
+	# WORKDIR as a test artefact.
+	chrome=$(command -v chromium || command -v chromium-browser || true)
+	[[ -n $chrome ]] || { echo "SKIP: chromium not installed"; exit 77; }
+	make_clip clip.avi mpeg4 30
+	expect_rc 0 "${E[@]}" run clip.avi --max-frames 30 --report rep --no-progress
+	timeout 90 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,3000 \
+		--screenshot="$WORK/report.png" "file://$WORK/rep/index.html" >/dev/null 2>&1 || fail "chromium failed"
+	[[ -s report.png ]] || fail "no screenshot"
+	echo "screenshot: $WORK/report.png"
+	;;
+*)
+	fail "unknown case"
+	;;
+esac
+echo "PASS [$CASE]"

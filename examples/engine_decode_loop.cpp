@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <vector>
 
 #include "vrex/hal.hpp"
@@ -69,13 +71,13 @@ std::vector<float> attend(const std::vector<float>& q, const std::vector<std::sp
 
 }  // namespace
 
-int main(int argc, char** argv)
+int run(int argc, char** argv)
 {
     const std::uint32_t frames = argc > 1 ? static_cast<std::uint32_t>(std::atoi(argv[1])) : 40;
     std::uint32_t w = 160, h = 120;
-    std::FILE* src = nullptr;
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{nullptr, &std::fclose};
     if (argc > 4) {
-        src = std::fopen(argv[2], "rb");
+        file.reset(std::fopen(argv[2], "rb"));
         w = static_cast<std::uint32_t>(std::atoi(argv[3]));
         h = static_cast<std::uint32_t>(std::atoi(argv[4]));
     }
@@ -101,7 +103,7 @@ int main(int argc, char** argv)
     std::uint32_t reused = 0, fresh = 0;
     double checksum = 0;
     for (std::uint32_t t = 0; t < frames; t++) {
-        auto px = frame_pixels(w, h, t, src);
+        auto px = frame_pixels(w, h, t, file.get());
         auto f = s.begin_frame(vrex::LumaView{px.data(), w, h, w});
         if (!f) {
             std::fprintf(stderr, "begin_frame: %s\n", f.error().message().c_str());
@@ -148,8 +150,16 @@ int main(int argc, char** argv)
                 frames, reused, fresh, static_cast<unsigned long long>(st->resident_blocks),
                 static_cast<unsigned long long>(st->resident_bytes >> 10),
                 static_cast<unsigned long long>(st->evictions), checksum);
-    if (src)
-        std::fclose(src);
     // The example is also a test: a static scene must reuse, and memory must stay bounded.
     return reused > 0 && st->resident_blocks < std::uint64_t{frames} * kRegions && std::isfinite(checksum) ? 0 : 1;
+}
+
+int main(int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "engine: %s\n", e.what());
+        return 1;
+    }
 }

@@ -66,7 +66,9 @@ void BankMemory::release(const Extent& e)
 {
     if (e.memfd >= 0) {
         // Back to reserved address space; the memfd's pages live on in exported fds until closed.
-        mmap(base_ + e.addr, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        // Replacing a mapping inside our own reservation only fails for ENOMEM; the memfd mapping then
+        // simply stays until the range is mapped again, which is harmless.
+        (void)mmap(base_ + e.addr, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
         close(e.memfd);
         used_[e.bank] -= e.size;
     }

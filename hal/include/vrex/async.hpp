@@ -51,7 +51,7 @@ template <class Result, class Handler>
 class AsyncOpFor final : public AsyncOp<Result> {
 public:
     AsyncOpFor(Handler handler, boost::asio::io_context::executor_type fallback)
-        : handler_(std::move(handler)), fallback_(fallback)
+        : handler_(std::move(handler)), fallback_(std::move(fallback))
     {
     }
     void complete(std::error_code ec, Result result) override
@@ -96,7 +96,8 @@ public:
     {
         using Items = std::vector<drm_vrex_shie_lookup_item>;
         return boost::asio::async_initiate<CompletionToken, void(std::error_code, Items)>(
-            [this](auto handler, std::uint32_t s, Items it) {
+            // By value: deferred completion tokens store the arguments and invoke this later.
+            [this](auto handler, std::uint32_t s, Items it) {  // NOLINT(performance-unnecessary-value-param)
                 using H = std::decay_t<decltype(handler)>;
                 start_retrieve(s, std::move(it), std::make_unique<detail::AsyncOpFor<Items, H>>(std::move(handler), executor()));
             },

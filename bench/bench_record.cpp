@@ -75,13 +75,8 @@ std::string to_json(const Record& r)
 
 RecordSink::RecordSink(const std::string& path) : path_(path)
 {
-    if (!path_.empty()) file_ = std::fopen(path_.c_str(), "a");
+    if (!path_.empty()) file_.reset(std::fopen(path_.c_str(), "a"));
     if (!ok()) std::fprintf(stderr, "bench: cannot open %s for appending\n", path_.c_str());
-}
-
-RecordSink::~RecordSink()
-{
-    if (file_) std::fclose(file_);
 }
 
 void RecordSink::add(const Record& r)
@@ -96,8 +91,8 @@ void RecordSink::add(const Record& r)
     std::printf("\n");
     std::fflush(stdout);
     if (file_) {
-        std::fprintf(file_, "%s\n", to_json(r).c_str());
-        std::fflush(file_);
+        std::fprintf(file_.get(), "%s\n", to_json(r).c_str());
+        std::fflush(file_.get());
     }
 }
 

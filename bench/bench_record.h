@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -31,16 +32,16 @@ struct Record {
 class RecordSink {
 public:
     explicit RecordSink(const std::string& path);
-    ~RecordSink();
-    RecordSink(const RecordSink&) = delete;
-    RecordSink& operator=(const RecordSink&) = delete;
 
     void add(const Record& r);
     bool ok() const { return path_.empty() || file_ != nullptr; }
 
 private:
+    struct Closer {
+        void operator()(std::FILE* f) const { std::fclose(f); }
+    };
     std::string path_;
-    std::FILE* file_ = nullptr;
+    std::unique_ptr<std::FILE, Closer> file_;
 };
 
 std::string to_json(const Record& r);

@@ -186,6 +186,7 @@ int run(const Options& opt)
 
     std::vector<std::string> rest = opt.rest;  // Google Benchmark may rewrite argv in place
     std::vector<char*> args;
+    args.reserve(rest.size());
     for (auto& s : rest) args.push_back(s.data());
     int argc = static_cast<int>(args.size());
     benchmark::Initialize(&argc, args.data());

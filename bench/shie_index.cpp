@@ -2,21 +2,16 @@
 #include "shie_index.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
 namespace vrex::bench {
 
-void ShieIndex::FreeDeleter::operator()(void* p) const { std::free(p); }
-
 ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
-    : arena_size_(vrex_shie_arena_size(static_cast<u32>(codes.size()))),
-      arena_(std::aligned_alloc(64, (arena_size_ + 63) / 64 * 64)),
-      scratch_(codes.size())
+    : arena_(vrex_shie_arena_size(static_cast<u32>(codes.size()))), scratch_(codes.size())
 {
-    if (!arena_) throw std::runtime_error("cannot allocate the SHIE arena");
-    int rc = vrex_shie_init(&table_, static_cast<u32>(codes.size()), arena_.get(), arena_size_);
+    if (arena_.empty()) throw std::runtime_error("no SHIE arena size for this capacity");
+    int rc = vrex_shie_init(&table_, static_cast<u32>(codes.size()), arena_.data(), arena_.size());
     if (rc) throw std::runtime_error("vrex_shie_init failed: " + std::to_string(rc));
     for (size_t i = 0; i < codes.size(); i++) {
         u32 entry;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -23,14 +22,10 @@ public:
     size_t range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
                  std::vector<std::vector<uint32_t>>* out) const;
 
-    size_t arena_bytes() const { return arena_size_; }
+    size_t arena_bytes() const { return arena_.size(); }
 
 private:
-    struct FreeDeleter {
-        void operator()(void* p) const;
-    };
-    size_t arena_size_;
-    std::unique_ptr<void, FreeDeleter> arena_;
+    std::vector<unsigned char> arena_;  // the model's arena needs no particular alignment
     vrex_shie_table table_{};
     std::vector<uint32_t> entry_to_code_;
     mutable std::vector<uint32_t> scratch_;

@@ -157,6 +157,7 @@ bool run_workload(const Workload& w, const Plan& plan, const Bandwidth& bw, Reco
         {FaissKind::hash, 16, 0, 2, false},          // one 16-bit hash, 2 flips: misses most results
     };
     std::vector<std::unique_ptr<FaissIndex>> faiss;
+    faiss.reserve(faiss_cfgs.size());
     for (const auto& c : faiss_cfgs) faiss.push_back(std::make_unique<FaissIndex>(c, w.db));
     ShieIndex ours(w.db);
 
@@ -196,6 +197,7 @@ bool run_workload(const Workload& w, const Plan& plan, const Bandwidth& bw, Reco
                 w.queries.size());
 
     std::vector<Measured> m;
+    m.reserve(methods.size());
     for (const auto& method : methods) m.push_back(measure(method, w.queries, truth, plan.min_seconds));
 
     bool ok = true;

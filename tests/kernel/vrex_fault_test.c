@@ -26,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <drm.h>
@@ -446,6 +447,40 @@ static void test_teardown(uint32_t fails, const char *how)
 	       "left", how, fails);
 }
 
+/*
+ * rmmod while a file holds a stream and a mapped BO must be refused (the
+ * fops hold a module reference) and leave everything working.
+ */
+static void test_rmmod_refused(void)
+{
+	struct drm_vrex_bo_mmap_offset mo;
+	struct drm_vrex_frame_submit f;
+	uint32_t s, luma;
+	unsigned char *p;
+	int fd = open_node(), st;
+
+	if (fd < 0 || stream_create(fd, &s) || bo_create(fd, BO_SIZE, 1, &luma)) {
+		report(0, "rmmod: setup");
+		return;
+	}
+	mo = (struct drm_vrex_bo_mmap_offset){ .handle = luma };
+	p = xioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo) ? MAP_FAILED :
+		mmap(NULL, BO_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)mo.offset);
+	if (p == MAP_FAILED) {
+		report(0, "rmmod: map");
+		close(fd);
+		return;
+	}
+	memset(p, 0x33, BO_SIZE);
+	st = system("rmmod vrex 2>/dev/null");
+	report(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0,
+	       "rmmod with a live file, stream and mapping is refused");
+	report(p[BO_SIZE - 1] == 0x33 && !frame(fd, s, luma, 0, &f),
+	       "rmmod: mapping and device still work after the refused unload");
+	munmap(p, BO_SIZE);
+	close(fd);
+}
+
 int main(void)
 {
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
@@ -488,6 +523,7 @@ int main(void)
 	test_teardown(8, "destroy");
 	test_teardown(2, "close");
 	test_teardown(8, "close");
+	test_rmmod_refused();
 
 	knob("fail_alloc", 0);
 	knob("fail_cmds", 0);

@@ -26,7 +26,8 @@ struct Outcome {
     std::uint64_t frames_before = 0;  // frames completed before the loss was seen
     std::uint64_t lost_errors = 0;    // calls that failed with device_lost
     std::string other_error;          // anything else that failed (must stay empty)
-    std::vector<vrex::KvBlock> blocks;
+    std::vector<vrex::KvBlock> blocks;  // owned by the stream's thread until it is joined
+    std::atomic<std::uint32_t> held{0};  // blocks.size(), for the main thread
 };
 
 void paint(std::vector<std::uint8_t>& px, std::uint32_t scene, std::uint32_t t)
@@ -68,8 +69,10 @@ void work(vrex::Stream& st, std::uint32_t s, std::atomic<bool>& lost, std::atomi
         if (st.in_frame()) {
             auto b = st.allocate(1 + f % 15);
             ok &= note(o, b.error(), "allocate");
-            if (b && o.blocks.size() < 64)
+            if (b && o.blocks.size() < 64) {
                 o.blocks.push_back(*b);
+                o.held.store(static_cast<std::uint32_t>(o.blocks.size()));
+            }
             ok &= note(o, st.end_frame().error(), "end_frame");
         }
         if (ok)
@@ -137,7 +140,7 @@ int main()
         for (bool started = false; !started;) {
             started = true;
             for (std::uint32_t s = 0; s < kStreams; s++)
-                started &= out[s].blocks.size() >= 8;
+                started &= out[s].held.load() >= 8;
             std::this_thread::yield();
         }
         emu->simulate_device_loss();

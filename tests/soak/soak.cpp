@@ -11,6 +11,8 @@
 // /proc/self/statm) does not grow after warm-up; the others' hit rate moves by < 3 % between window
 // kinds; after the streams are gone the allocator holds no block and the device no live block or
 // SHIE entry. Prints the RSS / resident curve, then "soak: N passed, M failed".
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -23,7 +25,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "vrex/hal.hpp"
@@ -49,8 +50,7 @@ struct Options {
 
 // Scene @scene, moving by @t: a blocky texture unique to the scene plus a square that moves.
 void paint(std::vector<std::uint8_t>& px, std::uint32_t w, std::uint32_t h, std::uint32_t scene,
-           std::uint32_t t)
-{
+           std::uint32_t t) {
     const std::uint32_t s = scene * 2654435761u + 12345u;
     const std::uint32_t cx = (w / 4 + t * 2) % w, cy = h / 3;
     for (std::uint32_t y = 0; y < h; y++) {
@@ -58,21 +58,17 @@ void paint(std::vector<std::uint8_t>& px, std::uint32_t w, std::uint32_t h, std:
             std::uint32_t v = ((x / 16) * 73856093u) ^ ((y / 16) * 19349663u) ^ s;
             v = (v ^ (v >> 13)) * 0x5bd1e995u;
             std::uint8_t p = static_cast<std::uint8_t>((v >> 24) / 2 + (scene % 4) * 30);
-            if (x >= cx && x < cx + w / 6 && y >= cy && y < cy + h / 6)
-                p = 250;
+            if (x >= cx && x < cx + w / 6 && y >= cy && y < cy + h / 6) p = 250;
             px[std::size_t{y} * w + x] = p;
         }
     }
 }
 
-std::uint64_t rss_bytes()
-{
+std::uint64_t rss_bytes() {
     std::FILE* f = std::fopen("/proc/self/statm", "r");
     unsigned long size = 0, resident = 0;
-    if (!f)
-        return 0;
-    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
+    if (!f) return 0;
+    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2) resident = 0;
     std::fclose(f);
     return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
@@ -93,47 +89,40 @@ struct StreamResult {
 };
 
 class Cases {
-public:
-    void check(bool ok, const std::string& what)
-    {
+  public:
+    void check(bool ok, const std::string& what) {
         std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
         std::fflush(stdout);
         (ok ? pass_ : fail_)++;
     }
-    int finish() const
-    {
+    int finish() const {
         std::printf("soak: %d passed, %d failed\n", pass_, fail_);
         return fail_ ? 1 : 0;
     }
 
-private:
+  private:
     int pass_ = 0, fail_ = 0;
 };
 
-std::uint32_t scene_of(const Options& o, std::uint32_t stream, std::uint32_t frame)
-{
+std::uint32_t scene_of(const Options& o, std::uint32_t stream, std::uint32_t frame) {
     // Scene ids never repeat across streams or cuts: every cut is a genuinely new scene.
-    if (stream == 0 && (frame / o.window) % 2 == 1)
-        return 1'000'000u + frame / 4;
+    if (stream == 0 && (frame / o.window) % 2 == 1) return 1'000'000u + frame / 4;
     return stream * 100'000u + (frame + stream * (o.scene_len / 4)) / o.scene_len;
 }
 
 // One stream's frame: fingerprint, look every region up, reuse or allocate, end the frame.
 std::string run_frame(vrex::Stream& st, const Options& o, std::uint32_t stream, std::uint32_t frame,
-                      std::vector<std::uint8_t>& px, StreamResult& r)
-{
+                      std::vector<std::uint8_t>& px, StreamResult& r) {
     const std::uint32_t scene = scene_of(o, stream, frame);
     paint(px, o.width, o.height, scene, frame % 8);
     auto fi = st.begin_frame({px.data(), o.width, o.height, o.width});
-    if (!fi)
-        return "begin_frame: " + fi.error().message();
+    if (!fi) return "begin_frame: " + fi.error().message();
     std::vector<vrex::Query> qs;
     qs.reserve(kRegions);
     for (std::uint32_t reg = 0; reg < kRegions; reg++)
         qs.push_back(vrex::Query::similar(reg, fi->fp, kRadius, Scope::stream, true));
     auto found = st.retrieve_batch(qs);
-    if (!found)
-        return "retrieve_batch: " + found.error().message();
+    if (!found) return "retrieve_batch: " + found.error().message();
     const int kind = stream != 0 && (frame / o.window) % 2 == 1 ? 1 : 0;
     std::vector<std::uint32_t> missing;
     for (std::uint32_t reg = 0; reg < kRegions; reg++) {
@@ -141,27 +130,22 @@ std::string run_frame(vrex::Stream& st, const Options& o, std::uint32_t stream, 
         r.lookups[kind]++;
         if (hit.hit) {
             r.hits[kind]++;
-            if (auto u = st.reuse(reg, hit.block); !u)
-                return "reuse: " + u.error().message();
+            if (auto u = st.reuse(reg, hit.block); !u) return "reuse: " + u.error().message();
         } else {
             missing.push_back(reg);
         }
     }
     if (!missing.empty()) {
         auto blocks = st.allocate_batch(missing);
-        if (!blocks)
-            return "allocate_batch: " + blocks.error().message();
-        for (auto& b : *blocks)
-            b.data[0] = static_cast<std::byte>(frame);  // an engine writes its KV here
+        if (!blocks) return "allocate_batch: " + blocks.error().message();
+        for (auto& b : *blocks) b.data[0] = static_cast<std::byte>(frame);  // an engine writes its KV here
     }
-    if (auto e = st.end_frame(); !e)
-        return "end_frame: " + e.error().message();
+    if (auto e = st.end_frame(); !e) return "end_frame: " + e.error().message();
     r.frames++;
     return {};
 }
 
-bool parse(int argc, char** argv, Options& o)
-{
+bool parse(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; i++) {
         std::string_view a = argv[i];
         auto val = [&](std::string_view key) -> const char* {
@@ -181,8 +165,7 @@ bool parse(int argc, char** argv, Options& o)
             o.samples = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 0));
         else if (const char* v = val("--backend")) {
             auto c = vrex::parse_backend_choice(v);
-            if (!c)
-                return false;
+            if (!c) return false;
             o.backend = *c;
         } else if (a == "--require-backend=kernel") {
             o.require_kernel = true;
@@ -197,8 +180,7 @@ bool parse(int argc, char** argv, Options& o)
 
 }  // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     Options o;
     if (!parse(argc, argv, o)) {
         std::fprintf(stderr,
@@ -216,13 +198,14 @@ int main(int argc, char** argv)
         cases.check(false, "device opens");
         return cases.finish();
     }
-    std::printf("soak: backend %s, %u streams, %" PRIu64 " frames, %ux%u luma, scene every %u, "
+    std::printf("soak: backend %s, %u streams, %" PRIu64
+                " frames, %ux%u luma, scene every %u, "
                 "window %u\n",
                 std::string((*dev)->backend_name()).c_str(), o.streams, o.frames, o.width, o.height,
                 o.scene_len, o.window);
     const std::uint32_t zombie = (*dev)->info().zombie_frames;
-    vrex::ModelGeometry geom{.layers = 2, .kv_heads = 2, .head_dim = 64, .dtype = vrex::DType::fp16,
-                             .tokens_per_block = 32};
+    vrex::ModelGeometry geom{
+        .layers = 2, .kv_heads = 2, .head_dim = 64, .dtype = vrex::DType::fp16, .tokens_per_block = 32};
     auto alloc = vrex::KvAllocator::create(*dev, geom);
     if (!alloc) {
         cases.check(false, "allocator: " + alloc.error().message());
@@ -253,8 +236,8 @@ int main(int argc, char** argv)
             if (!failed.load(std::memory_order_relaxed)) {
                 std::string err = run_frame(*streams[s], o, s, f, px, results[s]);
                 if (!err.empty()) {
-                    results[s].error = "stream " + std::to_string(s) + " frame " + std::to_string(f) +
-                                       ": " + err;
+                    results[s].error =
+                        "stream " + std::to_string(s) + " frame " + std::to_string(f) + ": " + err;
                     failed = true;
                 }
             }
@@ -262,15 +245,14 @@ int main(int argc, char** argv)
             sync.arrive_and_wait();
             if (s == 0 && (f % every == 0 || f + 1 == per_stream)) {
                 auto st = (*alloc)->stats();
-                samples.push_back({f, rss_bytes(), st ? st->resident_blocks : ~0ull,
-                                   st ? st->device.live_entries : ~0ull});
+                samples.push_back(
+                    {f, rss_bytes(), st ? st->resident_blocks : ~0ull, st ? st->device.live_entries : ~0ull});
             }
             sync.arrive_and_wait();
         }
     };
     std::vector<std::jthread> threads;
-    for (std::uint32_t s = 0; s < o.streams; s++)
-        threads.emplace_back(body, s);
+    for (std::uint32_t s = 0; s < o.streams; s++) threads.emplace_back(body, s);
     threads.clear();  // joins
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -278,8 +260,7 @@ int main(int argc, char** argv)
     std::string first_error;
     for (auto& r : results) {
         done += r.frames;
-        if (first_error.empty())
-            first_error = r.error;
+        if (first_error.empty()) first_error = r.error;
     }
     std::printf("soak: %" PRIu64 " frames in %.1f s (%.0f frames/s)\n", done, secs, done / secs);
     cases.check(first_error.empty() && done == std::uint64_t{per_stream} * o.streams,
@@ -307,14 +288,13 @@ int main(int argc, char** argv)
             lo = std::min(lo, samples[i].rss);
             hi = std::max(hi, samples[i].rss);
         }
-        const std::uint64_t growth = samples.back().rss > samples[warm].rss
-                                         ? samples.back().rss - samples[warm].rss
-                                         : 0;
+        const std::uint64_t growth =
+            samples.back().rss > samples[warm].rss ? samples.back().rss - samples[warm].rss : 0;
         const std::uint64_t allowed = std::max<std::uint64_t>(1 << 20, samples[warm].rss / 50);
-        std::printf("soak: RSS after warm-up %" PRIu64 " KiB, min %" PRIu64 " max %" PRIu64
-                    " last %" PRIu64 " KiB (growth %" PRIu64 " KiB, allowed %" PRIu64 ")\n",
-                    samples[warm].rss / 1024, lo / 1024, hi / 1024, samples.back().rss / 1024,
-                    growth / 1024, allowed / 1024);
+        std::printf("soak: RSS after warm-up %" PRIu64 " KiB, min %" PRIu64 " max %" PRIu64 " last %" PRIu64
+                    " KiB (growth %" PRIu64 " KiB, allowed %" PRIu64 ")\n",
+                    samples[warm].rss / 1024, lo / 1024, hi / 1024, samples.back().rss / 1024, growth / 1024,
+                    allowed / 1024);
         cases.check(growth <= allowed && hi - lo <= 2 * allowed, "RSS flat after warm-up");
     } else {
         cases.check(false, "RSS flat after warm-up (too few samples)");
@@ -331,18 +311,19 @@ int main(int argc, char** argv)
     const double quiet = l[0] ? double(h[0]) / double(l[0]) : 0.0;
     const double noisy = l[1] ? double(h[1]) / double(l[1]) : 0.0;
     const double rel = quiet > 0 ? std::fabs(noisy - quiet) / quiet : 1.0;
-    const double s0_quiet = results[0].lookups[0] ? double(results[0].hits[0]) / double(results[0].lookups[0]) : 0;
-    std::printf("soak: stream 0 hit rate %.4f (its scene cuts every 4 frames in odd windows); others: "
-                "quiet windows %.4f, noisy windows %.4f, change %.2f %%\n",
-                s0_quiet, quiet, noisy, rel * 100.0);
-    cases.check(quiet > 0.5 && rel < 0.03,
-                "one stream's scene cuts change the others' hit rate by < 3 %");
+    const double s0_quiet =
+        results[0].lookups[0] ? double(results[0].hits[0]) / double(results[0].lookups[0]) : 0;
+    std::printf(
+        "soak: stream 0 hit rate %.4f (its scene cuts every 4 frames in odd windows); others: "
+        "quiet windows %.4f, noisy windows %.4f, change %.2f %%\n",
+        s0_quiet, quiet, noisy, rel * 100.0);
+    cases.check(quiet > 0.5 && rel < 0.03, "one stream's scene cuts change the others' hit rate by < 3 %");
 
     streams.clear();
     auto end = (*alloc)->stats();
     if (end) {
-        std::printf("soak: after the streams are gone: resident blocks %" PRIu64 ", device live blocks %" PRIu64
-                    ", live SHIE entries %" PRIu64 "\n",
+        std::printf("soak: after the streams are gone: resident blocks %" PRIu64
+                    ", device live blocks %" PRIu64 ", live SHIE entries %" PRIu64 "\n",
                     end->resident_blocks, std::uint64_t{end->device.live_blocks},
                     std::uint64_t{end->device.live_entries});
         cases.check(end->resident_blocks == 0 && end->device.live_blocks == 0,

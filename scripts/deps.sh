@@ -15,7 +15,7 @@ PKGS=(
 	device-tree-compiler sparse dt-schema python3-kconfiglib
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	dkms bc flex bison libelf-dev libssl-dev dwarves
-	xz-utils zstd curl
+	xz-utils zstd curl zlib1g-dev
 )
 
 missing=()

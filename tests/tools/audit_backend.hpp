@@ -10,7 +10,7 @@
 namespace vrex::test {
 
 class AuditBackend final : public Backend {
-public:
+  public:
     explicit AuditBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
 
     std::uint64_t lookup_hits = 0;
@@ -32,28 +32,22 @@ public:
     std::error_code stream_destroy(std::uint32_t s) override { return in_->stream_destroy(s); }
     std::error_code frame_submit(drm_vrex_frame_submit& a) override { return in_->frame_submit(a); }
 
-    std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) override
-    {
+    std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) override {
         const std::error_code ec = in_->shie_insert(stream, items);
-        if (ec)
-            return ec;
+        if (ec) return ec;
         for (const auto& it : items) {
-            if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS))
-                continue;
+            if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS)) continue;
             live.insert(it.block);
             released.erase(it.block);  // a block id is reused only after its release was seen
         }
         return ec;
     }
 
-    std::error_code shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items) override
-    {
+    std::error_code shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items) override {
         const std::error_code ec = in_->shie_lookup(stream, items);
-        if (ec)
-            return ec;
+        if (ec) return ec;
         for (const auto& it : items) {
-            if (!(it.hit_flags & DRM_VREX_HIT))
-                continue;
+            if (!(it.hit_flags & DRM_VREX_HIT)) continue;
             lookup_hits++;
             hits_on_released += released.count(it.block);
             hits_on_unknown += !live.count(it.block);
@@ -62,11 +56,9 @@ public:
     }
 
     std::error_code shie_retire(std::uint32_t stream, std::span<const std::uint32_t> remove,
-                                std::span<drm_vrex_released_block> out, std::uint32_t& count) override
-    {
+                                std::span<drm_vrex_released_block> out, std::uint32_t& count) override {
         const std::error_code ec = in_->shie_retire(stream, remove, out, count);
-        if (ec)
-            return ec;
+        if (ec) return ec;
         for (std::uint32_t i = 0; i < count; i++) {
             live.erase(out[i].block);
             released.insert(out[i].block);
@@ -78,9 +70,11 @@ public:
     Result<drm_vrex_stats> stats() override { return in_->stats(); }
     Result<std::uint32_t> reg_read(std::uint32_t off) override { return in_->reg_read(off); }
     int event_fd() const noexcept override { return in_->event_fd(); }
-    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override { return in_->read_events(out); }
+    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override {
+        return in_->read_events(out);
+    }
 
-private:
+  private:
     std::unique_ptr<Backend> in_;
 };
 

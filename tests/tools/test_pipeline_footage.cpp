@@ -16,43 +16,37 @@ namespace {
 namespace fs = std::filesystem;
 using namespace vrex::pipeline;
 
-std::string shell_out(const std::string& cmd)
-{
+std::string shell_out(const std::string& cmd) {
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r")) {
         char buf[512];
-        while (std::fgets(buf, sizeof(buf), p))
-            out += buf;
-        if (pclose(p) != 0)
-            return {};
+        while (std::fgets(buf, sizeof(buf), p)) out += buf;
+        if (pclose(p) != 0) return {};
     }
     return out;
 }
 
 // vtest.avi's first 60 frames as H.264, made once per build tree.
-std::string short_h264_clip()
-{
+std::string short_h264_clip() {
     const fs::path clip = fs::path(VREX_TEST_BINARY_DIR) / "vtest-60.mp4";
-    if (fs::exists(clip))
-        return clip;
+    if (fs::exists(clip)) return clip;
     const std::string env = shell_out("bash " VREX_SOURCE_DIR "/scripts/fetch-footage.sh 2>/dev/null");
     const auto at = env.find("VREX_VTEST_AVI=");
-    if (at == std::string::npos)
-        return {};
+    if (at == std::string::npos) return {};
     const std::string avi = env.substr(at + 15, env.find('\n', at) - at - 15);
     const fs::path tmp = clip.string() + ".tmp.mp4";
-    const std::string cmd = "ffmpeg -nostdin -v error -y -i '" + avi + "' -frames:v 60 -c:v libx264 -preset veryfast "
-                            "-crf 23 -pix_fmt yuv420p '" + tmp.string() + "'";
-    if (std::system(cmd.c_str()) != 0)
-        return {};
+    const std::string cmd = "ffmpeg -nostdin -v error -y -i '" + avi +
+                            "' -frames:v 60 -c:v libx264 -preset veryfast "
+                            "-crf 23 -pix_fmt yuv420p '" +
+                            tmp.string() + "'";
+    if (std::system(cmd.c_str()) != 0) return {};
     fs::rename(tmp, clip);
     return clip;
 }
 
 }  // namespace
 
-TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams)
-{
+TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams) {
     const std::string clip = short_h264_clip();
     if (clip.empty())
         GTEST_SKIP() << "footage unavailable (scripts/fetch-footage.sh failed or ffmpeg/libx264 missing)";
@@ -82,13 +76,13 @@ TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams)
 
     // Resident bytes are the live blocks: pipeline, allocator, device counter and bank registers agree.
     EXPECT_EQ(r.accounting_mismatches, 0u) << r.first_mismatch;
-    const std::uint64_t per_frame = std::uint64_t{kRegions} * opt.model.tokens_per_region * opt.model.bytes_per_token();
+    const std::uint64_t per_frame =
+        std::uint64_t{kRegions} * opt.model.tokens_per_region * opt.model.bytes_per_token();
     EXPECT_EQ(r.frame_kv_bytes, per_frame);
     for (const StepSample& s : r.samples) {
         EXPECT_EQ(s.resident_bytes, s.live_blocks * r.block_bytes) << "step " << s.step;
         std::uint64_t banks = 0;
-        for (std::uint64_t b : s.bank_kv_bytes)
-            banks += b;
+        for (std::uint64_t b : s.bank_kv_bytes) banks += b;
         EXPECT_EQ(banks, s.resident_bytes) << "step " << s.step;
         // Append-only baseline: every region of every frame so far.
         EXPECT_EQ(s.baseline_bytes, s.frames * per_frame) << "step " << s.step;
@@ -104,8 +98,7 @@ TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams)
 
     // Reuse happened, every reused region passed the guard, and memory stayed far below the baseline.
     EXPECT_GT(r.reused, 0u);
-    for (double p : r.reused_psnr)
-        EXPECT_GE(p, opt.policy.psnr_guard_db);
+    for (double p : r.reused_psnr) EXPECT_GE(p, opt.policy.psnr_guard_db);
     EXPECT_LT(r.resident_bytes_peak(), r.baseline_bytes_peak());
     EXPECT_EQ(r.annotated.size(), 2u);
 }

@@ -1,7 +1,6 @@
 // Pipeline parts without video: region grid, PSNR, KV payload, reuse decisions, PNG, percentiles.
-#include <zlib.h>
-
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstring>
 
@@ -15,19 +14,18 @@ using namespace vrex::pipeline;
 
 namespace {
 
-LumaFrame pattern(std::uint32_t w, std::uint32_t h, int noise)
-{
+LumaFrame pattern(std::uint32_t w, std::uint32_t h, int noise) {
     LumaFrame f{w, h, std::vector<std::uint8_t>(std::size_t{w} * h)};
     for (std::uint32_t y = 0; y < h; y++)
         for (std::uint32_t x = 0; x < w; x++)
-            f.px[std::size_t{y} * w + x] = static_cast<std::uint8_t>((x * 3 + y * 5) % 200 + ((x ^ y) & 1) * noise);
+            f.px[std::size_t{y} * w + x] =
+                static_cast<std::uint8_t>((x * 3 + y * 5) % 200 + ((x ^ y) & 1) * noise);
     return f;
 }
 
 }  // namespace
 
-TEST(Regions, TileThePlaneExactly)
-{
+TEST(Regions, TileThePlaneExactly) {
     std::uint64_t area = 0;
     for (std::uint32_t r = 0; r < kRegions; r++) {
         const RegionRect rc = region_rect(770, 579, r);
@@ -39,16 +37,14 @@ TEST(Regions, TileThePlaneExactly)
     EXPECT_EQ(region_rect(770, 579, 15).w, 770u - 3 * 192);
 }
 
-TEST(Psnr, IdenticalIsCappedAndNoiseLowersIt)
-{
+TEST(Psnr, IdenticalIsCappedAndNoiseLowersIt) {
     const LumaFrame a = pattern(64, 64, 0), b = pattern(64, 64, 8);
     EXPECT_EQ(psnr(a.px.data(), 64, a.px.data(), 64, 64, 64), kPsnrIdentical);
     // Half the pixels off by 8: MSE 32 -> 10 log10(255^2 / 32) = 33.1 dB.
     EXPECT_NEAR(psnr(a.px.data(), 64, b.px.data(), 64, 64, 64), 33.1, 0.1);
 }
 
-TEST(KvPayload, RoundTripsThroughABlockAndSubsamplesWhenSmall)
-{
+TEST(KvPayload, RoundTripsThroughABlockAndSubsamplesWhenSmall) {
     const LumaFrame f = pattern(256, 192, 0);
     std::vector<std::byte> big(64 * 1024), small(sizeof(PayloadHeader) + 1000);
     PayloadHeader h;
@@ -67,8 +63,7 @@ TEST(KvPayload, RoundTripsThroughABlockAndSubsamplesWhenSmall)
     EXPECT_FALSE(read_payload_header(empty).has_value());
 }
 
-TEST(ReusePolicy, GuardAgeAndBestCandidate)
-{
+TEST(ReusePolicy, GuardAgeAndBestCandidate) {
     const LumaFrame then = pattern(256, 192, 0), now = pattern(256, 192, 8), far = pattern(256, 192, 60);
     std::vector<std::byte> a(64 * 1024), b(64 * 1024);
     PayloadHeader h;
@@ -102,11 +97,9 @@ TEST(ReusePolicy, GuardAgeAndBestCandidate)
     EXPECT_EQ(decide_reuse(p, now, 3, 12, miss, miss).outcome, ReuseDecision::Outcome::no_candidate);
 }
 
-TEST(Png, ValidSignatureHeaderAndPixels)
-{
+TEST(Png, ValidSignatureHeaderAndPixels) {
     std::vector<std::uint8_t> rgb(5 * 3 * 3);
-    for (std::size_t i = 0; i < rgb.size(); i++)
-        rgb[i] = static_cast<std::uint8_t>(i * 11);
+    for (std::size_t i = 0; i < rgb.size(); i++) rgb[i] = static_cast<std::uint8_t>(i * 11);
     const auto png = encode_png_rgb(5, 3, rgb);
     ASSERT_GT(png.size(), 33u);
     EXPECT_EQ(std::memcmp(png.data(), "\x89PNG\r\n\x1a\n", 8), 0);
@@ -126,8 +119,7 @@ TEST(Png, ValidSignatureHeaderAndPixels)
     EXPECT_EQ(base64(std::vector<std::uint8_t>{'M', 'a'}), "TWE=");
 }
 
-TEST(Metrics, PercentilesInterpolate)
-{
+TEST(Metrics, PercentilesInterpolate) {
     EXPECT_EQ(percentile({}, 0.5), 0.0);
     EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 0.5), 2.5);
     EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4, 5}, 0.0), 1.0);

@@ -12,7 +12,7 @@
 namespace vrex::pipeline {
 
 class VideoDecoder {
-public:
+  public:
     // Failure(bad_input) when the file cannot be opened, has no video stream or no decoder.
     explicit VideoDecoder(const std::string& path);
     ~VideoDecoder();
@@ -31,7 +31,7 @@ public:
     std::string codec_name() const;
     const std::string& path() const noexcept { return path_; }
 
-private:
+  private:
     struct Impl;
     std::string path_;
     std::unique_ptr<Impl> impl_;

@@ -11,11 +11,11 @@ namespace vrex::pipeline {
 enum class FailureKind { runtime, no_device, bad_input };
 
 class Failure : public std::runtime_error {
-public:
+  public:
     Failure(FailureKind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
     FailureKind kind() const noexcept { return kind_; }
 
-private:
+  private:
     FailureKind kind_;
 };
 

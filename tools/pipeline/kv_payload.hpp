@@ -20,10 +20,10 @@ struct PayloadHeader {
     std::uint32_t stream = 0;  // pipeline stream index
     std::uint32_t frame = 0;   // the stream's frame the KV was computed for
     std::uint32_t region = 0;
-    std::uint32_t step = 0;    // pipeline step (global clock, comparable across streams)
-    std::uint32_t sub = 1;     // subsampling of the stored luma
+    std::uint32_t step = 0;      // pipeline step (global clock, comparable across streams)
+    std::uint32_t sub = 1;       // subsampling of the stored luma
     std::uint32_t w = 0, h = 0;  // region size in the frame
-    std::uint64_t serial = 0;  // unique per allocation
+    std::uint64_t serial = 0;    // unique per allocation
 };
 
 // Writes the header and the region's luma into @block. False when not even a 1/64 subsampled copy fits.
@@ -35,6 +35,7 @@ std::optional<PayloadHeader> read_payload_header(std::span<const std::byte> bloc
 
 // PSNR between @region of @frame and the luma stored in @block (nullopt: no payload, or a payload of
 // another region or size).
-std::optional<double> payload_psnr(std::span<const std::byte> block, const LumaFrame& frame, std::uint32_t region);
+std::optional<double> payload_psnr(std::span<const std::byte> block, const LumaFrame& frame,
+                                   std::uint32_t region);
 
 }  // namespace vrex::pipeline

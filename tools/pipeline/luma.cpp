@@ -4,8 +4,7 @@
 
 namespace vrex::pipeline {
 
-RegionRect region_rect(std::uint32_t width, std::uint32_t height, std::uint32_t r)
-{
+RegionRect region_rect(std::uint32_t width, std::uint32_t height, std::uint32_t r) {
     const std::uint32_t cw = width / kGrid, ch = height / kGrid;
     const std::uint32_t col = r % kGrid, row = r / kGrid;
     RegionRect rc;
@@ -17,8 +16,7 @@ RegionRect region_rect(std::uint32_t width, std::uint32_t height, std::uint32_t 
 }
 
 double psnr(const std::uint8_t* a, std::size_t a_stride, const std::uint8_t* b, std::size_t b_stride,
-            std::uint32_t w, std::uint32_t h, std::uint32_t step)
-{
+            std::uint32_t w, std::uint32_t h, std::uint32_t step) {
     // @a is sampled every @step pixels (a subsampled copy in @b has one pixel per sample).
     std::uint64_t sse = 0, n = 0;
     for (std::uint32_t y = 0, by = 0; y < h; y += step, by++) {
@@ -30,8 +28,7 @@ double psnr(const std::uint8_t* a, std::size_t a_stride, const std::uint8_t* b, 
             n++;
         }
     }
-    if (n == 0 || sse == 0)
-        return kPsnrIdentical;
+    if (n == 0 || sse == 0) return kPsnrIdentical;
     const double mse = static_cast<double>(sse) / static_cast<double>(n);
     return std::min(kPsnrIdentical, 10.0 * std::log10(255.0 * 255.0 / mse));
 }

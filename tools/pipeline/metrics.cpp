@@ -5,10 +5,8 @@
 
 namespace vrex::pipeline {
 
-double percentile(std::vector<double> v, double q)
-{
-    if (v.empty())
-        return 0.0;
+double percentile(std::vector<double> v, double q) {
+    if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
     const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1);
     const auto lo = static_cast<std::size_t>(std::floor(pos));
@@ -19,46 +17,41 @@ double percentile(std::vector<double> v, double q)
 namespace {
 
 template <class F>
-std::uint64_t peak(const std::vector<StepSample>& s, F field)
-{
+std::uint64_t peak(const std::vector<StepSample>& s, F field) {
     std::uint64_t m = 0;
-    for (const StepSample& x : s)
-        m = std::max(m, field(x));
+    for (const StepSample& x : s) m = std::max(m, field(x));
     return m;
 }
 
-double ratio(std::uint64_t a, std::uint64_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
-double rate(std::uint64_t a, std::uint64_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
+double ratio(std::uint64_t a, std::uint64_t b) {
+    return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
+double rate(std::uint64_t a, std::uint64_t b) {
+    return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
 
 }  // namespace
 
-std::uint64_t RunResult::resident_bytes_peak() const
-{
+std::uint64_t RunResult::resident_bytes_peak() const {
     return peak(samples, [](const StepSample& x) { return x.resident_bytes; });
 }
-std::uint64_t RunResult::baseline_bytes_peak() const
-{
+std::uint64_t RunResult::baseline_bytes_peak() const {
     return peak(samples, [](const StepSample& x) { return x.baseline_bytes; });
 }
-std::uint64_t RunResult::window_bytes_peak() const
-{
+std::uint64_t RunResult::window_bytes_peak() const {
     return peak(samples, [](const StepSample& x) { return x.window_bytes; });
 }
-std::uint64_t RunResult::live_blocks_peak() const
-{
+std::uint64_t RunResult::live_blocks_peak() const {
     return peak(samples, [](const StepSample& x) { return x.live_blocks; });
 }
-std::uint64_t RunResult::baseline_blocks_peak() const
-{
+std::uint64_t RunResult::baseline_blocks_peak() const {
     return peak(samples, [](const StepSample& x) { return x.baseline_blocks; });
 }
-std::uint64_t RunResult::window_blocks_peak() const
-{
+std::uint64_t RunResult::window_blocks_peak() const {
     return peak(samples, [](const StepSample& x) { return x.window_blocks; });
 }
 
-nlohmann::json RunResult::to_json() const
-{
+nlohmann::json RunResult::to_json() const {
     using nlohmann::json;
     json j;
     j["frames"] = frames;
@@ -82,7 +75,8 @@ nlohmann::json RunResult::to_json() const
                             {"blocks_peak", window_blocks_peak()},
                             {"resident_bytes_ratio", ratio(resident_bytes_peak(), window_bytes_peak())},
                             {"managed_blocks_ratio", ratio(live_blocks_peak(), window_blocks_peak())}};
-    j["psnr_reused_min_db"] = reused_psnr.empty() ? 0.0 : *std::min_element(reused_psnr.begin(), reused_psnr.end());
+    j["psnr_reused_min_db"] =
+        reused_psnr.empty() ? 0.0 : *std::min_element(reused_psnr.begin(), reused_psnr.end());
     j["psnr_reused_p50_db"] = percentile(reused_psnr, 0.5);
     j["fcc_us_p50"] = percentile(fcc_us, 0.5);
     j["fcc_1080p_us_p50"] = percentile(fcc_1080p_us, 0.5);
@@ -90,8 +84,7 @@ nlohmann::json RunResult::to_json() const
     j["fcc_1080p_fps_equiv"] = f1080 > 0 ? 1e6 / f1080 : 0.0;
     j["wall_seconds"] = wall_seconds;
     j["accounting_mismatches"] = accounting_mismatches;
-    if (!first_mismatch.empty())
-        j["first_mismatch"] = first_mismatch;
+    if (!first_mismatch.empty()) j["first_mismatch"] = first_mismatch;
     j["counts"] = {{"regions", regions},
                    {"reused", reused},
                    {"reused_similar", reused_similar},
@@ -109,12 +102,9 @@ nlohmann::json RunResult::to_json() const
                   {"bytes_per_token", bytes_per_token},
                   {"block_bytes", block_bytes},
                   {"frame_kv_bytes", frame_kv_bytes}};
-    j["config"] = {{"bank_count", bank_count},
-                   {"bank_size", bank_size},
-                   {"zombie_frames", zombie_frames},
-                   {"psnr_guard_db", psnr_guard_db},
-                   {"radius", radius},
-                   {"pooled", pooled}};
+    j["config"] = {
+        {"bank_count", bank_count},       {"bank_size", bank_size}, {"zombie_frames", zombie_frames},
+        {"psnr_guard_db", psnr_guard_db}, {"radius", radius},       {"pooled", pooled}};
     json ss = json::array();
     for (const StreamInfo& s : streams)
         ss.push_back({{"path", s.path},

@@ -3,10 +3,9 @@
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "luma.hpp"
 
@@ -23,10 +22,10 @@ struct StepSample {
     std::uint64_t live_blocks = 0;     // V-Rex: live blocks (device counter)
     std::uint64_t baseline_bytes = 0;  // append-only paged baseline
     std::uint64_t baseline_blocks = 0;
-    std::uint64_t window_bytes = 0;    // paged baseline with a sliding window of the same context
+    std::uint64_t window_bytes = 0;  // paged baseline with a sliding window of the same context
     std::uint64_t window_blocks = 0;
-    std::uint32_t regions = 0;         // regions processed in this step
-    std::uint32_t reused = 0;          // of which reused
+    std::uint32_t regions = 0;                 // regions processed in this step
+    std::uint32_t reused = 0;                  // of which reused
     std::vector<std::uint64_t> bank_kv_bytes;  // per bank
 };
 
@@ -34,7 +33,7 @@ struct RegionMark {
     bool reused = false;
     bool approximate = false;
     bool from_similar = false;
-    double psnr = 0.0;        // reused: PSNR to the reused region
+    double psnr = 0.0;  // reused: PSNR to the reused region
     std::uint32_t distance = 0;
     std::uint32_t src_stream = 0;
     std::uint32_t src_frame = 0;
@@ -89,8 +88,8 @@ struct RunResult {
     std::uint64_t accounting_mismatches = 0;  // steps where device, allocator and pipeline disagreed
     std::string first_mismatch;
 
-    std::vector<double> hal_us;     // per frame: every HAL call of the frame
-    std::vector<double> fcc_us;     // per frame: begin_frame (staging + FCC)
+    std::vector<double> hal_us;        // per frame: every HAL call of the frame
+    std::vector<double> fcc_us;        // per frame: begin_frame (staging + FCC)
     std::vector<double> fcc_1080p_us;  // fcc_us scaled to 1920x1080 by pixel count
     std::vector<double> reused_psnr;
     std::vector<StepSample> samples;

@@ -31,7 +31,7 @@ struct PagedBaselineConfig {
 };
 
 class PagedKvBaseline {
-public:
+  public:
     explicit PagedKvBaseline(const PagedBaselineConfig& config);
 
     // A new, empty sequence; returns its id (0, 1, ...).
@@ -52,7 +52,7 @@ public:
     std::vector<std::uint32_t> block_table(std::uint32_t seq) const;
     const PagedBaselineConfig& config() const noexcept { return cfg_; }
 
-private:
+  private:
     struct Sequence {
         std::deque<std::uint32_t> table;  // physical ids of the held logical blocks, in order
         std::uint64_t tokens = 0;         // tokens appended over the sequence's life

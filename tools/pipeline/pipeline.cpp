@@ -1,10 +1,10 @@
 #include "pipeline.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "decoder.hpp"
 #include "error.hpp"
@@ -16,8 +16,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double us_since(Clock::time_point t0)
-{
+double us_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
@@ -35,48 +34,43 @@ struct StreamState {
 };
 
 // The next frame of @s into s.luma, honouring limit and wrap; false when the stream is done.
-bool next_frame(StreamState& s)
-{
-    if (s.limit && s.done >= s.limit)
-        return false;
-    if (s.decoder->next(s.luma))
-        return true;
-    if (!s.src.wrap || !s.limit)
-        return false;
+bool next_frame(StreamState& s) {
+    if (s.limit && s.done >= s.limit) return false;
+    if (s.decoder->next(s.luma)) return true;
+    if (!s.src.wrap || !s.limit) return false;
     s.decoder = std::make_unique<VideoDecoder>(s.src.path);
     return s.decoder->next(s.luma);
 }
 
 class Runner {
-public:
-    Runner(const std::shared_ptr<Device>& device, std::span<const StreamSource> sources, const PipelineOptions& opt)
-        : device_(device), opt_(opt), baseline_(baseline_config(opt, 0)),
-          window_(baseline_config(opt, (std::uint64_t{device->info().zombie_frames} + 1) * frame_tokens(opt)))
-    {
+  public:
+    Runner(const std::shared_ptr<Device>& device, std::span<const StreamSource> sources,
+           const PipelineOptions& opt)
+        : device_(device),
+          opt_(opt),
+          baseline_(baseline_config(opt, 0)),
+          window_(
+              baseline_config(opt, (std::uint64_t{device->info().zombie_frames} + 1) * frame_tokens(opt))) {
         auto alloc = KvAllocator::create(device, opt.model.geometry(), AllocatorOptions{opt.blocks_per_slab});
-        if (!alloc)
-            throw_hal("KV allocator for the model geometry", alloc.error());
+        if (!alloc) throw_hal("KV allocator for the model geometry", alloc.error());
         alloc_ = *alloc;
         open_streams(sources);
         fill_header();
     }
 
-    RunResult run()
-    {
+    RunResult run() {
         const auto t0 = Clock::now();
         std::uint64_t expected = 0;
         for (const StreamState& s : streams_)
             expected = s.limit && expected != UINT64_MAX ? expected + s.limit : UINT64_MAX;
-        if (expected == UINT64_MAX)
-            expected = 0;
+        if (expected == UINT64_MAX) expected = 0;
         for (std::uint32_t step = 0;; step++) {
             StepSample sample;
             sample.step = step;
             bool any = false;
             for (std::uint32_t i = 0; i < streams_.size(); i++) {
                 StreamState& s = streams_[i];
-                if (s.finished)
-                    continue;
+                if (s.finished) continue;
                 if (!next_frame(s)) {
                     s.finished = true;
                     continue;
@@ -84,23 +78,21 @@ public:
                 any = true;
                 process_frame(i, s, step, sample);
             }
-            if (!any)
-                break;
+            if (!any) break;
             take_sample(sample);
-            if (opt_.progress)
-                opt_.progress(res_.frames, expected);
+            if (opt_.progress) opt_.progress(res_.frames, expected);
         }
-        for (std::size_t i = 0; i < streams_.size(); i++)
-            res_.streams[i].frames = streams_[i].done;
+        for (std::size_t i = 0; i < streams_.size(); i++) res_.streams[i].frames = streams_[i].done;
         res_.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         return std::move(res_);
     }
 
-private:
-    static std::uint64_t frame_tokens(const PipelineOptions& o) { return std::uint64_t{kRegions} * o.model.tokens_per_region; }
+  private:
+    static std::uint64_t frame_tokens(const PipelineOptions& o) {
+        return std::uint64_t{kRegions} * o.model.tokens_per_region;
+    }
 
-    static PagedBaselineConfig baseline_config(const PipelineOptions& o, std::uint64_t window)
-    {
+    static PagedBaselineConfig baseline_config(const PipelineOptions& o, std::uint64_t window) {
         PagedBaselineConfig c;
         c.tokens_per_block = o.baseline_tokens_per_block;
         c.bytes_per_token = o.model.bytes_per_token();
@@ -108,34 +100,33 @@ private:
         return c;
     }
 
-    void open_streams(std::span<const StreamSource> sources)
-    {
+    void open_streams(std::span<const StreamSource> sources) {
         for (std::size_t i = 0; i < sources.size(); i++) {
             StreamState s;
             s.src = sources[i];
             s.decoder = std::make_unique<VideoDecoder>(s.src.path);
             const std::uint64_t hint = s.decoder->frame_count_hint();
             s.limit = opt_.max_frames;
-            if (s.src.wrap && !s.limit)
-                s.limit = hint;
+            if (s.src.wrap && !s.limit) s.limit = hint;
             for (std::uint32_t k = 0; k < s.src.start_frame; k++) {
                 if (!s.decoder->next(s.luma)) {
                     if (!s.src.wrap || k == 0)
                         throw Failure(FailureKind::bad_input,
-                                      fmt::format("{}: shorter than the start offset {}", s.src.path, s.src.start_frame));
+                                      fmt::format("{}: shorter than the start offset {}", s.src.path,
+                                                  s.src.start_frame));
                     s.decoder = std::make_unique<VideoDecoder>(s.src.path);
                 }
             }
             StreamOptions so;
             so.pooled = opt_.pooled;
             auto st = alloc_->create_stream(so);
-            if (!st)
-                throw_hal(fmt::format("stream {}", i), st.error());
+            if (!st) throw_hal(fmt::format("stream {}", i), st.error());
             s.stream = std::move(*st);
             s.seq_append = baseline_.add_sequence();
             s.seq_window = window_.add_sequence();
             if (i == 0 && opt_.annotate) {
-                std::uint64_t e = s.limit ? s.limit : (hint > s.src.start_frame ? hint - s.src.start_frame : 0);
+                std::uint64_t e =
+                    s.limit ? s.limit : (hint > s.src.start_frame ? hint - s.src.start_frame : 0);
                 for (std::uint32_t k = 0; k < opt_.annotate; k++)
                     s.annotate_at.push_back(e ? e * (2 * k + 1) / (2 * opt_.annotate) : (10ull << (2 * k)));
             }
@@ -151,8 +142,7 @@ private:
         }
     }
 
-    void fill_header()
-    {
+    void fill_header() {
         const drm_vrex_device_info& di = device_->info();
         res_.backend = std::string(device_->backend_name());
         res_.device = device_->description();
@@ -169,16 +159,14 @@ private:
         res_.pooled = opt_.pooled;
     }
 
-    void process_frame(std::uint32_t idx, StreamState& s, std::uint32_t step, StepSample& sample)
-    {
+    void process_frame(std::uint32_t idx, StreamState& s, std::uint32_t step, StepSample& sample) {
         Stream& st = *s.stream;
         double hal = 0.0;
         auto t = Clock::now();
         auto fi = st.begin_frame(s.luma.view());
         const double fcc = us_since(t);
         hal += fcc;
-        if (!fi)
-            throw_hal(fmt::format("stream {} frame {}: begin_frame", idx, s.done), fi.error());
+        if (!fi) throw_hal(fmt::format("stream {} frame {}: begin_frame", idx, s.done), fi.error());
 
         std::vector<Query> queries;
         queries.reserve(2 * kRegions);
@@ -190,10 +178,10 @@ private:
         t = Clock::now();
         auto rets = st.retrieve_batch(queries);
         hal += us_since(t);
-        if (!rets)
-            throw_hal(fmt::format("stream {} frame {}: retrieve", idx, s.done), rets.error());
+        if (!rets) throw_hal(fmt::format("stream {} frame {}: retrieve", idx, s.done), rets.error());
 
-        const bool keep = std::find(s.annotate_at.begin(), s.annotate_at.end(), s.done) != s.annotate_at.end();
+        const bool keep =
+            std::find(s.annotate_at.begin(), s.annotate_at.end(), s.done) != s.annotate_at.end();
         AnnotatedFrame ann;
         std::vector<std::uint32_t> fresh;
         for (std::uint32_t r = 0; r < kRegions; r++) {
@@ -213,21 +201,23 @@ private:
             auto ok = st.reuse(r, d.block);
             hal += us_since(t);
             if (!ok)
-                throw_hal(fmt::format("stream {} frame {}: reuse of block {}", idx, s.done, d.block.id), ok.error());
+                throw_hal(fmt::format("stream {} frame {}: reuse of block {}", idx, s.done, d.block.id),
+                          ok.error());
             res_.reused++;
             res_.reused_similar += d.from_similar;
             res_.reused_cross_stream += d.origin.stream != idx;
             res_.reused_psnr.push_back(d.psnr);
             sample.reused++;
-            ann.regions[r] = RegionMark{true, d.approximate, d.from_similar, d.psnr, d.distance, d.origin.stream,
-                                        d.origin.frame};
+            ann.regions[r] = RegionMark{true,       d.approximate,   d.from_similar, d.psnr,
+                                        d.distance, d.origin.stream, d.origin.frame};
         }
 
         t = Clock::now();
         auto blocks = st.allocate_batch(fresh);
         hal += us_since(t);
         if (!blocks)
-            throw_hal(fmt::format("stream {} frame {}: allocate {} blocks", idx, s.done, fresh.size()), blocks.error());
+            throw_hal(fmt::format("stream {} frame {}: allocate {} blocks", idx, s.done, fresh.size()),
+                      blocks.error());
         for (const KvBlock& b : *blocks) {
             PayloadHeader h;
             h.stream = idx;
@@ -243,8 +233,7 @@ private:
         t = Clock::now();
         auto released = st.end_frame();
         hal += us_since(t);
-        if (!released)
-            throw_hal(fmt::format("stream {} frame {}: end_frame", idx, s.done), released.error());
+        if (!released) throw_hal(fmt::format("stream {} frame {}: end_frame", idx, s.done), released.error());
         res_.released += *released;
 
         baseline_.append(s.seq_append, frame_tokens(opt_));
@@ -270,14 +259,11 @@ private:
     // Device, allocator and pipeline must agree on the live KV: the pipeline's allocations minus
     // the releases end_frame reported, the allocator's resident blocks and bytes, the device's live
     // block counter and the per-bank block registers.
-    void take_sample(StepSample& sample)
-    {
+    void take_sample(StepSample& sample) {
         auto st = alloc_->stats();
-        if (!st)
-            throw_hal("stats", st.error());
+        if (!st) throw_hal("stats", st.error());
         auto banks = device_->backend().bank_info();
-        if (!banks)
-            throw_hal("bank info", banks.error());
+        if (!banks) throw_hal("bank info", banks.error());
         sample.frames = res_.frames;
         sample.resident_bytes = st->resident_bytes;
         sample.live_blocks = st->device.live_blocks;
@@ -315,10 +301,8 @@ private:
 }  // namespace
 
 RunResult run_pipeline(const std::shared_ptr<Device>& device, std::span<const StreamSource> sources,
-                       const PipelineOptions& options)
-{
-    if (sources.empty())
-        throw Failure(FailureKind::bad_input, "no video given");
+                       const PipelineOptions& options) {
+    if (sources.empty()) throw Failure(FailureKind::bad_input, "no video given");
     return Runner(device, sources, options).run();
 }
 

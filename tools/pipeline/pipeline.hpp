@@ -32,10 +32,7 @@ struct ModelConfig {
     std::uint32_t tokens_per_region = 16;
 
     ModelGeometry geometry() const { return {layers, kv_heads, head_dim, dtype, tokens_per_region}; }
-    std::uint64_t bytes_per_token() const
-    {
-        return 2ull * layers * kv_heads * head_dim * dtype_size(dtype);
-    }
+    std::uint64_t bytes_per_token() const { return 2ull * layers * kv_heads * head_dim * dtype_size(dtype); }
 };
 
 struct StreamSource {
@@ -47,12 +44,12 @@ struct StreamSource {
 struct PipelineOptions {
     ModelConfig model;
     ReusePolicy policy;
-    std::uint32_t radius = 20;         // similarity lookup radius (Hamming)
-    bool pooled = true;                // streams share one pool: cross-stream similarity reuse
-    std::uint32_t max_frames = 0;      // per stream; 0 = until the file ends
+    std::uint32_t radius = 20;     // similarity lookup radius (Hamming)
+    bool pooled = true;            // streams share one pool: cross-stream similarity reuse
+    std::uint32_t max_frames = 0;  // per stream; 0 = until the file ends
     std::uint32_t baseline_tokens_per_block = 16;
     std::uint32_t blocks_per_slab = 16;
-    std::uint32_t annotate = 4;        // frames of stream 0 kept for the report
+    std::uint32_t annotate = 4;  // frames of stream 0 kept for the report
     // Called after every step with (frames done, frames expected; 0 if unknown).
     std::function<void(std::uint64_t, std::uint64_t)> progress;
 };

@@ -7,14 +7,11 @@
 namespace vrex::pipeline {
 namespace {
 
-void put32(std::vector<std::uint8_t>& out, std::uint32_t v)
-{
-    for (int s = 24; s >= 0; s -= 8)
-        out.push_back(static_cast<std::uint8_t>(v >> s));
+void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
 }
 
-void chunk(std::vector<std::uint8_t>& out, const char type[4], std::span<const std::uint8_t> data)
-{
+void chunk(std::vector<std::uint8_t>& out, const char type[4], std::span<const std::uint8_t> data) {
     put32(out, static_cast<std::uint32_t>(data.size()));
     const std::size_t start = out.size();
     out.insert(out.end(), type, type + 4);
@@ -25,8 +22,8 @@ void chunk(std::vector<std::uint8_t>& out, const char type[4], std::span<const s
 
 }  // namespace
 
-std::vector<std::uint8_t> encode_png_rgb(std::uint32_t width, std::uint32_t height, std::span<const std::uint8_t> rgb)
-{
+std::vector<std::uint8_t> encode_png_rgb(std::uint32_t width, std::uint32_t height,
+                                         std::span<const std::uint8_t> rgb) {
     if (rgb.size() != std::size_t{width} * height * 3)
         throw std::invalid_argument("png: pixel buffer size does not match the image");
     // Filter type 0 (None) before every row.
@@ -54,13 +51,13 @@ std::vector<std::uint8_t> encode_png_rgb(std::uint32_t width, std::uint32_t heig
     return out;
 }
 
-std::string base64(std::span<const std::uint8_t> in)
-{
+std::string base64(std::span<const std::uint8_t> in) {
     static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::string out;
     out.reserve((in.size() + 2) / 3 * 4);
     for (std::size_t i = 0; i < in.size(); i += 3) {
-        const std::uint32_t n = (std::uint32_t{in[i]} << 16) | (i + 1 < in.size() ? std::uint32_t{in[i + 1]} << 8 : 0) |
+        const std::uint32_t n = (std::uint32_t{in[i]} << 16) |
+                                (i + 1 < in.size() ? std::uint32_t{in[i + 1]} << 8 : 0) |
                                 (i + 2 < in.size() ? in[i + 2] : 0u);
         out += t[(n >> 18) & 63];
         out += t[(n >> 12) & 63];

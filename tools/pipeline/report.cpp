@@ -1,9 +1,9 @@
 #include "report.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "error.hpp"
 #include "png.hpp"
@@ -14,23 +14,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_file(const fs::path& p, std::string_view data)
-{
+void write_file(const fs::path& p, std::string_view data) {
     std::ofstream f(p, std::ios::binary);
     f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f)
-        throw Failure(FailureKind::runtime, "cannot write " + p.string());
+    if (!f) throw Failure(FailureKind::runtime, "cannot write " + p.string());
 }
 
-double mib(std::uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+double mib(std::uint64_t b) {
+    return static_cast<double>(b) / (1024.0 * 1024.0);
+}
 
 // The frame in grey with each region outlined: green = KV reused, red = KV computed.
-std::vector<std::uint8_t> annotated_rgb(const AnnotatedFrame& a)
-{
+std::vector<std::uint8_t> annotated_rgb(const AnnotatedFrame& a) {
     const LumaFrame& l = a.luma;
     std::vector<std::uint8_t> rgb(std::size_t{l.width} * l.height * 3);
-    for (std::size_t i = 0; i < l.px.size(); i++)
-        rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = l.px[i];
+    for (std::size_t i = 0; i < l.px.size(); i++) rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = l.px[i];
     for (std::uint32_t r = 0; r < kRegions; r++) {
         const RegionRect rc = region_rect(l.width, l.height, r);
         const bool reused = a.regions[r].reused;
@@ -39,9 +37,9 @@ std::vector<std::uint8_t> annotated_rgb(const AnnotatedFrame& a)
         const std::uint32_t t = reused ? 3 : 1;
         for (std::uint32_t y = rc.y; y < rc.y + rc.h; y++)
             for (std::uint32_t x = rc.x; x < rc.x + rc.w; x++) {
-                const bool edge = x < rc.x + t || x >= rc.x + rc.w - t || y < rc.y + t || y >= rc.y + rc.h - t;
-                if (!edge)
-                    continue;
+                const bool edge =
+                    x < rc.x + t || x >= rc.x + rc.w - t || y < rc.y + t || y >= rc.y + rc.h - t;
+                if (!edge) continue;
                 std::uint8_t* p = &rgb[(std::size_t{y} * l.width + x) * 3];
                 p[0] = col[0];
                 p[1] = col[1];
@@ -51,43 +49,43 @@ std::vector<std::uint8_t> annotated_rgb(const AnnotatedFrame& a)
     return rgb;
 }
 
-std::string frame_figure(const AnnotatedFrame& a, const std::string& png_b64)
-{
+std::string frame_figure(const AnnotatedFrame& a, const std::string& png_b64) {
     const LumaFrame& l = a.luma;
     std::string o = fmt::format(
-        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+        "{1}\" "
         "font-family=\"sans-serif\" font-size=\"13\"><image width=\"{0}\" height=\"{1}\" "
         "href=\"data:image/png;base64,{2}\"/>\n",
         l.width, l.height, png_b64);
     std::uint32_t reused = 0;
     for (std::uint32_t r = 0; r < kRegions; r++) {
         const RegionMark& m = a.regions[r];
-        if (!m.reused)
-            continue;
+        if (!m.reused) continue;
         reused++;
         const RegionRect rc = region_rect(l.width, l.height, r);
         const std::string src = fmt::format("s{} f{}", m.src_stream, m.src_frame);
-        o += fmt::format("<g class=\"reused\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"rgba(0,0,0,0.6)\"/>"
-                         "<text x=\"{}\" y=\"{}\" fill=\"#7f7\">{:.1f} dB {}{}</text></g>\n",
-                         rc.x + 3, rc.y + 3, std::min<std::uint32_t>(rc.w - 6, 170), rc.x + 6, rc.y + 15, m.psnr,
-                         src, m.approximate ? fmt::format(" ~d{}", m.distance) : "");
+        o += fmt::format(
+            "<g class=\"reused\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" "
+            "fill=\"rgba(0,0,0,0.6)\"/>"
+            "<text x=\"{}\" y=\"{}\" fill=\"#7f7\">{:.1f} dB {}{}</text></g>\n",
+            rc.x + 3, rc.y + 3, std::min<std::uint32_t>(rc.w - 6, 170), rc.x + 6, rc.y + 15, m.psnr, src,
+            m.approximate ? fmt::format(" ~d{}", m.distance) : "");
     }
-    o += fmt::format("</svg><figcaption>stream {}, frame {} (step {}): {} of 16 regions reused (green, label = "
-                     "PSNR to the reused region, source stream/frame, ~dN = approximate similarity hit at "
-                     "Hamming distance N); red = KV computed for this frame.</figcaption></figure>\n",
-                     a.stream, a.frame, a.step, reused);
+    o += fmt::format(
+        "</svg><figcaption>stream {}, frame {} (step {}): {} of 16 regions reused (green, label = "
+        "PSNR to the reused region, source stream/frame, ~dN = approximate similarity hit at "
+        "Hamming distance N); red = KV computed for this frame.</figcaption></figure>\n",
+        a.stream, a.frame, a.step, reused);
     return o;
 }
 
 }  // namespace
 
-std::string write_report(const std::string& dir_name, const RunResult& r)
-{
+std::string write_report(const std::string& dir_name, const RunResult& r) {
     const fs::path dir(dir_name);
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec)
-        throw Failure(FailureKind::runtime, "cannot create " + dir.string() + ": " + ec.message());
+    if (ec) throw Failure(FailureKind::runtime, "cannot create " + dir.string() + ": " + ec.message());
     const nlohmann::json j = r.to_json();
 
     std::vector<double> x, resident, baseline, window, live, bblocks, wblocks, reuse;
@@ -102,30 +100,36 @@ std::string write_report(const std::string& dir_name, const RunResult& r)
         wblocks.push_back(static_cast<double>(s.window_blocks));
         reuse.push_back(s.regions ? 100.0 * s.reused / s.regions : 0.0);
         for (std::uint32_t b = 0; b < r.bank_count && b < s.bank_kv_bytes.size(); b++)
-            banks[b].push_back(r.bank_size ? static_cast<double>(s.bank_kv_bytes[b]) / static_cast<double>(r.bank_size) : 0);
+            banks[b].push_back(
+                r.bank_size ? static_cast<double>(s.bank_kv_bytes[b]) / static_cast<double>(r.bank_size) : 0);
     }
     // Reuse rate as a moving average over 10 steps, so the trend is readable.
     std::vector<double> reuse_avg(reuse.size());
     for (std::size_t i = 0; i < reuse.size(); i++) {
         const std::size_t from = i >= 9 ? i - 9 : 0;
         double s = 0;
-        for (std::size_t k = from; k <= i; k++)
-            s += reuse[k];
+        for (std::size_t k = from; k <= i; k++) s += reuse[k];
         reuse_avg[i] = s / static_cast<double>(i - from + 1);
     }
 
-    const std::string memory = svg::line_chart({"Resident KV memory (log scale)", "step (one frame per stream)", "MiB", x,
+    const std::string memory = svg::line_chart({"Resident KV memory (log scale)",
+                                                "step (one frame per stream)",
+                                                "MiB",
+                                                x,
                                                 {{"V-Rex resident KV", "#1a7f37", resident},
                                                  {"append-only paged baseline", "#cf222e", baseline},
                                                  {"paged baseline, same window", "#8250df", window}},
                                                 true});
-    const std::string blocks = svg::line_chart({"Managed KV blocks (log scale)", "step", "blocks", x,
+    const std::string blocks = svg::line_chart({"Managed KV blocks (log scale)",
+                                                "step",
+                                                "blocks",
+                                                x,
                                                 {{"V-Rex live blocks", "#1a7f37", live},
                                                  {"append-only paged baseline", "#cf222e", bblocks},
                                                  {"paged baseline, same window", "#8250df", wblocks}},
                                                 true});
     svg::LineChart rc{"Reuse rate (moving average over 10 steps)", "step", "% of regions reused", x,
-                      {{"reused regions", "#0969da", reuse_avg}}, false};
+                      {{"reused regions", "#0969da", reuse_avg}},  false};
     rc.y_max = 100;
     const std::string reuse_svg = svg::line_chart(rc);
     const std::string banks_svg =
@@ -151,8 +155,8 @@ std::string write_report(const std::string& dir_name, const RunResult& r)
     auto pct = [](double v) { return fmt::format("{:.1f} %", 100.0 * v); };
     std::string table;
     table += row("backend", fmt::format("{} — {}", r.backend, r.device));
-    table += row("model", fmt::format("{}; {} tokens/region, {} B/token, block {} KiB", r.model, r.tokens_per_region,
-                                      r.bytes_per_token, r.block_bytes >> 10));
+    table += row("model", fmt::format("{}; {} tokens/region, {} B/token, block {} KiB", r.model,
+                                      r.tokens_per_region, r.bytes_per_token, r.block_bytes >> 10));
     table += row("streams / frames", fmt::format("{} / {}", r.streams.size(), r.frames));
     table += row("reuse rate", pct(j["reuse_rate"]), ">= 50 %");
     table += row("approximate-hit rate (similarity lookups)", pct(j["approx_hit_rate"]));
@@ -160,30 +164,35 @@ std::string write_report(const std::string& dir_name, const RunResult& r)
                  fmt::format("{:.1f} MiB / {:.1f} MiB = {:.4f}x", mib(r.resident_bytes_peak()),
                              mib(r.baseline_bytes_peak()), j["resident_bytes_ratio"].get<double>()),
                  "<= 0.5x");
-    table += row("managed blocks peak / baseline", fmt::format("{} / {} = {:.4f}x", r.live_blocks_peak(),
-                                                               r.baseline_blocks_peak(),
-                                                               j["managed_blocks_ratio"].get<double>()),
+    table += row("managed blocks peak / baseline",
+                 fmt::format("{} / {} = {:.4f}x", r.live_blocks_peak(), r.baseline_blocks_peak(),
+                             j["managed_blocks_ratio"].get<double>()),
                  "<= 0.3x");
     table += row("vs paged baseline with the same window",
-                 fmt::format("bytes {:.3f}x, blocks {:.3f}x", j["window_baseline"]["resident_bytes_ratio"].get<double>(),
+                 fmt::format("bytes {:.3f}x, blocks {:.3f}x",
+                             j["window_baseline"]["resident_bytes_ratio"].get<double>(),
                              j["window_baseline"]["managed_blocks_ratio"].get<double>()));
     table += row("reused-region PSNR p5 / p50 / min",
-                 fmt::format("{:.2f} / {:.2f} / {:.2f} dB (guard {:.1f} dB)", j["psnr_reused_p5_db"].get<double>(),
-                             j["psnr_reused_p50_db"].get<double>(), j["psnr_reused_min_db"].get<double>(),
-                             r.psnr_guard_db),
+                 fmt::format("{:.2f} / {:.2f} / {:.2f} dB (guard {:.1f} dB)",
+                             j["psnr_reused_p5_db"].get<double>(), j["psnr_reused_p50_db"].get<double>(),
+                             j["psnr_reused_min_db"].get<double>(), r.psnr_guard_db),
                  ">= 30 dB");
-    table += row("HAL latency per frame p50 / p99", fmt::format("{:.1f} / {:.1f} us", j["latency_us_p50"].get<double>(),
-                                                                j["latency_us_p99"].get<double>()));
-    table += row("FCC (begin_frame) at 1080p equivalent", fmt::format("{:.0f} frames/s", j["fcc_1080p_fps_equiv"].get<double>()),
-                 ">= 1000 frames/s");
-    table += row("device", fmt::format("{} banks x {} MiB, zombie threshold {} frames, {} fallback allocations",
-                                       r.bank_count, r.bank_size >> 20, r.zombie_frames, r.fallback_allocations));
-    table += row("accounting", r.accounting_mismatches ? "MISMATCH: " + r.first_mismatch
-                                                       : "resident bytes = live blocks x block size at every step");
+    table += row("HAL latency per frame p50 / p99",
+                 fmt::format("{:.1f} / {:.1f} us", j["latency_us_p50"].get<double>(),
+                             j["latency_us_p99"].get<double>()));
+    table += row("FCC (begin_frame) at 1080p equivalent",
+                 fmt::format("{:.0f} frames/s", j["fcc_1080p_fps_equiv"].get<double>()), ">= 1000 frames/s");
+    table +=
+        row("device", fmt::format("{} banks x {} MiB, zombie threshold {} frames, {} fallback allocations",
+                                  r.bank_count, r.bank_size >> 20, r.zombie_frames, r.fallback_allocations));
+    table += row("accounting", r.accounting_mismatches
+                                   ? "MISMATCH: " + r.first_mismatch
+                                   : "resident bytes = live blocks x block size at every step");
     std::string inputs;
     for (const StreamInfo& s : r.streams)
-        inputs += fmt::format("<li>{} ({} {}x{}, {:.1f} fps), from frame {}, {} frames</li>\n", svg::escape(s.path),
-                              svg::escape(s.codec), s.width, s.height, s.fps, s.start_frame, s.frames);
+        inputs +=
+            fmt::format("<li>{} ({} {}x{}, {:.1f} fps), from frame {}, {} frames</li>\n", svg::escape(s.path),
+                        svg::escape(s.codec), s.width, s.height, s.fps, s.start_frame, s.frames);
 
     const std::string html = fmt::format(R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>V-Rex run report</title>

@@ -2,36 +2,30 @@
 
 namespace vrex::pipeline {
 
-ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, std::uint32_t region, std::uint32_t step,
-                           const Retrieval& similar, const Retrieval& temporal)
-{
+ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, std::uint32_t region,
+                           std::uint32_t step, const Retrieval& similar, const Retrieval& temporal) {
     ReuseDecision d;
     bool seen = false, too_old = false;
     double best_rejected = -1.0;
     const Retrieval* cands[2] = {&similar, &temporal};
     for (int i = 0; i < 2; i++) {
         const Retrieval& c = *cands[i];
-        if (!c.hit || c.block.data.empty())
-            continue;
-        if (i == 1 && similar.hit && similar.block.id == c.block.id)
-            continue;  // the same block twice
+        if (!c.hit || c.block.data.empty()) continue;
+        if (i == 1 && similar.hit && similar.block.id == c.block.id) continue;  // the same block twice
         const auto origin = read_payload_header(c.block.data);
-        if (!origin)
-            continue;
+        if (!origin) continue;
         seen = true;
         if (step - origin->step > policy.max_reuse_age) {
             too_old = true;
             continue;
         }
         const auto p = payload_psnr(c.block.data, frame, region);
-        if (!p)
-            continue;
+        if (!p) continue;
         if (*p < policy.psnr_guard_db) {
             best_rejected = std::max(best_rejected, *p);
             continue;
         }
-        if (d.outcome == ReuseDecision::Outcome::reuse && *p <= d.psnr)
-            continue;
+        if (d.outcome == ReuseDecision::Outcome::reuse && *p <= d.psnr) continue;
         d.outcome = ReuseDecision::Outcome::reuse;
         d.block = c.block;
         d.psnr = *p;
@@ -40,8 +34,7 @@ ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, st
         d.distance = c.distance;
         d.origin = *origin;
     }
-    if (d.outcome == ReuseDecision::Outcome::reuse || !seen)
-        return d;
+    if (d.outcome == ReuseDecision::Outcome::reuse || !seen) return d;
     if (best_rejected >= 0.0) {
         d.outcome = ReuseDecision::Outcome::guard_rejected;
         d.psnr = best_rejected;

@@ -23,16 +23,16 @@ struct ReusePolicy {
 
 struct ReuseDecision {
     enum class Outcome { reuse, no_candidate, guard_rejected, too_old } outcome = Outcome::no_candidate;
-    KvBlock block;               // reuse: the block to alias
-    double psnr = 0.0;           // reuse / guard_rejected: best PSNR seen
-    bool from_similar = false;   // reuse: found by the similarity lookup (else temporal)
-    bool approximate = false;    // reuse from a similarity hit at distance > 0
+    KvBlock block;              // reuse: the block to alias
+    double psnr = 0.0;          // reuse / guard_rejected: best PSNR seen
+    bool from_similar = false;  // reuse: found by the similarity lookup (else temporal)
+    bool approximate = false;   // reuse from a similarity hit at distance > 0
     std::uint32_t distance = 0;
-    PayloadHeader origin;        // reuse: where the block's KV came from
+    PayloadHeader origin;  // reuse: where the block's KV came from
 };
 
 // @similar and @temporal are the lookups for @region (either may be a miss).
-ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, std::uint32_t region, std::uint32_t step,
-                           const Retrieval& similar, const Retrieval& temporal);
+ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, std::uint32_t region,
+                           std::uint32_t step, const Retrieval& similar, const Retrieval& temporal);
 
 }  // namespace vrex::pipeline

@@ -1,96 +1,98 @@
 #include "svg_plot.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace vrex::pipeline::svg {
 namespace {
 
 constexpr double kW = 720, kH = 300, kL = 80, kR = 20, kT = 36, kB = 48;
 
-std::string tick_label(double v)
-{
-    if (v != 0 && (std::fabs(v) >= 1e4 || std::fabs(v) < 1e-2))
-        return fmt::format("{:.0e}", v);
-    if (v == std::floor(v))
-        return fmt::format("{:.0f}", v);
+std::string tick_label(double v) {
+    if (v != 0 && (std::fabs(v) >= 1e4 || std::fabs(v) < 1e-2)) return fmt::format("{:.0e}", v);
+    if (v == std::floor(v)) return fmt::format("{:.0f}", v);
     return fmt::format("{:.2g}", v);
 }
 
-std::string frame_open(const std::string& title, const std::string& xl, const std::string& yl)
-{
+std::string frame_open(const std::string& title, const std::string& xl, const std::string& yl) {
     return fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+        "fill=\"white\"/>\n"
         "<text x=\"{2}\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{3}</text>\n"
         "<text x=\"{4}\" y=\"{5}\" text-anchor=\"middle\">{6}</text>\n"
         "<text transform=\"translate(16,{7}) rotate(-90)\" text-anchor=\"middle\">{8}</text>\n",
-        kW, kH, kL, escape(title), kL + (kW - kL - kR) / 2, kH - 8, escape(xl), kT + (kH - kT - kB) / 2, escape(yl));
+        kW, kH, kL, escape(title), kL + (kW - kL - kR) / 2, kH - 8, escape(xl), kT + (kH - kT - kB) / 2,
+        escape(yl));
 }
 
 }  // namespace
 
-std::string escape(const std::string& s)
-{
+std::string escape(const std::string& s) {
     std::string o;
     for (char c : s) {
         switch (c) {
-        case '<': o += "&lt;"; break;
-        case '>': o += "&gt;"; break;
-        case '&': o += "&amp;"; break;
-        case '"': o += "&quot;"; break;
-        default: o += c;
+            case '<':
+                o += "&lt;";
+                break;
+            case '>':
+                o += "&gt;";
+                break;
+            case '&':
+                o += "&amp;";
+                break;
+            case '"':
+                o += "&quot;";
+                break;
+            default:
+                o += c;
         }
     }
     return o;
 }
 
-std::string line_chart(const LineChart& c)
-{
+std::string line_chart(const LineChart& c) {
     double xmin = c.x.empty() ? 0 : c.x.front(), xmax = c.x.empty() ? 1 : c.x.back();
-    if (xmax <= xmin)
-        xmax = xmin + 1;
+    if (xmax <= xmin) xmax = xmin + 1;
     double ymin = c.y_min, ymax = c.y_max;
     double lo = INFINITY, hi = 0;
     for (const Series& s : c.series)
         for (double v : s.y) {
-            if (c.log_y && v <= 0)
-                continue;
+            if (c.log_y && v <= 0) continue;
             lo = std::min(lo, v);
             hi = std::max(hi, v);
         }
     if (c.log_y) {
         ymin = std::isfinite(lo) ? std::pow(10.0, std::floor(std::log10(lo))) : 1;
         ymax = hi > 0 ? std::pow(10.0, std::ceil(std::log10(hi))) : 10;
-        if (ymax <= ymin)
-            ymax = ymin * 10;
+        if (ymax <= ymin) ymax = ymin * 10;
     } else if (ymax <= 0) {
         ymax = hi > ymin ? hi * 1.05 : ymin + 1;
     }
     auto X = [&](double x) { return kL + (x - xmin) / (xmax - xmin) * (kW - kL - kR); };
     auto Y = [&](double y) {
-        double f = c.log_y ? (std::log10(std::max(y, ymin)) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin))
+        double f = c.log_y ? (std::log10(std::max(y, ymin)) - std::log10(ymin)) /
+                                 (std::log10(ymax) - std::log10(ymin))
                            : (y - ymin) / (ymax - ymin);
         return kH - kB - std::clamp(f, 0.0, 1.0) * (kH - kT - kB);
     };
     std::string o = frame_open(c.title, c.x_label, c.y_label);
     // Axes and ticks.
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", kL, kT,
-                     kW - kL - kR, kH - kT - kB);
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
+                     kL, kT, kW - kL - kR, kH - kT - kB);
     std::vector<double> yt;
     if (c.log_y) {
-        for (double v = ymin; v <= ymax * 1.0001; v *= 10)
-            yt.push_back(v);
+        for (double v = ymin; v <= ymax * 1.0001; v *= 10) yt.push_back(v);
     } else {
-        for (int i = 0; i <= 4; i++)
-            yt.push_back(ymin + (ymax - ymin) * i / 4);
+        for (int i = 0; i <= 4; i++) yt.push_back(ymin + (ymax - ymin) * i / 4);
     }
     for (double v : yt)
-        o += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
-                         "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-                         kL, kW - kR, Y(v), kL - 4, Y(v) + 4, tick_label(v));
+        o += fmt::format(
+            "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
+            "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+            kL, kW - kR, Y(v), kL - 4, Y(v) + 4, tick_label(v));
     for (int i = 0; i <= 5; i++) {
         const double v = xmin + (xmax - xmin) * i / 5;
         o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", X(v), kH - kB + 16,
@@ -104,22 +106,24 @@ std::string line_chart(const LineChart& c)
         std::string pts;
         for (std::size_t i = 0; i < n; i += stride)
             pts += fmt::format("{:.1f},{:.1f} ", X(c.x[i]), Y(s.y[i]));
-        o += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"><title>{}</title></polyline>\n",
-                         s.color, pts, escape(s.name));
-        o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-                         kL + 10, kT + 10 + 16 * li, s.color, kL + 26, kT + 15 + 16 * li, escape(s.name));
+        o += fmt::format(
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+            "points=\"{}\"><title>{}</title></polyline>\n",
+            s.color, pts, escape(s.name));
+        o += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"4\" fill=\"{}\"/><text x=\"{}\" "
+            "y=\"{}\">{}</text>\n",
+            kL + 10, kT + 10 + 16 * li, s.color, kL + 26, kT + 15 + 16 * li, escape(s.name));
         li++;
     }
     return o + "</svg>\n";
 }
 
-std::string heat_map(const HeatMap& m)
-{
+std::string heat_map(const HeatMap& m) {
     std::string o = frame_open(m.title, m.x_label, m.y_label);
     const std::size_t rows = m.rows.size();
     const std::size_t cols = rows ? m.rows[0].size() : 0;
-    if (!rows || !cols)
-        return o + "</svg>\n";
+    if (!rows || !cols) return o + "</svg>\n";
     // At most ~300 columns: each cell shows the mean of the steps it covers.
     const std::size_t per = std::max<std::size_t>(1, (cols + 299) / 300);
     const std::size_t ncell = (cols + per - 1) / per;
@@ -129,17 +133,19 @@ std::string heat_map(const HeatMap& m)
         for (std::size_t k = 0; k < ncell; k++) {
             double sum = 0;
             std::size_t n = 0;
-            for (std::size_t c = k * per; c < std::min(cols, (k + 1) * per); c++, n++)
-                sum += m.rows[r][c];
+            for (std::size_t c = k * per; c < std::min(cols, (k + 1) * per); c++, n++) sum += m.rows[r][c];
             const double v = std::clamp(n ? sum / static_cast<double>(n) : 0.0, 0.0, 1.0);
             const int g = static_cast<int>(255 - 200 * v), b = static_cast<int>(255 - 235 * v);
-            o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"rgb(255,{},{})\"/>",
-                             kL + k * cw, kT + r * ch, cw + 0.3, ch + 0.3, g, b);
+            o += fmt::format(
+                "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
+                "fill=\"rgb(255,{},{})\"/>",
+                kL + k * cw, kT + r * ch, cw + 0.3, ch + 0.3, g, b);
         }
-        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kL - 4, kT + (r + 0.7) * ch, r);
+        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kL - 4,
+                         kT + (r + 0.7) * ch, r);
     }
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", kL, kT,
-                     kW - kL - kR, kH - kT - kB);
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
+                     kL, kT, kW - kL - kR, kH - kT - kB);
     if (!m.x.empty())
         for (int i = 0; i <= 5; i++) {
             const std::size_t c = std::min(m.x.size() - 1, (m.x.size() - 1) * i / 5);

@@ -1,7 +1,7 @@
 // vrexctl bench: quick FCC, allocation and lookup figures on the chosen backend (synthetic frames).
-#include <chrono>
-
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include "common.hpp"
 #include "synthetic.hpp"
@@ -16,17 +16,16 @@ struct BenchArgs {
 };
 
 using Clock = std::chrono::steady_clock;
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-template <class R>
-void check(const R& r, const char* what)
-{
-    if (!r)
-        fail(what, r.error());
+double seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
 }
 
-void bench(const GlobalOptions& g, const BenchArgs& a)
-{
+template <class R>
+void check(const R& r, const char* what) {
+    if (!r) fail(what, r.error());
+}
+
+void bench(const GlobalOptions& g, const BenchArgs& a) {
     auto dev = open_device(g);
     const vrex::ModelGeometry geom{1, 1, 64, vrex::DType::fp16, 64};  // 16 KiB blocks
     auto alloc = vrex::KvAllocator::create(dev, geom);
@@ -37,11 +36,9 @@ void bench(const GlobalOptions& g, const BenchArgs& a)
 
     // Eight distinct frames cycled so the FCC sees motion and scene changes, as in video.
     std::vector<std::vector<std::uint8_t>> frames;
-    for (std::uint32_t k = 0; k < 8; k++)
-        frames.push_back(synthetic_luma(a.width, a.height, k, k / 4));
+    for (std::uint32_t k = 0; k < 8; k++) frames.push_back(synthetic_luma(a.width, a.height, k, k / 4));
     std::vector<std::uint32_t> regions(16);
-    for (std::uint32_t r = 0; r < 16; r++)
-        regions[r] = r;
+    for (std::uint32_t r = 0; r < 16; r++) regions[r] = r;
 
     Clock::duration fcc{}, alloc_t{}, lookup_t{}, retire_t{};
     std::uint64_t blocks = 0, lookups = 0;
@@ -92,10 +89,13 @@ void bench(const GlobalOptions& g, const BenchArgs& a)
         return;
     }
     fmt::print("backend      {}\n", dev->backend_name());
-    fmt::print("FCC          {:.0f} frames/s at {}x{} ({:.0f} us/frame, staging copy included; {:.0f} frames/s 1080p equiv.)\n",
-               fps, a.width, a.height, j["fcc_us_per_frame"].get<double>(), j["fcc_1080p_equiv_frames_per_s"].get<double>());
-    fmt::print("allocate     {:.0f} blocks/s ({:.2f} us/block, batches of 16)\n", j["alloc_blocks_per_s"].get<double>(),
-               j["alloc_us_per_block"].get<double>());
+    fmt::print(
+        "FCC          {:.0f} frames/s at {}x{} ({:.0f} us/frame, staging copy included; {:.0f} frames/s "
+        "1080p equiv.)\n",
+        fps, a.width, a.height, j["fcc_us_per_frame"].get<double>(),
+        j["fcc_1080p_equiv_frames_per_s"].get<double>());
+    fmt::print("allocate     {:.0f} blocks/s ({:.2f} us/block, batches of 16)\n",
+               j["alloc_blocks_per_s"].get<double>(), j["alloc_us_per_block"].get<double>());
     fmt::print("lookup       {:.0f} lookups/s ({:.2f} us/lookup, batches of 32: similar + temporal)\n",
                j["lookups_per_s"].get<double>(), j["lookup_us"].get<double>());
     fmt::print("end_frame    {:.1f} us/frame (zombie release)\n", j["end_frame_us"].get<double>());
@@ -103,11 +103,12 @@ void bench(const GlobalOptions& g, const BenchArgs& a)
 
 }  // namespace
 
-void add_bench(CLI::App& app, GlobalOptions& g)
-{
+void add_bench(CLI::App& app, GlobalOptions& g) {
     auto a = std::make_shared<BenchArgs>();
     CLI::App* c = app.add_subcommand("bench", "quick FCC / allocation / lookup figures (synthetic frames)");
-    c->add_option("--frames", a->frames, "frames to run")->capture_default_str()->check(CLI::Range(1, 1000000));
+    c->add_option("--frames", a->frames, "frames to run")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
     c->add_option("--width", a->width, "frame width")->capture_default_str()->check(CLI::Range(64, 8192));
     c->add_option("--height", a->height, "frame height")->capture_default_str()->check(CLI::Range(64, 8192));
     c->callback([&g, a] { bench(g, *a); });

@@ -9,8 +9,7 @@
 namespace vrexctl {
 namespace {
 
-nlohmann::json info_json(vrex::Device& dev)
-{
+nlohmann::json info_json(vrex::Device& dev) {
     const drm_vrex_device_info& i = dev.info();
     return {{"backend", dev.backend_name()},
             {"device", dev.description()},
@@ -34,25 +33,20 @@ nlohmann::json info_json(vrex::Device& dev)
             {"simulated", bool(i.simulated)}};
 }
 
-drm_vrex_bank_info read_banks(vrex::Device& dev)
-{
+drm_vrex_bank_info read_banks(vrex::Device& dev) {
     auto b = dev.backend().bank_info();
-    if (!b)
-        fail("bank info", b.error());
+    if (!b) fail("bank info", b.error());
     return *b;
 }
 
-void cmd_list(const GlobalOptions& g)
-{
+void cmd_list(const GlobalOptions& g) {
     nlohmann::json backends = nlohmann::json::array();
     std::string selected;
     for (const vrex::BackendFactory& f : vrex::backend_factories()) {
         const bool avail = f.available();
         nlohmann::json b = {{"name", f.name}, {"available", avail}};
-        if (f.name == "kernel")
-            b["nodes"] = vrex::discovery::find_vrex_nodes();
-        if (avail && selected.empty())
-            selected = f.name;
+        if (f.name == "kernel") b["nodes"] = vrex::discovery::find_vrex_nodes();
+        if (avail && selected.empty()) selected = f.name;
         backends.push_back(b);
     }
     if (g.json) {
@@ -60,17 +54,16 @@ void cmd_list(const GlobalOptions& g)
         return;
     }
     for (const auto& b : backends) {
-        fmt::print("{:<10} {}", b["name"].get<std::string>(), b["available"].get<bool>() ? "available" : "not available");
+        fmt::print("{:<10} {}", b["name"].get<std::string>(),
+                   b["available"].get<bool>() ? "available" : "not available");
         if (b.contains("nodes"))
-            for (const auto& n : b["nodes"])
-                fmt::print("  {}", n.get<std::string>());
+            for (const auto& n : b["nodes"]) fmt::print("  {}", n.get<std::string>());
         fmt::print("\n");
     }
     fmt::print("auto selects: {}\n", selected.empty() ? "nothing" : selected);
 }
 
-void cmd_info(const GlobalOptions& g)
-{
+void cmd_info(const GlobalOptions& g) {
     auto dev = open_device(g);
     nlohmann::json j = info_json(*dev);
     const drm_vrex_bank_info b = read_banks(*dev);
@@ -92,21 +85,21 @@ void cmd_info(const GlobalOptions& g)
     std::string caps;
     for (const auto& [k, v] : j["caps"].items())
         if (v.get<bool>()) {
-            if (!caps.empty())
-                caps += ' ';
+            if (!caps.empty()) caps += ' ';
             caps += k;
         }
     fmt::print("capabilities   {}\n", caps);
-    fmt::print("banks          {} x {} ({} banks per group, {} groups)\n", i.bank_count, human_bytes(i.bank_size),
-               i.group_banks, i.group_banks ? i.bank_count / i.group_banks : 0);
-    fmt::print("in use         {} in buffer objects, {} of KV in {} blocks\n", human_bytes(bo), human_bytes(kv), blocks);
-    fmt::print("SHIE           {} entries, {} blocks, batch {}\n", i.shie_capacity, i.block_capacity, i.max_batch);
+    fmt::print("banks          {} x {} ({} banks per group, {} groups)\n", i.bank_count,
+               human_bytes(i.bank_size), i.group_banks, i.group_banks ? i.bank_count / i.group_banks : 0);
+    fmt::print("in use         {} in buffer objects, {} of KV in {} blocks\n", human_bytes(bo),
+               human_bytes(kv), blocks);
+    fmt::print("SHIE           {} entries, {} blocks, batch {}\n", i.shie_capacity, i.block_capacity,
+               i.max_batch);
     fmt::print("streams        up to {}, zombie threshold {} frames\n", i.max_streams, i.zombie_frames);
     fmt::print("FCC            frames {}..{} pixels per side\n", i.fcc_min_dim, i.fcc_max_dim);
 }
 
-void cmd_regs(const GlobalOptions& g)
-{
+void cmd_regs(const GlobalOptions& g) {
     auto dev = open_device(g);
     const drm_vrex_device_info& i = dev->info();
     nlohmann::json arr = nlohmann::json::array();
@@ -114,7 +107,8 @@ void cmd_regs(const GlobalOptions& g)
         auto v = dev->backend().reg_read(r.offset);
         if (!v) {
             if (v.error() == std::errc::operation_not_permitted || v.error() == std::errc::permission_denied)
-                throw ExitError(kExitRuntime, "register read: " + v.error().message() + " (needs CAP_SYS_ADMIN)");
+                throw ExitError(kExitRuntime,
+                                "register read: " + v.error().message() + " (needs CAP_SYS_ADMIN)");
             fail(fmt::format("register read at 0x{:03x}", r.offset), v.error());
         }
         const std::string fields = r.fields ? r.fields(*v) : "";
@@ -123,33 +117,40 @@ void cmd_regs(const GlobalOptions& g)
         else
             fmt::print("0x{:03x}  {:<22} 0x{:08x}  {:>10}  {}\n", r.offset, r.name, *v, *v, fields);
     }
-    if (g.json)
-        print_json({{"backend", dev->backend_name()}, {"registers", arr}});
+    if (g.json) print_json({{"backend", dev->backend_name()}, {"registers", arr}});
 }
 
-void cmd_banks(const GlobalOptions& g)
-{
+void cmd_banks(const GlobalOptions& g) {
     auto dev = open_device(g);
     const drm_vrex_bank_info b = read_banks(*dev);
     const drm_vrex_device_info& i = dev->info();
     const std::uint32_t gb = i.group_banks ? i.group_banks : 1;
     nlohmann::json arr = nlohmann::json::array();
     for (std::uint32_t k = 0; k < b.bank_count && k < DRM_VREX_MAX_BANKS; k++) {
-        const double used = i.bank_size ? static_cast<double>(b.bo_bytes[k]) / static_cast<double>(i.bank_size) : 0;
-        const double kv = i.bank_size ? static_cast<double>(b.kv_bytes[k]) / static_cast<double>(i.bank_size) : 0;
+        const double used =
+            i.bank_size ? static_cast<double>(b.bo_bytes[k]) / static_cast<double>(i.bank_size) : 0;
+        const double kv =
+            i.bank_size ? static_cast<double>(b.kv_bytes[k]) / static_cast<double>(i.bank_size) : 0;
         const std::uint32_t group = k / gb;
         const bool owned = group < DRM_VREX_MAX_BANKS && b.group_owned[group];
         if (g.json) {
-            arr.push_back({{"bank", k}, {"group", group}, {"group_owned", owned}, {"bo_bytes", b.bo_bytes[k]},
-                           {"kv_bytes", b.kv_bytes[k]}, {"kv_blocks", b.kv_blocks[k]}, {"bo_fraction", used},
+            arr.push_back({{"bank", k},
+                           {"group", group},
+                           {"group_owned", owned},
+                           {"bo_bytes", b.bo_bytes[k]},
+                           {"kv_bytes", b.kv_bytes[k]},
+                           {"kv_blocks", b.kv_blocks[k]},
+                           {"bo_fraction", used},
                            {"kv_fraction", kv}});
             continue;
         }
         constexpr int kBar = 32;
-        const int nb = static_cast<int>(used * kBar + 0.5), nk = std::min(nb, static_cast<int>(kv * kBar + 0.5));
+        const int nb = static_cast<int>(used * kBar + 0.5),
+                  nk = std::min(nb, static_cast<int>(kv * kBar + 0.5));
         fmt::print("bank {:2} g{:<2}{} [{}{}{}] {:>5.1f} %  BO {:>10}  KV {:>10} in {} blocks\n", k, group,
-                   owned ? '*' : ' ', std::string(nk, '#'), std::string(nb - nk, '+'), std::string(kBar - nb, '.'),
-                   100.0 * used, human_bytes(b.bo_bytes[k]), human_bytes(b.kv_bytes[k]), b.kv_blocks[k]);
+                   owned ? '*' : ' ', std::string(nk, '#'), std::string(nb - nk, '+'),
+                   std::string(kBar - nb, '.'), 100.0 * used, human_bytes(b.bo_bytes[k]),
+                   human_bytes(b.kv_bytes[k]), b.kv_blocks[k]);
     }
     if (g.json)
         print_json({{"backend", dev->backend_name()}, {"bank_size", i.bank_size}, {"banks", arr}});
@@ -157,48 +158,50 @@ void cmd_banks(const GlobalOptions& g)
         fmt::print("legend: # KV in use, + buffer memory without KV, . free; * = group in use\n");
 }
 
-nlohmann::json stats_json(vrex::Device& dev)
-{
+nlohmann::json stats_json(vrex::Device& dev) {
     auto st = dev.backend().stats();
-    if (!st)
-        fail("stats", st.error());
-    return {{"backend", dev.backend_name()},   {"lookups", st->lookups},
-            {"exact_hits", st->exact_hits},     {"approx_hits", st->approx_hits},
-            {"misses", st->misses},             {"evictions", st->evictions},
-            {"bank_conflicts", st->bank_conflicts}, {"inserts", st->inserts},
-            {"removes", st->removes},           {"frames", st->frames},
-            {"live_entries", st->live_entries}, {"live_blocks", st->live_blocks},
+    if (!st) fail("stats", st.error());
+    return {{"backend", dev.backend_name()},
+            {"lookups", st->lookups},
+            {"exact_hits", st->exact_hits},
+            {"approx_hits", st->approx_hits},
+            {"misses", st->misses},
+            {"evictions", st->evictions},
+            {"bank_conflicts", st->bank_conflicts},
+            {"inserts", st->inserts},
+            {"removes", st->removes},
+            {"frames", st->frames},
+            {"live_entries", st->live_entries},
+            {"live_blocks", st->live_blocks},
             {"cmd_errors", st->cmd_errors}};
 }
 
 }  // namespace
 
-nlohmann::json device_stats_json(vrex::Device& dev) { return stats_json(dev); }
+nlohmann::json device_stats_json(vrex::Device& dev) {
+    return stats_json(dev);
+}
 
-void add_list(CLI::App& app, GlobalOptions& g)
-{
+void add_list(CLI::App& app, GlobalOptions& g) {
     app.add_subcommand("list", "list backends and vrex device nodes")->callback([&g] { cmd_list(g); });
 }
 
-void add_info(CLI::App& app, GlobalOptions& g)
-{
-    app.add_subcommand("info", "device capabilities, geometry and bank usage")->callback([&g] { cmd_info(g); });
-}
-
-void add_regs(CLI::App& app, GlobalOptions& g)
-{
-    app.add_subcommand("regs", "register dump with field names (kernel: needs CAP_SYS_ADMIN)")->callback([&g] {
-        cmd_regs(g);
+void add_info(CLI::App& app, GlobalOptions& g) {
+    app.add_subcommand("info", "device capabilities, geometry and bank usage")->callback([&g] {
+        cmd_info(g);
     });
 }
 
-void add_banks(CLI::App& app, GlobalOptions& g)
-{
+void add_regs(CLI::App& app, GlobalOptions& g) {
+    app.add_subcommand("regs", "register dump with field names (kernel: needs CAP_SYS_ADMIN)")
+        ->callback([&g] { cmd_regs(g); });
+}
+
+void add_banks(CLI::App& app, GlobalOptions& g) {
     app.add_subcommand("banks", "bank occupancy map")->callback([&g] { cmd_banks(g); });
 }
 
-void add_stats(CLI::App& app, GlobalOptions& g)
-{
+void add_stats(CLI::App& app, GlobalOptions& g) {
     auto format = std::make_shared<std::string>("human");
     CLI::App* c = app.add_subcommand("stats", "device counters");
     c->add_option("--format", *format, "human | json | prometheus")

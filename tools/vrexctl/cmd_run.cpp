@@ -1,10 +1,9 @@
 // vrexctl run VIDEO...: the real-video pipeline (tools/pipeline) on the selected device.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "common.hpp"
 #include "pipeline/metrics.hpp"
@@ -25,42 +24,37 @@ struct RunArgs {
     vrex::pipeline::PipelineOptions opt;
 };
 
-vrex::DType parse_dtype(const std::string& s)
-{
-    if (s == "fp16")
-        return vrex::DType::fp16;
-    if (s == "bf16")
-        return vrex::DType::bf16;
-    if (s == "fp32")
-        return vrex::DType::fp32;
-    if (s == "int8")
-        return vrex::DType::int8;
+vrex::DType parse_dtype(const std::string& s) {
+    if (s == "fp16") return vrex::DType::fp16;
+    if (s == "bf16") return vrex::DType::bf16;
+    if (s == "fp32") return vrex::DType::fp32;
+    if (s == "int8") return vrex::DType::int8;
     throw ExitError(kExitUsage, fmt::format("unknown dtype '{}' (fp16, bf16, fp32, int8)", s));
 }
 
-void progress_bar(std::uint64_t done, std::uint64_t total)
-{
+void progress_bar(std::uint64_t done, std::uint64_t total) {
     if (total == 0) {
         std::cerr << fmt::format("\r{} frames", done) << std::flush;
         return;
     }
     constexpr int kWidth = 40;
     const int fill = static_cast<int>(kWidth * std::min<std::uint64_t>(done, total) / total);
-    std::cerr << fmt::format("\r[{}{}] {}/{} frames", std::string(fill, '#'), std::string(kWidth - fill, ' '), done,
-                             total)
+    std::cerr << fmt::format("\r[{}{}] {}/{} frames", std::string(fill, '#'), std::string(kWidth - fill, ' '),
+                             done, total)
               << std::flush;
 }
 
-void print_human(const vrex::pipeline::RunResult& r, const nlohmann::json& j)
-{
+void print_human(const vrex::pipeline::RunResult& r, const nlohmann::json& j) {
     auto pct = [](double v) { return fmt::format("{:.1f} %", 100.0 * v); };
     fmt::print("backend            {}: {}\n", r.backend, r.device);
     fmt::print("model              {}, {} tokens/region, block {}\n", r.model, r.tokens_per_region,
                human_bytes(r.block_bytes));
-    fmt::print("streams            {} ({} frames in total, {:.1f} s)\n", r.streams.size(), r.frames, r.wall_seconds);
+    fmt::print("streams            {} ({} frames in total, {:.1f} s)\n", r.streams.size(), r.frames,
+               r.wall_seconds);
     fmt::print("reuse rate         {}  (similar {}, cross-stream {}, guard rejected {}, too old {})\n",
                pct(j["reuse_rate"]), r.reused_similar, r.reused_cross_stream, r.guard_rejected, r.too_old);
-    fmt::print("approx-hit rate    {}  (similar-hit rate {})\n", pct(j["approx_hit_rate"]), pct(j["similar_hit_rate"]));
+    fmt::print("approx-hit rate    {}  (similar-hit rate {})\n", pct(j["approx_hit_rate"]),
+               pct(j["similar_hit_rate"]));
     fmt::print("resident KV peak   {} vs append-only {}  -> {:.4f}x (windowed baseline {} -> {:.3f}x)\n",
                human_bytes(r.resident_bytes_peak()), human_bytes(r.baseline_bytes_peak()),
                j["resident_bytes_ratio"].get<double>(), human_bytes(r.window_bytes_peak()),
@@ -71,32 +65,46 @@ void print_human(const vrex::pipeline::RunResult& r, const nlohmann::json& j)
     fmt::print("reused-region PSNR p5 {:.2f} dB, p50 {:.2f} dB, min {:.2f} dB (guard {:.1f} dB)\n",
                j["psnr_reused_p5_db"].get<double>(), j["psnr_reused_p50_db"].get<double>(),
                j["psnr_reused_min_db"].get<double>(), r.psnr_guard_db);
-    fmt::print("HAL latency/frame  p50 {:.1f} us, p99 {:.1f} us; FCC p50 {:.1f} us ({:.0f} frames/s at 1080p equiv.)\n",
-               j["latency_us_p50"].get<double>(), j["latency_us_p99"].get<double>(), j["fcc_us_p50"].get<double>(),
-               j["fcc_1080p_fps_equiv"].get<double>());
-    fmt::print("accounting         {}\n", r.accounting_mismatches ? "MISMATCH: " + r.first_mismatch
-                                                                   : std::string("resident bytes = live blocks x block size at every step"));
+    fmt::print(
+        "HAL latency/frame  p50 {:.1f} us, p99 {:.1f} us; FCC p50 {:.1f} us ({:.0f} frames/s at 1080p "
+        "equiv.)\n",
+        j["latency_us_p50"].get<double>(), j["latency_us_p99"].get<double>(), j["fcc_us_p50"].get<double>(),
+        j["fcc_1080p_fps_equiv"].get<double>());
+    fmt::print("accounting         {}\n",
+               r.accounting_mismatches
+                   ? "MISMATCH: " + r.first_mismatch
+                   : std::string("resident bytes = live blocks x block size at every step"));
 }
 
 }  // namespace
 
-void add_run(CLI::App& app, GlobalOptions& g)
-{
+void add_run(CLI::App& app, GlobalOptions& g) {
     auto a = std::make_shared<RunArgs>();
-    CLI::App* c = app.add_subcommand("run", "decode videos, feed the FCC, allocate/reuse KV per region, measure");
+    CLI::App* c =
+        app.add_subcommand("run", "decode videos, feed the FCC, allocate/reuse KV per region, measure");
     c->add_option("VIDEO", a->videos, "video files (several = concurrent streams on one device)")->required();
-    c->add_option("--streams", a->streams, "replicate one VIDEO into N streams, each starting --stream-offset later")
+    c->add_option("--streams", a->streams,
+                  "replicate one VIDEO into N streams, each starting --stream-offset later")
         ->check(CLI::Range(1, 16));
-    c->add_option("--stream-offset", a->stream_offset, "frames between replicated streams")->capture_default_str();
+    c->add_option("--stream-offset", a->stream_offset, "frames between replicated streams")
+        ->capture_default_str();
     c->add_option("--max-frames", a->max_frames, "frames per stream (0 = whole file)")->capture_default_str();
-    c->add_option("--layers", a->opt.model.layers, "model layers")->capture_default_str()->check(CLI::Range(1, 1024));
-    c->add_option("--kv-heads", a->opt.model.kv_heads, "KV heads")->capture_default_str()->check(CLI::Range(1, 1024));
-    c->add_option("--head-dim", a->opt.model.head_dim, "head dimension")->capture_default_str()->check(CLI::Range(1, 4096));
-    c->add_option("--dtype", a->dtype, "fp16 | bf16 | fp32 | int8")->capture_default_str();
-    c->add_option("--tokens-per-region", a->opt.model.tokens_per_region, "visual tokens per region (16 regions/frame)")
+    c->add_option("--layers", a->opt.model.layers, "model layers")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    c->add_option("--kv-heads", a->opt.model.kv_heads, "KV heads")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    c->add_option("--head-dim", a->opt.model.head_dim, "head dimension")
         ->capture_default_str()
         ->check(CLI::Range(1, 4096));
-    c->add_option("--baseline-block-tokens", a->opt.baseline_tokens_per_block, "paged baseline block size (tokens)")
+    c->add_option("--dtype", a->dtype, "fp16 | bf16 | fp32 | int8")->capture_default_str();
+    c->add_option("--tokens-per-region", a->opt.model.tokens_per_region,
+                  "visual tokens per region (16 regions/frame)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    c->add_option("--baseline-block-tokens", a->opt.baseline_tokens_per_block,
+                  "paged baseline block size (tokens)")
         ->capture_default_str()
         ->check(CLI::Range(1, 4096));
     c->add_option("--psnr-guard", a->opt.policy.psnr_guard_db, "reuse only if region PSNR >= this (dB)")
@@ -127,15 +135,12 @@ void add_run(CLI::App& app, GlobalOptions& g)
             for (std::uint32_t i = 0; i < a->streams; i++)
                 sources.push_back({a->videos[0], i * a->stream_offset, true});
         } else {
-            for (const std::string& v : a->videos)
-                sources.push_back({v, 0, false});
+            for (const std::string& v : a->videos) sources.push_back({v, 0, false});
         }
         auto dev = open_device(g);
-        if (!a->no_progress && !g.json && isatty(STDERR_FILENO))
-            a->opt.progress = progress_bar;
+        if (!a->no_progress && !g.json && isatty(STDERR_FILENO)) a->opt.progress = progress_bar;
         const vrex::pipeline::RunResult r = vrex::pipeline::run_pipeline(dev, sources, a->opt);
-        if (a->opt.progress)
-            std::cerr << std::endl;
+        if (a->opt.progress) std::cerr << std::endl;
         nlohmann::json j = r.to_json();
         if (!a->report.empty()) {
             const std::string page = vrex::pipeline::write_report(a->report, r);
@@ -145,8 +150,7 @@ void add_run(CLI::App& app, GlobalOptions& g)
             print_json(j);
         } else {
             print_human(r, j);
-            if (!a->report.empty())
-                fmt::print("report             {}\n", j["report"].get<std::string>());
+            if (!a->report.empty()) fmt::print("report             {}\n", j["report"].get<std::string>());
         }
         if (r.accounting_mismatches)
             throw ExitError(kExitRuntime, "KV accounting mismatch: " + r.first_mismatch);

@@ -1,13 +1,13 @@
 // vrexctl serve: Prometheus scrape endpoint (GET /metrics) on Boost.Asio, one thread, HTTP/1.0 style
 // (one request per connection). Prints the bound address first so --listen HOST:0 can be used.
-// Boost 1.74 asio uses std::exchange without including <utility>.
-#include <utility>
-
+// clang-format off
+#include <utility>  // first: Boost 1.74 asio uses std::exchange without including it
 #include <boost/asio.hpp>
-
-#include <iostream>
+// clang-format on
 
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "common.hpp"
 #include "prometheus.hpp"
@@ -24,15 +24,14 @@ struct ServeArgs {
 };
 
 class Server {
-public:
-    Server(asio::io_context& io, const tcp::endpoint& ep, std::shared_ptr<vrex::Device> dev, std::uint32_t max_requests)
-        : io_(io), acceptor_(io, ep), dev_(std::move(dev)), max_requests_(max_requests)
-    {
-    }
+  public:
+    Server(asio::io_context& io, const tcp::endpoint& ep, std::shared_ptr<vrex::Device> dev,
+           std::uint32_t max_requests)
+        : io_(io), acceptor_(io, ep), dev_(std::move(dev)), max_requests_(max_requests) {}
     tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
     void start() { accept(); }
 
-private:
+  private:
     struct Conn {
         explicit Conn(asio::io_context& io) : sock(io) {}
         tcp::socket sock;
@@ -40,53 +39,50 @@ private:
         std::string reply;
     };
 
-    void accept()
-    {
+    void accept() {
         auto c = std::make_shared<Conn>(io_);
         acceptor_.async_accept(c->sock, [this, c](boost::system::error_code ec) {
-            if (ec)
-                return;
+            if (ec) return;
             read(c);
             accept();
         });
     }
 
-    void read(const std::shared_ptr<Conn>& c)
-    {
+    void read(const std::shared_ptr<Conn>& c) {
         c->buf.prepare(8192);
-        asio::async_read_until(c->sock, c->buf, "\r\n\r\n", [this, c](boost::system::error_code ec, std::size_t) {
-            if (ec)
-                return;
-            std::istream in(&c->buf);
-            std::string method, target;
-            in >> method >> target;
-            c->reply = respond(method, target);
-            asio::async_write(c->sock, asio::buffer(c->reply), [this, c](boost::system::error_code, std::size_t) {
-                boost::system::error_code ignored;
-                c->sock.shutdown(tcp::socket::shutdown_both, ignored);
-                if (max_requests_ && ++served_ >= max_requests_)
-                    io_.stop();
+        asio::async_read_until(
+            c->sock, c->buf, "\r\n\r\n", [this, c](boost::system::error_code ec, std::size_t) {
+                if (ec) return;
+                std::istream in(&c->buf);
+                std::string method, target;
+                in >> method >> target;
+                c->reply = respond(method, target);
+                asio::async_write(c->sock, asio::buffer(c->reply),
+                                  [this, c](boost::system::error_code, std::size_t) {
+                                      boost::system::error_code ignored;
+                                      c->sock.shutdown(tcp::socket::shutdown_both, ignored);
+                                      if (max_requests_ && ++served_ >= max_requests_) io_.stop();
+                                  });
             });
-        });
     }
 
-    std::string respond(const std::string& method, const std::string& target)
-    {
+    std::string respond(const std::string& method, const std::string& target) {
         auto reply = [](int code, const char* reason, const std::string& type, const std::string& body) {
-            return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                               code, reason, type, body.size(), body);
+            return fmt::format(
+                "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                code, reason, type, body.size(), body);
         };
         if (method != "GET" && method != "HEAD")
             return reply(405, "Method Not Allowed", "text/plain", "only GET\n");
         if (target == "/metrics") {
             try {
-                return reply(200, "OK", "text/plain; version=0.0.4; charset=utf-8", prometheus_metrics(*dev_));
+                return reply(200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+                             prometheus_metrics(*dev_));
             } catch (const ExitError& e) {
                 return reply(503, "Service Unavailable", "text/plain", std::string(e.what()) + "\n");
             }
         }
-        if (target == "/")
-            return reply(200, "OK", "text/plain", "vrexctl serve: metrics at /metrics\n");
+        if (target == "/") return reply(200, "OK", "text/plain", "vrexctl serve: metrics at /metrics\n");
         return reply(404, "Not Found", "text/plain", "not found\n");
     }
 
@@ -97,8 +93,7 @@ private:
     std::uint32_t served_ = 0;
 };
 
-tcp::endpoint parse_listen(const std::string& s)
-{
+tcp::endpoint parse_listen(const std::string& s) {
     const auto colon = s.rfind(':');
     if (colon == std::string::npos)
         throw ExitError(kExitUsage, fmt::format("--listen {}: expected HOST:PORT", s));
@@ -109,24 +104,25 @@ tcp::endpoint parse_listen(const std::string& s)
     try {
         std::size_t used = 0;
         p = std::stoul(port, &used);
-        if (used != port.size())
-            p = 70000;
+        if (used != port.size()) p = 70000;
     } catch (const std::exception&) {
         p = 70000;
     }
     if (ec || p > 65535)
-        throw ExitError(kExitUsage, fmt::format("--listen {}: expected an IP address and a port 0..65535", s));
+        throw ExitError(kExitUsage,
+                        fmt::format("--listen {}: expected an IP address and a port 0..65535", s));
     return {addr, static_cast<unsigned short>(p)};
 }
 
 }  // namespace
 
-void add_serve(CLI::App& app, GlobalOptions& g)
-{
+void add_serve(CLI::App& app, GlobalOptions& g) {
     auto a = std::make_shared<ServeArgs>();
     CLI::App* c = app.add_subcommand("serve", "Prometheus metrics endpoint (GET /metrics)");
-    c->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0 = any free port)")->capture_default_str();
-    c->add_option("--max-requests", a->max_requests, "exit after this many requests (0 = until SIGINT/SIGTERM)");
+    c->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0 = any free port)")
+        ->capture_default_str();
+    c->add_option("--max-requests", a->max_requests,
+                  "exit after this many requests (0 = until SIGINT/SIGTERM)");
     c->callback([&g, a] {
         const tcp::endpoint ep = parse_listen(a->listen);
         auto dev = open_device(g);
@@ -135,13 +131,15 @@ void add_serve(CLI::App& app, GlobalOptions& g)
         try {
             server = std::make_unique<Server>(io, ep, dev, a->max_requests);
         } catch (const boost::system::system_error& e) {
-            throw ExitError(kExitRuntime, fmt::format("cannot listen on {}: {}", a->listen, e.code().message()));
+            throw ExitError(kExitRuntime,
+                            fmt::format("cannot listen on {}: {}", a->listen, e.code().message()));
         }
         asio::signal_set signals(io, SIGINT, SIGTERM);
         signals.async_wait([&io](boost::system::error_code, int) { io.stop(); });
         server->start();
         const tcp::endpoint bound = server->endpoint();
-        std::cout << fmt::format("listening on http://{}:{}/metrics", bound.address().to_string(), bound.port())
+        std::cout << fmt::format("listening on http://{}:{}/metrics", bound.address().to_string(),
+                                 bound.port())
                   << std::endl;
         io.run();
     });

@@ -6,8 +6,7 @@
 
 namespace vrexctl {
 
-void fail(const std::string& what, std::error_code ec)
-{
+void fail(const std::string& what, std::error_code ec) {
     using vrex::errc;
     if (ec == make_error_code(errc::no_device) || ec == make_error_code(errc::device_lost) ||
         ec == make_error_code(errc::not_vrex_device) || ec == std::errc::no_such_device)
@@ -17,8 +16,7 @@ void fail(const std::string& what, std::error_code ec)
     throw ExitError(kExitRuntime, fmt::format("{}: {}", what, ec.message()));
 }
 
-std::shared_ptr<vrex::Device> open_device(const GlobalOptions& g)
-{
+std::shared_ptr<vrex::Device> open_device(const GlobalOptions& g) {
     auto choice = vrex::parse_backend_choice(g.backend);
     if (!choice)
         throw ExitError(kExitUsage, fmt::format("unknown backend '{}' (auto, emu, kernel)", g.backend));
@@ -40,8 +38,7 @@ std::shared_ptr<vrex::Device> open_device(const GlobalOptions& g)
     return *dev;
 }
 
-std::string human_bytes(std::uint64_t b)
-{
+std::string human_bytes(std::uint64_t b) {
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = static_cast<double>(b);
     int u = 0;
@@ -49,12 +46,14 @@ std::string human_bytes(std::uint64_t b)
         v /= 1024.0;
         u++;
     }
-    if (u == 0)
-        return fmt::format("{} B", b);
-    return v == static_cast<double>(static_cast<std::uint64_t>(v)) ? fmt::format("{} {}", static_cast<std::uint64_t>(v), units[u])
-                                                                    : fmt::format("{:.1f} {}", v, units[u]);
+    if (u == 0) return fmt::format("{} B", b);
+    return v == static_cast<double>(static_cast<std::uint64_t>(v))
+               ? fmt::format("{} {}", static_cast<std::uint64_t>(v), units[u])
+               : fmt::format("{:.1f} {}", v, units[u]);
 }
 
-void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
+void print_json(const nlohmann::json& j) {
+    std::cout << j.dump(2) << std::endl;
+}
 
 }  // namespace vrexctl

@@ -1,14 +1,13 @@
 // Shared plumbing of vrexctl's subcommands: global options, device opening, exit codes, output.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <system_error>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "vrex/hal.hpp"
 
@@ -17,25 +16,25 @@ namespace vrexctl {
 // Exit codes (docs/vrexctl.md).
 enum ExitCode : int {
     kExitOk = 0,
-    kExitRuntime = 1,    // a device or runtime error
-    kExitUsage = 2,      // bad arguments
-    kExitNoDevice = 3,   // no such backend / device, or it went away
-    kExitBadInput = 4,   // a video file that cannot be opened or decoded
+    kExitRuntime = 1,      // a device or runtime error
+    kExitUsage = 2,        // bad arguments
+    kExitNoDevice = 3,     // no such backend / device, or it went away
+    kExitBadInput = 4,     // a video file that cannot be opened or decoded
     kExitCheckFailed = 5,  // selftest found a failing check
 };
 
 class ExitError : public std::runtime_error {
-public:
+  public:
     ExitError(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
     int code() const noexcept { return code_; }
 
-private:
+  private:
     int code_;
 };
 
 struct GlobalOptions {
     std::string backend = "auto";
-    std::string node;               // kernel: a specific /dev node
+    std::string node;  // kernel: a specific /dev node
     bool json = false;
     std::uint32_t emu_banks = 16;
     std::uint32_t emu_bank_mib = 64;

@@ -7,8 +7,7 @@
 #include "common.hpp"
 #include "pipeline/error.hpp"
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     using namespace vrexctl;
     CLI::App app{"vrexctl: V-Rex device diagnostics and the real-video KV-reuse pipeline"};
     app.require_subcommand(1);
@@ -24,7 +23,8 @@ int main(int argc, char** argv)
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
     app.add_option("--emu-group-banks", g.emu_group_banks, "emulation: banks per group (0 = model default)");
-    app.add_option("--emu-zombie-frames", g.emu_zombie_frames, "emulation: zombie threshold Z (0 = default 5)")
+    app.add_option("--emu-zombie-frames", g.emu_zombie_frames,
+                   "emulation: zombie threshold Z (0 = default 5)")
         ->check(CLI::Range(0, 255));
 
     add_list(app, g);
@@ -49,12 +49,12 @@ int main(int argc, char** argv)
     } catch (const vrex::pipeline::Failure& e) {
         std::cerr << "vrexctl: " << e.what() << std::endl;
         switch (e.kind()) {
-        case vrex::pipeline::FailureKind::bad_input:
-            return kExitBadInput;
-        case vrex::pipeline::FailureKind::no_device:
-            return kExitNoDevice;
-        case vrex::pipeline::FailureKind::runtime:
-            break;
+            case vrex::pipeline::FailureKind::bad_input:
+                return kExitBadInput;
+            case vrex::pipeline::FailureKind::no_device:
+                return kExitNoDevice;
+            case vrex::pipeline::FailureKind::runtime:
+                break;
         }
         return kExitRuntime;
     } catch (const std::exception& e) {

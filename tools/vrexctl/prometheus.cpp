@@ -7,12 +7,10 @@
 namespace vrexctl {
 namespace {
 
-std::string label_escape(std::string_view s)
-{
+std::string label_escape(std::string_view s) {
     std::string o;
     for (char c : s) {
-        if (c == '\\' || c == '"')
-            o += '\\';
+        if (c == '\\' || c == '"') o += '\\';
         if (c == '\n') {
             o += "\\n";
             continue;
@@ -24,14 +22,11 @@ std::string label_escape(std::string_view s)
 
 }  // namespace
 
-std::string prometheus_metrics(vrex::Device& dev)
-{
+std::string prometheus_metrics(vrex::Device& dev) {
     auto st = dev.backend().stats();
-    if (!st)
-        fail("stats", st.error());
+    if (!st) fail("stats", st.error());
     auto banks = dev.backend().bank_info();
-    if (!banks)
-        fail("bank info", banks.error());
+    if (!banks) fail("bank info", banks.error());
     const std::string labels = fmt::format("backend=\"{}\"", label_escape(dev.backend_name()));
     std::string o;
     auto metric = [&](const char* name, const char* type, const char* help, std::uint64_t v) {
@@ -39,7 +34,8 @@ std::string prometheus_metrics(vrex::Device& dev)
     };
     metric("vrex_lookups_total", "counter", "SHIE lookups.", st->lookups);
     metric("vrex_exact_hits_total", "counter", "SHIE lookups that hit exactly.", st->exact_hits);
-    metric("vrex_approx_hits_total", "counter", "SHIE similarity hits at Hamming distance > 0.", st->approx_hits);
+    metric("vrex_approx_hits_total", "counter", "SHIE similarity hits at Hamming distance > 0.",
+           st->approx_hits);
     metric("vrex_misses_total", "counter", "SHIE lookups without a hit.", st->misses);
     metric("vrex_evictions_total", "counter", "Zombie KV blocks released.", st->evictions);
     metric("vrex_bank_conflicts_total", "counter", "Frames placed in a bank group owned by another pool.",
@@ -51,13 +47,15 @@ std::string prometheus_metrics(vrex::Device& dev)
     metric("vrex_live_entries", "gauge", "Live SHIE entries.", st->live_entries);
     metric("vrex_live_blocks", "gauge", "Live KV blocks.", st->live_blocks);
     metric("vrex_bank_size_bytes", "gauge", "Bytes per bank.", dev.info().bank_size);
-    o += "# HELP vrex_bank_kv_bytes KV bytes the SHIE points into, per bank.\n# TYPE vrex_bank_kv_bytes gauge\n";
+    o += "# HELP vrex_bank_kv_bytes KV bytes the SHIE points into, per bank.\n# TYPE vrex_bank_kv_bytes "
+         "gauge\n";
     for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
         o += fmt::format("vrex_bank_kv_bytes{{{},bank=\"{}\"}} {}\n", labels, b, banks->kv_bytes[b]);
     o += "# HELP vrex_bank_kv_blocks Live KV blocks per bank.\n# TYPE vrex_bank_kv_blocks gauge\n";
     for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
         o += fmt::format("vrex_bank_kv_blocks{{{},bank=\"{}\"}} {}\n", labels, b, banks->kv_blocks[b]);
-    o += "# HELP vrex_bank_bo_bytes Bytes of live buffer objects per bank.\n# TYPE vrex_bank_bo_bytes gauge\n";
+    o +=
+        "# HELP vrex_bank_bo_bytes Bytes of live buffer objects per bank.\n# TYPE vrex_bank_bo_bytes gauge\n";
     for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
         o += fmt::format("vrex_bank_bo_bytes{{{},bank=\"{}\"}} {}\n", labels, b, banks->bo_bytes[b]);
     return o;

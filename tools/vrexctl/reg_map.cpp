@@ -9,52 +9,57 @@ extern "C" {
 namespace vrexctl {
 namespace {
 
-std::string bits(std::uint32_t v, std::initializer_list<std::pair<std::uint32_t, const char*>> names)
-{
+std::string bits(std::uint32_t v, std::initializer_list<std::pair<std::uint32_t, const char*>> names) {
     std::string o;
     for (const auto& [bit, name] : names)
         if (v & bit) {
-            if (!o.empty())
-                o += '|';
+            if (!o.empty()) o += '|';
             o += name;
         }
     return o.empty() ? "-" : o;
 }
 
-std::string f_id(std::uint32_t v) { return v == VREX_ID_VALUE ? "\"VREX\"" : "unexpected (want 0x56524558)"; }
-std::string f_version(std::uint32_t v) { return fmt::format("major={} minor={}", v >> 16, v & 0xffff); }
-std::string f_caps(std::uint32_t v)
-{
-    return bits(v, {{VREX_CAP_FCC, "FCC"}, {VREX_CAP_SHIE, "SHIE"}, {VREX_CAP_POOLED, "POOLED"},
+std::string f_id(std::uint32_t v) {
+    return v == VREX_ID_VALUE ? "\"VREX\"" : "unexpected (want 0x56524558)";
+}
+std::string f_version(std::uint32_t v) {
+    return fmt::format("major={} minor={}", v >> 16, v & 0xffff);
+}
+std::string f_caps(std::uint32_t v) {
+    return bits(v, {{VREX_CAP_FCC, "FCC"},
+                    {VREX_CAP_SHIE, "SHIE"},
+                    {VREX_CAP_POOLED, "POOLED"},
                     {VREX_CAP_PREDICT_SLOTS, "PREDICT_SLOTS"}});
 }
-std::string f_irq(std::uint32_t v)
-{
-    return bits(v, {{VREX_IRQ_CMD_DONE, "CMD_DONE"}, {VREX_IRQ_CMD_ERROR, "CMD_ERROR"}, {VREX_IRQ_ZOMBIES, "ZOMBIES"}});
+std::string f_irq(std::uint32_t v) {
+    return bits(
+        v,
+        {{VREX_IRQ_CMD_DONE, "CMD_DONE"}, {VREX_IRQ_CMD_ERROR, "CMD_ERROR"}, {VREX_IRQ_ZOMBIES, "ZOMBIES"}});
 }
-std::string f_kib(std::uint32_t v) { return fmt::format("{} MiB", v / 1024.0); }
-std::string f_status(std::uint32_t v)
-{
+std::string f_kib(std::uint32_t v) {
+    return fmt::format("{} MiB", v / 1024.0);
+}
+std::string f_status(std::uint32_t v) {
     return bits(v, {{VREX_STATUS_BUSY, "BUSY"}, {VREX_STATUS_DONE, "DONE"}, {VREX_STATUS_ERROR, "ERROR"}}) +
            fmt::format(" ERRNO={}", (v & VREX_STATUS_ERRNO_MASK) >> VREX_STATUS_ERRNO_SHIFT);
 }
-std::string f_resflags(std::uint32_t v)
-{
-    return bits(v, {{VREX_RESF_HIT, "HIT"}, {VREX_RESF_APPROX, "APPROX"}, {VREX_RESF_OPENED, "OPENED"},
+std::string f_resflags(std::uint32_t v) {
+    return bits(v, {{VREX_RESF_HIT, "HIT"},
+                    {VREX_RESF_APPROX, "APPROX"},
+                    {VREX_RESF_OPENED, "OPENED"},
                     {VREX_RESF_CONFLICT, "CONFLICT"}});
 }
-std::string f_signed(std::uint32_t v) { return fmt::format("{}", static_cast<std::int32_t>(v)); }
-std::string f_pool(std::uint32_t v)
-{
-    if (v == 0xffffffffu)
-        return "free";
+std::string f_signed(std::uint32_t v) {
+    return fmt::format("{}", static_cast<std::int32_t>(v));
+}
+std::string f_pool(std::uint32_t v) {
+    if (v == 0xffffffffu) return "free";
     return v >= 0x10000u ? fmt::format("private pool of stream {}", v - 0x10000u) : fmt::format("pool {}", v);
 }
 
 }  // namespace
 
-std::vector<RegDesc> register_map(std::uint32_t banks, std::uint32_t groups)
-{
+std::vector<RegDesc> register_map(std::uint32_t banks, std::uint32_t groups) {
     std::vector<RegDesc> m = {
         {VREX_REG_ID, "ID", f_id},
         {VREX_REG_VERSION, "VERSION", f_version},
@@ -82,9 +87,9 @@ std::vector<RegDesc> register_map(std::uint32_t banks, std::uint32_t groups)
         {VREX_REG_FCC_ROI_DY, "FCC_ROI_DY", f_signed},
         {VREX_REG_FCC_MOVING_BLOCKS, "FCC_MOVING_BLOCKS", nullptr},
     };
-    static const char* counters[VREX_CNT_NUM] = {"LOOKUPS", "EXACT_HITS", "APPROX_HITS", "MISSES",
-                                                 "EVICTIONS", "BANK_CONFLICTS", "INSERTS", "REMOVES",
-                                                 "FRAMES", "LIVE_ENTRIES", "LIVE_BLOCKS", "CMD_ERRORS"};
+    static const char* counters[VREX_CNT_NUM] = {"LOOKUPS",   "EXACT_HITS",     "APPROX_HITS", "MISSES",
+                                                 "EVICTIONS", "BANK_CONFLICTS", "INSERTS",     "REMOVES",
+                                                 "FRAMES",    "LIVE_ENTRIES",   "LIVE_BLOCKS", "CMD_ERRORS"};
     for (std::uint32_t i = 0; i < VREX_CNT_NUM; i++) {
         m.push_back({VREX_REG_CNT_LO(i), fmt::format("CNT_{}_LO", counters[i]), nullptr});
         m.push_back({VREX_REG_CNT_HI(i), fmt::format("CNT_{}_HI", counters[i]), nullptr});

@@ -11,10 +11,12 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
 cmake -S "$src/consumer" -B "$work/cpp" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cpp" >/dev/null
-LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/cpp/consumer_cpp"
+libdir=$(dirname "$(find "$work/prefix" -name 'libvrex-hal.so' | head -n 1)")
+LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}" "$work/cpp/consumer_cpp"
 
-export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
-libdir=$(pkg-config --variable=libdir vrex-hal)
+PKG_CONFIG_PATH=$(dirname "$(find "$work/prefix" -name vrex-hal.pc | head -n 1)")
+export PKG_CONFIG_PATH
+[[ $(pkg-config --variable=libdir vrex-hal) -ef $libdir ]] || { echo "vrex-hal.pc points elsewhere" >&2; exit 1; }
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -o "$work/c_engine" "$root/examples/c_engine.c" \
 	$(pkg-config --cflags --libs vrex-hal)

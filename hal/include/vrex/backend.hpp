@@ -110,11 +110,8 @@ struct BackendFactory {
     Result<std::unique_ptr<Backend>> (*open)(const BackendOptions& options);
 };
 
-// Every backend built into this library, in auto-selection priority order (kernel first). Tests
-// parameterise over this list. Registration (hal/src/backend_registry.cpp): the emulation is always
-// listed; the kernel backend is listed when hal/src/kernel_backend.hpp exists and declares
-//     namespace vrex { const BackendFactory& kernel_backend_factory(); }
-// (hal/CMakeLists.txt compiles every hal/src/*.cpp and links libdrm, libudev and Boost headers).
+// Every backend built into this library, in auto-selection priority order (kernel first, then the
+// emulation; hal/src/backend_registry.cpp). Tests parameterise over this list.
 std::span<const BackendFactory> backend_factories();
 // The factory named @name, or nullptr.
 const BackendFactory* find_backend_factory(std::string_view name);

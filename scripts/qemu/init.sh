@@ -23,7 +23,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-mount -t tmpfs tmpfs /tmp
+# No tmpfs on /tmp: the initramfs root is already writable, and dynamic test programs built in a
+# checkout under /tmp (CI clones anywhere) are copied into the image at their host paths.
 mount -t tmpfs tmpfs /run
 
 . /etc/vrex-guest.conf

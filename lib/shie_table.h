@@ -29,10 +29,10 @@
 #define VREX_SHIE_OFF_MAX 2
 #define VREX_SHIE_DEFAULT_RADIUS 20
 #define VREX_SHIE_MAX_RADIUS 31
-#define VREX_SHIE_MAX_CAPACITY (1u << 24)
+#define VREX_SHIE_MAX_CAPACITY 0x1000000u
 #define VREX_MIH_TABLES 8
 #define VREX_MIH_BITS 16
-#define VREX_MIH_BUCKETS (1u << VREX_MIH_BITS)
+#define VREX_MIH_BUCKETS 0x10000u	/* 1 << VREX_MIH_BITS */
 /*
  * A similarity lookup whose probed buckets hold more records than this
  * percentage of the capacity (crowded buckets of near-duplicate codes)

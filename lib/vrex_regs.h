@@ -15,6 +15,9 @@
 
 #define VREX_REG_WINDOW			0x1000
 
+/* Bit n of a 32-bit register (the kernel's BIT() is unsigned long and kernel-only). */
+#define VREX_BIT(n)			(1u << (n))
+
 /* Global block */
 #define VREX_REG_ID			0x000	/* RO: VREX_ID_VALUE */
 #define VREX_REG_VERSION		0x004	/* RO: major << 16 | minor */
@@ -35,22 +38,22 @@
 #define VREX_VERSION_VALUE		0x00010000u	/* 1.0 */
 #define VREX_RESET_MAGIC		0x52535421u	/* "RST!" */
 
-#define VREX_CAP_FCC			(1u << 0)
-#define VREX_CAP_SHIE			(1u << 1)
-#define VREX_CAP_POOLED			(1u << 2)
-#define VREX_CAP_PREDICT_SLOTS		(1u << 3)	/* temporal offsets +1, +2 */
+#define VREX_CAP_FCC			VREX_BIT(0)
+#define VREX_CAP_SHIE			VREX_BIT(1)
+#define VREX_CAP_POOLED			VREX_BIT(2)
+#define VREX_CAP_PREDICT_SLOTS		VREX_BIT(3)	/* temporal offsets +1, +2 */
 
-#define VREX_IRQ_CMD_DONE		(1u << 0)
-#define VREX_IRQ_CMD_ERROR		(1u << 1)
-#define VREX_IRQ_ZOMBIES		(1u << 2)	/* retire released >= 1 block */
+#define VREX_IRQ_CMD_DONE		VREX_BIT(0)
+#define VREX_IRQ_CMD_ERROR		VREX_BIT(1)
+#define VREX_IRQ_ZOMBIES		VREX_BIT(2)	/* retire released >= 1 block */
 #define VREX_IRQ_ALL			0x7u
 
 /* Command block */
 #define VREX_REG_CMD			0x100	/* WO: VREX_CMD_* starts a command */
 #define VREX_REG_STATUS			0x104	/* RO */
-#define VREX_STATUS_BUSY		(1u << 0)
-#define VREX_STATUS_DONE		(1u << 1)
-#define VREX_STATUS_ERROR		(1u << 2)
+#define VREX_STATUS_BUSY		VREX_BIT(0)
+#define VREX_STATUS_DONE		VREX_BIT(1)
+#define VREX_STATUS_ERROR		VREX_BIT(2)
 #define VREX_STATUS_ERRNO_SHIFT		8
 #define VREX_STATUS_ERRNO_MASK		(0xffu << VREX_STATUS_ERRNO_SHIFT)
 
@@ -58,7 +61,7 @@
 #define VREX_CMD_STREAM_OPEN		1	/* STREAM, POOL */
 #define VREX_CMD_STREAM_CLOSE		2	/* STREAM; releases its blocks (queued) */
 #define VREX_CMD_FRAME			3	/* STREAM, SRC_ADDR, WIDTH, HEIGHT, STRIDE */
-#define VREX_CMD_INSERT			4	/* STREAM, REGION, OFFSET, FP, KV_* or BLOCK+ALIAS */
+#define VREX_CMD_INSERT			4	/* STREAM REGION OFFSET FP, KV_* or BLOCK */
 #define VREX_CMD_LOOKUP_TEMPORAL	5	/* STREAM, REGION, OFFSET */
 #define VREX_CMD_LOOKUP_SIMILAR		6	/* STREAM, REGION, FP, RADIUS, FLAGS */
 #define VREX_CMD_REMOVE			7	/* BLOCK; the block and all its entries */
@@ -86,9 +89,9 @@
 #define VREX_REG_ARG_BLOCK		0x150
 #define VREX_REG_ARG_POOL		0x154
 
-#define VREX_ARGF_SCOPE_POOL		(1u << 0)	/* LOOKUP_SIMILAR: whole pool */
-#define VREX_ARGF_PAST_ONLY		(1u << 1)	/* LOOKUP_SIMILAR: frames before current */
-#define VREX_ARGF_ALIAS			(1u << 2)	/* INSERT: point at existing ARG_BLOCK */
+#define VREX_ARGF_SCOPE_POOL		VREX_BIT(0)	/* LOOKUP_SIMILAR: whole pool */
+#define VREX_ARGF_PAST_ONLY		VREX_BIT(1)	/* LOOKUP_SIMILAR: frames before current */
+#define VREX_ARGF_ALIAS			VREX_BIT(2)	/* INSERT: point at existing ARG_BLOCK */
 #define VREX_ARGF_VALID_MASK		0x7u
 
 /* Result registers */
@@ -104,16 +107,16 @@
 #define VREX_REG_RES_GROUP		0x1b0
 #define VREX_REG_RES_BANK_FIRST		0x1b4
 #define VREX_REG_RES_BANK_COUNT		0x1b8
-#define VREX_REG_RES_COUNT		0x1bc	/* RETIRE/STREAM_CLOSE: blocks released; POP: still queued */
+#define VREX_REG_RES_COUNT		0x1bc	/* RETIRE/CLOSE: released; POP: queued */
 #define VREX_REG_RES_STREAM		0x1c0
 #define VREX_REG_RES_REGION		0x1c4
 #define VREX_REG_RES_REASON		0x1c8	/* POP_RELEASED: VREX_RELEASE_* */
 #define VREX_REG_RES_LAST_ACCESS	0x1cc	/* BLOCK_INFO */
 
-#define VREX_RESF_HIT			(1u << 0)
-#define VREX_RESF_APPROX		(1u << 1)	/* similarity hit at distance > 0 */
-#define VREX_RESF_OPENED		(1u << 2)	/* FRAME: new scene opened a group */
-#define VREX_RESF_CONFLICT		(1u << 3)	/* FRAME: took another pool's group */
+#define VREX_RESF_HIT			VREX_BIT(0)
+#define VREX_RESF_APPROX		VREX_BIT(1)	/* similarity hit at distance > 0 */
+#define VREX_RESF_OPENED		VREX_BIT(2)	/* FRAME: new scene opened a group */
+#define VREX_RESF_CONFLICT		VREX_BIT(3)	/* FRAME: took another pool's group */
 
 /* FCC block: features of the last FRAME command */
 #define VREX_REG_FCC_CENTRE_MOTION	0x200

@@ -12,8 +12,9 @@
 #
 # Per kernel, under build/qemu/<kernel>/: the sources (kernel/ lib/ uapi/ .config) are copied and
 # vrex.ko built against headers from scripts/kheaders.sh; every tests/kernel/*.c becomes a static
-# binary for the guest; a busybox initramfs carries them, vrex.ko, drm.ko and the modules vrex.ko
-# depends on, and scripts/qemu/init.sh as /init. The serial log (serial.log), the guest's kernel log
+# binary for the guest (tests/kernel/*_util.c are shared helpers linked into each of them); a
+# busybox initramfs carries them, vrex.ko, drm.ko and the modules vrex.ko depends on, and
+# scripts/qemu/init.sh as /init. The serial log (serial.log), the guest's kernel log
 # (dmesg.txt) and the build logs stay there.
 #
 # Guest test programs: each runs once (tests/kernel ones without arguments), exit status 0 = pass.
@@ -215,14 +216,18 @@ run_kernel() { # target
 
 	# Test programs. The fuzzer is built always (so it keeps compiling) but runs only with --fuzz.
 	local c name bin tests_list=$root/etc/vrex-tests
+	local -a util_srcs=()
 	: >"$tests_list"
 	mkdir -p "$out/tests"
+	for c in "$src"/tests/kernel/*_util.c; do
+		[[ -f $c ]] && util_srcs+=("$c")
+	done
 	for c in "$src"/tests/kernel/*.c; do
-		[[ -f $c ]] || continue
+		[[ -f $c && $c != *_util.c ]] || continue
 		name=$(basename "$c" .c)
 		bin=$out/tests/$name
 		if ! $cc -static -O2 -Wall -Wextra -pthread -I "$msrc/uapi" -I "$msrc/lib" -I /usr/include/libdrm \
-			-o "$bin" "$c" >"$out/tests/$name.log" 2>&1; then
+			-o "$bin" "$c" "${util_srcs[@]}" >"$out/tests/$name.log" 2>&1; then
 			fail_case "compile-$name" "see $out/tests/$name.log"
 			continue
 		fi

@@ -17,7 +17,6 @@
  * Ends with "fuzz: N passed, M failed".
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,14 +27,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <drm.h>
-#include <drm/vrex_accel.h>
+#include "vrex_test_util.h"
 
 #define NFILES 3
 #define NTHREADS 4
@@ -96,7 +91,6 @@ struct worker {
 static struct file_slot slots[NFILES];
 static struct drm_vrex_device_info info;
 static char node_path[300];
-static char dbg_dir[512];
 static volatile int stop;
 static uint64_t max_calls;
 static time_t deadline;
@@ -107,17 +101,6 @@ static uint64_t total_calls, n_maps, n_reopens, n_faults, n_unexpected, n_mmap_l
 static int faults_armed;
 static void *guard;	/* a PROT_NONE page: pointers into it fault */
 
-static int n_pass, n_fail;
-
-static void report(int ok, const char *what)
-{
-	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-	fflush(stdout);
-	if (ok)
-		n_pass++;
-	else
-		n_fail++;
-}
 
 static uint64_t rnd(struct worker *w)
 {
@@ -157,108 +140,12 @@ static void bump(uint64_t *c)
 
 /* ---- the files ------------------------------------------------------------ */
 
-static int open_vrex_in(const char *dir, const char *prefix)
-{
-	char path[300], name[64];
-	struct drm_version v;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int fd;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, prefix, strlen(prefix)))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		memset(&v, 0, sizeof(v));
-		memset(name, 0, sizeof(name));
-		v.name = name;
-		v.name_len = sizeof(name) - 1;
-		if (!ioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, DRM_VREX_DRIVER_NAME)) {
-			closedir(d);
-			snprintf(node_path, sizeof(node_path), "%s", path);
-			return fd;
-		}
-		close(fd);
-	}
-	closedir(d);
-	return -1;
-}
-
+/* The first open finds the node; reopens (threads closing and reopening files) reuse its path. */
 static int open_node(void)
 {
-	int fd;
-
 	if (node_path[0])
 		return open(node_path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	fd = open_vrex_in("/dev/accel", "accel");
-	return fd >= 0 ? fd : open_vrex_in("/dev/dri", "renderD");
-}
-
-static void find_debugfs(int fd)
-{
-	char path[600], buf[64], want[64];
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	FILE *f;
-
-	mkdir("/sys/kernel/debug", 0755);
-	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	if (fstat(fd, &st))
-		return;
-	snprintf(want, sizeof(want), "%u:%u\n", major(st.st_rdev), minor(st.st_rdev));
-	d = opendir("/sys/kernel/debug/vrex");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/vrex/%s/dev", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && !strcmp(buf, want))
-			snprintf(dbg_dir, sizeof(dbg_dir), "/sys/kernel/debug/vrex/%s", de->d_name);
-		fclose(f);
-	}
-	closedir(d);
-}
-
-static long dbg_count(const char *what)
-{
-	char path[600], key[32];
-	long val, found = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/counts", dbg_dir);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%31s %ld", key, &val) == 2)
-		if (!strcmp(key, what))
-			found = val;
-	fclose(f);
-	return found;
-}
-
-static int dbg_write(const char *file, unsigned int val)
-{
-	char path[600], s[16];
-	int fd, n, ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dbg_dir, file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = snprintf(s, sizeof(s), "%u", val);
-	ok = write(fd, s, n) == n;
-	close(fd);
-	return ok ? 0 : -1;
+	return vt_open_node(node_path, sizeof(node_path));
 }
 
 /* ---- what the threads know about a file --------------------------------------------- */
@@ -829,10 +716,10 @@ static void fuzz_events(struct worker *w)
 
 static void fuzz_fault(struct worker *w)
 {
-	if (!dbg_dir[0])
+	if (!vt_debugfs_dir()[0])
 		return;
 	__atomic_store_n(&faults_armed, 1, __ATOMIC_RELAXED);
-	if (!dbg_write(chance(w, 2) ? "fail_alloc" : "fail_cmds", 1))
+	if (!vt_debugfs_write_u32(chance(w, 2) ? "fail_alloc" : "fail_cmds", 1))
 		bump(&n_faults);
 }
 
@@ -956,9 +843,10 @@ int main(int argc, char **argv)
 		printf("query failed\nfuzz: 0 passed, 1 failed\n");
 		return 1;
 	}
-	find_debugfs(fd);
+	vt_debugfs_find(fd);
 	close(fd);
-	printf("fuzz: node %s, debugfs %s\n", node_path, dbg_dir[0] ? dbg_dir : "(none)");
+	printf("fuzz: node %s, debugfs %s\n", node_path,
+	       vt_debugfs_dir()[0] ? vt_debugfs_dir() : "(none)");
 	guard = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (guard == MAP_FAILED || mprotect((char *)guard + 4096, 4096, PROT_NONE)) {
 		printf("guard page\nfuzz: 0 passed, 1 failed\n");
@@ -998,33 +886,29 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	for (i = 0; i < NFILES; i++)
 		close(slots[i].fd);
-	if (dbg_dir[0]) {
-		dbg_write("fail_alloc", 0);
-		dbg_write("fail_cmds", 0);
+	if (vt_debugfs_dir()[0]) {
+		vt_debugfs_write_u32("fail_alloc", 0);
+		vt_debugfs_write_u32("fail_cmds", 0);
 	}
 
 	print_table((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-	report(total_calls > 0, "calls executed, none crashed the process");
-	report(n_unexpected == 0, "every vrex ioctl failed only with a documented errno");
-	report(n_mmap_priv == 0, "no MAP_PRIVATE mapping of a BO was allowed");
+	vt_report(total_calls > 0, "calls executed, none crashed the process");
+	vt_report(n_unexpected == 0, "every vrex ioctl failed only with a documented errno");
+	vt_report(n_mmap_priv == 0, "no MAP_PRIVATE mapping of a BO was allowed");
 	for (i = 0, all_ok = 1; i < NIDS; i++)
 		all_ok &= calls[i] > 0 && oks[i] > 0;
-	report(all_ok, "every vrex ioctl id called and seen succeeding");
-	report(device_usable(), "device usable after the run (all stream slots, BO, frame)");
-	if (dbg_dir[0]) {
-		long bos = dbg_count("bos"), streams = dbg_count("streams");
-		long blocks = dbg_count("blocks"), entries = dbg_count("entries");
-		long hw_blocks = dbg_count("hw_blocks");
+	vt_report(all_ok, "every vrex ioctl id called and seen succeeding");
+	vt_report(device_usable(), "device usable after the run (all stream slots, BO, frame)");
+	if (vt_debugfs_dir()[0]) {
+		struct vt_live live = vt_live_now();
 
-		printf("fuzz: live after close: bos %ld streams %ld blocks %ld entries %ld "
-		       "hw_blocks %ld\n", bos, streams, blocks, entries, hw_blocks);
-		report(bos == 0 && streams == 0 && blocks == 0,
-		       "no BO, stream or block left after every file closed");
-		report(entries == 0 && hw_blocks == 0,
-		       "no SHIE entry or hardware block left after every file closed");
+		vt_live_print("fuzz: live after close", live);
+		vt_report(live.bos == 0 && live.streams == 0 && live.blocks == 0,
+			  "no BO, stream or block left after every file closed");
+		vt_report(live.entries == 0 && live.hw_blocks == 0,
+			  "no SHIE entry or hardware block left after every file closed");
 	} else {
 		printf("fuzz: no debugfs: leak check skipped\n");
 	}
-	printf("fuzz: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return vt_finish("fuzz");
 }

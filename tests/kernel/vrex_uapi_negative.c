@@ -13,10 +13,7 @@
  * live stream). One line per case, then "negative: N passed, M failed".
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +22,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <drm.h>
-#include <drm/vrex_accel.h>
+#include "vrex_test_util.h"
 
-#define W 128
-#define H 96
-#define KV_LEN 16384u
+#define W VT_FRAME_W
+#define H VT_FRAME_H
+#define KV_LEN VT_KV_LEN
 #define BO_SIZE 65536u
 
-static int n_pass, n_fail;
 static struct drm_vrex_device_info info;
 
 struct ctx {
@@ -45,111 +40,11 @@ struct ctx {
 	void *guard;		/* a PROT_NONE page */
 };
 
-static void report(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		n_pass++;
-	else
-		n_fail++;
-}
-
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-	int r;
-
-	do {
-		r = ioctl(fd, req, arg);
-	} while (r == -1 && (errno == EINTR || errno == EAGAIN));
-	return r == -1 ? -errno : 0;
-}
-
-static int open_in(const char *dir, const char *prefix)
-{
-	char path[300], name[64];
-	struct drm_version v;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int fd;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, prefix, strlen(prefix)))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		memset(&v, 0, sizeof(v));
-		memset(name, 0, sizeof(name));
-		v.name = name;
-		v.name_len = sizeof(name) - 1;
-		if (!xioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, DRM_VREX_DRIVER_NAME)) {
-			closedir(d);
-			return fd;
-		}
-		close(fd);
-	}
-	closedir(d);
-	return -1;
-}
-
-static int open_node(void)
-{
-	int fd = open_in("/dev/accel", "accel");
-
-	return fd >= 0 ? fd : open_in("/dev/dri", "renderD");
-}
-
-/* ---- wrappers ------------------------------------------------------------------ */
-
-static int bo_create(int fd, uint64_t size, uint64_t mask, uint32_t *handle)
-{
-	struct drm_vrex_bo_create c = { .size = size, .bank_mask = mask };
-	int r = xioctl(fd, DRM_IOCTL_VREX_BO_CREATE, &c);
-
-	if (!r)
-		*handle = c.handle;
-	return r;
-}
-
-static int gem_close(int fd, uint32_t handle)
-{
-	struct drm_gem_close gc = { .handle = handle };
-
-	return xioctl(fd, DRM_IOCTL_GEM_CLOSE, &gc);
-}
-
-static int stream_create(int fd, uint32_t *id)
-{
-	struct drm_vrex_stream_create c = { 0 };
-	int r = xioctl(fd, DRM_IOCTL_VREX_STREAM_CREATE, &c);
-
-	if (!r)
-		*id = c.stream;
-	return r;
-}
-
-static int stream_destroy(int fd, uint32_t id)
-{
-	struct drm_vrex_stream_destroy d = { .stream = id };
-
-	return xioctl(fd, DRM_IOCTL_VREX_STREAM_DESTROY, &d);
-}
-
+/* A plain frame on @stream; its fingerprint goes to @fp (if not NULL) when it succeeds. */
 static int frame(int fd, uint32_t stream, uint32_t handle, __u64 fp[2])
 {
-	struct drm_vrex_frame_submit f = { .stream = stream, .handle = handle, .width = W,
-					   .height = H, .stride = W };
-	int r = xioctl(fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f);
+	struct drm_vrex_frame_submit f;
+	int r = vt_frame_submit(fd, stream, handle, 0, 0, &f);
 
 	if (!r && fp) {
 		fp[0] = f.fp[0];
@@ -158,46 +53,10 @@ static int frame(int fd, uint32_t stream, uint32_t handle, __u64 fp[2])
 	return r;
 }
 
-static int batch(int fd, unsigned long req, uint32_t stream, void *items, uint32_t n,
-		 uint32_t esz)
-{
-	struct drm_vrex_shie_batch b = { .stream = stream, .count = n, .elem_size = esz,
-					 .items = (uintptr_t)items };
-
-	return xioctl(fd, req, &b);
-}
-
-static struct drm_vrex_shie_insert_item kv_item(const __u64 fp[2], uint32_t handle,
-						uint64_t offset, uint32_t region)
-{
-	return (struct drm_vrex_shie_insert_item){ .fp = { fp[0], fp[1] }, .handle = handle,
-						   .offset = offset, .length = KV_LEN,
-						   .region = region };
-}
-
-static struct drm_vrex_shie_lookup_item temporal(uint32_t region)
-{
-	return (struct drm_vrex_shie_lookup_item){ .kind = DRM_VREX_LOOKUP_TEMPORAL,
-						   .region = region };
-}
-
+/* SHIE_RETIRE with @cap records of room at @rel (which may be a bad pointer). */
 static int retire(int fd, uint32_t stream, uint32_t *ids, uint32_t n, void *rel, uint32_t cap)
 {
-	struct drm_vrex_shie_retire r = { .stream = stream, .remove_count = n,
-					  .released_cap = cap,
-					  .elem_size = sizeof(struct drm_vrex_released_block),
-					  .remove = (uintptr_t)ids, .released = (uintptr_t)rel };
-
-	return xioctl(fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r);
-}
-
-static uint64_t stat_get(int fd, unsigned int idx)
-{
-	struct drm_vrex_stats st = { 0 };
-	struct drm_vrex_stats_query q = { .size = sizeof(st), .ptr = (uintptr_t)&st };
-
-	xioctl(fd, DRM_IOCTL_VREX_STATS, &q);
-	return ((uint64_t *)&st)[idx];
+	return vt_shie_retire(fd, stream, ids, n, rel, &cap);
 }
 
 #define STAT_INSERTS 6
@@ -208,17 +67,17 @@ static uint64_t stat_get(int fd, unsigned int idx)
 static int usable(struct ctx *c)
 {
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO };
-	struct drm_vrex_shie_lookup_item lk = temporal(0);
+	struct drm_vrex_shie_lookup_item lk = vt_temporal(0, 0);
 	uint32_t s, h;
 
-	if (xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q) || q.size != sizeof(info))
+	if (vt_ioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q) || q.size != sizeof(info))
 		return 0;
-	if (stream_create(c->fd, &s) || stream_destroy(c->fd, s))
+	if (vt_stream_create(c->fd, 0, 0, &s) || vt_stream_destroy(c->fd, s))
 		return 0;
-	if (bo_create(c->fd, 4096, 1, &h) || gem_close(c->fd, h))
+	if (vt_bo_create(c->fd, 4096, 1, 0, &h, NULL) || vt_gem_close(c->fd, h))
 		return 0;
 	/* the block inserted at setup is still found */
-	return !batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, &lk, 1, sizeof(lk)) &&
+	return !vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, &lk, 1, sizeof(lk)) &&
 	       lk.hit_flags == DRM_VREX_HIT && lk.block == c->block;
 }
 
@@ -226,13 +85,13 @@ static int usable(struct ctx *c)
 	do {                                                                                 \
 		int r_ = (call);                                                             \
 		int u_ = usable(c);                                                          \
-		report(r_ == -(err) && u_, "%s: want %s got %d (%s)%s", name, strerror(err), \
+		vt_report(r_ == -(err) && u_, "%s: want %s got %d (%s)%s", name, strerror(err), \
 		       r_, strerror(-r_), u_ ? "" : ", device NOT usable afterwards");       \
 	} while (0)
 #define POS(c, name, call)                                                                   \
 	({                                                                                   \
 		int r_ = (call);                                                             \
-		report(r_ == 0, "%s (ret %d %s)", name, r_, r_ ? strerror(-r_) : "");        \
+		vt_report(r_ == 0, "%s (ret %d %s)", name, r_, r_ ? strerror(-r_) : "");        \
 		r_ == 0;                                                                     \
 	})
 
@@ -281,14 +140,14 @@ static void test_sizes(struct ctx *c)
 	int fd;
 
 	/* Zero-length struct on a scratch file (STREAM_CREATE would leave a stream). */
-	fd = open_node();
+	fd = vt_open_node(NULL, 0);
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		memset(buf, 0, sizeof(buf));
 		snprintf(name, sizeof(name), "%s: zero-length struct acts as all-zero", names[i]);
 		if (zero_errno[i])
-			NEG(c, name, xioctl(fd, resize(cmds[i], 0), buf), zero_errno[i]);
+			NEG(c, name, vt_ioctl(fd, resize(cmds[i], 0), buf), zero_errno[i]);
 		else
-			POS(c, name, xioctl(fd, resize(cmds[i], 0), buf));
+			POS(c, name, vt_ioctl(fd, resize(cmds[i], 0), buf));
 	}
 	close(fd);
 
@@ -297,29 +156,29 @@ static void test_sizes(struct ctx *c)
 		struct drm_vrex_bo_create bo = { .size = 4096, .bank_mask = 1 };
 
 		NEG(c, "BO_CREATE: 8-byte struct (bank_mask cut off -> 0)",
-		    xioctl(c->fd, resize(DRM_IOCTL_VREX_BO_CREATE, 8), &bo), EINVAL);
+		    vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_BO_CREATE, 8), &bo), EINVAL);
 	}
 	{
 		struct drm_vrex_frame_submit f = { .stream = c->stream, .handle = c->luma,
 						   .width = W, .height = H, .stride = W };
 
 		NEG(c, "FRAME_SUBMIT: 16-byte struct (width cut off -> 0)",
-		    xioctl(c->fd, resize(DRM_IOCTL_VREX_FRAME_SUBMIT, 16), &f), EINVAL);
+		    vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_FRAME_SUBMIT, 16), &f), EINVAL);
 	}
 	{
-		struct drm_vrex_shie_lookup_item lk = temporal(0);
+		struct drm_vrex_shie_lookup_item lk = vt_temporal(0, 0);
 		struct drm_vrex_shie_batch b = { .stream = c->stream, .count = 1,
 						 .elem_size = sizeof(lk), .items = (uintptr_t)&lk };
 
 		NEG(c, "SHIE_LOOKUP: 8-byte batch header (elem_size cut off -> 0)",
-		    xioctl(c->fd, resize(DRM_IOCTL_VREX_SHIE_LOOKUP, 8), &b), EINVAL);
+		    vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_SHIE_LOOKUP, 8), &b), EINVAL);
 	}
 	{
 		struct drm_vrex_shie_retire r = { .stream = c->stream, .released_cap = 16,
 						  .elem_size = sizeof(struct drm_vrex_released_block) };
 
 		NEG(c, "SHIE_RETIRE: 16-byte struct (elem_size cut off -> 0)",
-		    xioctl(c->fd, resize(DRM_IOCTL_VREX_SHIE_RETIRE, 16), &r), EINVAL);
+		    vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_SHIE_RETIRE, 16), &r), EINVAL);
 	}
 
 	/* Oversized: the driver sees its own struct; the caller's tail comes back unchanged. */
@@ -334,8 +193,8 @@ static void test_sizes(struct ctx *c)
 		big.q = (struct drm_vrex_query){ .param = DRM_VREX_QUERY_DEVICE_INFO,
 						 .size = sizeof(got), .ptr = (uintptr_t)&got };
 		if (POS(c, "QUERY: oversized struct accepted",
-			xioctl(c->fd, resize(DRM_IOCTL_VREX_QUERY, sizeof(big)), &big)))
-			report(big.tail[0] == 0xa5 && big.tail[63] == 0xa5 &&
+			vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_QUERY, sizeof(big)), &big)))
+			vt_report(big.tail[0] == 0xa5 && big.tail[63] == 0xa5 &&
 			       big.q.size == sizeof(got) && got.bank_count == info.bank_count,
 			       "QUERY: oversized struct's tail echoed unchanged, result right");
 	}
@@ -349,9 +208,9 @@ static void test_sizes(struct ctx *c)
 		big.bo = (struct drm_vrex_bo_create){ .size = 4096, .bank_mask = 1 };
 		big.tail[3] = 0x1234;
 		if (POS(c, "BO_CREATE: oversized struct accepted",
-			xioctl(c->fd, resize(DRM_IOCTL_VREX_BO_CREATE, sizeof(big)), &big))) {
-			report(big.tail[3] == 0x1234 && big.bo.handle, "BO_CREATE: handle back, tail kept");
-			gem_close(c->fd, big.bo.handle);
+			vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_BO_CREATE, sizeof(big)), &big))) {
+			vt_report(big.tail[3] == 0x1234 && big.bo.handle, "BO_CREATE: handle back, tail kept");
+			vt_gem_close(c->fd, big.bo.handle);
 		}
 	}
 
@@ -360,17 +219,17 @@ static void test_sizes(struct ctx *c)
 		struct drm_vrex_bo_create bo = { .size = 4096, .bank_mask = 1 };
 
 		NEG(c, "BO_CREATE: ioctl number without direction (args not copied in)",
-		    xioctl(c->fd, _IOC(_IOC_NONE, DRM_IOCTL_BASE, DRM_COMMAND_BASE +
+		    vt_ioctl(c->fd, _IOC(_IOC_NONE, DRM_IOCTL_BASE, DRM_COMMAND_BASE +
 				       DRM_VREX_BO_CREATE, sizeof(bo)), &bo), EINVAL);
 	}
 
 	/* Ids past the table, and the table's last slot of the driver range. */
 	memset(buf, 0, sizeof(buf));
-	NEG(c, "ioctl id right past the table", xioctl(c->fd, DRM_IOWR(DRM_COMMAND_BASE +
+	NEG(c, "ioctl id right past the table", vt_ioctl(c->fd, DRM_IOWR(DRM_COMMAND_BASE +
 		DRM_VREX_REG_READ + 1, struct drm_vrex_query), buf), EINVAL);
 	NEG(c, "ioctl id at the end of the driver range",
-	    xioctl(c->fd, DRM_IOWR(DRM_COMMAND_END - 1, struct drm_vrex_query), buf), EINVAL);
-	NEG(c, "argument pointer unmapped", xioctl(c->fd, DRM_IOCTL_VREX_STATS, c->guard), EFAULT);
+	    vt_ioctl(c->fd, DRM_IOWR(DRM_COMMAND_END - 1, struct drm_vrex_query), buf), EINVAL);
+	NEG(c, "argument pointer unmapped", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, c->guard), EFAULT);
 }
 
 /* ---- per ioctl ------------------------------------------------------------------------- */
@@ -386,23 +245,23 @@ static void test_query_stats(struct ctx *c)
 		return;
 	memset(bi, 0xa5, sizeof(*bi));
 	q.ptr = (uintptr_t)bi;
-	if (POS(c, "QUERY BANKS: 8-byte buffer", xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q)))
-		report(q.size == sizeof(*bi) && bi->bank_count == info.bank_count &&
+	if (POS(c, "QUERY BANKS: 8-byte buffer", vt_ioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q)))
+		vt_report(q.size == sizeof(*bi) && bi->bank_count == info.bank_count &&
 		       ((unsigned char *)bi)[8] == 0xa5,
 		       "QUERY BANKS: only 8 bytes written, size says the kernel's");
 	q = (struct drm_vrex_query){ .param = DRM_VREX_QUERY_BANKS, .size = sizeof(*bi),
 				     .ptr = (uintptr_t)c->guard };
-	NEG(c, "QUERY BANKS: unmapped result pointer", xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q),
+	NEG(c, "QUERY BANKS: unmapped result pointer", vt_ioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q),
 	    EFAULT);
 	q = (struct drm_vrex_query){ .param = 0xffffffff };
-	NEG(c, "QUERY: param 0xffffffff", xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q), EINVAL);
+	NEG(c, "QUERY: param 0xffffffff", vt_ioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q), EINVAL);
 	memset(&st, 0xa5, sizeof(st));
 	sq.ptr = (uintptr_t)&st;
-	if (POS(c, "STATS: 8-byte buffer", xioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq)))
-		report(sq.size == sizeof(st) && st.exact_hits == 0xa5a5a5a5a5a5a5a5ull,
+	if (POS(c, "STATS: 8-byte buffer", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq)))
+		vt_report(sq.size == sizeof(st) && st.exact_hits == 0xa5a5a5a5a5a5a5a5ull,
 		       "STATS: only 8 bytes written, size says the kernel's");
 	sq = (struct drm_vrex_stats_query){ .size = sizeof(st), .ptr = (uintptr_t)c->guard };
-	NEG(c, "STATS: unmapped result pointer", xioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq), EFAULT);
+	NEG(c, "STATS: unmapped result pointer", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq), EFAULT);
 	free(bi);
 }
 
@@ -413,36 +272,36 @@ static void test_bo(struct ctx *c)
 	uint32_t h;
 
 	NEG(c, "BO_CREATE: mask bit 63 only",
-	    bo_create(c->fd, 4096, 1ull << 63, &h), info.bank_count == 64 ? 0 : EINVAL);
+	    vt_bo_create(c->fd, 4096, 1ull << 63, 0, &h, NULL), info.bank_count == 64 ? 0 : EINVAL);
 	bo = (struct drm_vrex_bo_create){ .size = 4096, .bank_mask = 1,
 					  .flags = DRM_VREX_BO_VALID_FLAGS + 1 };
 	NEG(c, "BO_CREATE: first flag past the valid mask",
-	    xioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo), EINVAL);
+	    vt_ioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo), EINVAL);
 	bo = (struct drm_vrex_bo_create){ .size = 4096, .bank_mask = 1, .flags = 1u << 31 };
-	NEG(c, "BO_CREATE: flag bit 31", xioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo), EINVAL);
+	NEG(c, "BO_CREATE: flag bit 31", vt_ioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo), EINVAL);
 	bo = (struct drm_vrex_bo_create){ .size = info.bank_size,
 					  .bank_mask = 1ull << (info.bank_count - 1),
 					  .flags = DRM_VREX_BO_VALID_FLAGS };
 	if (POS(c, "BO_CREATE: exactly one bank, every valid flag",
-		xioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo)))
-		gem_close(c->fd, bo.handle);
-	if (!bo_create(c->fd, 4096, 1, &h)) {
-		POS(c, "GEM_CLOSE: close a BO", gem_close(c->fd, h));
-		NEG(c, "GEM_CLOSE: double close", gem_close(c->fd, h), EINVAL);
+		vt_ioctl(c->fd, DRM_IOCTL_VREX_BO_CREATE, &bo)))
+		vt_gem_close(c->fd, bo.handle);
+	if (!vt_bo_create(c->fd, 4096, 1, 0, &h, NULL)) {
+		POS(c, "GEM_CLOSE: close a BO", vt_gem_close(c->fd, h));
+		NEG(c, "GEM_CLOSE: double close", vt_gem_close(c->fd, h), EINVAL);
 		mo = (struct drm_vrex_bo_mmap_offset){ .handle = h };
 		NEG(c, "BO_MMAP_OFFSET: closed handle",
-		    xioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), ENOENT);
+		    vt_ioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), ENOENT);
 		NEG(c, "FRAME_SUBMIT: closed handle", frame(c->fd, c->stream, h, NULL), ENOENT);
 		{
-			struct drm_vrex_shie_insert_item it = kv_item(c->fp, h, 0, 9);
+			struct drm_vrex_shie_insert_item it = vt_kv_item(c->fp, h, 0, 9, 0);
 
 			NEG(c, "SHIE_INSERT: closed handle",
-			    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it)),
+			    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it)),
 			    ENOENT);
 		}
 	}
 	mo = (struct drm_vrex_bo_mmap_offset){ .handle = 0 };
-	NEG(c, "BO_MMAP_OFFSET: handle 0", xioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo),
+	NEG(c, "BO_MMAP_OFFSET: handle 0", vt_ioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo),
 	    ENOENT);
 }
 
@@ -450,30 +309,30 @@ static void test_streams(struct ctx *c)
 {
 	struct drm_vrex_stream_create sc;
 	struct drm_vrex_stream_destroy sd;
-	struct drm_vrex_shie_lookup_item lk = temporal(0);
+	struct drm_vrex_shie_lookup_item lk = vt_temporal(0, 0);
 	struct drm_vrex_released_block rel[4];
 	uint32_t s;
 
 	sc = (struct drm_vrex_stream_create){ .flags = 1u << 31 };
-	NEG(c, "STREAM_CREATE: flag bit 31", xioctl(c->fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc),
+	NEG(c, "STREAM_CREATE: flag bit 31", vt_ioctl(c->fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc),
 	    EINVAL);
 	sc = (struct drm_vrex_stream_create){ .flags = DRM_VREX_STREAM_POOLED, .pool = 3, .pad = 1 };
 	NEG(c, "STREAM_CREATE: pooled with non-zero pad",
-	    xioctl(c->fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc), EINVAL);
+	    vt_ioctl(c->fd, DRM_IOCTL_VREX_STREAM_CREATE, &sc), EINVAL);
 	sd = (struct drm_vrex_stream_destroy){ .stream = 0 };
-	NEG(c, "STREAM_DESTROY: id 0", xioctl(c->fd, DRM_IOCTL_VREX_STREAM_DESTROY, &sd), ENOENT);
-	if (stream_create(c->fd, &s))
+	NEG(c, "STREAM_DESTROY: id 0", vt_ioctl(c->fd, DRM_IOCTL_VREX_STREAM_DESTROY, &sd), ENOENT);
+	if (vt_stream_create(c->fd, 0, 0, &s))
 		return;
-	POS(c, "STREAM_DESTROY: destroy", stream_destroy(c->fd, s));
-	NEG(c, "STREAM_DESTROY: double destroy", stream_destroy(c->fd, s), ENOENT);
+	POS(c, "STREAM_DESTROY: destroy", vt_stream_destroy(c->fd, s));
+	NEG(c, "STREAM_DESTROY: double destroy", vt_stream_destroy(c->fd, s), ENOENT);
 	NEG(c, "FRAME_SUBMIT: destroyed stream", frame(c->fd, s, c->luma, NULL), ENOENT);
 	NEG(c, "SHIE_LOOKUP: destroyed stream",
-	    batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, s, &lk, 1, sizeof(lk)), ENOENT);
+	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, s, &lk, 1, sizeof(lk)), ENOENT);
 	{
-		struct drm_vrex_shie_insert_item it = kv_item(c->fp, c->kv, 0, 9);
+		struct drm_vrex_shie_insert_item it = vt_kv_item(c->fp, c->kv, 0, 9, 0);
 
 		NEG(c, "SHIE_INSERT: destroyed stream",
-		    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, s, &it, 1, sizeof(it)), ENOENT);
+		    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, s, &it, 1, sizeof(it)), ENOENT);
 	}
 	NEG(c, "SHIE_RETIRE: destroyed stream", retire(c->fd, s, NULL, 0, rel, 4), ENOENT);
 }
@@ -487,7 +346,7 @@ static void test_frame(struct ctx *c)
 		f = (struct drm_vrex_frame_submit){ .stream = c->stream, .handle = c->luma,  \
 						    .width = W, .height = H, .stride = W };  \
 		stmt;                                                                        \
-		NEG(c, "FRAME_SUBMIT: " name, xioctl(c->fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f), \
+		NEG(c, "FRAME_SUBMIT: " name, vt_ioctl(c->fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f), \
 		    err);                                                                    \
 	} while (0)
 	BADF("width above max", f.width = info.fcc_max_dim + 1, EINVAL);
@@ -505,15 +364,15 @@ static void test_frame(struct ctx *c)
 static void test_insert(struct ctx *c)
 {
 	struct drm_vrex_shie_insert_item it[2], *tail;
-	uint64_t ins0 = stat_get(c->fd, STAT_INSERTS);
+	uint64_t ins0 = vt_stat(c->fd, STAT_INSERTS);
 
 #define BADI(name, stmt, err)                                                                \
 	do {                                                                                 \
-		it[0] = kv_item(c->fp, c->kv, 0, 10);                                        \
-		it[1] = kv_item(c->fp, c->kv, KV_LEN, 11);                                   \
+		it[0] = vt_kv_item(c->fp, c->kv, 0, 10, 0);                                        \
+		it[1] = vt_kv_item(c->fp, c->kv, KV_LEN, 11, 0);                                   \
 		stmt;                                                                        \
 		NEG(c, "SHIE_INSERT: " name,                                                 \
-		    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 2, sizeof(it[0])), \
+		    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 2, sizeof(it[0])), \
 		    err);                                                                    \
 	} while (0)
 	BADI("alias with an offset", (it[1].flags = DRM_VREX_INSERT_ALIAS, it[1].handle = 0,
@@ -530,43 +389,43 @@ static void test_insert(struct ctx *c)
 	BADI("alias to an unknown block id",
 	     (it[1].flags = DRM_VREX_INSERT_ALIAS, it[1].handle = 0, it[1].length = 0,
 	      it[1].offset = 0, it[1].block = 0xfffffff0), ENOENT);
-	report(stat_get(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: failed batches inserted nothing");
+	vt_report(vt_stat(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: failed batches inserted nothing");
 
 	/* The items array runs into an unmapped page: EFAULT, nothing applied. */
 	tail = (struct drm_vrex_shie_insert_item *)((char *)c->guard - sizeof(it[0]));
-	*tail = kv_item(c->fp, c->kv, 0, 12);
+	*tail = vt_kv_item(c->fp, c->kv, 0, 12, 0);
 	NEG(c, "SHIE_INSERT: second item on an unmapped page",
-	    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, tail, 2, sizeof(it[0])), EFAULT);
+	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, tail, 2, sizeof(it[0])), EFAULT);
 	NEG(c, "SHIE_INSERT: items pointer NULL",
-	    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, NULL, 1, sizeof(it[0])), EFAULT);
+	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, NULL, 1, sizeof(it[0])), EFAULT);
 	/* count x elem_size beyond 32 bits: the second element lies 4 GiB further. */
-	it[0] = kv_item(c->fp, c->kv, 0, 12);
+	it[0] = vt_kv_item(c->fp, c->kv, 0, 12, 0);
 	NEG(c, "SHIE_INSERT: count 4096 x elem_size 0xffffffff",
-	    batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, DRM_VREX_MAX_BATCH, 0xffffffff),
+	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, DRM_VREX_MAX_BATCH, 0xffffffff),
 	    EFAULT);
-	report(stat_get(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: faulting batches inserted nothing");
+	vt_report(vt_stat(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: faulting batches inserted nothing");
 
-	it[0] = kv_item(c->fp, c->kv, BO_SIZE - KV_LEN, 13);
+	it[0] = vt_kv_item(c->fp, c->kv, BO_SIZE - KV_LEN, 13, 0);
 	if (POS(c, "SHIE_INSERT: range ending exactly at the BO end",
-		batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 1, sizeof(it[0]))))
-		report(it[0].result == 0, "SHIE_INSERT: boundary item applied");
+		vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 1, sizeof(it[0]))))
+		vt_report(it[0].result == 0, "SHIE_INSERT: boundary item applied");
 }
 
 static void test_lookup(struct ctx *c)
 {
-	struct drm_vrex_shie_lookup_item *lk, one = temporal(0);
+	struct drm_vrex_shie_lookup_item *lk, one = vt_temporal(0, 0);
 	struct drm_vrex_shie_batch b;
 	uint32_t i;
 	int ok;
 
 #define BADB(name, stmt, err)                                                                \
 	do {                                                                                 \
-		one = temporal(0);                                                           \
+		one = vt_temporal(0, 0);                                                           \
 		b = (struct drm_vrex_shie_batch){ .stream = c->stream, .count = 1,           \
 						  .elem_size = sizeof(one),                  \
 						  .items = (uintptr_t)&one };                \
 		stmt;                                                                        \
-		NEG(c, "SHIE_LOOKUP: " name, xioctl(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, &b), err); \
+		NEG(c, "SHIE_LOOKUP: " name, vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, &b), err); \
 	} while (0)
 	BADB("count 0", b.count = 0, EINVAL);
 	BADB("count above max", b.count = DRM_VREX_MAX_BATCH + 1, EINVAL);
@@ -587,13 +446,13 @@ static void test_lookup(struct ctx *c)
 	if (!lk)
 		return;
 	for (i = 0; i < DRM_VREX_MAX_BATCH; i++)
-		lk[i] = temporal(0);
+		lk[i] = vt_temporal(0, 0);
 	if (POS(c, "SHIE_LOOKUP: exactly DRM_VREX_MAX_BATCH items",
-		batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, lk, DRM_VREX_MAX_BATCH,
+		vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, lk, DRM_VREX_MAX_BATCH,
 		      sizeof(*lk)))) {
 		for (i = 0, ok = 1; i < DRM_VREX_MAX_BATCH; i++)
 			ok &= lk[i].hit_flags == DRM_VREX_HIT && lk[i].block == c->block;
-		report(ok, "SHIE_LOOKUP: every item of the full batch answered");
+		vt_report(ok, "SHIE_LOOKUP: every item of the full batch answered");
 	}
 	free(lk);
 }
@@ -616,25 +475,25 @@ static void test_retire(struct ctx *c)
 	    retire(c->fd, c->stream, NULL, 0, NULL, 64), EINVAL);
 	r = (struct drm_vrex_shie_retire){ .stream = c->stream, .released_cap = 64,
 					   .elem_size = 0, .released = (uintptr_t)rel };
-	NEG(c, "SHIE_RETIRE: elem_size 0", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+	NEG(c, "SHIE_RETIRE: elem_size 0", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 	r.elem_size = sizeof(rel[0]);
 	r.remove_count = 0xffffffff;
-	NEG(c, "SHIE_RETIRE: remove_count 0xffffffff", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r),
+	NEG(c, "SHIE_RETIRE: remove_count 0xffffffff", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r),
 	    EINVAL);
 	r.remove_count = 0;
 	r.flags = 1u << 31;
-	NEG(c, "SHIE_RETIRE: flag bit 31", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+	NEG(c, "SHIE_RETIRE: flag bit 31", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 }
 
 static void test_reg_read(struct ctx *c)
 {
 	struct drm_vrex_reg_read rr = { .offset = 0x1000 - 4 };
 
-	POS(c, "REG_READ: last register of the window", xioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr));
+	POS(c, "REG_READ: last register of the window", vt_ioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr));
 	rr.offset = 0xfffffffc;
-	NEG(c, "REG_READ: offset 0xfffffffc", xioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	NEG(c, "REG_READ: offset 0xfffffffc", vt_ioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
 	rr.offset = 2;
-	NEG(c, "REG_READ: offset 2", xioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	NEG(c, "REG_READ: offset 2", vt_ioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
 }
 
 /* A file, two streams with one frame and one block each, and a guard page. */
@@ -643,33 +502,31 @@ static int setup(struct ctx *c)
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
 				    .ptr = (uintptr_t)&info };
 	struct drm_vrex_shie_insert_item it;
-	struct drm_vrex_bo_mmap_offset mo;
 	unsigned char *p, *g;
 	unsigned int i;
 
-	c->fd = open_node();
-	if (c->fd < 0 || xioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q))
+	c->fd = vt_open_node(NULL, 0);
+	if (c->fd < 0 || vt_ioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q))
 		return -1;
-	if (stream_create(c->fd, &c->stream) || stream_create(c->fd, &c->stream2) ||
-	    bo_create(c->fd, BO_SIZE, 1, &c->luma) || bo_create(c->fd, BO_SIZE, 2, &c->kv))
+	if (vt_stream_create(c->fd, 0, 0, &c->stream) ||
+	    vt_stream_create(c->fd, 0, 0, &c->stream2) ||
+	    vt_bo_create(c->fd, BO_SIZE, 1, 0, &c->luma, NULL) ||
+	    vt_bo_create(c->fd, BO_SIZE, 2, 0, &c->kv, NULL))
 		return -1;
-	mo = (struct drm_vrex_bo_mmap_offset){ .handle = c->luma };
-	if (xioctl(c->fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo))
-		return -1;
-	p = mmap(NULL, BO_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, (off_t)mo.offset);
-	if (p == MAP_FAILED)
+	p = vt_bo_map(c->fd, c->luma, BO_SIZE);
+	if (!p)
 		return -1;
 	for (i = 0; i < BO_SIZE; i++)
 		p[i] = (unsigned char)((i * 7) ^ (i >> 7) * 13);
 	munmap(p, BO_SIZE);
 	if (frame(c->fd, c->stream, c->luma, c->fp) || frame(c->fd, c->stream2, c->luma, NULL))
 		return -1;
-	it = kv_item(c->fp, c->kv, 0, 0);
-	if (batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it)) || it.result)
+	it = vt_kv_item(c->fp, c->kv, 0, 0, 0);
+	if (vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it)) || it.result)
 		return -1;
 	c->block = it.block;
-	it = kv_item(c->fp, c->kv, KV_LEN, 0);
-	if (batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream2, &it, 1, sizeof(it)) || it.result)
+	it = vt_kv_item(c->fp, c->kv, KV_LEN, 0, 0);
+	if (vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream2, &it, 1, sizeof(it)) || it.result)
 		return -1;
 	c->block2 = it.block;
 	g = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -687,7 +544,7 @@ int main(void)
 		printf("setup failed: %s\nnegative: 0 passed, 1 failed\n", strerror(errno));
 		return 1;
 	}
-	report(usable(&c), "setup: device usable, block found");
+	vt_report(usable(&c), "setup: device usable, block found");
 	test_sizes(&c);
 	test_query_stats(&c);
 	test_bo(&c);
@@ -698,6 +555,5 @@ int main(void)
 	test_retire(&c);
 	test_reg_read(&c);
 	close(c.fd);
-	printf("negative: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return vt_finish("negative");
 }

@@ -8,7 +8,6 @@
  * "uapi: N passed, M failed". Build: gcc -static -I/usr/include/libdrm -Iuapi.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,49 +19,29 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <drm.h>
-#include <drm/vrex_accel.h>
+#include "vrex_test_util.h"
 
-#define W 128
-#define H 96
-#define KV_LEN 16384u
+#define W VT_FRAME_W
+#define H VT_FRAME_H
+#define KV_LEN VT_KV_LEN
 
-static int n_pos, n_neg, n_fail;
-static char dbg_dir[512];
+/* Passed negative cases; the positive ones are the rest of vt_passed. */
+static int n_neg;
 
 static void report(int ok, int negative, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("%s %s ", ok ? "ok  " : "FAIL", negative ? "[neg]" : "[pos]");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vt_vreport(ok, negative ? "[neg]" : "[pos]", fmt, ap);
 	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		n_fail++;
-	else if (negative)
+	if (ok && negative)
 		n_neg++;
-	else
-		n_pos++;
 }
 
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-	int r;
-
-	do {
-		r = ioctl(fd, req, arg);
-	} while (r == -1 && (errno == EINTR || errno == EAGAIN));
-	return r == -1 ? -errno : 0;
-}
 
 /* Positive: the call must succeed. */
 #define POS(name, call)                                                                   \
@@ -79,215 +58,38 @@ static int xioctl(int fd, unsigned long req, void *arg)
 	} while (0)
 #define CHECK(name, cond) report(!!(cond), 0, "%s", name)
 
-static int open_vrex(const char *pattern_dir, const char *prefix)
-{
-	char path[300], name[64];
-	struct drm_version v;
-	struct dirent *de;
-	DIR *d = opendir(pattern_dir);
-	int fd;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, prefix, strlen(prefix)))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", pattern_dir, de->d_name);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		memset(&v, 0, sizeof(v));
-		memset(name, 0, sizeof(name));
-		v.name = name;
-		v.name_len = sizeof(name) - 1;
-		if (!xioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, DRM_VREX_DRIVER_NAME)) {
-			closedir(d);
-			printf("node: %s\n", path);
-			return fd;
-		}
-		close(fd);
-	}
-	closedir(d);
-	return -1;
-}
-
 static int open_node(void)
 {
-	int fd = open_vrex("/dev/accel", "accel");
+	char path[300];
+	int fd = vt_open_node(path, sizeof(path));
 
-	return fd >= 0 ? fd : open_vrex("/dev/dri", "renderD");
-}
-
-/* debugfs directory of the device behind @fd ("dev" holds its major:minor). */
-static void find_debugfs(int fd)
-{
-	char path[600], buf[64], want[64];
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	FILE *f;
-
-	mkdir("/sys/kernel/debug", 0755);
-	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	if (fstat(fd, &st))
-		return;
-	snprintf(want, sizeof(want), "%u:%u", major(st.st_rdev), minor(st.st_rdev));
-	d = opendir("/sys/kernel/debug/vrex");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/vrex/%s/dev", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && !strncmp(buf, want, strlen(want)) &&
-		    buf[strlen(want)] == '\n')
-			snprintf(dbg_dir, sizeof(dbg_dir), "/sys/kernel/debug/vrex/%s", de->d_name);
-		fclose(f);
-	}
-	closedir(d);
-}
-
-static int dbg_count(const char *what)
-{
-	char path[600], key[32];
-	int val, found = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/counts", dbg_dir);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%31s %d", key, &val) == 2)
-		if (!strcmp(key, what))
-			found = val;
-	fclose(f);
-	return found;
-}
-
-static int dbg_write(const char *file, const char *val)
-{
-	char path[600];
-	int fd, ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dbg_dir, file);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok ? 0 : -1;
+	if (fd >= 0)
+		printf("node: %s\n", path);
+	return fd;
 }
 
 /* ---- thin wrappers ------------------------------------------------------- */
 
-static int bo_create(int fd, uint64_t size, uint64_t mask, uint32_t flags, uint32_t *handle,
-		     uint32_t *bank)
-{
-	struct drm_vrex_bo_create c = { .size = size, .bank_mask = mask, .flags = flags };
-	int r = xioctl(fd, DRM_IOCTL_VREX_BO_CREATE, &c);
-
-	if (!r && handle)
-		*handle = c.handle;
-	if (!r && bank)
-		*bank = c.bank;
-	return r;
-}
-
-static int gem_close(int fd, uint32_t handle)
-{
-	struct drm_gem_close c = { .handle = handle };
-
-	return xioctl(fd, DRM_IOCTL_GEM_CLOSE, &c);
-}
-
-static void *bo_map(int fd, uint32_t handle, size_t size)
-{
-	struct drm_vrex_bo_mmap_offset m = { .handle = handle };
-	void *p;
-
-	if (xioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &m))
-		return NULL;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)m.offset);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static int stream_create(int fd, uint32_t flags, uint32_t pool, uint32_t *id)
-{
-	struct drm_vrex_stream_create c = { .flags = flags, .pool = pool };
-	int r = xioctl(fd, DRM_IOCTL_VREX_STREAM_CREATE, &c);
-
-	if (!r)
-		*id = c.stream;
-	return r;
-}
-
-static int stream_destroy(int fd, uint32_t id)
-{
-	struct drm_vrex_stream_destroy d = { .stream = id };
-
-	return xioctl(fd, DRM_IOCTL_VREX_STREAM_DESTROY, &d);
-}
-
+/* A recognisable user_data per stream: the frame event must echo it. */
 static int frame(int fd, uint32_t stream, uint32_t handle, uint32_t flags,
 		 struct drm_vrex_frame_submit *out)
 {
-	struct drm_vrex_frame_submit f = {
-		.stream = stream, .handle = handle, .width = W, .height = H, .stride = W,
-		.flags = flags, .user_data = 0xfeedull << 16 | stream,
-	};
-	int r = xioctl(fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f);
-
-	if (out)
-		*out = f;
-	return r;
+	return vt_frame_submit(fd, stream, handle, flags, 0xfeedull << 16 | stream, out);
 }
 
 static int frame_args(int fd, struct drm_vrex_frame_submit f)
 {
-	return xioctl(fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f);
+	return vt_ioctl(fd, DRM_IOCTL_VREX_FRAME_SUBMIT, &f);
 }
 
 static int insert(int fd, uint32_t stream, struct drm_vrex_shie_insert_item *items, uint32_t n)
 {
-	struct drm_vrex_shie_batch b = {
-		.stream = stream, .count = n, .elem_size = sizeof(*items),
-		.items = (uintptr_t)items,
-	};
-
-	return xioctl(fd, DRM_IOCTL_VREX_SHIE_INSERT, &b);
+	return vt_shie_batch(fd, DRM_IOCTL_VREX_SHIE_INSERT, stream, items, n, sizeof(*items));
 }
 
 static int lookup(int fd, uint32_t stream, struct drm_vrex_shie_lookup_item *items, uint32_t n)
 {
-	struct drm_vrex_shie_batch b = {
-		.stream = stream, .count = n, .elem_size = sizeof(*items),
-		.items = (uintptr_t)items,
-	};
-
-	return xioctl(fd, DRM_IOCTL_VREX_SHIE_LOOKUP, &b);
-}
-
-static struct drm_vrex_shie_insert_item kv_item(const __u64 fp[2], uint32_t handle,
-						uint64_t offset, uint32_t region, int32_t foff)
-{
-	struct drm_vrex_shie_insert_item it = {
-		.fp = { fp[0], fp[1] }, .handle = handle, .offset = offset, .length = KV_LEN,
-		.region = region, .frame_offset = foff,
-	};
-
-	return it;
-}
-
-static struct drm_vrex_shie_lookup_item temporal(uint32_t region, int32_t foff)
-{
-	struct drm_vrex_shie_lookup_item it = {
-		.kind = DRM_VREX_LOOKUP_TEMPORAL, .region = region, .frame_offset = foff,
-	};
-
-	return it;
+	return vt_shie_batch(fd, DRM_IOCTL_VREX_SHIE_LOOKUP, stream, items, n, sizeof(*items));
 }
 
 static struct drm_vrex_shie_lookup_item similar(const __u64 fp[2], uint32_t region,
@@ -301,30 +103,6 @@ static struct drm_vrex_shie_lookup_item similar(const __u64 fp[2], uint32_t regi
 	return it;
 }
 
-static int retire(int fd, uint32_t stream, uint32_t *ids, uint32_t nids,
-		  struct drm_vrex_released_block *rel, uint32_t *cap)
-{
-	struct drm_vrex_shie_retire r = {
-		.stream = stream, .remove_count = nids, .released_cap = *cap,
-		.elem_size = sizeof(*rel), .remove = (uintptr_t)ids, .released = (uintptr_t)rel,
-	};
-	int ret = xioctl(fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r);
-
-	*cap = r.released_cap;
-	return ret;
-}
-
-static uint64_t stat_get(int fd, int idx)
-{
-	struct drm_vrex_stats st;
-	struct drm_vrex_stats_query q = { .size = sizeof(st), .ptr = (uintptr_t)&st };
-
-	if (xioctl(fd, DRM_IOCTL_VREX_STATS, &q))
-		return UINT64_MAX;
-	return ((uint64_t *)&st)[idx];
-}
-
-/* A textured luma plane; @shift moves the texture (motion). */
 static void paint(uint8_t *p, int seed, int shift)
 {
 	int x, y;
@@ -346,11 +124,11 @@ static void test_query(int fd)
 	unsigned char buf[sizeof(info) + 16];
 	uint32_t i;
 
-	if (POS("query: size only (ptr 0)", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q)))
+	if (POS("query: size only (ptr 0)", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q)))
 		CHECK("query: reported size is sizeof(device_info)", q.size == sizeof(info));
 	q.size = sizeof(info);
 	q.ptr = (uintptr_t)&info;
-	POS("query: device info", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
+	POS("query: device info", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
 	CHECK("query: id VREX, simulated, FCC+SHIE caps",
 	      info.hw_id == 0x56524558 && info.simulated == 1 &&
 	      (info.caps & (DRM_VREX_CAP_FCC | DRM_VREX_CAP_SHIE)) ==
@@ -365,27 +143,27 @@ static void test_query(int fd)
 	memset(buf, 0xa5, sizeof(buf));
 	q.size = 8;
 	q.ptr = (uintptr_t)buf;
-	POS("query: short buffer (8 bytes)", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
+	POS("query: short buffer (8 bytes)", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
 	CHECK("query: short copy writes 8 bytes only, size says kernel's",
 	      !memcmp(buf, &info, 8) && buf[8] == 0xa5 && q.size == sizeof(info));
 	memset(buf, 0xa5, sizeof(buf));
 	q.size = sizeof(buf);
-	POS("query: larger buffer", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
+	POS("query: larger buffer", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
 	CHECK("query: larger buffer keeps the tail", !memcmp(buf, &info, sizeof(info)) &&
 						     buf[sizeof(info)] == 0xa5 &&
 						     q.size == sizeof(info));
 	q.param = 99;
-	NEG("query: unknown param", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q), EINVAL);
+	NEG("query: unknown param", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q), EINVAL);
 	q.param = DRM_VREX_QUERY_DEVICE_INFO;
 	q.size = sizeof(info);
 	q.ptr = 16;
-	NEG("query: bad user pointer", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q), EFAULT);
+	NEG("query: bad user pointer", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q), EFAULT);
 
 	bi = calloc(1, sizeof(*bi));
 	q.param = DRM_VREX_QUERY_BANKS;
 	q.size = sizeof(*bi);
 	q.ptr = (uintptr_t)bi;
-	POS("query: banks", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
+	POS("query: banks", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
 	for (i = 0; i < info.bank_count && !bi->kv_blocks[i]; i++)
 		;
 	CHECK("query: banks count matches, no KV blocks yet",
@@ -398,12 +176,12 @@ static void test_stats(int fd)
 	struct drm_vrex_stats st;
 	struct drm_vrex_stats_query q = { 0 };
 
-	if (POS("stats: size only", xioctl(fd, DRM_IOCTL_VREX_STATS, &q)))
+	if (POS("stats: size only", vt_ioctl(fd, DRM_IOCTL_VREX_STATS, &q)))
 		CHECK("stats: size is sizeof(stats)", q.size == sizeof(st));
 	q.ptr = (uintptr_t)&st;
-	POS("stats: read", xioctl(fd, DRM_IOCTL_VREX_STATS, &q));
+	POS("stats: read", vt_ioctl(fd, DRM_IOCTL_VREX_STATS, &q));
 	q.pad = 1;
-	NEG("stats: non-zero pad", xioctl(fd, DRM_IOCTL_VREX_STATS, &q), EINVAL);
+	NEG("stats: non-zero pad", vt_ioctl(fd, DRM_IOCTL_VREX_STATS, &q), EINVAL);
 }
 
 static void test_bo(int fd)
@@ -417,46 +195,46 @@ static void test_bo(int fd)
 	size_t i;
 	int ok;
 
-	if (POS("bo: create 64 KiB in bank 0", bo_create(fd, 65536, 1, DRM_VREX_BO_KV, &h, &bank)))
+	if (POS("bo: create 64 KiB in bank 0", vt_bo_create(fd, 65536, 1, DRM_VREX_BO_KV, &h, &bank)))
 		CHECK("bo: placed in bank 0", bank == 0);
-	gem_close(fd, h);
-	if (POS("bo: create with mask {1,2}", bo_create(fd, 4096, 6, 0, &h, &bank)))
+	vt_gem_close(fd, h);
+	if (POS("bo: create with mask {1,2}", vt_bo_create(fd, 4096, 6, 0, &h, &bank)))
 		CHECK("bo: lowest bank of the mask", bank == 1);
-	gem_close(fd, h);
-	NEG("bo: size 0", bo_create(fd, 0, 1, 0, &h, NULL), EINVAL);
-	NEG("bo: size above a bank", bo_create(fd, info.bank_size + 1, 1, 0, &h, NULL), EINVAL);
-	NEG("bo: size overflow", bo_create(fd, ~0ull, 1, 0, &h, NULL), EINVAL);
-	NEG("bo: empty bank mask", bo_create(fd, 4096, 0, 0, &h, NULL), EINVAL);
+	vt_gem_close(fd, h);
+	NEG("bo: size 0", vt_bo_create(fd, 0, 1, 0, &h, NULL), EINVAL);
+	NEG("bo: size above a bank", vt_bo_create(fd, info.bank_size + 1, 1, 0, &h, NULL), EINVAL);
+	NEG("bo: size overflow", vt_bo_create(fd, ~0ull, 1, 0, &h, NULL), EINVAL);
+	NEG("bo: empty bank mask", vt_bo_create(fd, 4096, 0, 0, &h, NULL), EINVAL);
 	if (info.bank_count < 64)
 		NEG("bo: mask past the bank count",
-		    bo_create(fd, 4096, 1ull << info.bank_count, 0, &h, NULL), EINVAL);
-	NEG("bo: unknown flag", bo_create(fd, 4096, 1, 1u << 7, &h, NULL), EINVAL);
+		    vt_bo_create(fd, 4096, 1ull << info.bank_count, 0, &h, NULL), EINVAL);
+	NEG("bo: unknown flag", vt_bo_create(fd, 4096, 1, 1u << 7, &h, NULL), EINVAL);
 	memset(&c, 0, sizeof(c));
 	c.size = 4096;
 	c.bank_mask = 1;
 	c.pad = 1;
-	NEG("bo: non-zero pad", xioctl(fd, DRM_IOCTL_VREX_BO_CREATE, &c), EINVAL);
+	NEG("bo: non-zero pad", vt_ioctl(fd, DRM_IOCTL_VREX_BO_CREATE, &c), EINVAL);
 
 	/* Fill the last bank, then: full mask bit -> ENOSPC, a second bank -> placed there. */
-	if (POS("bo: a whole bank", bo_create(fd, info.bank_size, 1ull << last, 0, &h, &bank))) {
-		NEG("bo: full bank", bo_create(fd, 4096, 1ull << last, 0, &h2, NULL), ENOSPC);
-		if (POS("bo: full bank skipped", bo_create(fd, 4096, (1ull << last) | (1ull << (last - 1)),
+	if (POS("bo: a whole bank", vt_bo_create(fd, info.bank_size, 1ull << last, 0, &h, &bank))) {
+		NEG("bo: full bank", vt_bo_create(fd, 4096, 1ull << last, 0, &h2, NULL), ENOSPC);
+		if (POS("bo: full bank skipped", vt_bo_create(fd, 4096, (1ull << last) | (1ull << (last - 1)),
 							   0, &h2, &bank)))
 			CHECK("bo: next bank with room used", bank == last - 1);
-		gem_close(fd, h2);
-		gem_close(fd, h);
-		if (POS("bo: bank reusable after close", bo_create(fd, info.bank_size, 1ull << last,
+		vt_gem_close(fd, h2);
+		vt_gem_close(fd, h);
+		if (POS("bo: bank reusable after close", vt_bo_create(fd, info.bank_size, 1ull << last,
 								    0, &h, NULL)))
-			gem_close(fd, h);
+			vt_gem_close(fd, h);
 	}
 	(void)all;
 
 	/* mmap: fresh memory is zero, writes are visible through a second mapping. */
-	if (!POS("bo: create 3 pages for mmap", bo_create(fd, 3 * 4096 - 100, 1 << 3, 0, &h, NULL)))
+	if (!POS("bo: create 3 pages for mmap", vt_bo_create(fd, 3 * 4096 - 100, 1 << 3, 0, &h, NULL)))
 		return;
 	mo = (struct drm_vrex_bo_mmap_offset){ .handle = h };
-	POS("bo: mmap offset", xioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo));
-	p = bo_map(fd, h, 3 * 4096);
+	POS("bo: mmap offset", vt_ioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo));
+	p = vt_bo_map(fd, h, 3 * 4096);
 	CHECK("bo: mmap the rounded size", p != NULL);
 	if (p) {
 		for (ok = 1, i = 0; i < 3 * 4096; i++)
@@ -464,7 +242,7 @@ static void test_bo(int fd)
 		CHECK("bo: new BO reads zero", ok);
 		for (i = 0; i < 3 * 4096; i++)
 			p[i] = (uint8_t)(i * 7 + 3);
-		p2 = bo_map(fd, h, 3 * 4096);
+		p2 = vt_bo_map(fd, h, 3 * 4096);
 		for (ok = p2 != NULL, i = 0; p2 && i < 3 * 4096; i++)
 			ok &= p2[i] == (uint8_t)(i * 7 + 3);
 		CHECK("bo: second mapping sees the writes", ok);
@@ -476,13 +254,13 @@ static void test_bo(int fd)
 	CHECK("bo: mapping past the BO refused",
 	      mmap(NULL, 4 * 4096, PROT_READ, MAP_SHARED, fd, (off_t)mo.offset) == MAP_FAILED);
 	mo.pad = 1;
-	NEG("bo: mmap offset non-zero pad", xioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), EINVAL);
+	NEG("bo: mmap offset non-zero pad", vt_ioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), EINVAL);
 	mo = (struct drm_vrex_bo_mmap_offset){ .handle = 0xdead };
-	NEG("bo: mmap offset bad handle", xioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), ENOENT);
+	NEG("bo: mmap offset bad handle", vt_ioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo), ENOENT);
 
 	/* dma-buf export: the fd has the BO's size and maps the same memory. */
 	ph = (struct drm_prime_handle){ .handle = h, .flags = DRM_CLOEXEC | DRM_RDWR };
-	if (POS("prime: export dma-buf", xioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph))) {
+	if (POS("prime: export dma-buf", vt_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph))) {
 		CHECK("prime: dma-buf size is the rounded BO size",
 		      lseek(ph.fd, 0, SEEK_END) == 3 * 4096);
 		dp = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ph.fd, 0);
@@ -497,16 +275,16 @@ static void test_bo(int fd)
 		}
 		h2 = 0;
 		ph.handle = 0;
-		if (POS("prime: import own dma-buf", xioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph)))
+		if (POS("prime: import own dma-buf", vt_ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph)))
 			CHECK("prime: import returns the same handle", ph.handle == h);
 		close(ph.fd);
 	}
 	ph = (struct drm_prime_handle){ .handle = 0xdead, .flags = DRM_CLOEXEC };
-	NEG("prime: export bad handle", xioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph), ENOENT);
+	NEG("prime: export bad handle", vt_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph), ENOENT);
 	if (p)
 		munmap(p, 3 * 4096);
-	gem_close(fd, h);
-	NEG("bo: closed handle", xioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
+	vt_gem_close(fd, h);
+	NEG("bo: closed handle", vt_ioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
 					&(struct drm_vrex_bo_mmap_offset){ .handle = h }), ENOENT);
 }
 
@@ -515,30 +293,30 @@ static void test_streams(int fd)
 	struct drm_vrex_stream_create c;
 	uint32_t s, ids[64], i, n;
 
-	if (POS("stream: create", stream_create(fd, 0, 0, &s))) {
-		POS("stream: destroy", stream_destroy(fd, s));
-		NEG("stream: double destroy", stream_destroy(fd, s), ENOENT);
+	if (POS("stream: create", vt_stream_create(fd, 0, 0, &s))) {
+		POS("stream: destroy", vt_stream_destroy(fd, s));
+		NEG("stream: double destroy", vt_stream_destroy(fd, s), ENOENT);
 	}
-	if (POS("stream: create pooled", stream_create(fd, DRM_VREX_STREAM_POOLED, 7, &s)))
-		stream_destroy(fd, s);
-	NEG("stream: pool without POOLED", stream_create(fd, 0, 7, &s), EINVAL);
-	NEG("stream: unknown flag", stream_create(fd, 1u << 5, 0, &s), EINVAL);
+	if (POS("stream: create pooled", vt_stream_create(fd, DRM_VREX_STREAM_POOLED, 7, &s)))
+		vt_stream_destroy(fd, s);
+	NEG("stream: pool without POOLED", vt_stream_create(fd, 0, 7, &s), EINVAL);
+	NEG("stream: unknown flag", vt_stream_create(fd, 1u << 5, 0, &s), EINVAL);
 	c = (struct drm_vrex_stream_create){ .pad = 1 };
-	NEG("stream: non-zero pad", xioctl(fd, DRM_IOCTL_VREX_STREAM_CREATE, &c), EINVAL);
-	NEG("stream: destroy unknown id", stream_destroy(fd, 12345), ENOENT);
+	NEG("stream: non-zero pad", vt_ioctl(fd, DRM_IOCTL_VREX_STREAM_CREATE, &c), EINVAL);
+	NEG("stream: destroy unknown id", vt_stream_destroy(fd, 12345), ENOENT);
 	NEG("stream: destroy non-zero pad",
-	    xioctl(fd, DRM_IOCTL_VREX_STREAM_DESTROY, &(struct drm_vrex_stream_destroy){ .pad = 1 }),
+	    vt_ioctl(fd, DRM_IOCTL_VREX_STREAM_DESTROY, &(struct drm_vrex_stream_destroy){ .pad = 1 }),
 	    EINVAL);
 
 	for (n = 0; n < info.max_streams && n < 64; n++)
-		if (stream_create(fd, 0, 0, &ids[n]))
+		if (vt_stream_create(fd, 0, 0, &ids[n]))
 			break;
 	CHECK("stream: all hardware slots can be opened", n == info.max_streams);
-	NEG("stream: no slot left", stream_create(fd, 0, 0, &s), EBUSY);
+	NEG("stream: no slot left", vt_stream_create(fd, 0, 0, &s), EBUSY);
 	for (i = 0; i < n; i++)
-		stream_destroy(fd, ids[i]);
-	if (POS("stream: slot free again after destroy", stream_create(fd, 0, 0, &s)))
-		stream_destroy(fd, s);
+		vt_stream_destroy(fd, ids[i]);
+	if (POS("stream: slot free again after destroy", vt_stream_create(fd, 0, 0, &s)))
+		vt_stream_destroy(fd, s);
 }
 
 struct ctx {
@@ -596,7 +374,7 @@ static void test_frames(struct ctx *c)
 							       .offset = 65536 - W * H, .width = W,
 							       .height = H, .stride = W }));
 	/* Device failure (fault injection): EIO, then the device works again. */
-	if (dbg_dir[0] && !dbg_write("fail_cmds", "1")) {
+	if (vt_debugfs_dir()[0] && !vt_debugfs_write("fail_cmds", "1")) {
 		NEG("frame: injected command failure", frame(c->fd, c->stream, c->luma, 0, NULL), EIO);
 		POS("frame: usable after the injected failure", frame(c->fd, c->stream, c->luma, 0,
 								      NULL));
@@ -622,13 +400,13 @@ static void test_shie(struct ctx *c)
 	far[0] = ~fp[0];
 	far[1] = ~fp[1];
 
-	it[0] = kv_item(fp, c->kv, 0, 0, 0);
-	ins0 = stat_get(c->fd, 6);
+	it[0] = vt_kv_item(fp, c->kv, 0, 0, 0);
+	ins0 = vt_stat(c->fd, 6);
 	if (POS("insert: one KV block", insert(c->fd, c->stream, it, 1)))
 		CHECK("insert: item result 0", it[0].result == 0);
 	blk = it[0].block;
-	CHECK("stats: inserts counted", stat_get(c->fd, 6) == ins0 + 1);
-	it[0] = kv_item(fp, c->kv, KV_LEN, 0, 0);
+	CHECK("stats: inserts counted", vt_stat(c->fd, 6) == ins0 + 1);
+	it[0] = vt_kv_item(fp, c->kv, KV_LEN, 0, 0);
 	if (POS("insert: same (region, frame) again", insert(c->fd, c->stream, it, 1)))
 		CHECK("insert: per-item -EEXIST", it[0].result == -EEXIST);
 	it[0] = (struct drm_vrex_shie_insert_item){ .fp = { fp[0], fp[1] }, .flags =
@@ -636,11 +414,11 @@ static void test_shie(struct ctx *c)
 	if (POS("insert: alias entry to the block", insert(c->fd, c->stream, it, 1)))
 		CHECK("insert: alias keeps the block id", it[0].result == 0 && it[0].block == blk);
 
-	lk[0] = temporal(0, 0);
+	lk[0] = vt_temporal(0, 0);
 	lk[1] = similar(near, 0, 20, 0);
 	lk[2] = similar(far, 0, 5, 0);
-	lk[3] = temporal(1, 0);
-	lk0 = stat_get(c->fd, 0);
+	lk[3] = vt_temporal(1, 0);
+	lk0 = vt_stat(c->fd, 0);
 	if (POS("lookup: temporal + similar batch", lookup(c->fd, c->stream, lk, 4))) {
 		CHECK("lookup: temporal hit with the caller's handle/offset/length",
 		      lk[0].hit_flags == DRM_VREX_HIT && lk[0].block == blk &&
@@ -652,15 +430,15 @@ static void test_shie(struct ctx *c)
 		CHECK("lookup: far fingerprint misses", lk[2].hit_flags == 0 && lk[2].handle == 0);
 		CHECK("lookup: alias entry resolves to the block", lk[3].hit_flags && lk[3].block == blk);
 	}
-	CHECK("stats: lookups counted", stat_get(c->fd, 0) == lk0 + 4);
+	CHECK("stats: lookups counted", vt_stat(c->fd, 0) == lk0 + 4);
 
 	/* Element size larger than today's struct: works, the tail is untouched. */
 	memset(big, 0x5a, sizeof(big));
-	big[0][0] = kv_item(fp, c->kv, 2 * KV_LEN, 2, 0);
-	big[1][0] = kv_item(fp, c->kv, 3 * KV_LEN, 3, 0);
+	big[0][0] = vt_kv_item(fp, c->kv, 2 * KV_LEN, 2, 0);
+	big[1][0] = vt_kv_item(fp, c->kv, 3 * KV_LEN, 3, 0);
 	b = (struct drm_vrex_shie_batch){ .stream = c->stream, .count = 2,
 					  .elem_size = sizeof(big[0]), .items = (uintptr_t)big };
-	if (POS("insert: elem_size larger than the struct", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_INSERT,
+	if (POS("insert: elem_size larger than the struct", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_INSERT,
 								   &b))) {
 		unsigned char *tail = (unsigned char *)&big[0][1];
 
@@ -671,11 +449,11 @@ static void test_shie(struct ctx *c)
 	blk2 = big[0][0].block;
 
 	/* Whole-batch validation: a bad item fails everything, nothing is applied. */
-	ins0 = stat_get(c->fd, 6);
+	ins0 = vt_stat(c->fd, 6);
 #define BADI(name, stmt, err)                                                            \
 	do {                                                                             \
-		it[0] = kv_item(fp, c->kv, 0, 4, 0);                                     \
-		it[1] = kv_item(fp, c->kv, KV_LEN, 5, 0);                                \
+		it[0] = vt_kv_item(fp, c->kv, 0, 4, 0);                                     \
+		it[1] = vt_kv_item(fp, c->kv, KV_LEN, 5, 0);                                \
 		stmt;                                                                    \
 		NEG("insert: " name, insert(c->fd, c->stream, it, 2), err);              \
 	} while (0)
@@ -692,8 +470,8 @@ static void test_shie(struct ctx *c)
 	BADI("alias to an unknown block", (it[1].flags = DRM_VREX_INSERT_ALIAS, it[1].handle = 0,
 					   it[1].offset = 0, it[1].length = 0, it[1].block = 99999),
 	     ENOENT);
-	CHECK("insert: failed batches applied nothing", stat_get(c->fd, 6) == ins0);
-	lk[0] = temporal(4, 0);
+	CHECK("insert: failed batches applied nothing", vt_stat(c->fd, 6) == ins0);
+	lk[0] = vt_temporal(4, 0);
 	lookup(c->fd, c->stream, lk, 1);
 	CHECK("insert: first item of a failed batch is absent", lk[0].hit_flags == 0);
 
@@ -702,9 +480,9 @@ static void test_shie(struct ctx *c)
 		b = (struct drm_vrex_shie_batch){ .stream = c->stream, .count = 1,       \
 						  .elem_size = sizeof(it[0]),            \
 						  .items = (uintptr_t)it };              \
-		it[0] = kv_item(fp, c->kv, 0, 4, 0);                                     \
+		it[0] = vt_kv_item(fp, c->kv, 0, 4, 0);                                     \
 		stmt;                                                                    \
-		NEG(name, xioctl(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, &b), err);           \
+		NEG(name, vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, &b), err);           \
 	} while (0)
 	BADB("batch: count 0", b.count = 0, EINVAL);
 	BADB("batch: count above max", b.count = DRM_VREX_MAX_BATCH + 1, EINVAL);
@@ -715,7 +493,7 @@ static void test_shie(struct ctx *c)
 
 #define BADL(name, stmt)                                                                 \
 	do {                                                                             \
-		lk[0] = temporal(0, 0);                                                  \
+		lk[0] = vt_temporal(0, 0);                                                  \
 		lk[1] = similar(fp, 0, 20, 0);                                           \
 		stmt;                                                                    \
 		NEG("lookup: " name, lookup(c->fd, c->stream, lk, 2), EINVAL);           \
@@ -730,7 +508,7 @@ static void test_shie(struct ctx *c)
 	BADL("unknown kind", lk[1].kind = 2);
 	BADL("region 16", lk[1].region = 16);
 	BADL("non-zero pad", lk[1].pad = 1);
-	lk[0] = temporal(0, 0);
+	lk[0] = vt_temporal(0, 0);
 	NEG("lookup: bad stream", lookup(c->fd, 0xdead, lk, 1), ENOENT);
 	lk[0] = similar(fp, 0, 20, DRM_VREX_LOOKUP_PAST_ONLY);
 	if (POS("lookup: PAST_ONLY excludes the current frame", lookup(c->fd, c->stream, lk, 1)))
@@ -749,40 +527,40 @@ static void test_retire(struct ctx *c)
 	int found;
 
 	/* Explicit removal first: three live blocks (offsets 0, 2, 3 x KV_LEN). */
-	lk[0] = temporal(2, 0);
+	lk[0] = vt_temporal(2, 0);
 	lookup(c->fd, c->stream, lk, 1);
 	blk = lk[0].block;
 	cap = 0;
-	NEG("retire: no room for the live blocks", retire(c->fd, c->stream, NULL, 0, rel, &cap),
+	NEG("retire: no room for the live blocks", vt_shie_retire(c->fd, c->stream, NULL, 0, rel, &cap),
 	    ENOSPC);
 	CHECK("retire: ENOSPC reports the room needed", cap == 3);
 	ids[0] = blk;
 	ids[1] = blk;
 	cap = 16;
-	NEG("retire: duplicate ids", retire(c->fd, c->stream, ids, 2, rel, &cap), EINVAL);
+	NEG("retire: duplicate ids", vt_shie_retire(c->fd, c->stream, ids, 2, rel, &cap), EINVAL);
 	ids[0] = 99999;
 	cap = 16;
-	NEG("retire: unknown block", retire(c->fd, c->stream, ids, 1, rel, &cap), ENOENT);
+	NEG("retire: unknown block", vt_shie_retire(c->fd, c->stream, ids, 1, rel, &cap), ENOENT);
 	r = (struct drm_vrex_shie_retire){ .stream = c->stream, .flags = 1, .released_cap = 16,
 					   .elem_size = sizeof(rel[0]), .released = (uintptr_t)rel };
-	NEG("retire: non-zero flags", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+	NEG("retire: non-zero flags", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 	r.flags = 0;
 	r.pad = 1;
-	NEG("retire: non-zero pad", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+	NEG("retire: non-zero pad", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 	r.pad = 0;
 	r.elem_size = sizeof(rel[0]) - 8;
-	NEG("retire: elem_size below the struct", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r),
+	NEG("retire: elem_size below the struct", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r),
 	    EINVAL);
 	r.elem_size = sizeof(rel[0]);
 	r.remove_count = DRM_VREX_MAX_BATCH + 1;
-	NEG("retire: too many removals", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
+	NEG("retire: too many removals", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 	r.remove_count = 0;
 	r.stream = 0xdead;
-	NEG("retire: bad stream", xioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), ENOENT);
+	NEG("retire: bad stream", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), ENOENT);
 
 	ids[0] = blk;
 	cap = 16;
-	if (POS("retire: explicit removal", retire(c->fd, c->stream, ids, 1, rel, &cap)))
+	if (POS("retire: explicit removal", vt_shie_retire(c->fd, c->stream, ids, 1, rel, &cap)))
 		CHECK("retire: one REMOVED record with the caller's pointer",
 		      cap == 1 && rel[0].block == blk && rel[0].reason == DRM_VREX_RELEASE_REMOVED &&
 		      rel[0].handle == c->kv && rel[0].offset == 2 * KV_LEN &&
@@ -794,20 +572,20 @@ static void test_retire(struct ctx *c)
 	 * Zombies: a block in a second BO whose handle is closed right away; the
 	 * block keeps the BO alive until it goes cold and is released.
 	 */
-	if (!POS("retire: second KV BO", bo_create(c->fd, 65536, 1 << 5, DRM_VREX_BO_KV, &kv2,
+	if (!POS("retire: second KV BO", vt_bo_create(c->fd, 65536, 1 << 5, DRM_VREX_BO_KV, &kv2,
 						   NULL)))
 		return;
 	paint(c->lp, 9, 0);
 	frame(c->fd, c->stream, c->luma, 0, &f);
-	it[0] = kv_item(f.fp, kv2, 0, 6, 0);
+	it[0] = vt_kv_item(f.fp, kv2, 0, 6, 0);
 	insert(c->fd, c->stream, it, 1);
 	CHECK("retire: block in the second BO", it[0].result == 0);
-	bos0 = dbg_count("bos");
-	gem_close(c->fd, kv2);
-	if (dbg_dir[0])
+	bos0 = vt_debugfs_count("bos");
+	vt_gem_close(c->fd, kv2);
+	if (vt_debugfs_dir()[0])
 		CHECK("gem: closed BO stays alive while a block points into it",
-		      dbg_count("bos") == (int)bos0);
-	lk[0] = temporal(6, 0);
+		      vt_debugfs_count("bos") == (int)bos0);
+	lk[0] = vt_temporal(6, 0);
 	lookup(c->fd, c->stream, lk, 1);
 	CHECK("lookup: hit on a closed BO reports handle 0",
 	      lk[0].hit_flags && lk[0].handle == 0 && lk[0].block == it[0].block);
@@ -816,7 +594,7 @@ static void test_retire(struct ctx *c)
 	cap = 16;
 	zombies = 0;
 	found = 0;
-	if (POS("retire: zombie release", retire(c->fd, c->stream, NULL, 0, rel, &cap))) {
+	if (POS("retire: zombie release", vt_shie_retire(c->fd, c->stream, NULL, 0, rel, &cap))) {
 		for (i = 0; i < cap; i++) {
 			zombies += rel[i].reason == DRM_VREX_RELEASE_ZOMBIE;
 			found |= rel[i].block == it[0].block && rel[i].offset == 0 &&
@@ -828,12 +606,12 @@ static void test_retire(struct ctx *c)
 	lk[0] = similar(f.fp, 6, 0, 0);
 	lookup(c->fd, c->stream, lk, 1);
 	CHECK("retire: released zombie is never returned", lk[0].hit_flags == 0);
-	if (dbg_dir[0]) {
-		CHECK("gem: BO freed once its last block is released", dbg_count("bos") == (int)bos0 - 1);
-		CHECK("debugfs: no blocks left", dbg_count("blocks") == 0);
+	if (vt_debugfs_dir()[0]) {
+		CHECK("gem: BO freed once its last block is released", vt_debugfs_count("bos") == (int)bos0 - 1);
+		CHECK("debugfs: no blocks left", vt_debugfs_count("blocks") == 0);
 	}
 	cap = 0;
-	POS("retire: nothing live, zero room is enough", retire(c->fd, c->stream, NULL, 0, NULL, &cap));
+	POS("retire: nothing live, zero room is enough", vt_shie_retire(c->fd, c->stream, NULL, 0, NULL, &cap));
 }
 
 static void test_isolation(struct ctx *a)
@@ -849,25 +627,25 @@ static void test_isolation(struct ctx *a)
 		return;
 	paint(a->lp, 3, 0);
 	frame(a->fd, a->stream, a->luma, 0, &f);
-	it[0] = kv_item(f.fp, a->kv, 0, 9, 0);
+	it[0] = vt_kv_item(f.fp, a->kv, 0, 9, 0);
 	insert(a->fd, a->stream, it, 1);
 	ids[0] = it[0].block;
 
-	NEG("isolation: foreign stream destroy", stream_destroy(fd_b, a->stream), ENOENT);
-	NEG("isolation: foreign BO handle", xioctl(fd_b, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
+	NEG("isolation: foreign stream destroy", vt_stream_destroy(fd_b, a->stream), ENOENT);
+	NEG("isolation: foreign BO handle", vt_ioctl(fd_b, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
 						   &(struct drm_vrex_bo_mmap_offset){ .handle = a->kv }),
 	    ENOENT);
 	NEG("isolation: foreign stream frame", frame(fd_b, a->stream, a->luma, 0, NULL), ENOENT);
-	if (!POS("isolation: own stream in file B", stream_create(fd_b, 0, 0, &s_b)))
+	if (!POS("isolation: own stream in file B", vt_stream_create(fd_b, 0, 0, &s_b)))
 		goto out;
-	bo_create(fd_b, 65536, 1 << 4, DRM_VREX_BO_STAGING, &luma_b, NULL);
+	vt_bo_create(fd_b, 65536, 1 << 4, DRM_VREX_BO_STAGING, &luma_b, NULL);
 	NEG("isolation: foreign BO in a frame", frame(fd_b, s_b, a->luma == luma_b ? 0xdead : a->luma + 100,
 						       0, NULL), ENOENT);
 	POS("isolation: file B frame", frame(fd_b, s_b, luma_b, 0, NULL));
 	it[0] = (struct drm_vrex_shie_insert_item){ .flags = DRM_VREX_INSERT_ALIAS, .region = 9,
 						    .block = ids[0] };
 	NEG("isolation: alias to a foreign block", insert(fd_b, s_b, it, 1), ENOENT);
-	NEG("isolation: remove a foreign block", retire(fd_b, s_b, ids, 1, rel, &cap), ENOENT);
+	NEG("isolation: remove a foreign block", vt_shie_retire(fd_b, s_b, ids, 1, rel, &cap), ENOENT);
 	lk[0] = similar(f.fp, 9, 31, DRM_VREX_LOOKUP_SCOPE_POOL);
 	if (POS("isolation: similar lookup in file B", lookup(fd_b, s_b, lk, 1)))
 		CHECK("isolation: file A's entries invisible to file B", lk[0].hit_flags == 0);
@@ -884,23 +662,23 @@ static void test_reg_read(int fd)
 	pid_t pid;
 	int st;
 
-	if (POS("reg_read: ID register", xioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr)))
+	if (POS("reg_read: ID register", vt_ioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr)))
 		CHECK("reg_read: ID reads VREX", rr.value == 0x56524558);
 	rr.offset = 0x00c;
-	if (POS("reg_read: BANK_COUNT", xioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr)))
+	if (POS("reg_read: BANK_COUNT", vt_ioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr)))
 		CHECK("reg_read: BANK_COUNT matches the query", rr.value == info.bank_count);
 	rr.offset = 2;
-	NEG("reg_read: unaligned", xioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	NEG("reg_read: unaligned", vt_ioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
 	rr.offset = 0x1000;
-	NEG("reg_read: outside the window", xioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	NEG("reg_read: outside the window", vt_ioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
 	rr.offset = 0xfffffffc;
-	NEG("reg_read: far outside the window", xioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	NEG("reg_read: far outside the window", vt_ioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
 	pid = fork();
 	if (pid == 0) {
 		rr.offset = 0;
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		_exit(xioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr) == -EPERM ? 0 : 1);
+		_exit(vt_ioctl(fd, DRM_IOCTL_VREX_REG_READ, &rr) == -EPERM ? 0 : 1);
 	}
 	waitpid(pid, &st, 0);
 	report(WIFEXITED(st) && WEXITSTATUS(st) == 0, 1, "reg_read: without CAP_SYS_ADMIN: want EPERM");
@@ -910,13 +688,13 @@ static void test_fault_alloc(int fd)
 {
 	uint32_t h;
 
-	if (!dbg_dir[0] || dbg_write("fail_alloc", "1")) {
+	if (!vt_debugfs_dir()[0] || vt_debugfs_write("fail_alloc", "1")) {
 		printf("skip fault injection: no debugfs knob\n");
 		return;
 	}
-	NEG("bo: injected allocation failure", bo_create(fd, 4096, 1, 0, &h, NULL), ENOMEM);
-	if (POS("bo: allocation works after the failure", bo_create(fd, 4096, 1, 0, &h, NULL)))
-		gem_close(fd, h);
+	NEG("bo: injected allocation failure", vt_bo_create(fd, 4096, 1, 0, &h, NULL), ENOMEM);
+	if (POS("bo: allocation works after the failure", vt_bo_create(fd, 4096, 1, 0, &h, NULL)))
+		vt_gem_close(fd, h);
 }
 
 /* A fresh file: the whole path once more, then close it with everything still live. */
@@ -928,16 +706,16 @@ static void test_usable_and_teardown(void)
 	struct ctx c = { .fd = open_node() };
 	uint8_t *p;
 
-	if (c.fd < 0 || stream_create(c.fd, DRM_VREX_STREAM_POOLED, 1, &c.stream) ||
-	    bo_create(c.fd, 65536, 1, DRM_VREX_BO_STAGING, &c.luma, NULL) ||
-	    bo_create(c.fd, 65536, 2, DRM_VREX_BO_KV, &c.kv, NULL) ||
-	    !(p = bo_map(c.fd, c.luma, 65536))) {
+	if (c.fd < 0 || vt_stream_create(c.fd, DRM_VREX_STREAM_POOLED, 1, &c.stream) ||
+	    vt_bo_create(c.fd, 65536, 1, DRM_VREX_BO_STAGING, &c.luma, NULL) ||
+	    vt_bo_create(c.fd, 65536, 2, DRM_VREX_BO_KV, &c.kv, NULL) ||
+	    !(p = vt_bo_map(c.fd, c.luma, 65536))) {
 		report(0, 0, "usable: setup after all error cases");
 		return;
 	}
 	paint(p, 5, 0);
 	POS("usable: frame after all error cases", frame(c.fd, c.stream, c.luma, 0, &f));
-	it[0] = kv_item(f.fp, c.kv, 0, 0, 0);
+	it[0] = vt_kv_item(f.fp, c.kv, 0, 0, 0);
 	POS("usable: insert after all error cases", insert(c.fd, c.stream, it, 1));
 	lk[0] = similar(f.fp, 0, 0, DRM_VREX_LOOKUP_SCOPE_POOL);
 	if (POS("usable: lookup after all error cases", lookup(c.fd, c.stream, lk, 1)))
@@ -966,7 +744,7 @@ static int sysfs_write(const char *path, const char *val)
 static void test_unplug(void)
 {
 	char dev[256], drvlink[600], drv[600], path[700];
-	const char *name = strrchr(dbg_dir, '/');
+	const char *name = strrchr(vt_debugfs_dir(), '/');
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_BANKS };
 	uint32_t s, h;
 	uint8_t *p = NULL;
@@ -974,7 +752,7 @@ static void test_unplug(void)
 	pid_t pid;
 	int fd, st;
 
-	if (!dbg_dir[0] || !name) {
+	if (!vt_debugfs_dir()[0] || !name) {
 		printf("skip unplug: no debugfs\n");
 		return;
 	}
@@ -988,8 +766,8 @@ static void test_unplug(void)
 	drvlink[n] = 0;
 	snprintf(drv, sizeof(drv), "/sys/bus/platform/drivers/%s", strrchr(drvlink, '/') + 1);
 	fd = open_node();
-	if (fd < 0 || stream_create(fd, 0, 0, &s) || bo_create(fd, 8192, 1, 0, &h, NULL) ||
-	    !(p = bo_map(fd, h, 8192))) {
+	if (fd < 0 || vt_stream_create(fd, 0, 0, &s) || vt_bo_create(fd, 8192, 1, 0, &h, NULL) ||
+	    !(p = vt_bo_map(fd, h, 8192))) {
 		report(0, 0, "unplug: setup");
 		return;
 	}
@@ -997,10 +775,10 @@ static void test_unplug(void)
 	snprintf(path, sizeof(path), "%s/unbind", drv);
 	if (!POS("unplug: unbind with a file, stream and mapping open", sysfs_write(path, dev)))
 		return;
-	NEG("unplug: stream create after unbind", stream_create(fd, 0, 0, &s), ENODEV);
+	NEG("unplug: stream create after unbind", vt_stream_create(fd, 0, 0, &s), ENODEV);
 	q.size = 8;
 	q.ptr = (uintptr_t)&h;
-	NEG("unplug: bank query after unbind", xioctl(fd, DRM_IOCTL_VREX_QUERY, &q), ENODEV);
+	NEG("unplug: bank query after unbind", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q), ENODEV);
 	pid = fork();
 	if (pid == 0)
 		_exit(p[100] == 0x77 ? 0 : 1);
@@ -1014,8 +792,8 @@ static void test_unplug(void)
 	fd = open_node();
 	CHECK("unplug: device node back after rebind", fd >= 0);
 	if (fd >= 0) {
-		if (POS("unplug: stream after rebind", stream_create(fd, 0, 0, &s)))
-			stream_destroy(fd, s);
+		if (POS("unplug: stream after rebind", vt_stream_create(fd, 0, 0, &s)))
+			vt_stream_destroy(fd, s);
 		close(fd);
 	}
 }
@@ -1029,17 +807,17 @@ int main(void)
 		printf("no vrex device node\nuapi: 0 passed, 1 failed\n");
 		return 1;
 	}
-	find_debugfs(c.fd);
-	printf("debugfs: %s\n", dbg_dir[0] ? dbg_dir : "(none)");
+	vt_debugfs_find(c.fd);
+	printf("debugfs: %s\n", vt_debugfs_dir()[0] ? vt_debugfs_dir() : "(none)");
 
 	test_query(c.fd);
 	test_stats(c.fd);
 	test_bo(c.fd);
 	test_streams(c.fd);
-	if (stream_create(c.fd, 0, 0, &c.stream) ||
-	    bo_create(c.fd, 65536, 1 << 2, DRM_VREX_BO_STAGING, &c.luma, NULL) ||
-	    bo_create(c.fd, 65536, 1 << 3, DRM_VREX_BO_KV, &c.kv, NULL) ||
-	    !(c.lp = bo_map(c.fd, c.luma, 65536))) {
+	if (vt_stream_create(c.fd, 0, 0, &c.stream) ||
+	    vt_bo_create(c.fd, 65536, 1 << 2, DRM_VREX_BO_STAGING, &c.luma, NULL) ||
+	    vt_bo_create(c.fd, 65536, 1 << 3, DRM_VREX_BO_KV, &c.kv, NULL) ||
+	    !(c.lp = vt_bo_map(c.fd, c.luma, 65536))) {
 		report(0, 0, "setup: stream and BOs");
 	} else {
 		test_frames(&c);
@@ -1054,12 +832,11 @@ int main(void)
 	close(c.fd);
 	test_usable_and_teardown();
 	test_unplug();
-	if (dbg_dir[0])
+	if (vt_debugfs_dir()[0])
 		CHECK("leak check: no BOs, streams or blocks after every file closed",
-		      dbg_count("bos") == 0 && dbg_count("streams") == 0 &&
-		      dbg_count("blocks") == 0);
+		      vt_debugfs_count("bos") == 0 && vt_debugfs_count("streams") == 0 &&
+		      vt_debugfs_count("blocks") == 0);
 
-	printf("uapi: positive %d, negative %d\n", n_pos, n_neg);
-	printf("uapi: %d passed, %d failed\n", n_pos + n_neg, n_fail);
-	return n_fail ? 1 : 0;
+	printf("uapi: positive %d, negative %d\n", vt_passed - n_neg, n_neg);
+	return vt_finish("uapi");
 }

@@ -1,135 +1,13 @@
-// AsyncDevice: frame completions from the backend's event fd, lookups run on the io_context.
-//
-// A frame op lives in pending_ from before its ioctl until both halves are in: the ioctl's out
-// fields (the submitting thread) and the completion event (the io_context). The event can be read
-// before the ioctl has returned to its caller, so whichever half arrives second completes the op.
-// The descriptor is only touched on the strand.
+// AsyncDevice (uAPI level): frame completions from the backend's event fd, lookups run on the
+// io_context. The shared state and its protocol: async_device_impl.hpp.
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/strand.hpp>
 #include <cerrno>
-#include <map>
-#include <mutex>
 
-#include "vrex/async.hpp"
+#include "async_device_impl.hpp"
 
 namespace vrex {
-
-namespace asio = boost::asio;
-
-struct AsyncDevice::Impl : std::enable_shared_from_this<Impl> {
-    struct Pending {
-        std::unique_ptr<FrameOp> op;
-        std::uint64_t caller_user_data = 0;
-        bool submitted = false;
-        bool have_event = false;
-        FrameCompletion result;
-    };
-
-    Impl(std::shared_ptr<Device> d, asio::io_context& io, int fd)
-        : device(std::move(d)), io(io), strand(asio::make_strand(io)), events(strand, fd)
-    {
-    }
-
-    // Takes the op out of pending_ when both halves are in (call with mu held).
-    std::unique_ptr<FrameOp> take_if_complete(std::map<std::uint64_t, Pending>::iterator it, FrameCompletion& out)
-    {
-        if (!it->second.submitted || !it->second.have_event)
-            return nullptr;
-        out = it->second.result;
-        out.submit.user_data = it->second.caller_user_data;
-        out.event.user_data = it->second.caller_user_data;
-        auto op = std::move(it->second.op);
-        pending.erase(it);
-        return op;
-    }
-
-    bool awaiting_events() const
-    {
-        for (const auto& [token, p] : pending)
-            if (!p.have_event)
-                return true;
-        return false;
-    }
-
-    // On the strand.
-    void arm()
-    {
-        {
-            std::lock_guard lock(mu);
-            if (closed || waiting || !awaiting_events())
-                return;
-            waiting = true;
-        }
-        events.async_wait(asio::posix::stream_descriptor::wait_read,
-                          asio::bind_executor(strand, [self = shared_from_this()](const boost::system::error_code& ec) {
-                              self->on_readable(ec);
-                          }));
-    }
-
-    // On the strand.
-    void on_readable(const boost::system::error_code& ec)
-    {
-        {
-            std::lock_guard lock(mu);
-            waiting = false;
-            if (closed || ec == asio::error::operation_aborted)
-                return;
-        }
-        std::array<drm_vrex_event_frame, 32> buf;
-        for (;;) {
-            auto n = device->backend().read_events(buf);
-            if (!n) {
-                fail_all(n.error());
-                return;
-            }
-            for (std::size_t i = 0; i < *n; i++) {
-                std::unique_ptr<FrameOp> op;
-                FrameCompletion done;
-                {
-                    std::lock_guard lock(mu);
-                    auto it = pending.find(buf[i].user_data);
-                    if (it == pending.end())
-                        continue;  // not ours (documented: AsyncDevice owns the event queue)
-                    it->second.result.event = buf[i];
-                    it->second.have_event = true;
-                    op = take_if_complete(it, done);
-                }
-                if (op)
-                    op->complete({}, done);
-            }
-            if (*n < buf.size())
-                break;
-        }
-        arm();
-    }
-
-    void fail_all(std::error_code ec)
-    {
-        std::map<std::uint64_t, Pending> failed;
-        {
-            std::lock_guard lock(mu);
-            failed.swap(pending);
-        }
-        for (auto& [token, p] : failed)
-            if (p.op)
-                p.op->complete(ec, {});
-    }
-
-    std::shared_ptr<Device> device;
-    asio::io_context& io;
-    asio::strand<asio::io_context::executor_type> strand;
-    asio::posix::stream_descriptor events;
-    mutable std::mutex mu;  // everything below
-    std::map<std::uint64_t, Pending> pending;
-    std::uint64_t next_token = 1;
-    bool waiting = false;
-    bool closed = false;
-};
 
 Result<std::unique_ptr<AsyncDevice>> AsyncDevice::create(std::shared_ptr<Device> device, asio::io_context& io)
 {

@@ -21,6 +21,12 @@ Device::Device(Key, std::unique_ptr<Backend> backend, const drm_vrex_device_info
 {
 }
 
+std::error_code Device::lost_or(std::error_code local)
+{
+    const std::error_code probe = backend_->device_info().error();
+    return probe == errc::device_lost ? probe : local;
+}
+
 Result<std::shared_ptr<Device>> Device::adopt(std::unique_ptr<Backend> backend)
 {
     auto info = backend->device_info();

@@ -22,9 +22,12 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
         return std::make_error_code(std::errc::invalid_argument);
     auto bytes = geometry.block_bytes();
     if (!bytes)
-        return bytes.error();
+        return device->lost_or(bytes.error());
     if (options.blocks_per_slab == 0 || *bytes * options.blocks_per_slab > device->info().bank_size)
-        return std::make_error_code(std::errc::invalid_argument);
+        return device->lost_or(std::make_error_code(std::errc::invalid_argument));
+    // Nothing else here reaches the device: an allocator on a lost device is refused now, not later.
+    if (auto ec = device->lost_or({}))
+        return ec;
     return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, options);
 }
 

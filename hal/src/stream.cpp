@@ -23,12 +23,14 @@ Stream::~Stream()
         (void)be.bo_destroy(staging_handle_);
 }
 
-Result<FrameInfo> Stream::begin_frame(const LumaView& luma)
+std::error_code Stream::local_error(std::error_code ec) { return alloc_->device().lost_or(ec); }
+
+Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma)
 {
     if (in_frame_)
-        return std::make_error_code(std::errc::device_or_resource_busy);
+        return local_error(std::make_error_code(std::errc::device_or_resource_busy));
     if (!luma.data || luma.stride < luma.width || !luma.width || !luma.height)
-        return std::make_error_code(std::errc::invalid_argument);
+        return local_error(std::make_error_code(std::errc::invalid_argument));
     Backend& be = alloc_->device().backend();
 
     // The FCC reads the plane from device memory: stage it, packed (stride = width).
@@ -62,8 +64,11 @@ Result<FrameInfo> Stream::begin_frame(const LumaView& luma)
     f.width = luma.width;
     f.height = luma.height;
     f.stride = luma.width;
-    if (auto ec = be.frame_submit(f))
-        return ec;
+    return f;
+}
+
+FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f)
+{
     frame_.fp.w[0] = f.fp[0];
     frame_.fp.w[1] = f.fp[1];
     frame_.frame = f.frame;
@@ -76,12 +81,25 @@ Result<FrameInfo> Stream::begin_frame(const LumaView& luma)
     return frame_;
 }
 
+Result<FrameInfo> Stream::begin_frame(const LumaView& luma)
+{
+    auto f = stage_frame(luma);
+    if (!f)
+        return f.error();
+    if (auto ec = alloc_->device().backend().frame_submit(*f))
+        return ec;
+    return enter_frame(*f);
+}
+
 Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_t> regions, std::int32_t frame_offset)
 {
     if (!in_frame_)
-        return errc::not_in_frame;
-    if (regions.empty())
+        return local_error(errc::not_in_frame);
+    if (regions.empty()) {
+        if (auto ec = local_error({}))
+            return ec;
         return std::vector<KvBlock>{};
+    }
     const std::uint32_t max_batch = std::max<std::uint32_t>(1, alloc_->device().info().max_batch);
     std::vector<KvBlock> out;
     out.reserve(regions.size());
@@ -146,7 +164,7 @@ Result<KvBlock> Stream::allocate(std::uint32_t region, std::int32_t frame_offset
 Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset)
 {
     if (!in_frame_)
-        return errc::not_in_frame;
+        return local_error(errc::not_in_frame);
     drm_vrex_shie_insert_item it{};
     it.fp[0] = frame_.fp.w[0];
     it.fp[1] = frame_.fp.w[1];
@@ -178,6 +196,11 @@ KvBlock Stream::block_from_lookup(const drm_vrex_shie_lookup_item& it)
 
 Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> queries)
 {
+    if (queries.empty()) {
+        if (auto ec = local_error({}))
+            return ec;
+        return std::vector<Retrieval>{};
+    }
     std::vector<Retrieval> out;
     out.reserve(queries.size());
     const std::uint32_t max_batch = std::max<std::uint32_t>(1, alloc_->device().info().max_batch);
@@ -243,9 +266,12 @@ Result<Retrieval> Stream::retrieve_similar(std::uint32_t region, const Fingerpri
 Result<void> Stream::release(const KvBlock& block)
 {
     if (!in_frame_)
-        return errc::not_in_frame;
+        return local_error(errc::not_in_frame);
     if (!owned_.count(block.id))
-        return std::make_error_code(std::errc::no_such_file_or_directory);
+        return local_error(std::make_error_code(std::errc::no_such_file_or_directory));
+    // Nothing reaches the device before end_frame(): ask it, so a lost device is reported here.
+    if (auto ec = local_error({}))
+        return ec;
     if (std::find(pending_release_.begin(), pending_release_.end(), block.id) == pending_release_.end())
         pending_release_.push_back(block.id);
     return {};
@@ -254,7 +280,7 @@ Result<void> Stream::release(const KvBlock& block)
 Result<std::uint32_t> Stream::end_frame()
 {
     if (!in_frame_)
-        return errc::not_in_frame;
+        return local_error(errc::not_in_frame);
     Backend& be = alloc_->device().backend();
     std::vector<drm_vrex_released_block> released(owned_.size());
     std::uint32_t count = 0;

@@ -11,6 +11,20 @@
 // through their associated executor (default: the io_context). The signatures are
 //     void(std::error_code, vrex::FrameCompletion)
 //     void(std::error_code, std::vector<drm_vrex_shie_lookup_item>)
+//
+// Engine level, on a Stream (what inference engines use):
+//     async_begin_frame(stream, luma, token)     void(std::error_code, vrex::FrameInfo)
+//     async_retrieve(stream, queries, token)     void(std::error_code, std::vector<vrex::Retrieval>)
+// async_begin_frame() stages the plane into the stream's staging BO before it returns (with a
+// deferred token: when the operation is initiated; the plane must be valid until then), submits it
+// with DRM_VREX_FRAME_EVENT and completes from the same completion event as above; the stream is
+// inside the frame when the handler runs, exactly as after Stream::begin_frame() (EBUSY if it
+// already was). async_retrieve() runs Stream::retrieve_batch() on the io_context. The stream
+// belongs to the operation from its start until its handler runs: keep it alive and do not use it
+// from any thread meanwhile (the one-thread-at-a-time rule of hal.hpp); the handler may use it. A
+// stream of another Device gets EINVAL. An operation cancelled by destroying the AsyncDevice leaves
+// the stream outside a frame (the device may have counted the frame).
+//
 // Thread safety: operations may be started from any thread and the io_context may be run by several
 // threads. AsyncDevice owns the backend's event queue: do not call Backend::read_events() or submit
 // frames with DRM_VREX_FRAME_EVENT behind its back. Destroying the AsyncDevice completes every
@@ -71,6 +85,8 @@ class AsyncDevice {
 public:
     using FrameOp = detail::AsyncOp<FrameCompletion>;
     using LookupOp = detail::AsyncOp<std::vector<drm_vrex_shie_lookup_item>>;
+    using StreamFrameOp = detail::AsyncOp<FrameInfo>;
+    using RetrievalOp = detail::AsyncOp<std::vector<Retrieval>>;
 
     // errno-style failures of the setup (dup of the event fd) are reported by create().
     static Result<std::unique_ptr<AsyncDevice>> create(std::shared_ptr<Device> device, boost::asio::io_context& io);
@@ -104,6 +120,32 @@ public:
             token, stream, std::move(items));
     }
 
+    // Engine level (see the top of this file): a frame of @stream from a host luma plane.
+    template <class CompletionToken>
+    auto async_begin_frame(Stream& stream, const LumaView& luma, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, void(std::error_code, FrameInfo)>(
+            [this](auto handler, Stream* s, LumaView l) {
+                using H = std::decay_t<decltype(handler)>;
+                start_stream_frame(*s, l, std::make_unique<detail::AsyncOpFor<FrameInfo, H>>(std::move(handler), executor()));
+            },
+            token, &stream, luma);
+    }
+
+    // Engine level: Stream::retrieve_batch(@queries) on the io_context.
+    template <class CompletionToken>
+    auto async_retrieve(Stream& stream, std::vector<Query> queries, CompletionToken&& token)
+    {
+        using Retrievals = std::vector<Retrieval>;
+        return boost::asio::async_initiate<CompletionToken, void(std::error_code, Retrievals)>(
+            [this](auto handler, Stream* s, std::vector<Query> q) {  // NOLINT(performance-unnecessary-value-param)
+                using H = std::decay_t<decltype(handler)>;
+                start_stream_retrieve(*s, std::move(q),
+                                      std::make_unique<detail::AsyncOpFor<Retrievals, H>>(std::move(handler), executor()));
+            },
+            token, &stream, std::move(queries));
+    }
+
     // Frame submissions whose completion has not been delivered yet.
     std::size_t pending_frames() const;
     Device& device() noexcept;
@@ -115,6 +157,8 @@ private:
     boost::asio::io_context::executor_type executor() const noexcept;
     void start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameOp> op);
     void start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items, std::unique_ptr<LookupOp> op);
+    void start_stream_frame(Stream& stream, const LumaView& luma, std::unique_ptr<StreamFrameOp> op);
+    void start_stream_retrieve(Stream& stream, std::vector<Query> queries, std::unique_ptr<RetrievalOp> op);
 
     std::shared_ptr<Impl> impl_;
 };

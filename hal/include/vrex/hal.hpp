@@ -3,7 +3,9 @@
 // Threading (docs/hal.md): Device and KvAllocator are thread-safe. A Stream is used by one thread at
 // a time; different streams may be used in parallel from different threads. Nothing throws: every
 // fallible call returns vrex::Result (errno values in std::generic_category, HAL conditions such as
-// vrex::errc::device_lost in vrex::hal_category()).
+// vrex::errc::device_lost in vrex::hal_category()). Once the device is gone, every Stream and
+// KvAllocator call that can fail reports errc::device_lost (also calls that would fail on local
+// state, such as begin_frame() inside a frame); destroying them stays clean.
 #pragma once
 
 #include <array>
@@ -49,6 +51,11 @@ public:
     std::string description() const { return backend_->description(); }
     const drm_vrex_device_info& info() const noexcept { return info_; }
     Backend& backend() noexcept { return *backend_; }
+
+    // errc::device_lost when the device is gone, else @local. Asks the device (one query ioctl on
+    // the kernel backend): a call that fails on local state alone (EBUSY, not_in_frame, ...) must
+    // still report the loss, and the kernel only learns about an unbind from an ioctl.
+    std::error_code lost_or(std::error_code local);
 
     class Key {
         friend class Device;
@@ -225,6 +232,14 @@ public:
     Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id);
 
 private:
+    friend class AsyncDevice;  // engine-level async (vrex/async.hpp) splits begin_frame in two
+
+    // begin_frame() up to the submit: checks, plane staged; the returned request is not submitted.
+    Result<drm_vrex_frame_submit> stage_frame(const LumaView& luma);
+    // begin_frame() after a successful submit (@f carries the ioctl's out fields).
+    FrameInfo enter_frame(const drm_vrex_frame_submit& f);
+    // A failure decided without the device: device_lost instead when the device is gone.
+    std::error_code local_error(std::error_code ec);
     KvBlock block_from_lookup(const drm_vrex_shie_lookup_item& it);
 
     std::shared_ptr<KvAllocator> alloc_;

@@ -93,12 +93,12 @@ static void test_stream_open(int fd)
 	vt_debugfs_write_u32("fail_cmds", 1);
 	r = vt_stream_create(fd, 0, 0, &s);
 	vt_report(r == -EIO && vt_live_eq(c0, vt_live_now()),
-	       "STREAM_CREATE: injected command failure -> EIO, no stream counted (got %d)", r);
+		  "STREAM_CREATE: injected command failure -> EIO, no stream counted (got %d)", r);
 	/* The failed open must not have used up a slot. */
 	while (n < 64 && !vt_stream_create(fd, 0, 0, &ids[n]))
 		n++;
 	vt_report(n == info.max_streams, "STREAM_CREATE: all %u slots open after the failure (got %u)",
-	       info.max_streams, n);
+		  info.max_streams, n);
 	while (n--)
 		vt_stream_destroy(fd, ids[n]);
 	vt_report(vt_live_eq(c0, vt_live_now()), "STREAM_CREATE: counts back after destroying them");
@@ -120,7 +120,7 @@ static void test_frame(int fd, uint32_t s, uint32_t luma)
 	vt_report(poll(&pfd, 1, 0) == 0, "FRAME_SUBMIT: no event queued for the failed frame");
 	r = vt_frame_submit(fd, s, luma, 0, 0, &f2);
 	vt_report(!r && f2.frame == f0.frame + 1,
-	       "FRAME_SUBMIT: next frame works and the failed one did not count (%u -> %u)",
+		  "FRAME_SUBMIT: next frame works and the failed one did not count (%u -> %u)",
 	       f0.frame, f2.frame);
 }
 
@@ -136,12 +136,12 @@ static void test_insert(int fd, uint32_t s, uint32_t kv, const __u64 fp[2], uint
 	r = vt_shie_batch(fd, DRM_IOCTL_VREX_SHIE_INSERT, s, it, 2, sizeof(it[0]));
 	c1 = vt_live_now();
 	vt_report(!r && it[0].result == -EIO && it[1].result == 0,
-	       "SHIE_INSERT: injected failure is item 0's result -EIO, item 1 applied (%d, %d, %d)",
+		  "SHIE_INSERT: injected failure is item 0's result -EIO, item 1 applied (%d, %d, %d)",
 	       r, it[0].result, it[1].result);
 	vt_report(c1.blocks == c0.blocks + 1 && c1.hw_blocks == c0.hw_blocks + 1 &&
-	       c1.entries == c0.entries + 1, "SHIE_INSERT: exactly one block and entry more");
+		  c1.entries == c0.entries + 1, "SHIE_INSERT: exactly one block and entry more");
 	vt_report(!found(fd, s, 0, it[0].block) && found(fd, s, 1, it[1].block),
-	       "SHIE_INSERT: the failed item is not found, the applied one is");
+		  "SHIE_INSERT: the failed item is not found, the applied one is");
 	*block = it[1].block;
 }
 
@@ -166,14 +166,14 @@ static void test_retire(int fd, uint32_t s, uint32_t block)
 	r = retire(fd, s, ids, 1, &cap);
 	c1 = vt_live_now();
 	vt_report(r == -EIO && vt_live_eq(c0, c1) && found(fd, s, 1, block),
-	       "SHIE_RETIRE: failed removal -> EIO, the block stays live and found (got %d)", r);
+		  "SHIE_RETIRE: failed removal -> EIO, the block stays live and found (got %d)", r);
 	vt_debugfs_write_u32("fail_cmds", 0);
 	r = retire(fd, s, ids, 1, &cap);
 	vt_report(!r && cap == 1 && !found(fd, s, 1, block),
-	       "SHIE_RETIRE: removal after the failure releases it (got %d, %u records)", r, cap);
+		  "SHIE_RETIRE: removal after the failure releases it (got %d, %u records)", r, cap);
 	c1 = vt_live_now();
 	vt_report(c1.blocks == c0.blocks - 1 && c1.hw_blocks == c0.hw_blocks - 1 &&
-	       c1.entries == c0.entries - 1, "SHIE_RETIRE: block and entry gone on both sides");
+		  c1.entries == c0.entries - 1, "SHIE_RETIRE: block and entry gone on both sides");
 }
 
 /* Destroy and close with failing commands: nothing of the stream may stay in the hardware. */
@@ -247,9 +247,9 @@ static void test_rmmod_refused(void)
 	memset(p, 0x33, BO_SIZE);
 	st = system("rmmod vrex 2>/dev/null");
 	vt_report(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0,
-	       "rmmod with a live file, stream and mapping is refused");
+		  "rmmod with a live file, stream and mapping is refused");
 	vt_report(p[BO_SIZE - 1] == 0x33 && !vt_frame_submit(fd, s, luma, 0, 0, &f),
-	       "rmmod: mapping and device still work after the refused unload");
+		  "rmmod: mapping and device still work after the refused unload");
 	munmap(p, BO_SIZE);
 	close(fd);
 }
@@ -303,6 +303,6 @@ int main(void)
 	end = vt_live_now();
 	vt_live_print("  end", end);
 	vt_report(end.bos == 0 && end.streams == 0 && end.blocks == 0 && end.entries == 0 &&
-	       end.hw_blocks == 0, "leak check: nothing live after every file closed");
+		  end.hw_blocks == 0, "leak check: nothing live after every file closed");
 	return vt_finish("fault");
 }

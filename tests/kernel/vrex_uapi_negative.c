@@ -195,7 +195,7 @@ static void test_sizes(struct ctx *c)
 		if (POS(c, "QUERY: oversized struct accepted",
 			vt_ioctl(c->fd, resize(DRM_IOCTL_VREX_QUERY, sizeof(big)), &big)))
 			vt_report(big.tail[0] == 0xa5 && big.tail[63] == 0xa5 &&
-			       big.q.size == sizeof(got) && got.bank_count == info.bank_count,
+				  big.q.size == sizeof(got) && got.bank_count == info.bank_count,
 			       "QUERY: oversized struct's tail echoed unchanged, result right");
 	}
 	{
@@ -247,7 +247,7 @@ static void test_query_stats(struct ctx *c)
 	q.ptr = (uintptr_t)bi;
 	if (POS(c, "QUERY BANKS: 8-byte buffer", vt_ioctl(c->fd, DRM_IOCTL_VREX_QUERY, &q)))
 		vt_report(q.size == sizeof(*bi) && bi->bank_count == info.bank_count &&
-		       ((unsigned char *)bi)[8] == 0xa5,
+			  ((unsigned char *)bi)[8] == 0xa5,
 		       "QUERY BANKS: only 8 bytes written, size says the kernel's");
 	q = (struct drm_vrex_query){ .param = DRM_VREX_QUERY_BANKS, .size = sizeof(*bi),
 				     .ptr = (uintptr_t)c->guard };
@@ -259,7 +259,7 @@ static void test_query_stats(struct ctx *c)
 	sq.ptr = (uintptr_t)&st;
 	if (POS(c, "STATS: 8-byte buffer", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq)))
 		vt_report(sq.size == sizeof(st) && st.exact_hits == 0xa5a5a5a5a5a5a5a5ull,
-		       "STATS: only 8 bytes written, size says the kernel's");
+			  "STATS: only 8 bytes written, size says the kernel's");
 	sq = (struct drm_vrex_stats_query){ .size = sizeof(st), .ptr = (uintptr_t)c->guard };
 	NEG(c, "STATS: unmapped result pointer", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, &sq), EFAULT);
 	free(bi);
@@ -449,7 +449,7 @@ static void test_lookup(struct ctx *c)
 		lk[i] = vt_temporal(0, 0);
 	if (POS(c, "SHIE_LOOKUP: exactly DRM_VREX_MAX_BATCH items",
 		vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, lk, DRM_VREX_MAX_BATCH,
-		      sizeof(*lk)))) {
+			      sizeof(*lk)))) {
 		for (i = 0, ok = 1; i < DRM_VREX_MAX_BATCH; i++)
 			ok &= lk[i].hit_flags == DRM_VREX_HIT && lk[i].block == c->block;
 		vt_report(ok, "SHIE_LOOKUP: every item of the full batch answered");

@@ -134,7 +134,7 @@ static void test_query(int fd)
 	      (info.caps & (DRM_VREX_CAP_FCC | DRM_VREX_CAP_SHIE)) ==
 		      (DRM_VREX_CAP_FCC | DRM_VREX_CAP_SHIE));
 	CHECK("query: bank layout sane", info.bank_count >= 4 && info.bank_count <= 64 &&
-					 info.bank_size >= 65536 && info.max_batch == 4096 &&
+	      info.bank_size >= 65536 && info.max_batch == 4096 &&
 					 info.max_streams >= 4 && info.zombie_frames >= 1);
 	printf("info: %u banks x %llu, group %u, streams %u, shie %u, blocks %u, zombie %u\n",
 	       info.bank_count, (unsigned long long)info.bank_size, info.group_banks,
@@ -150,7 +150,7 @@ static void test_query(int fd)
 	q.size = sizeof(buf);
 	POS("query: larger buffer", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q));
 	CHECK("query: larger buffer keeps the tail", !memcmp(buf, &info, sizeof(info)) &&
-						     buf[sizeof(info)] == 0xa5 &&
+	      buf[sizeof(info)] == 0xa5 &&
 						     q.size == sizeof(info));
 	q.param = 99;
 	NEG("query: unknown param", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q), EINVAL);
@@ -219,12 +219,12 @@ static void test_bo(int fd)
 	if (POS("bo: a whole bank", vt_bo_create(fd, info.bank_size, 1ull << last, 0, &h, &bank))) {
 		NEG("bo: full bank", vt_bo_create(fd, 4096, 1ull << last, 0, &h2, NULL), ENOSPC);
 		if (POS("bo: full bank skipped", vt_bo_create(fd, 4096, (1ull << last) | (1ull << (last - 1)),
-							   0, &h2, &bank)))
+							      0, &h2, &bank)))
 			CHECK("bo: next bank with room used", bank == last - 1);
 		vt_gem_close(fd, h2);
 		vt_gem_close(fd, h);
 		if (POS("bo: bank reusable after close", vt_bo_create(fd, info.bank_size, 1ull << last,
-								    0, &h, NULL)))
+								      0, &h, NULL)))
 			vt_gem_close(fd, h);
 	}
 	(void)all;
@@ -285,7 +285,7 @@ static void test_bo(int fd)
 		munmap(p, 3 * 4096);
 	vt_gem_close(fd, h);
 	NEG("bo: closed handle", vt_ioctl(fd, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
-					&(struct drm_vrex_bo_mmap_offset){ .handle = h }), ENOENT);
+					  &(struct drm_vrex_bo_mmap_offset){ .handle = h }), ENOENT);
 }
 
 static void test_streams(int fd)
@@ -342,7 +342,7 @@ static void test_frames(struct ctx *c)
 						  &f2))) {
 		CHECK("frame: frame number advances", f2.frame == f1.frame + 1);
 		CHECK("frame: event pending (poll)", poll(&pfd, 1, 1000) == 1 &&
-						       (pfd.revents & POLLIN));
+		      (pfd.revents & POLLIN));
 		n = read(c->fd, &ev, sizeof(ev));
 		CHECK("frame: event read back with its payload",
 		      n == sizeof(ev) && ev.base.type == DRM_VREX_EVENT_FRAME_DONE &&
@@ -371,7 +371,7 @@ static void test_frames(struct ctx *c)
 	BADF("bad stream", stream, 0xdead, ENOENT);
 	POS("frame: plane ending exactly at the BO end",
 	    frame_args(c->fd, (struct drm_vrex_frame_submit){ .stream = c->stream, .handle = c->luma,
-							       .offset = 65536 - W * H, .width = W,
+		       .offset = 65536 - W * H, .width = W,
 							       .height = H, .stride = W }));
 	/* Device failure (fault injection): EIO, then the device works again. */
 	if (vt_debugfs_dir()[0] && !vt_debugfs_write("fail_cmds", "1")) {
@@ -439,7 +439,7 @@ static void test_shie(struct ctx *c)
 	b = (struct drm_vrex_shie_batch){ .stream = c->stream, .count = 2,
 					  .elem_size = sizeof(big[0]), .items = (uintptr_t)big };
 	if (POS("insert: elem_size larger than the struct", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_INSERT,
-								   &b))) {
+								     &b))) {
 		unsigned char *tail = (unsigned char *)&big[0][1];
 
 		CHECK("insert: larger elements applied, tail untouched",
@@ -573,7 +573,7 @@ static void test_retire(struct ctx *c)
 	 * block keeps the BO alive until it goes cold and is released.
 	 */
 	if (!POS("retire: second KV BO", vt_bo_create(c->fd, 65536, 1 << 5, DRM_VREX_BO_KV, &kv2,
-						   NULL)))
+						      NULL)))
 		return;
 	paint(c->lp, 9, 0);
 	frame(c->fd, c->stream, c->luma, 0, &f);
@@ -601,7 +601,7 @@ static void test_retire(struct ctx *c)
 				 rel[i].reason == DRM_VREX_RELEASE_ZOMBIE;
 		}
 		CHECK("retire: every cold block released as a zombie", cap == 3 && zombies == 3 &&
-										found);
+		      found);
 	}
 	lk[0] = similar(f.fp, 6, 0, 0);
 	lookup(c->fd, c->stream, lk, 1);
@@ -633,14 +633,14 @@ static void test_isolation(struct ctx *a)
 
 	NEG("isolation: foreign stream destroy", vt_stream_destroy(fd_b, a->stream), ENOENT);
 	NEG("isolation: foreign BO handle", vt_ioctl(fd_b, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
-						   &(struct drm_vrex_bo_mmap_offset){ .handle = a->kv }),
+						     &(struct drm_vrex_bo_mmap_offset){ .handle = a->kv }),
 	    ENOENT);
 	NEG("isolation: foreign stream frame", frame(fd_b, a->stream, a->luma, 0, NULL), ENOENT);
 	if (!POS("isolation: own stream in file B", vt_stream_create(fd_b, 0, 0, &s_b)))
 		goto out;
 	vt_bo_create(fd_b, 65536, 1 << 4, DRM_VREX_BO_STAGING, &luma_b, NULL);
 	NEG("isolation: foreign BO in a frame", frame(fd_b, s_b, a->luma == luma_b ? 0xdead : a->luma + 100,
-						       0, NULL), ENOENT);
+						      0, NULL), ENOENT);
 	POS("isolation: file B frame", frame(fd_b, s_b, luma_b, 0, NULL));
 	it[0] = (struct drm_vrex_shie_insert_item){ .flags = DRM_VREX_INSERT_ALIAS, .region = 9,
 						    .block = ids[0] };

@@ -48,6 +48,7 @@ static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b
 }
 
 struct shie_layout {
+	u64 fps_off;
 	u64 link_off;
 	u64 thash_off;
 	u64 count_off;
@@ -105,6 +106,8 @@ static int shie_layout(u32 capacity, struct shie_layout *l)
 		l->thash_size <<= 1;
 
 	off = shie_align((u64)capacity * sizeof(struct vrex_shie_entry));
+	l->fps_off = off;
+	off = shie_align(off + (u64)capacity * sizeof(struct vrex_fp));
 	l->link_off = off;
 	off = shie_align(off + (u64)capacity * sizeof(struct vrex_shie_link));
 	l->thash_off = off;
@@ -118,6 +121,18 @@ static int shie_layout(u32 capacity, struct shie_layout *l)
 	if (l->total > (u64)(size_t)-1)
 		return VREX_EINVAL;
 	return VREX_OK;
+}
+
+/*
+ * The fingerprints again, densely packed (16 bytes per entry, zero when free),
+ * right after the entry array: the fallback scan streams half the bytes of
+ * the 32-byte entries and touches an entry only on a hit. Located from the
+ * capacity, so the table struct (a shared header) needs no new field.
+ */
+static struct vrex_fp *shie_fps(const struct vrex_shie_table *t)
+{
+	return (struct vrex_fp *)((u8 *)t->e +
+				  shie_align((u64)t->capacity * sizeof(struct vrex_shie_entry)));
 }
 
 size_t vrex_shie_arena_size(u32 capacity)
@@ -286,6 +301,7 @@ void vrex_shie_clear(struct vrex_shie_table *t)
 	u32 i;
 
 	vrex_memset(t->e, 0, (size_t)t->capacity * sizeof(*t->e));
+	vrex_memset(shie_fps(t), 0, (size_t)t->capacity * sizeof(struct vrex_fp));
 	for (i = 0; i < t->capacity; i++) {
 		t->link[i].t_next = i + 1 < t->capacity ? i + 1 : VREX_NIL;
 		t->link[i].t_prev = VREX_NIL;
@@ -344,6 +360,7 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 	t->free_head = t->link[id].t_next;
 	e = &t->e[id];
 	e->fp = *fp;
+	shie_fps(t)[id] = *fp;
 	e->frame = frame;
 	e->block = block;
 	e->pool = pool;
@@ -387,6 +404,7 @@ int vrex_shie_remove(struct vrex_shie_table *t, u32 entry)
 		mih_del(t, tb, entry);
 
 	vrex_memset(e, 0, sizeof(*e));
+	vrex_memset(&shie_fps(t)[entry], 0, sizeof(struct vrex_fp));
 	l->t_prev = VREX_NIL;
 	l->t_next = t->free_head;
 	t->free_head = entry;
@@ -584,6 +602,49 @@ static void shie_scan_all(struct shie_search *sr, int hw)
 	}
 }
 
+#define SHIE_SCAN_BATCH 64	/* candidate ids collected before the filters run */
+
+/*
+ * The fallback scan: distances over the dense fingerprint array, candidates
+ * within the limit appended to a small buffer without a branch (the id is
+ * always written, the count advances by the comparison), then the entry
+ * filters and the output on that buffer only. On clustered tables half the
+ * entries match, so a branch per entry would mispredict half the time.
+ */
+static void shie_scan_dense(struct shie_search *sr, int hw)
+{
+	const struct vrex_shie_table *t = sr->t;
+	const struct vrex_fp *fps = shie_fps(t);
+	const u64 q0 = sr->q->fp.w[0], q1 = sr->q->fp.w[1];
+	u32 cand[SHIE_SCAN_BATCH];
+	u32 i = 0, j, n;
+
+	while (i < t->capacity) {
+		u32 end = t->capacity - i > SHIE_SCAN_BATCH ? i + SHIE_SCAN_BATCH : t->capacity;
+
+		for (n = 0; i < end; i++) {
+			u32 d = shie_popcount_hw(fps[i].w[0] ^ q0, hw) +
+				shie_popcount_hw(fps[i].w[1] ^ q1, hw);
+
+			cand[n] = i;
+			n += d <= sr->limit;
+		}
+		for (j = 0; j < n; j++) {
+			const struct vrex_shie_entry *e = &t->e[cand[j]];
+			u32 d;
+
+			if (!shie_entry_matches(e, sr->q))
+				continue;
+			if (sr->range) {
+				shie_take_range(sr, cand[j]);
+				continue;
+			}
+			d = shie_distance(&e->fp, &sr->q->fp, hw);
+			shie_take_nearest(sr, cand[j], d, e->frame);
+		}
+	}
+}
+
 /*
  * Crowded buckets (near-duplicate codes, e.g. a static camera) can make the
  * probes read more records than the table holds entries: each entry sits in
@@ -598,7 +659,7 @@ static void shie_fall_back(struct shie_search *sr, int hw)
 	sr->best_distance = VREX_NIL;
 	sr->best_frame = 0;
 	sr->count = 0;
-	shie_scan_all(sr, hw);
+	shie_scan_dense(sr, hw);
 }
 
 /*

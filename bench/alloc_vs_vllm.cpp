@@ -343,6 +343,7 @@ bool run_trace(const Options& opt, RecordSink& sink)
         rec.baseline = double(b.bytes_peak) / (1 << 20);
         rec.unit = "MiB";
         rec.target = tr;
+        rec.at_most = true;
         rec.notes = cfg + "; prefix-cache hits in the baseline: " + std::to_string(b.prefix_hits);
         sink.add(rec);
         rec.name = std::string("alloc/trace ") + which + ": managed blocks peak";

@@ -16,10 +16,9 @@ std::optional<double> Record::ratio() const
 std::optional<bool> Record::met() const
 {
     if (!target) return std::nullopt;
-    if (target_on == TargetOn::ours) return ours >= *target;
-    auto r = ratio();
-    if (!r) return false;
-    return *r >= *target;
+    const std::optional<double> v = target_on == TargetOn::ours ? std::optional<double>(ours) : ratio();
+    if (!v) return false;
+    return at_most ? *v <= *target : *v >= *target;
 }
 
 namespace {
@@ -67,6 +66,7 @@ std::string to_json(const Record& r)
     s += ", \"ratio\": " + number(r.ratio());
     s += ", \"target\": " + number(r.target);
     s += ", \"target_on\": " + quote(r.target_on == TargetOn::ratio ? "ratio" : "ours");
+    s += ", \"target_sense\": " + quote(r.at_most ? "at_most" : "at_least");
     s += ", \"met\": " + std::string(met ? (*met ? "true" : "false") : "null");
     s += ", \"baseline_name\": " + quote(r.baseline_name);
     s += ", \"notes\": " + quote(r.notes);

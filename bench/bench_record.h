@@ -21,6 +21,7 @@ struct Record {
     std::string unit;                 // unit of ours and baseline, e.g. "queries/s"
     std::optional<double> target;     // absent: reported for information, no requirement
     TargetOn target_on = TargetOn::ratio;
+    bool at_most = false;             // the target is a ceiling (memory ratios), not a floor (speed-ups)
     std::string baseline_name;        // what the baseline is, e.g. "FAISS IndexBinaryFlat (1 thread)"
     std::string notes;                // configuration details a reader needs to interpret the figure
 

@@ -87,7 +87,7 @@ std::vector<Query> make_queries(const Setup& s, std::uint32_t n, std::uint32_t s
     std::vector<Query> q;
     for (std::uint32_t i = 0; i < n; i++) {
         const std::uint32_t x = (i + salt) * 2654435761u;
-        if (i % 2 == 0) {
+        if ((i + salt) % 2 == 0) {  // alternate kinds across batches too (batch 1)
             q.push_back(Query::temporal(x % kRegions, -static_cast<std::int32_t>((x >> 8) % 4)));
         } else {
             Fingerprint fp = s.fps[(x >> 4) % s.fps.size()];

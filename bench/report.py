@@ -80,7 +80,8 @@ def target_text(r):
     on = r.get("target_on", "ratio")
     t = r["target"]
     t = f"{t:,.0f}" if float(t).is_integer() else fmt(t)
-    return f"≥ {t}x" if on == "ratio" else f"≥ {t} {r['unit']}"
+    sign = "≤" if r.get("target_sense") == "at_most" else "≥"
+    return f"{sign} {t}x" if on == "ratio" else f"{sign} {t} {r['unit']}"
 
 
 def table(records):
@@ -159,6 +160,9 @@ def self_test():
          "ratio": 200.0, "target": 100, "target_on": "ratio", "met": True, "baseline_name": "X", "notes": "n"},
         {"name": "fcc/1080p: throughput", "ours": 900.0, "baseline": None, "unit": "frames/s", "ratio": None,
          "target": 1000, "target_on": "ours", "met": False, "baseline_name": "", "notes": ""},
+        {"name": "alloc/trace: resident", "ours": 20.0, "baseline": 100.0, "unit": "MiB", "ratio": 0.2,
+         "target": 0.5, "target_on": "ratio", "target_sense": "at_most", "met": True, "baseline_name": "B",
+         "notes": ""},
     ]
     with tempfile.TemporaryDirectory() as d:
         parts = os.path.join(d, "parts")
@@ -176,9 +180,9 @@ def self_test():
             md = f.read()
         checks = [
             (back == recs, "results.json round-trips the records"),
-            ("## Targets (1 of 2 met)" in md, "targets summary counts met/missed"),
+            ("## Targets (2 of 3 met)" in md, "targets summary counts met/missed"),
             ("| fcc/1080p: throughput | 900 |" in md, "absolute record row"),
-            ("≥ 100x" in md and "≥ 1,000 frames/s" in md, "target rendering"),
+            ("≥ 100x" in md and "≥ 1,000 frames/s" in md and "≤ 0.5x" in md, "target rendering"),
             ("`make bench`" in md and "`abc1234`" in md, "command and revision recorded"),
         ]
         with open(os.path.join(parts, "bad.jsonl"), "w", encoding="utf-8") as f:

@@ -10,7 +10,11 @@
 # (reduced sizes are a check, not the figures the repository publishes). A new benchmark only has to be a vrex_bench_* target that follows the contract.
 # Exit status: non-zero when a benchmark fails (e.g. a result set differs from FAISS's) or the
 # footage cannot be fetched; a missed performance target is reported, not an error.
-# Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary.
+# vrex_bench_kernel is a guest program: it runs in the 6.12-amd64 QEMU guest (scripts/qemu-test.sh
+# --kernel 6.12-amd64 --programs <list from tests/kernel/bench-programs.txt>) and its records are taken
+# from the guest's serial log ("@@VREX-BENCH <json>" lines); never on the host.
+# Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary,
+# VREX_BENCH_QEMU=0 skips the guest step (reported, not an error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,8 +44,8 @@ footage=$(bash scripts/fetch-footage.sh --gray) || {
 	echo "bench: cannot fetch the footage (scripts/fetch-footage.sh); the clustered benchmarks need it" >&2
 	exit 1
 }
-eval "$(grep -E '^VREX_VTEST_(GRAY|WIDTH|HEIGHT)=' <<<"$footage")"
-export VREX_VTEST_GRAY VREX_VTEST_WIDTH VREX_VTEST_HEIGHT
+eval "$(grep -E '^VREX_VTEST_(AVI|GRAY|WIDTH|HEIGHT)=' <<<"$footage")"
+export VREX_VTEST_AVI VREX_VTEST_GRAY VREX_VTEST_WIDTH VREX_VTEST_HEIGHT
 
 rm -rf "$parts"
 mkdir -p "$parts"
@@ -51,6 +55,7 @@ for bin in "${bins[@]}"; do
 	name=$(basename "$bin")
 	[[ -x $bin && ! -d $bin ]] || continue
 	if [[ -n ${VREX_BENCH_ONLY:-} && $name != "$VREX_BENCH_ONLY" ]]; then continue; fi
+	[[ $name == vrex_bench_kernel ]] && continue # guest program: below
 	echo "== $name --mode=$mode"
 	t0=$SECONDS
 	if ! "$bin" --mode="$mode" --out="$parts/$name.jsonl" >"$out/$name.log" 2>&1; then
@@ -61,6 +66,36 @@ for bin in "${bins[@]}"; do
 	grep -E '^RESULT' "$out/$name.log" | sed 's/^RESULT /   /' || true
 	echo "   ($((SECONDS - t0)) s, log $out/$name.log)"
 done
+
+# Kernel ioctl path vs the emulation, inside the 6.12-amd64 guest.
+kbin=$bindir/vrex_bench_kernel
+if [[ -x $kbin && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench_kernel) ]]; then
+	if [[ ${VREX_BENCH_QEMU:-1} == 0 ]]; then
+		echo "== vrex_bench_kernel: skipped (VREX_BENCH_QEMU=0)"
+	else
+		echo "== vrex_bench_kernel --mode=$mode (QEMU 6.12-amd64)"
+		t0=$SECONDS
+		list=$out/bench-programs.txt
+		kpath=$(cd "$(dirname "$kbin")" && pwd)/$(basename "$kbin")
+		sed -e "s|@BIN@|$kpath|g" -e "s|@MODE@|$mode|g" tests/kernel/bench-programs.txt >"$list"
+		serial=build/qemu/6.12-amd64/serial.log
+		rm -f "$serial"
+		if ! bash scripts/qemu-test.sh --kernel 6.12-amd64 --programs "$list" >"$out/vrex_bench_kernel.log" 2>&1; then
+			echo "bench: the 6.12-amd64 guest run reported failures (log $out/vrex_bench_kernel.log)" >&2
+			tail -n 5 "$out/vrex_bench_kernel.log" >&2
+			status=1
+		fi
+		if [[ -f $serial ]] && grep -a '^@@VREX-BENCH ' "$serial" | sed 's/^@@VREX-BENCH //' \
+			>"$parts/vrex_bench_kernel.jsonl" && [[ -s $parts/vrex_bench_kernel.jsonl ]]; then
+			grep -a '^RESULT' "$serial" | sed 's/^RESULT /   /' || true
+		else
+			rm -f "$parts/vrex_bench_kernel.jsonl"
+			echo "bench: no vrex_bench_kernel records in $serial" >&2
+			status=1
+		fi
+		echo "   ($((SECONDS - t0)) s, log $out/vrex_bench_kernel.log, serial $serial)"
+	fi
+fi
 
 command="make bench"
 markdown=docs/benchmarks.md

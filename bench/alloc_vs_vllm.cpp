@@ -39,8 +39,7 @@ struct EmuSetup {
     LumaView view;
 };
 
-bool make_emu(EmuSetup& e)
-{
+bool make_emu(EmuSetup& e) {
     DeviceOptions o;
     o.backend = BackendChoice::emulated;
     auto dev = Device::open(o);
@@ -59,8 +58,7 @@ bool make_emu(EmuSetup& e)
 
 // Ours: a frame's 16 region blocks allocated in one batch, released, reclaimed at end_frame.
 // begin_frame (the FCC fingerprint) is outside the timing.
-void bm_ours_alloc_free(benchmark::State& state)
-{
+void bm_ours_alloc_free(benchmark::State& state) {
     EmuSetup e;
     if (!make_emu(e)) {
         state.SkipWithError("emulated device");
@@ -89,8 +87,7 @@ void bm_ours_alloc_free(benchmark::State& state)
 }
 
 // Baseline: the same 16 blocks of tokens appended to a sequence and freed, prefix hashing on.
-void bm_vllm_alloc_free(benchmark::State& state)
-{
+void bm_vllm_alloc_free(benchmark::State& state) {
     VllmBlockManager m({.block_size = 16, .bytes_per_token = 256});
     const std::uint32_t seq = m.add_sequence();
     std::vector<std::uint64_t> tokens(kRegions * 16);
@@ -104,8 +101,7 @@ void bm_vllm_alloc_free(benchmark::State& state)
 }
 
 // Ours: temporal lookups of the 16 regions of the current frame, one call each (the device path).
-void bm_ours_lookup(benchmark::State& state)
-{
+void bm_ours_lookup(benchmark::State& state) {
     EmuSetup e;
     if (!make_emu(e) || !e.stream->begin_frame(e.view)) {
         state.SkipWithError("emulated device");
@@ -130,8 +126,7 @@ void bm_ours_lookup(benchmark::State& state)
 }
 
 // Ours, batched: the 16 lookups in one retrieve_batch (one device submission).
-void bm_ours_lookup_batch(benchmark::State& state)
-{
+void bm_ours_lookup_batch(benchmark::State& state) {
     EmuSetup e;
     if (!make_emu(e) || !e.stream->begin_frame(e.view)) {
         state.SkipWithError("emulated device");
@@ -160,8 +155,7 @@ void bm_ours_lookup_batch(benchmark::State& state)
 
 // Baseline: token position -> physical block through the block table (what the attention kernel's
 // block-table walk does per block), over a 795-frame sequence.
-void bm_vllm_lookup(benchmark::State& state)
-{
+void bm_vllm_lookup(benchmark::State& state) {
     VllmBlockManager m({.block_size = 16, .bytes_per_token = 256});
     const std::uint32_t seq = m.add_sequence();
     std::vector<std::uint64_t> tokens(795 * kRegions * 16);
@@ -176,14 +170,13 @@ void bm_vllm_lookup(benchmark::State& state)
 }
 
 class Collector : public benchmark::ConsoleReporter {
-public:
+  public:
     std::map<std::string, double> rate;  // benchmark family -> items per CPU second
     bool failed = false;
 
     Collector() : ConsoleReporter(OO_Tabular) {}
 
-    void ReportRuns(const std::vector<Run>& runs) override
-    {
+    void ReportRuns(const std::vector<Run>& runs) override {
         for (const auto& r : runs) {
             if (r.error_occurred) {
                 failed = true;
@@ -197,8 +190,7 @@ public:
     }
 };
 
-bool run_throughput(const Options& opt, RecordSink& sink)
-{
+bool run_throughput(const Options& opt, RecordSink& sink) {
     const double min_time = opt.mode == Mode::smoke ? 0.01 : opt.mode == Mode::quick ? 0.3 : 1.5;
     benchmark::RegisterBenchmark("ours_alloc_free", bm_ours_alloc_free)->MinTime(min_time);
     benchmark::RegisterBenchmark("vllm_alloc_free", bm_vllm_alloc_free)->MinTime(min_time);
@@ -216,7 +208,8 @@ bool run_throughput(const Options& opt, RecordSink& sink)
     benchmark::Shutdown();
     if (c.failed) return false;
 
-    auto add = [&](const char* name, const char* ours, const char* base, const char* unit, const char* notes) {
+    auto add = [&](const char* name, const char* ours, const char* base, const char* unit,
+                   const char* notes) {
         if (!c.rate.count(ours) || !c.rate.count(base)) return;  // filtered out
         Record r;
         r.name = name;
@@ -243,8 +236,7 @@ bool run_throughput(const Options& opt, RecordSink& sink)
 
 // Content name of a visual token: video frame, region, position. Replicated streams at different
 // offsets see the same video frames, so equal content exists, but always behind a different prefix.
-std::uint64_t token_id(std::uint64_t video_frame, std::uint32_t region, std::uint32_t t)
-{
+std::uint64_t token_id(std::uint64_t video_frame, std::uint32_t region, std::uint32_t t) {
     return (video_frame + 1) << 20 | std::uint64_t{region} << 12 | t;
 }
 
@@ -255,10 +247,10 @@ struct TraceFigures {
 // Feeds the pipeline's token stream (round-robin, one frame per active stream per step) into the
 // block manager and checks it against the pipeline's own paged baseline at every step.
 bool replay(const pipeline::RunResult& r, std::uint64_t window_tokens, std::uint64_t total_frames,
-            const std::vector<pipeline::StreamSource>& src, TraceFigures& f)
-{
+            const std::vector<pipeline::StreamSource>& src, TraceFigures& f) {
     const std::uint32_t per_region = r.tokens_per_region;
-    VllmBlockManager m({.block_size = 16, .bytes_per_token = r.bytes_per_token, .window_tokens = window_tokens});
+    VllmBlockManager m(
+        {.block_size = 16, .bytes_per_token = r.bytes_per_token, .window_tokens = window_tokens});
     std::vector<std::uint32_t> seqs;
     for (std::size_t s = 0; s < r.streams.size(); s++) seqs.push_back(m.add_sequence());
     std::vector<std::uint64_t> tokens;
@@ -268,7 +260,8 @@ bool replay(const pipeline::RunResult& r, std::uint64_t window_tokens, std::uint
             const std::uint64_t video_frame = (src[s].start_frame + sample.step) % total_frames;
             tokens.clear();
             for (std::uint32_t reg = 0; reg < kRegions; reg++)
-                for (std::uint32_t t = 0; t < per_region; t++) tokens.push_back(token_id(video_frame, reg, t));
+                for (std::uint32_t t = 0; t < per_region; t++)
+                    tokens.push_back(token_id(video_frame, reg, t));
             if (!m.append(seqs[s], tokens)) return false;
         }
         const std::uint64_t expect = window_tokens ? sample.window_blocks : sample.baseline_blocks;
@@ -286,18 +279,21 @@ bool replay(const pipeline::RunResult& r, std::uint64_t window_tokens, std::uint
     return m.check();
 }
 
-bool run_trace(const Options& opt, RecordSink& sink)
-{
+bool run_trace(const Options& opt, RecordSink& sink) {
     const char* avi = std::getenv("VREX_VTEST_AVI");
     if (!avi || !*avi || opt.mode == Mode::smoke) {
-        std::printf("alloc: pipeline trace skipped (%s)\n",
-                    opt.mode == Mode::smoke ? "smoke mode" : "VREX_VTEST_AVI not set: scripts/fetch-footage.sh");
+        std::printf(
+            "alloc: pipeline trace skipped (%s)\n",
+            opt.mode == Mode::smoke ? "smoke mode" : "VREX_VTEST_AVI not set: scripts/fetch-footage.sh");
         return true;
     }
     constexpr std::uint64_t kVtestFrames = 795;
     const std::uint32_t streams = 4;
     pipeline::PipelineOptions po;
     po.max_frames = opt.mode == Mode::full ? 0 : 200;
+    for (const std::string& a : opt.rest)  // --slab-blocks=N: the HAL's slab size, for the profile
+        if (a.starts_with("--slab-blocks="))
+            po.blocks_per_slab = static_cast<std::uint32_t>(std::stoul(a.substr(14)));
     std::vector<pipeline::StreamSource> src;
     for (std::uint32_t i = 0; i < streams; i++) src.push_back({avi, i * 100, true});
 
@@ -319,7 +315,8 @@ bool run_trace(const Options& opt, RecordSink& sink)
     const pipeline::RunResult r = pipeline::run_pipeline(*dev, src, po);
     const std::uint64_t frame_tokens = std::uint64_t{kRegions} * r.tokens_per_region;
     TraceFigures app, win;
-    if (!replay(r, 0, kVtestFrames, src, app) || !replay(r, (zombie + 1) * frame_tokens, kVtestFrames, src, win))
+    if (!replay(r, 0, kVtestFrames, src, app) ||
+        !replay(r, (zombie + 1) * frame_tokens, kVtestFrames, src, win))
         return false;
     if (r.accounting_mismatches) {
         std::fprintf(stderr, "alloc: pipeline accounting mismatch: %s\n", r.first_mismatch.c_str());
@@ -327,15 +324,16 @@ bool run_trace(const Options& opt, RecordSink& sink)
     }
 
     const std::string cfg = std::to_string(streams) + " streams x " + std::to_string(r.frames / streams) +
-                            " frames of vtest.avi, " + r.model + ", " + std::to_string(r.block_bytes >> 10) +
+                            " frames of vtest.avi, " + std::to_string(po.blocks_per_slab) + "-block slabs, " +
+                            r.model + ", " + std::to_string(r.block_bytes >> 10) +
                             " KiB region blocks, reuse " +
                             std::to_string(100 * r.reused / std::max<std::uint64_t>(r.regions, 1)) +
                             " %, zombie window " + std::to_string(zombie) + " frames";
     std::uint64_t ours_bytes = r.resident_bytes_peak(), ours_blocks = r.live_blocks_peak();
     std::lock_guard lock(meter->mu);
     const std::uint64_t ours_mem = meter->peak_bytes;
-    auto emit = [&](const char* which, const TraceFigures& b, const std::string& bname, std::optional<double> tr,
-                    std::optional<double> tb) {
+    auto emit = [&](const char* which, const TraceFigures& b, const std::string& bname,
+                    std::optional<double> tr, std::optional<double> tb) {
         Record rec;
         rec.baseline_name = bname;
         rec.name = std::string("alloc/trace ") + which + ": resident KV peak";
@@ -358,22 +356,22 @@ bool run_trace(const Options& opt, RecordSink& sink)
         rec.baseline = double(b.pool_bytes) / (1 << 20);
         rec.unit = "MiB";
         rec.target.reset();
-        rec.notes = cfg + "; ours: peak bytes of live buffer objects (KV slabs incl. free slots, staging); "
-                          "baseline: the block pool high-water mark (the num_gpu_blocks it needs)";
+        rec.notes = cfg +
+                    "; ours: peak bytes of live buffer objects (KV slabs incl. free slots, staging); "
+                    "baseline: the block pool high-water mark (the num_gpu_blocks it needs)";
         sink.add(rec);
     };
-    emit("vs append-only", app, "vLLM-style block manager, append-only (the target's baseline)", kTargetResident,
-         kTargetBlocks);
+    emit("vs append-only", app, "vLLM-style block manager, append-only (the target's baseline)",
+         kTargetResident, kTargetBlocks);
     emit("vs same window", win,
-         "vLLM-style block manager, sliding window of (Z + 1) frames (the same temporal context)", kTargetResident,
-         kTargetBlocks);
+         "vLLM-style block manager, sliding window of (Z + 1) frames (the same temporal context)",
+         kTargetResident, kTargetBlocks);
     return true;
 }
 
 // Smoke mode also exercises the block manager's own invariants (ref counts, prefix sharing, eviction,
 // window, fixed pool): the bench-smoke ctest fails if any of them breaks.
-bool self_check()
-{
+bool self_check() {
     VllmBlockManager m({.block_size = 4, .bytes_per_token = 1, .num_blocks = 6});
     const std::uint64_t prompt[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     const std::uint32_t a = m.add_sequence(), b = m.add_sequence();
@@ -396,8 +394,7 @@ bool self_check()
     return ok;
 }
 
-int run(const Options& opt)
-{
+int run(const Options& opt) {
     RecordSink sink(opt.out);
     if (!sink.ok()) return 2;
     if (!self_check()) return 1;
@@ -408,8 +405,7 @@ int run(const Options& opt)
 }  // namespace
 }  // namespace vrex::bench
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     vrex::bench::Options opt;
     if (!vrex::bench::parse_options(argc, argv, opt)) return 2;

@@ -30,20 +30,19 @@ constexpr std::uint32_t kRegions = 16;
 constexpr double kTargetBatch256 = 0.5;
 constexpr std::uint32_t kBatches[] = {1, 16, 256};
 
-double cpu_seconds()
-{
+double cpu_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-std::vector<std::uint8_t> frame_luma(std::uint32_t k)
-{
+std::vector<std::uint8_t> frame_luma(std::uint32_t k) {
     // Moving gradient with a block that jumps: successive frames differ, some regions repeat.
     std::vector<std::uint8_t> y(128 * 96);
     for (std::uint32_t r = 0; r < 96; r++)
         for (std::uint32_t c = 0; c < 128; c++)
-            y[r * 128 + c] = static_cast<std::uint8_t>(c * 2 + r + k * 3 + (((c + k * 5) / 16 + r / 24) % 3) * 40);
+            y[r * 128 + c] =
+                static_cast<std::uint8_t>(c * 2 + r + k * 3 + (((c + k * 5) / 16 + r / 24) % 3) * 40);
     return y;
 }
 
@@ -54,8 +53,7 @@ struct Setup {
 };
 
 // Opens @choice and fills one stream with @frames frames; an empty string on success.
-std::string prepare(BackendChoice choice, std::uint32_t frames, Setup& s)
-{
+std::string prepare(BackendChoice choice, std::uint32_t frames, Setup& s) {
     DeviceOptions o;
     o.backend = choice;
     auto dev = Device::open(o);
@@ -82,8 +80,7 @@ std::string prepare(BackendChoice choice, std::uint32_t frames, Setup& s)
     return {};
 }
 
-std::vector<Query> make_queries(const Setup& s, std::uint32_t n, std::uint32_t salt)
-{
+std::vector<Query> make_queries(const Setup& s, std::uint32_t n, std::uint32_t salt) {
     std::vector<Query> q;
     for (std::uint32_t i = 0; i < n; i++) {
         const std::uint32_t x = (i + salt) * 2654435761u;
@@ -99,8 +96,7 @@ std::vector<Query> make_queries(const Setup& s, std::uint32_t n, std::uint32_t s
 }
 
 // Lookups per CPU second for batches of @batch; @hits counts hits as a sanity figure.
-double measure(Setup& s, std::uint32_t batch, double min_seconds, std::uint64_t& hits, std::string& err)
-{
+double measure(Setup& s, std::uint32_t batch, double min_seconds, std::uint64_t& hits, std::string& err) {
     std::vector<std::vector<Query>> sets;
     for (std::uint32_t k = 0; k < 8; k++) sets.push_back(make_queries(s, batch, k * batch));
     std::uint64_t done = 0;
@@ -119,8 +115,7 @@ double measure(Setup& s, std::uint32_t batch, double min_seconds, std::uint64_t&
     return double(done) / (cpu_seconds() - t0);
 }
 
-int run(const Options& opt, bool emu_only)
-{
+int run(const Options& opt, bool emu_only) {
     RecordSink sink(opt.out);
     if (!sink.ok()) return 2;
     const std::uint32_t frames = opt.mode == Mode::smoke ? 4 : 32;
@@ -155,13 +150,15 @@ int run(const Options& opt, bool emu_only)
         }
         Record r;
         r.unit = "lookups/s";
-        r.notes = std::to_string(frames) + " frames x 16 regions in the table, half temporal / half similarity "
+        r.notes = std::to_string(frames) +
+                  " frames x 16 regions in the table, half temporal / half similarity "
                   "(radius 20) queries, Stream::retrieve_batch, one core, CPU time (user + system)";
         if (emu_only) {
             r.name = "kernel/batch=" + std::to_string(batch) + ": emulated backend (host, no device)";
             r.ours = emu_rate;
         } else {
-            r.name = "kernel/batch=" + std::to_string(batch) + ": lookups via ioctl vs emulation (QEMU 6.12-amd64)";
+            r.name = "kernel/batch=" + std::to_string(batch) +
+                     ": lookups via ioctl vs emulation (QEMU 6.12-amd64)";
             r.ours = kern_rate;
             r.baseline = emu_rate;
             r.baseline_name = "HAL emulated backend in the same guest";
@@ -176,14 +173,15 @@ int run(const Options& opt, bool emu_only)
 }  // namespace
 }  // namespace vrex::bench
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::vector<char*> args;
     bool emu_only = false;
     for (int i = 0; i < argc; i++) {
-        if (std::string_view(argv[i]) == "--emu-only") emu_only = true;
-        else args.push_back(argv[i]);
+        if (std::string_view(argv[i]) == "--emu-only")
+            emu_only = true;
+        else
+            args.push_back(argv[i]);
     }
     vrex::bench::Options opt;
     if (!vrex::bench::parse_options(static_cast<int>(args.size()), args.data(), opt)) return 2;

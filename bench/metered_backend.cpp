@@ -5,8 +5,7 @@
 
 namespace vrex::bench {
 
-std::error_code MeteredBackend::bo_create(drm_vrex_bo_create& args)
-{
+std::error_code MeteredBackend::bo_create(drm_vrex_bo_create& args) {
     std::error_code ec = inner_->bo_create(args);
     if (ec) return ec;
     constexpr std::uint64_t kPage = 4096;  // the uAPI rounds BO sizes up to the page size
@@ -18,8 +17,7 @@ std::error_code MeteredBackend::bo_create(drm_vrex_bo_create& args)
     return ec;
 }
 
-std::error_code MeteredBackend::bo_destroy(std::uint32_t handle)
-{
+std::error_code MeteredBackend::bo_destroy(std::uint32_t handle) {
     std::error_code ec = inner_->bo_destroy(handle);
     if (ec) return ec;
     std::lock_guard lock(meter_->mu);

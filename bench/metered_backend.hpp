@@ -22,11 +22,9 @@ struct MemoryMeter {
 };
 
 class MeteredBackend final : public Backend {
-public:
+  public:
     MeteredBackend(std::unique_ptr<Backend> inner, std::shared_ptr<MemoryMeter> meter)
-        : inner_(std::move(inner)), meter_(std::move(meter))
-    {
-    }
+        : inner_(std::move(inner)), meter_(std::move(meter)) {}
 
     std::string_view name() const noexcept override { return inner_->name(); }
     std::string description() const override { return inner_->description(); }
@@ -36,32 +34,30 @@ public:
     std::error_code bo_destroy(std::uint32_t handle) override;
     Result<std::span<std::byte>> bo_map(std::uint32_t handle) override { return inner_->bo_map(handle); }
     Result<int> bo_export_dmabuf(std::uint32_t handle) override { return inner_->bo_export_dmabuf(handle); }
-    std::error_code stream_create(drm_vrex_stream_create& args) override { return inner_->stream_create(args); }
+    std::error_code stream_create(drm_vrex_stream_create& args) override {
+        return inner_->stream_create(args);
+    }
     std::error_code stream_destroy(std::uint32_t stream) override { return inner_->stream_destroy(stream); }
     std::error_code frame_submit(drm_vrex_frame_submit& args) override { return inner_->frame_submit(args); }
-    std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) override
-    {
+    std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) override {
         return inner_->shie_insert(stream, items);
     }
-    std::error_code shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items) override
-    {
+    std::error_code shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items) override {
         return inner_->shie_lookup(stream, items);
     }
     std::error_code shie_retire(std::uint32_t stream, std::span<const std::uint32_t> remove,
                                 std::span<drm_vrex_released_block> released,
-                                std::uint32_t& released_count) override
-    {
+                                std::uint32_t& released_count) override {
         return inner_->shie_retire(stream, remove, released, released_count);
     }
     Result<drm_vrex_stats> stats() override { return inner_->stats(); }
     Result<std::uint32_t> reg_read(std::uint32_t offset) override { return inner_->reg_read(offset); }
     int event_fd() const noexcept override { return inner_->event_fd(); }
-    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override
-    {
+    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override {
         return inner_->read_events(out);
     }
 
-private:
+  private:
     std::unique_ptr<Backend> inner_;
     std::shared_ptr<MemoryMeter> meter_;
 };

@@ -5,22 +5,19 @@
 
 namespace vrex::bench {
 
-VllmBlockManager::VllmBlockManager(const VllmConfig& config) : cfg_(config)
-{
+VllmBlockManager::VllmBlockManager(const VllmConfig& config) : cfg_(config) {
     if (cfg_.block_size == 0) throw std::invalid_argument("vllm block manager: block_size must be > 0");
     if (cfg_.num_blocks) blocks_.reserve(cfg_.num_blocks);
 }
 
-std::uint32_t VllmBlockManager::add_sequence()
-{
+std::uint32_t VllmBlockManager::add_sequence() {
     seqs_.emplace_back();
     return static_cast<std::uint32_t>(seqs_.size() - 1);
 }
 
 // splitmix64 finaliser over (parent, tokens): vLLM hashes the same tuple (with sha256 or Python's
 // hash); any well-mixed 64-bit hash gives the same sharing decisions here.
-std::uint64_t VllmBlockManager::block_hash(std::uint64_t parent, std::span<const std::uint64_t> tokens)
-{
+std::uint64_t VllmBlockManager::block_hash(std::uint64_t parent, std::span<const std::uint64_t> tokens) {
     auto mix = [](std::uint64_t x) {
         x += 0x9e3779b97f4a7c15ull;
         x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -32,30 +29,33 @@ std::uint64_t VllmBlockManager::block_hash(std::uint64_t parent, std::span<const
     return h;
 }
 
-void VllmBlockManager::queue_remove(std::uint32_t b)
-{
+void VllmBlockManager::queue_remove(std::uint32_t b) {
     Block& k = blocks_[b];
-    if (k.prev != kNone) blocks_[k.prev].next = k.next;
-    else head_ = k.next;
-    if (k.next != kNone) blocks_[k.next].prev = k.prev;
-    else tail_ = k.prev;
+    if (k.prev != kNone)
+        blocks_[k.prev].next = k.next;
+    else
+        head_ = k.next;
+    if (k.next != kNone)
+        blocks_[k.next].prev = k.prev;
+    else
+        tail_ = k.prev;
     k.prev = k.next = kNone;
     free_count_--;
 }
 
-void VllmBlockManager::queue_push_tail(std::uint32_t b)
-{
+void VllmBlockManager::queue_push_tail(std::uint32_t b) {
     Block& k = blocks_[b];
     k.prev = tail_;
     k.next = kNone;
-    if (tail_ != kNone) blocks_[tail_].next = b;
-    else head_ = b;
+    if (tail_ != kNone)
+        blocks_[tail_].next = b;
+    else
+        head_ = b;
     tail_ = b;
     free_count_++;
 }
 
-std::uint32_t VllmBlockManager::take_free()
-{
+std::uint32_t VllmBlockManager::take_free() {
     std::uint32_t b;
     if (head_ != kNone) {
         b = head_;
@@ -75,8 +75,7 @@ std::uint32_t VllmBlockManager::take_free()
     return b;
 }
 
-void VllmBlockManager::release(std::uint32_t b)
-{
+void VllmBlockManager::release(std::uint32_t b) {
     Block& k = blocks_[b];
     if (--k.ref == 0) {
         allocated_--;
@@ -84,8 +83,7 @@ void VllmBlockManager::release(std::uint32_t b)
     }
 }
 
-void VllmBlockManager::seal(Sequence& s, std::uint32_t b, std::uint64_t hash)
-{
+void VllmBlockManager::seal(Sequence& s, std::uint32_t b, std::uint64_t hash) {
     s.parent_hash = hash;
     if (!cfg_.prefix_caching) return;
     // vLLM caches a block under its hash once it is full; an equal block already cached keeps the
@@ -96,16 +94,14 @@ void VllmBlockManager::seal(Sequence& s, std::uint32_t b, std::uint64_t hash)
     }
 }
 
-std::uint64_t VllmBlockManager::needed_fresh(const Sequence& s, std::span<const std::uint64_t> tokens) const
-{
+std::uint64_t VllmBlockManager::needed_fresh(const Sequence& s, std::span<const std::uint64_t> tokens) const {
     const std::uint64_t per = cfg_.block_size;
     const std::uint64_t have = (s.tokens + per - 1) / per;
     const std::uint64_t need = (s.tokens + tokens.size() + per - 1) / per;
     return need - have;  // an upper bound: prefix hits may need fewer
 }
 
-bool VllmBlockManager::append(std::uint32_t seq, std::span<const std::uint64_t> tokens)
-{
+bool VllmBlockManager::append(std::uint32_t seq, std::span<const std::uint64_t> tokens) {
     Sequence& s = seqs_.at(seq);
     if (cfg_.num_blocks && needed_fresh(s, tokens) > free_count_ + (cfg_.num_blocks - blocks_.size()))
         return false;
@@ -142,8 +138,7 @@ bool VllmBlockManager::append(std::uint32_t seq, std::span<const std::uint64_t> 
     return true;
 }
 
-void VllmBlockManager::drop_out_of_window(Sequence& s)
-{
+void VllmBlockManager::drop_out_of_window(Sequence& s) {
     if (!cfg_.window_tokens) return;
     const std::uint64_t per = cfg_.block_size;
     const std::uint64_t start = s.tokens > cfg_.window_tokens ? s.tokens - cfg_.window_tokens : 0;
@@ -153,8 +148,7 @@ void VllmBlockManager::drop_out_of_window(Sequence& s)
     }
 }
 
-void VllmBlockManager::free_sequence(std::uint32_t seq)
-{
+void VllmBlockManager::free_sequence(std::uint32_t seq) {
     Sequence& s = seqs_.at(seq);
     // vLLM frees in reverse order so that the tail of a sequence is evicted first.
     for (auto it = s.table.rbegin(); it != s.table.rend(); ++it)
@@ -162,16 +156,14 @@ void VllmBlockManager::free_sequence(std::uint32_t seq)
     s = Sequence{};
 }
 
-std::uint32_t VllmBlockManager::lookup(std::uint32_t seq, std::uint64_t pos) const
-{
+std::uint32_t VllmBlockManager::lookup(std::uint32_t seq, std::uint64_t pos) const {
     const Sequence& s = seqs_.at(seq);
     if (pos >= s.tokens) return kNone;
     const std::uint64_t idx = pos / cfg_.block_size;
     return idx < s.window_first ? kNone : s.table[idx];
 }
 
-bool VllmBlockManager::check() const
-{
+bool VllmBlockManager::check() const {
     std::vector<std::uint32_t> refs(blocks_.size(), 0);
     for (const Sequence& s : seqs_)
         for (std::uint32_t b : s.table)

@@ -44,7 +44,7 @@ struct VllmConfig {
 };
 
 class VllmBlockManager {
-public:
+  public:
     static constexpr std::uint32_t kNone = 0xffffffffu;
 
     explicit VllmBlockManager(const VllmConfig& config);
@@ -72,7 +72,7 @@ public:
     // hash map entries point at blocks carrying that hash); for tests.
     bool check() const;
 
-private:
+  private:
     struct Block {
         std::uint32_t ref = 0;
         std::uint32_t prev = kNone;  // free queue links (valid when ref == 0)
@@ -83,8 +83,8 @@ private:
     struct Sequence {
         std::vector<std::uint32_t> table;  // logical -> physical; kNone once out of the window
         std::uint64_t tokens = 0;
-        std::uint64_t window_first = 0;    // first logical block still held
-        std::uint64_t parent_hash = 0;     // hash of the last full block
+        std::uint64_t window_first = 0;      // first logical block still held
+        std::uint64_t parent_hash = 0;       // hash of the last full block
         std::vector<std::uint64_t> partial;  // token ids of the last, partial block
     };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # User-space tests under sanitizers, each in its own build tree:
 #   ASan+UBSan: every ctest suite except the slow real-footage / install / bench-smoke ones.
-#   TSan: the suites labelled "concurrency" (multi-stream tests with threads).
+#   TSan: the suites labelled "concurrency" (multi-stream tests with threads), building only their
+#   executables (target vrex_concurrency_tests).
 # Prints "sanitize: N passed, N failed" where each sanitizer run counts as one case.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -9,12 +10,12 @@ JOBS=${JOBS:-$(nproc)}
 pass=0
 fail=0
 
-run() { # name build-dir cmake-flag ctest-args...
-	local name=$1 dir=$2 flag=$3
-	shift 3
+run() { # name build-dir cmake-flag build-target ctest-args...
+	local name=$1 dir=$2 flag=$3 target=$4
+	shift 4
 	echo "== $name"
 	if cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$flag" -DVREX_BENCH=OFF >"$dir.cmake.log" 2>&1 &&
-		cmake --build "$dir" -j "$JOBS" >"$dir.build.log" 2>&1; then
+		cmake --build "$dir" -j "$JOBS" --target "$target" >"$dir.build.log" 2>&1; then
 		if (cd "$dir" && ctest --output-on-failure -j "$JOBS" "$@"); then
 			pass=$((pass + 1))
 			return
@@ -29,8 +30,8 @@ run() { # name build-dir cmake-flag ctest-args...
 mkdir -p build
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-run asan-ubsan build/asan -DVREX_SANITIZE=ON -LE 'footage|install|bench-smoke'
-run tsan build/tsan -DVREX_TSAN=ON -L concurrency
+run asan-ubsan build/asan -DVREX_SANITIZE=ON all -LE 'footage|install|bench-smoke'
+run tsan build/tsan -DVREX_TSAN=ON vrex_concurrency_tests -L concurrency
 
 echo "sanitize: $pass passed, $fail failed"
 ((fail == 0))

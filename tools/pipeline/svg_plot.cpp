@@ -84,7 +84,9 @@ std::string line_chart(const LineChart& c) {
                      kL, kT, kW - kL - kR, kH - kT - kB);
     std::vector<double> yt;
     if (c.log_y) {
-        for (double v = ymin; v <= ymax * 1.0001; v *= 10) yt.push_back(v);
+        // One tick per decade, counted with an integer (a float loop counter accumulates error).
+        for (int decade = 0; ymin * std::pow(10.0, decade) <= ymax * 1.0001; decade++)
+            yt.push_back(ymin * std::pow(10.0, decade));
     } else {
         for (int i = 0; i <= 4; i++) yt.push_back(ymin + (ymax - ymin) * i / 4);
     }

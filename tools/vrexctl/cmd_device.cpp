@@ -1,4 +1,5 @@
 // vrexctl list / info / regs / banks / stats: read-only views of a device through the Backend seam.
+#include <cmath>
 #include <fmt/format.h>
 
 #include "common.hpp"
@@ -145,8 +146,8 @@ void cmd_banks(const GlobalOptions& g) {
             continue;
         }
         constexpr int kBar = 32;
-        const int nb = static_cast<int>(used * kBar + 0.5),
-                  nk = std::min(nb, static_cast<int>(kv * kBar + 0.5));
+        const int nb = static_cast<int>(std::lround(used * kBar)),
+                  nk = std::min(nb, static_cast<int>(std::lround(kv * kBar)));
         fmt::print("bank {:2} g{:<2}{} [{}{}{}] {:>5.1f} %  BO {:>10}  KV {:>10} in {} blocks\n", k, group,
                    owned ? '*' : ' ', std::string(nk, '#'), std::string(nb - nk, '+'),
                    std::string(kBar - nb, '.'), 100.0 * used, human_bytes(b.bo_bytes[k]),

@@ -7,7 +7,9 @@
 #include "common.hpp"
 #include "pipeline/error.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     using namespace vrexctl;
     CLI::App app{"vrexctl: V-Rex device diagnostics and the real-video KV-reuse pipeline"};
     app.require_subcommand(1);
@@ -62,4 +64,16 @@ int main(int argc, char** argv) {
         return kExitRuntime;
     }
     return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // Building the command line can throw too (allocation, CLI11 construction errors).
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "vrexctl: " << e.what() << std::endl;
+        return vrexctl::kExitRuntime;
+    }
 }

@@ -33,8 +33,10 @@ run_stage() { # name command...
 	shift
 	local log=$logs/$name.log
 	echo "== $name: $*"
+	local start=$SECONDS
 	"$@" >"$log" 2>&1
 	local rc=$?
+	echo "   ($((SECONDS - start)) s)"
 	tail -n 5 "$log" | sed 's/^/   /'
 	count_stage "$name" "$log" "$rc"
 }

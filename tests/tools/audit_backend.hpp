@@ -1,8 +1,12 @@
 // A Backend decorator for tests: forwards every call to a real backend and audits the KV block
 // lifecycle it sees — which block ids are live (made by a plain insert), which were released by a
-// retire — and counts lookups that return a released block (the hardware promises none).
+// retire — and counts lookups that return a released block (the hardware promises none). It also
+// checks the temporal window: with window_frames set, a block released at the end of frame F must
+// not be referenced (made or aliased) by any frame F - window_frames + 1 .. F of any stream.
+// Frames are counted per stream from frame_submit; the pipeline advances all streams together.
 #pragma once
 
+#include <map>
 #include <set>
 
 #include "vrex/backend.hpp"
@@ -19,6 +23,10 @@ class AuditBackend final : public Backend {
     std::uint64_t releases = 0;
     std::set<std::uint32_t> live;
     std::set<std::uint32_t> released;
+    std::uint32_t window_frames = 0;          // 0: no window check
+    std::uint64_t released_in_window = 0;     // must stay 0
+    std::map<std::uint32_t, std::int64_t> frame;     // stream -> current frame number
+    std::map<std::uint32_t, std::int64_t> last_ref;  // live block -> newest referencing frame
 
     std::string_view name() const noexcept override { return in_->name(); }
     std::string description() const override { return in_->description(); }
@@ -30,13 +38,20 @@ class AuditBackend final : public Backend {
     Result<int> bo_export_dmabuf(std::uint32_t h) override { return in_->bo_export_dmabuf(h); }
     std::error_code stream_create(drm_vrex_stream_create& a) override { return in_->stream_create(a); }
     std::error_code stream_destroy(std::uint32_t s) override { return in_->stream_destroy(s); }
-    std::error_code frame_submit(drm_vrex_frame_submit& a) override { return in_->frame_submit(a); }
+    std::error_code frame_submit(drm_vrex_frame_submit& a) override {
+        const std::error_code ec = in_->frame_submit(a);
+        if (!ec) frame[a.stream] = a.frame;
+        return ec;
+    }
 
     std::error_code shie_insert(std::uint32_t stream, std::span<drm_vrex_shie_insert_item> items) override {
         const std::error_code ec = in_->shie_insert(stream, items);
         if (ec) return ec;
         for (const auto& it : items) {
-            if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS)) continue;
+            if (it.result) continue;
+            std::int64_t& ref = last_ref[it.block];
+            ref = std::max(ref, frame[stream] + it.frame_offset);
+            if (it.flags & DRM_VREX_INSERT_ALIAS) continue;
             live.insert(it.block);
             released.erase(it.block);  // a block id is reused only after its release was seen
         }
@@ -60,6 +75,8 @@ class AuditBackend final : public Backend {
         const std::error_code ec = in_->shie_retire(stream, remove, out, count);
         if (ec) return ec;
         for (std::uint32_t i = 0; i < count; i++) {
+            if (window_frames && frame[stream] - last_ref[out[i].block] < window_frames) released_in_window++;
+            last_ref.erase(out[i].block);
             live.erase(out[i].block);
             released.insert(out[i].block);
             releases++;

@@ -1,6 +1,8 @@
 // The pipeline on a short real clip (the first 60 frames of vtest.avi re-encoded to H.264), two
-// concurrent streams on an audited emulated device. Proves the memory accounting and that no lookup
-// ever returns a retired block. Skips when the footage cannot be fetched (scripts/fetch-footage.sh).
+// concurrent streams on an audited emulated device. Proves the memory accounting, that no lookup
+// ever returns a retired block and that no block is released while a frame of the temporal window
+// (the context the same-window baseline keeps) still references it, with the window ledger and
+// with the device's zombie rule alone. Skips when the footage cannot be fetched (scripts/fetch-footage.sh).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -46,7 +48,10 @@ std::string short_h264_clip() {
 
 }  // namespace
 
-TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams) {
+class PipelineFootage : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PipelineFootage, AccountingBaselineWindowAndNoRetiredBlockOnTwoH264Streams) {
+    const bool window_release = GetParam();
     const std::string clip = short_h264_clip();
     if (clip.empty())
         GTEST_SKIP() << "footage unavailable (scripts/fetch-footage.sh failed or ffmpeg/libx264 missing)";
@@ -60,8 +65,10 @@ TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams) {
     vrex::test::AuditBackend& audit = *audit_owned;
     auto dev = vrex::Device::adopt(std::move(audit_owned));
     ASSERT_TRUE(dev);
+    audit.window_frames = (*dev)->info().zombie_frames + 1;
 
     PipelineOptions opt;
+    opt.window_release = window_release;
     opt.annotate = 2;
     const StreamSource sources[] = {{clip, 0, false}, {clip, 20, true}};
     opt.max_frames = 50;
@@ -95,6 +102,13 @@ TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams) {
     EXPECT_GT(audit.lookup_hits, 1000u);
     EXPECT_EQ(audit.hits_on_released, 0u);
     EXPECT_EQ(audit.hits_on_unknown, 0u);
+    EXPECT_EQ(audit.released_in_window, 0u);
+    if (window_release) {
+        // Every release was the ledger's: the device's zombie rule never had to step in.
+        EXPECT_EQ(r.window_released, r.released);
+    } else {
+        EXPECT_EQ(r.window_released, 0u);
+    }
 
     // Reuse happened, every reused region passed the guard, and memory stayed far below the baseline.
     EXPECT_GT(r.reused, 0u);
@@ -102,3 +116,7 @@ TEST(PipelineFootage, AccountingBaselineAndNoRetiredBlockOnTwoH264Streams) {
     EXPECT_LT(r.resident_bytes_peak(), r.baseline_bytes_peak());
     EXPECT_EQ(r.annotated.size(), 2u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Release, PipelineFootage, ::testing::Bool(), [](const auto& info) {
+    return info.param ? std::string("WindowLedger") : std::string("ZombieRuleOnly");
+});

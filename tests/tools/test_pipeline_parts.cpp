@@ -9,6 +9,7 @@
 #include "pipeline/metrics.hpp"
 #include "pipeline/png.hpp"
 #include "pipeline/reuse_policy.hpp"
+#include "pipeline/window_ledger.hpp"
 
 using namespace vrex::pipeline;
 
@@ -95,6 +96,59 @@ TEST(ReusePolicy, GuardAgeAndBestCandidate) {
     EXPECT_EQ(decide_reuse(p, far, 3, 12, sim, miss).outcome, ReuseDecision::Outcome::guard_rejected);
     EXPECT_EQ(decide_reuse(p, now, 3, 41, sim, miss).outcome, ReuseDecision::Outcome::too_old);
     EXPECT_EQ(decide_reuse(p, now, 3, 12, miss, miss).outcome, ReuseDecision::Outcome::no_candidate);
+}
+
+TEST(ReusePolicy, ChainKeepsThePreviousFramesBlockWhenItPasses) {
+    const LumaFrame then = pattern(256, 192, 0), now = pattern(256, 192, 8);
+    std::vector<std::byte> a(64 * 1024), b(64 * 1024);
+    PayloadHeader h;
+    h.step = 10;
+    ASSERT_TRUE(write_payload(a, now, 3, h));   // similar: identical luma
+    ASSERT_TRUE(write_payload(b, then, 3, h));  // temporal: 33 dB, passes a 30 dB guard
+    vrex::Retrieval sim, tmp;
+    sim.hit = tmp.hit = true;
+    sim.block.id = 1;
+    sim.block.data = a;
+    tmp.block.id = 2;
+    tmp.block.data = b;
+
+    ReusePolicy chain{30.0, 30, true};
+    auto d = decide_reuse(chain, now, 3, 12, sim, tmp);
+    ASSERT_EQ(d.outcome, ReuseDecision::Outcome::reuse);
+    EXPECT_EQ(d.block.id, 2u);
+    EXPECT_NEAR(d.psnr, 33.1, 0.1);
+
+    ReusePolicy best{30.0, 30, false};
+    EXPECT_EQ(decide_reuse(best, now, 3, 12, sim, tmp).block.id, 1u);
+    // A temporal candidate below the guard never wins, chain or not.
+    EXPECT_EQ(decide_reuse(ReusePolicy{35.0, 30, true}, now, 3, 12, sim, tmp).block.id, 1u);
+}
+
+TEST(WindowLedger, ReleasesOnlyBlocksNoFrameOfTheWindowReferences) {
+    WindowLedger l(6);  // Z = 5
+    vrex::KvBlock b0, b1, b2;
+    b0.id = 10;
+    b1.id = 11;
+    b2.id = 12;
+    l.allocated(b0, 0, 0);
+    l.allocated(b1, 0, 0);
+    l.allocated(b2, 1, 2);
+    l.referenced(11, 4);  // frame 4 aliases b1
+    for (std::uint32_t step = 0; step < 6; step++) EXPECT_TRUE(l.take_due(0, step).empty()) << step;
+    // After step 6 the window is steps 1..6: b0 (last used at 0) goes, b1 (used at 4) stays.
+    auto due = l.take_due(0, 6);
+    ASSERT_EQ(due.size(), 1u);
+    EXPECT_EQ(due[0].id, 10u);
+    EXPECT_TRUE(l.take_due(0, 6).empty());  // forgotten once handed out
+    EXPECT_TRUE(l.take_due(0, 9).empty());  // b1 used at 4: needed through step 9
+    EXPECT_EQ(l.take_due(0, 10).size(), 1u);
+    // Only the owner gets its blocks.
+    EXPECT_TRUE(l.take_due(0, 100).empty());
+    EXPECT_EQ(l.take_due(1, 100).size(), 1u);
+    EXPECT_EQ(l.tracked(), 0u);
+    EXPECT_THROW(l.referenced(10, 20), std::logic_error);  // reuse of a released block
+    l.allocated(b0, 0, 30);                                // the id comes back after its release
+    EXPECT_THROW(l.allocated(b0, 0, 31), std::logic_error);
 }
 
 TEST(Png, ValidSignatureHeaderAndPixels) {

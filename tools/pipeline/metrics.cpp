@@ -96,6 +96,7 @@ nlohmann::json RunResult::to_json() const {
                    {"approx_hits", approx_hits},
                    {"allocations", allocations},
                    {"released", released},
+                   {"window_released", window_released},
                    {"fallback_allocations", fallback_allocations}};
     j["model"] = {{"name", model},
                   {"tokens_per_region", tokens_per_region},
@@ -104,7 +105,8 @@ nlohmann::json RunResult::to_json() const {
                   {"frame_kv_bytes", frame_kv_bytes}};
     j["config"] = {
         {"bank_count", bank_count},       {"bank_size", bank_size}, {"zombie_frames", zombie_frames},
-        {"psnr_guard_db", psnr_guard_db}, {"radius", radius},       {"pooled", pooled}};
+        {"psnr_guard_db", psnr_guard_db}, {"radius", radius},       {"pooled", pooled},
+        {"max_reuse_age", max_reuse_age}, {"prefer_chain", prefer_chain}, {"window_release", window_release}};
     json ss = json::array();
     for (const StreamInfo& s : streams)
         ss.push_back({{"path", s.path},

@@ -70,6 +70,9 @@ struct RunResult {
     double psnr_guard_db = 0.0;
     std::uint32_t radius = 0;
     bool pooled = false;
+    std::uint32_t max_reuse_age = 0;
+    bool prefer_chain = false;
+    bool window_release = false;
 
     std::vector<StreamInfo> streams;
     std::uint64_t frames = 0;
@@ -84,6 +87,7 @@ struct RunResult {
     std::uint64_t approx_hits = 0;
     std::uint64_t allocations = 0;
     std::uint64_t released = 0;
+    std::uint64_t window_released = 0;  // of which asked for by the window ledger
     std::uint64_t fallback_allocations = 0;
     std::uint64_t accounting_mismatches = 0;  // steps where device, allocator and pipeline disagreed
     std::string first_mismatch;

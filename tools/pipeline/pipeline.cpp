@@ -10,6 +10,7 @@
 #include "error.hpp"
 #include "kv_payload.hpp"
 #include "paged_baseline.hpp"
+#include "window_ledger.hpp"
 
 namespace vrex::pipeline {
 namespace {
@@ -50,7 +51,8 @@ class Runner {
           opt_(opt),
           baseline_(baseline_config(opt, 0)),
           window_(
-              baseline_config(opt, (std::uint64_t{device->info().zombie_frames} + 1) * frame_tokens(opt))) {
+              baseline_config(opt, (std::uint64_t{device->info().zombie_frames} + 1) * frame_tokens(opt))),
+          ledger_(device->info().zombie_frames + 1) {
         auto alloc = KvAllocator::create(device, opt.model.geometry(), AllocatorOptions{opt.blocks_per_slab});
         if (!alloc) throw_hal("KV allocator for the model geometry", alloc.error());
         alloc_ = *alloc;
@@ -157,6 +159,9 @@ class Runner {
         res_.psnr_guard_db = opt_.policy.psnr_guard_db;
         res_.radius = opt_.radius;
         res_.pooled = opt_.pooled;
+        res_.max_reuse_age = opt_.policy.max_reuse_age;
+        res_.prefer_chain = opt_.policy.prefer_chain;
+        res_.window_release = opt_.window_release;
     }
 
     void process_frame(std::uint32_t idx, StreamState& s, std::uint32_t step, StepSample& sample) {
@@ -203,6 +208,7 @@ class Runner {
             if (!ok)
                 throw_hal(fmt::format("stream {} frame {}: reuse of block {}", idx, s.done, d.block.id),
                           ok.error());
+            if (opt_.window_release) ledger_.referenced(d.block.id, step);
             res_.reused++;
             res_.reused_similar += d.from_similar;
             res_.reused_cross_stream += d.origin.stream != idx;
@@ -229,12 +235,33 @@ class Runner {
                                                                   s.src.path, b.data.size()));
         }
         res_.allocations += blocks->size();
+        if (opt_.window_release)
+            for (const KvBlock& b : *blocks) ledger_.allocated(b, idx, step);
+
+        std::uint32_t requested = 0;
+        if (opt_.window_release) {
+            for (const KvBlock& b : ledger_.take_due(idx, step)) {
+                auto ok = st.release(b);
+                if (!ok)
+                    throw_hal(fmt::format("stream {} frame {}: release of block {}", idx, s.done, b.id),
+                              ok.error());
+                requested++;
+            }
+            res_.window_released += requested;
+        }
 
         t = Clock::now();
         auto released = st.end_frame();
         hal += us_since(t);
         if (!released) throw_hal(fmt::format("stream {} frame {}: end_frame", idx, s.done), released.error());
         res_.released += *released;
+        // The device's zombie rule can only fire later than the ledger's (a lookup is a use for the
+        // device, not for the window): a block the ledger still tracks must not have gone.
+        if (opt_.window_release && *released != requested)
+            throw Failure(FailureKind::runtime,
+                          fmt::format("stream {} frame {}: end_frame released {} blocks, the window ledger "
+                                      "asked for {}",
+                                      idx, s.done, *released, requested));
 
         baseline_.append(s.seq_append, frame_tokens(opt_));
         window_.append(s.seq_window, frame_tokens(opt_));
@@ -293,6 +320,7 @@ class Runner {
     std::shared_ptr<KvAllocator> alloc_;
     PagedKvBaseline baseline_;
     PagedKvBaseline window_;
+    WindowLedger ledger_;
     std::vector<StreamState> streams_;
     RunResult res_;
     std::uint64_t serial_ = 0;

@@ -46,6 +46,9 @@ struct PipelineOptions {
     ReusePolicy policy;
     std::uint32_t radius = 20;     // similarity lookup radius (Hamming)
     bool pooled = true;            // streams share one pool: cross-stream similarity reuse
+    // Release a block as soon as no frame of the window (Z + 1 frames) references it, instead of
+    // waiting for the device's zombie rule, which also counts lookups as uses (window_ledger.hpp).
+    bool window_release = true;
     std::uint32_t max_frames = 0;  // per stream; 0 = until the file ends
     std::uint32_t baseline_tokens_per_block = 16;
     std::uint32_t blocks_per_slab = 16;

@@ -25,7 +25,9 @@ ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, st
             best_rejected = std::max(best_rejected, *p);
             continue;
         }
-        if (d.outcome == ReuseDecision::Outcome::reuse && *p <= d.psnr) continue;
+        // The temporal candidate comes second: with prefer_chain it wins over any passing similar one.
+        const bool chain = i == 1 && policy.prefer_chain;
+        if (d.outcome == ReuseDecision::Outcome::reuse && *p <= d.psnr && !chain) continue;
         d.outcome = ReuseDecision::Outcome::reuse;
         d.block = c.block;
         d.psnr = *p;

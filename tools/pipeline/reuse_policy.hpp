@@ -4,6 +4,13 @@
 // only if the luma its KV was computed from is close to the current region — PSNR on the working
 // luma >= the guard — and it is not older than max_reuse_age steps (stale KV gets recomputed, which
 // also bounds the alias entries a long-lived block accumulates in the SHIE).
+//
+// Which passing candidate wins: with prefer_chain (the default) the temporal one, i.e. the block the
+// same region of the previous frame already uses, so a region that stays static keeps ONE block for
+// as long as the guard holds (the PSNR is always against the luma the KV was computed from, so the
+// guard measures the drift accumulated since then, not frame-to-frame change). Taking the similarity
+// hit instead whenever its PSNR is higher (prefer_chain = false) makes a static region alternate
+// between blocks, and every block a frame of the window references stays resident.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,7 @@ namespace vrex::pipeline {
 struct ReusePolicy {
     double psnr_guard_db = 30.0;
     std::uint32_t max_reuse_age = 30;  // steps since the block's KV was computed
+    bool prefer_chain = true;          // a passing temporal candidate beats a better similar one
 };
 
 struct ReuseDecision {

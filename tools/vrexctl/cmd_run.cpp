@@ -21,6 +21,8 @@ struct RunArgs {
     std::string dtype = "fp16";
     std::string report;
     bool no_progress = false;
+    std::string reuse_pick = "chain";
+    bool no_window_release = false;
     vrex::pipeline::PipelineOptions opt;
 };
 
@@ -115,6 +117,14 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     c->add_option("--radius", a->opt.radius, "similarity radius (Hamming, 0..31)")
         ->capture_default_str()
         ->check(CLI::Range(0, 31));
+    c->add_option("--reuse-pick", a->reuse_pick,
+                  "chain: a passing temporal candidate wins (a static region keeps one block); "
+                  "best: the higher PSNR wins")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"chain", "best"}));
+    c->add_flag("--no-window-release", a->no_window_release,
+                "leave releases to the device's zombie rule (lookups then keep blocks alive) instead of "
+                "releasing a block once no frame of the window references it");
     bool no_pool = false;
     c->add_flag("--no-pool", no_pool, "private streams (no cross-stream reuse)");
     c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
@@ -122,6 +132,8 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     c->callback([a, &g, c]() {
         a->opt.pooled = !c->get_option("--no-pool")->as<bool>();
         a->opt.model.dtype = parse_dtype(a->dtype);
+        a->opt.policy.prefer_chain = a->reuse_pick == "chain";
+        a->opt.window_release = !a->no_window_release;
         a->opt.max_frames = a->max_frames;
         if (a->streams && a->videos.size() != 1)
             throw ExitError(kExitUsage, "--streams replicates exactly one VIDEO");

@@ -25,7 +25,10 @@ namespace vrex::pipeline {
 
 struct ReusePolicy {
     double psnr_guard_db = 30.0;
-    std::uint32_t max_reuse_age = 30;  // steps since the block's KV was computed
+    // Steps since the block's KV was computed. The guard already bounds the drift (its PSNR is
+    // against the luma the KV was computed from); the age is a second limit, lowered by the
+    // pipeline so the alias entries of long-lived blocks cannot fill the SHIE.
+    std::uint32_t max_reuse_age = 200;
     bool prefer_chain = true;          // a passing temporal candidate beats a better similar one
 };
 

@@ -1,7 +1,9 @@
 // KV-block placement policy: device memory is taken in slabs (one BO in one bank, blocks_per_slab
 // blocks each) and carved into fixed-size blocks. A frame's blocks go to a slab in the frame's bank
-// group; when the group has no free slot and no room for a new slab, any bank is used and the
-// allocation is counted as a fallback.
+// group. When the group's slabs are full, a free slot elsewhere is taken (a fallback) rather than a
+// new slab once the allocator holds at least a slab's worth of free slots outside the group; a new
+// slab goes to the group if it has room, else to any bank (a fallback). A slab whose last block is
+// freed is destroyed unless it is one of the spare_slabs empty slabs kept against churn.
 #include <algorithm>
 
 #include "vrex/hal.hpp"
@@ -71,7 +73,20 @@ Result<KvAllocator::Placement> KvAllocator::new_slab_slot(std::uint64_t bank_mas
         s.free_slots.push_back(i);
     slabs_.push_back(std::move(s));
     stats_.banks[a.bank].slab_bytes += a.size;
+    stats_.slabs_created++;
     return Placement{a.handle, 0, a.bank, map->subspan(0, block_bytes_)};
+}
+
+void KvAllocator::release_empty_slab(std::size_t index)
+{
+    const Slab& s = slabs_[index];
+    // Only a slab without live blocks gets here, so the device holds no address into it; should the
+    // backend refuse anyway (EBUSY, device lost), the slab stays and is reused or destroyed later.
+    if (device_->backend().bo_destroy(s.handle))
+        return;
+    stats_.banks[s.bank].slab_bytes -= block_bytes_ * options_.blocks_per_slab;
+    stats_.slabs_released++;
+    slabs_.erase(slabs_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
 Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, std::uint32_t bank_count)
@@ -79,6 +94,16 @@ Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, 
     std::lock_guard lock(mu_);
     const std::uint32_t nbanks = device_->info().bank_count;
     auto in_group = [&](std::uint32_t bank) { return bank >= bank_first && bank < bank_first + bank_count; };
+    // The fullest slab with a free slot (lowest index on a tie): packing blocks lets the emptier
+    // slabs drain and be released.
+    auto fullest = [&](bool group) -> Slab* {
+        Slab* best = nullptr;
+        for (Slab& s : slabs_)
+            if (in_group(s.bank) == group && !s.free_slots.empty() &&
+                (!best || s.free_slots.size() < best->free_slots.size()))
+                best = &s;
+        return best;
+    };
     auto from_slab = [&](Slab& s) {
         const std::uint32_t slot = s.free_slots.back();
         s.free_slots.pop_back();
@@ -93,9 +118,18 @@ Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, 
         return p;
     };
 
-    for (Slab& s : slabs_)
-        if (in_group(s.bank) && !s.free_slots.empty())
-            return account(from_slab(s), false);
+    if (Slab* s = fullest(true))
+        return account(from_slab(*s), false);
+    // The group is full. Free slots stranded in other groups are taken before a new slab once they
+    // add up to a slab: the memory held beyond the live blocks stays below about two slabs, and
+    // placement stays in the group while the idle memory is smaller than that.
+    Slab* other = fullest(false);
+    std::uint64_t idle_outside = 0;
+    for (const Slab& s : slabs_)
+        idle_outside += in_group(s.bank) ? 0 : s.free_slots.size();
+    if (other && idle_outside >= options_.blocks_per_slab)
+        return account(from_slab(*other), true);
+
     std::uint64_t group_mask = 0;
     for (std::uint32_t b = bank_first; b < bank_first + bank_count && b < nbanks; b++)
         group_mask |= std::uint64_t{1} << b;
@@ -105,10 +139,9 @@ Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, 
     if (fresh.error() != std::errc::no_space_on_device)
         return fresh.error();
 
-    // The group is full: any bank, preferring memory already held.
-    for (Slab& s : slabs_)
-        if (!s.free_slots.empty())
-            return account(from_slab(s), true);
+    // No room for a slab in the group: any bank, preferring memory already held.
+    if (other)
+        return account(from_slab(*other), true);
     const std::uint64_t all = nbanks >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << nbanks) - 1;
     fresh = new_slab_slot(all);
     if (!fresh)
@@ -119,7 +152,8 @@ Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, 
 void KvAllocator::give_slot(std::uint32_t handle, std::uint64_t offset)
 {
     std::lock_guard lock(mu_);
-    for (Slab& s : slabs_) {
+    for (std::size_t i = 0; i < slabs_.size(); i++) {
+        Slab& s = slabs_[i];
         if (s.handle != handle)
             continue;
         s.free_slots.push_back(static_cast<std::uint32_t>(offset / block_bytes_));
@@ -127,6 +161,13 @@ void KvAllocator::give_slot(std::uint32_t handle, std::uint64_t offset)
         std::sort(s.free_slots.begin(), s.free_slots.end(), std::greater<>());
         stats_.banks[s.bank].resident_blocks--;
         stats_.banks[s.bank].resident_bytes -= block_bytes_;
+        if (s.free_slots.size() < options_.blocks_per_slab)
+            return;
+        const auto empty = std::count_if(slabs_.begin(), slabs_.end(), [&](const Slab& e) {
+            return e.free_slots.size() == options_.blocks_per_slab;
+        });
+        if (static_cast<std::uint64_t>(empty) > options_.spare_slabs)
+            release_empty_slab(i);
         return;
     }
 }

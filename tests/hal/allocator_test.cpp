@@ -351,6 +351,174 @@ TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
         EXPECT_FALSE(be.bo_destroy(h));
 }
 
+std::uint64_t device_bo_bytes(Backend& be)
+{
+    auto banks = be.bank_info();
+    EXPECT_TRUE(banks);
+    std::uint64_t sum = 0;
+    for (std::uint32_t b = 0; banks && b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
+        sum += banks->bo_bytes[b];
+    return sum;
+}
+
+std::uint64_t held_slab_bytes(const Stats& st)
+{
+    std::uint64_t sum = 0;
+    for (const BankStats& b : st.banks)
+        sum += b.slab_bytes;
+    return sum;
+}
+
+std::vector<std::uint32_t> iota_regions(std::uint32_t n)
+{
+    std::vector<std::uint32_t> r(n);
+    for (std::uint32_t i = 0; i < n; i++)
+        r[i] = i;
+    return r;
+}
+
+TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
+{
+    constexpr std::uint64_t kSlab = 4 * 16384;
+    for (const std::uint32_t spare : {0u, 1u}) {
+        AllocatorOptions o;
+        o.blocks_per_slab = 4;
+        o.spare_slabs = spare;
+        auto a = KvAllocator::create(dev_, kGeom, o);
+        ASSERT_TRUE(a);
+        auto s = (*a)->create_stream();
+        ASSERT_TRUE(s);
+        auto px = synthetic_frame(128, 96, 40, 0);
+        ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
+        // Staging BO in place: from here on only slabs move the device's BO bytes.
+        const std::uint64_t before = device_bo_bytes(dev_->backend());
+        auto blocks = (*s)->allocate_batch(iota_regions(16));
+        ASSERT_TRUE(blocks);
+        EXPECT_EQ(device_bo_bytes(dev_->backend()), before + 4 * kSlab);
+        for (const KvBlock& b : *blocks)
+            ASSERT_TRUE((*s)->release(b));
+        auto n = (*s)->end_frame();
+        ASSERT_TRUE(n);
+        EXPECT_EQ(*n, 16u);
+        EXPECT_EQ(device_bo_bytes(dev_->backend()), before + spare * kSlab) << "spare " << spare;
+        auto st = (*a)->stats();
+        ASSERT_TRUE(st);
+        EXPECT_EQ(held_slab_bytes(*st), spare * kSlab);
+        EXPECT_EQ(st->slabs_created, 4u);
+        EXPECT_EQ(st->slabs_released, 4u - spare);
+
+        // The next frame takes the spare before creating a slab.
+        ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
+        ASSERT_TRUE((*s)->allocate(0));
+        st = (*a)->stats();
+        ASSERT_TRUE(st);
+        EXPECT_EQ(st->slabs_created, 4u + (spare ? 0 : 1));
+        ASSERT_TRUE((*s)->end_frame());
+    }
+}
+
+TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
+{
+    AllocatorOptions o;
+    o.blocks_per_slab = 2;
+    o.spare_slabs = 0;
+    auto a = KvAllocator::create(dev_, kGeom, o);
+    ASSERT_TRUE(a);
+    auto s = (*a)->create_stream();
+    ASSERT_TRUE(s);
+    auto px = synthetic_frame(128, 96, 41, 0);
+    ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
+    auto blocks = (*s)->allocate_batch(iota_regions(2));
+    ASSERT_TRUE(blocks);
+    const KvBlock gone = (*blocks)[0];
+    const KvBlock kept = (*blocks)[1];
+    ASSERT_EQ(gone.handle, kept.handle) << "one slab";
+    std::memset(kept.data.data(), 0x5a, kept.data.size());
+    ASSERT_TRUE((*s)->release(gone));
+    ASSERT_TRUE((*s)->end_frame());
+    auto st = (*a)->stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->slabs_released, 0u) << "a slab with a live block stays";
+    EXPECT_EQ(static_cast<unsigned char>(kept.data[kept.data.size() - 1]), 0x5a);
+
+    // The slab goes with its last block; a new slab may get the same GEM handle (lowest free id),
+    // and a retrieval of a block in it must map the new BO, never the destroyed one's memory.
+    ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
+    ASSERT_TRUE((*s)->release(kept));
+    ASSERT_TRUE((*s)->end_frame());
+    st = (*a)->stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->slabs_released, 1u);
+    EXPECT_EQ(held_slab_bytes(*st), 0u);
+    ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
+    auto fresh = (*s)->allocate(3);
+    ASSERT_TRUE(fresh);
+    std::memset(fresh->data.data(), 0x77, fresh->data.size());
+    auto r = (*s)->retrieve_temporal(3, 0);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(r->hit);
+    EXPECT_EQ(r->block.handle, fresh->handle);
+    EXPECT_EQ(r->block.data.data(), fresh->data.data()) << "the live slab's mapping";
+    EXPECT_EQ(static_cast<unsigned char>(r->block.data[0]), 0x77);
+    ASSERT_TRUE((*s)->end_frame());
+}
+
+TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
+{
+    AllocatorOptions o;
+    o.blocks_per_slab = 4;
+    o.spare_slabs = 0;
+    auto a = KvAllocator::create(dev_, kGeom, o);
+    ASSERT_TRUE(a);
+    auto s1 = (*a)->create_stream();
+    auto s2 = (*a)->create_stream();
+    ASSERT_TRUE(s1 && s2);
+    auto px1 = synthetic_frame(128, 96, 42, 0);
+    auto f1 = (*s1)->begin_frame(view_of(px1, 128, 96));
+    ASSERT_TRUE(f1);
+    // Two slabs in the first group, each left with one live block and three free slots.
+    auto blocks = (*s1)->allocate_batch(iota_regions(8));
+    ASSERT_TRUE(blocks);
+    for (std::size_t i = 0; i < blocks->size(); i++) {
+        if (i % 4 != 0) {
+            ASSERT_TRUE((*s1)->release((*blocks)[i]));
+        }
+    }
+    ASSERT_TRUE((*s1)->end_frame());
+    auto st = (*a)->stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(held_slab_bytes(*st), 2u * 4 * 16384);
+
+    // Another pool, another scene: a free group of its own.
+    auto px2 = synthetic_frame(128, 96, 43, 0);
+    auto f2 = (*s2)->begin_frame(view_of(px2, 128, 96));
+    ASSERT_TRUE(f2);
+    ASSERT_NE(f2->bank_first, f1->bank_first) << "the test needs two bank groups";
+    auto in_f2 = [&](const KvBlock& b) { return b.bank >= f2->bank_first && b.bank < f2->bank_first + f2->bank_count; };
+    // Six idle slots outside the group (>= one slab): they are used before a new slab.
+    for (std::uint32_t r = 0; r < 2; r++) {
+        auto b = (*s2)->allocate(r);
+        ASSERT_TRUE(b);
+        EXPECT_FALSE(in_f2(*b));
+    }
+    st = (*a)->stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->fallback_allocations, 2u);
+    EXPECT_EQ(held_slab_bytes(*st), 2u * 4 * 16384) << "no new slab";
+    // Four idle slots left, still a slab's worth: one more borrowed; then three: a slab in the group.
+    auto third = (*s2)->allocate(2);
+    ASSERT_TRUE(third);
+    EXPECT_FALSE(in_f2(*third));
+    auto fourth = (*s2)->allocate(3);
+    ASSERT_TRUE(fourth);
+    EXPECT_TRUE(in_f2(*fourth)) << "idle memory below a slab: placement stays in the group";
+    st = (*a)->stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->fallback_allocations, 3u);
+    EXPECT_EQ(held_slab_bytes(*st), 3u * 4 * 16384);
+    ASSERT_TRUE((*s2)->end_frame());
+}
+
 TEST_P(Allocator, DeviceLossIsAnErrorNotACrash)
 {
     auto* emu = dynamic_cast<EmulatedBackend*>(&dev_->backend());

@@ -114,9 +114,13 @@ struct FrameInfo {
     bool conflict = false;         // the group was taken from another pool
 };
 
+// A block's data view (and handle/offset) is valid while the block is live: from allocate() or
+// the retrieval that returned it until the end_frame() of its owning stream that releases it (or
+// that stream's destruction). The slab's memory may go back to the device then (docs/hal.md), so
+// a view of a block another stream owns (pool scope) must not be kept across that stream's frames.
 struct KvBlock {
     std::uint32_t id = 0;           // device block id (for reuse / release)
-    std::span<std::byte> data;      // writable host view, block_bytes() long
+    std::span<std::byte> data;      // writable host view, block_bytes() long, valid while live
     std::uint32_t bank = 0;
     std::uint32_t handle = 0;       // BO of the block (dma-buf export: Stream::export_dmabuf)
     std::uint64_t offset = 0;       // byte offset of the block in the BO
@@ -166,6 +170,8 @@ struct Stats {
     std::uint64_t removed = 0;          // blocks released on request
     std::uint64_t allocations = 0;
     std::uint64_t fallback_allocations = 0;  // placed outside the frame's bank group (group full)
+    std::uint64_t slabs_created = 0;    // slab BOs created / destroyed since the allocator was made
+    std::uint64_t slabs_released = 0;
     std::uint64_t resident_blocks = 0;
     std::uint64_t resident_bytes = 0;
     std::vector<BankStats> banks;       // index = bank
@@ -175,6 +181,10 @@ struct Stats {
 struct AllocatorOptions {
     // Device memory is taken in slabs of this many blocks (one BO each, one bank each).
     std::uint32_t blocks_per_slab = 16;
+    // Empty slabs kept (allocator-wide) when a slab's last block is freed; beyond these the slab's
+    // BO is destroyed at once, so held memory follows the live blocks instead of every bank group's
+    // high-water mark. One spare absorbs the free-then-refill pattern of consecutive frames.
+    std::uint32_t spare_slabs = 1;
 };
 
 struct StreamOptions {
@@ -297,8 +307,10 @@ private:
 
     // A free block slot in banks [first, first + count), else anywhere (counted as a fallback).
     Result<Placement> take_slot(std::uint32_t bank_first, std::uint32_t bank_count);
+    // Frees a slot; an empty slab beyond options_.spare_slabs is destroyed.
     void give_slot(std::uint32_t handle, std::uint64_t offset);
-    Result<Placement> new_slab_slot(std::uint64_t bank_mask);
+    Result<Placement> new_slab_slot(std::uint64_t bank_mask);  // callers hold mu_
+    void release_empty_slab(std::size_t index);                 // callers hold mu_
     std::optional<Placement> view(std::uint32_t handle, std::uint64_t offset);
     void count_lookup(const drm_vrex_shie_lookup_item& it);
 

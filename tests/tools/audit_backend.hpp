@@ -23,8 +23,8 @@ class AuditBackend final : public Backend {
     std::uint64_t releases = 0;
     std::set<std::uint32_t> live;
     std::set<std::uint32_t> released;
-    std::uint32_t window_frames = 0;          // 0: no window check
-    std::uint64_t released_in_window = 0;     // must stay 0
+    std::uint32_t window_frames = 0;                 // 0: no window check
+    std::uint64_t released_in_window = 0;            // must stay 0
     std::map<std::uint32_t, std::int64_t> frame;     // stream -> current frame number
     std::map<std::uint32_t, std::int64_t> last_ref;  // live block -> newest referencing frame
 

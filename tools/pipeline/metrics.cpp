@@ -103,10 +103,15 @@ nlohmann::json RunResult::to_json() const {
                   {"bytes_per_token", bytes_per_token},
                   {"block_bytes", block_bytes},
                   {"frame_kv_bytes", frame_kv_bytes}};
-    j["config"] = {
-        {"bank_count", bank_count},       {"bank_size", bank_size}, {"zombie_frames", zombie_frames},
-        {"psnr_guard_db", psnr_guard_db}, {"radius", radius},       {"pooled", pooled},
-        {"max_reuse_age", max_reuse_age}, {"prefer_chain", prefer_chain}, {"window_release", window_release}};
+    j["config"] = {{"bank_count", bank_count},
+                   {"bank_size", bank_size},
+                   {"zombie_frames", zombie_frames},
+                   {"psnr_guard_db", psnr_guard_db},
+                   {"radius", radius},
+                   {"pooled", pooled},
+                   {"max_reuse_age", max_reuse_age},
+                   {"prefer_chain", prefer_chain},
+                   {"window_release", window_release}};
     json ss = json::array();
     for (const StreamInfo& s : streams)
         ss.push_back({{"path", s.path},

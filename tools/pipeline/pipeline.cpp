@@ -56,8 +56,8 @@ class Runner {
         auto alloc = KvAllocator::create(device, opt.model.geometry(), AllocatorOptions{opt.blocks_per_slab});
         if (!alloc) throw_hal("KV allocator for the model geometry", alloc.error());
         alloc_ = *alloc;
-        opt_.policy.max_reuse_age = std::min(opt_.policy.max_reuse_age,
-                                             shie_age_bound(device->info(), sources.size()));
+        opt_.policy.max_reuse_age =
+            std::min(opt_.policy.max_reuse_age, shie_age_bound(device->info(), sources.size()));
         open_streams(sources);
         fill_header();
     }
@@ -102,10 +102,12 @@ class Runner {
     // older than max_reuse_age + Z + 2 steps are gone: streams x 16 x (age + Z + 2) <= capacity
     // keeps the SHIE from filling up (ENOSPC) however static the footage.
     static std::uint32_t shie_age_bound(const drm_vrex_device_info& di, std::size_t streams) {
-        const std::uint64_t frames = di.shie_capacity / (std::uint64_t{kRegions} * std::max<std::size_t>(streams, 1));
+        const std::uint64_t frames =
+            di.shie_capacity / (std::uint64_t{kRegions} * std::max<std::size_t>(streams, 1));
         const std::uint64_t overhead = std::uint64_t{di.zombie_frames} + 2;
-        return frames > overhead + 1 ? static_cast<std::uint32_t>(std::min<std::uint64_t>(frames - overhead, UINT32_MAX))
-                                     : 1;
+        return frames > overhead + 1
+                   ? static_cast<std::uint32_t>(std::min<std::uint64_t>(frames - overhead, UINT32_MAX))
+                   : 1;
     }
 
     static PagedBaselineConfig baseline_config(const PipelineOptions& o, std::uint64_t window) {

@@ -29,7 +29,7 @@ struct ReusePolicy {
     // against the luma the KV was computed from); the age is a second limit, lowered by the
     // pipeline so the alias entries of long-lived blocks cannot fill the SHIE.
     std::uint32_t max_reuse_age = 200;
-    bool prefer_chain = true;          // a passing temporal candidate beats a better similar one
+    bool prefer_chain = true;  // a passing temporal candidate beats a better similar one
 };
 
 struct ReuseDecision {

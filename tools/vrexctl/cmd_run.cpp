@@ -112,7 +112,9 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     c->add_option("--psnr-guard", a->opt.policy.psnr_guard_db, "reuse only if region PSNR >= this (dB)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 99.0));
-    c->add_option("--max-reuse-age", a->opt.policy.max_reuse_age, "recompute KV older than this many frames (lowered to what the SHIE capacity allows for the stream count)")
+    c->add_option("--max-reuse-age", a->opt.policy.max_reuse_age,
+                  "recompute KV older than this many frames (lowered to what the SHIE capacity allows for "
+                  "the stream count)")
         ->capture_default_str();
     c->add_option("--radius", a->opt.radius, "similarity radius (Hamming, 0..31)")
         ->capture_default_str()

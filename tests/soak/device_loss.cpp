@@ -21,13 +21,15 @@ namespace {
 
 constexpr std::uint32_t kStreams = 4;
 constexpr std::uint32_t kW = 128, kH = 96;
+// Blocks an engine keeps views of: fewer frames than the default zombie threshold (5).
+constexpr std::size_t kKeep = 4;
 
 struct Outcome {
     std::uint64_t frames_before = 0;     // frames completed before the loss was seen
     std::uint64_t lost_errors = 0;       // calls that failed with device_lost
     std::string other_error;             // anything else that failed (must stay empty)
     std::vector<vrex::KvBlock> blocks;   // owned by the stream's thread until it is joined
-    std::atomic<std::uint32_t> held{0};  // blocks.size(), for the main thread
+    std::atomic<std::uint32_t> held{0};  // blocks allocated so far, for the main thread
 };
 
 void paint(std::vector<std::uint8_t>& px, std::uint32_t scene, std::uint32_t t) {
@@ -63,9 +65,13 @@ void work(vrex::Stream& st, std::uint32_t s, std::atomic<bool>& lost, std::atomi
         if (st.in_frame()) {
             auto b = st.allocate(1 + f % 15);
             ok &= note(o, b.error(), "allocate");
-            if (b && o.blocks.size() < 64) {
+            if (b) {
+                // Views are valid while their block is live (docs/hal.md): keep the blocks of the
+                // last kKeep frames only, younger than the zombie threshold, so every view written
+                // below is live until the loss freezes the device.
                 o.blocks.push_back(*b);
-                o.held.store(static_cast<std::uint32_t>(o.blocks.size()));
+                if (o.blocks.size() > kKeep) o.blocks.erase(o.blocks.begin());
+                o.held.fetch_add(1);
             }
             ok &= note(o, st.end_frame().error(), "end_frame");
         }

@@ -95,13 +95,21 @@ void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream
 			vrex_block_drop(vdev, block);
 }
 
-/* Copies @count elements of @elem_size bytes from user space into an array of @ksize ones. */
-static void *vrex_batch_copy_in(u64 uptr, u32 count, u32 elem_size, size_t ksize)
+/*
+ * Checks the batch header against @ksize (vrex_check_batch()), then copies its @count elements of
+ * @elem_size bytes from user space into an array of @ksize ones.
+ */
+static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t ksize)
 {
-	void __user *src = u64_to_user_ptr(uptr);
+	void __user *src = u64_to_user_ptr(args->items);
+	u32 count = args->count, elem_size = args->elem_size;
 	void *buf;
+	int ret;
 	u32 i;
 
+	ret = vrex_check_batch(args, ksize);
+	if (ret)
+		return ERR_PTR(ret);
 	buf = kvmalloc_array(count, ksize, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
@@ -233,10 +241,7 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 	int ret, idx;
 	u32 i;
 
-	ret = vrex_check_batch(args, sizeof(*items));
-	if (ret)
-		return ret;
-	items = vrex_batch_copy_in(args->items, args->count, args->elem_size, sizeof(*items));
+	items = vrex_batch_copy_in(args, sizeof(*items));
 	if (IS_ERR(items))
 		return PTR_ERR(items);
 	objs = kvcalloc(args->count, sizeof(*objs), GFP_KERNEL);
@@ -368,10 +373,7 @@ int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *
 	int ret, idx;
 	u32 i;
 
-	ret = vrex_check_batch(args, sizeof(*items));
-	if (ret)
-		return ret;
-	items = vrex_batch_copy_in(args->items, args->count, args->elem_size, sizeof(*items));
+	items = vrex_batch_copy_in(args, sizeof(*items));
 	if (IS_ERR(items))
 		return PTR_ERR(items);
 	for (i = 0; i < args->count; i++) {

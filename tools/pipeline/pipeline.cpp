@@ -270,14 +270,14 @@ class Runner {
         auto released = st.end_frame();
         hal += us_since(t);
         if (!released) throw_hal(fmt::format("stream {} frame {}: end_frame", idx, s.done), released.error());
-        res_.released += *released;
+        res_.released += released->count;
         // The device's zombie rule can only fire later than the ledger's (a lookup is a use for the
         // device, not for the window): a block the ledger still tracks must not have gone.
-        if (opt_.window_release && *released != requested)
+        if (opt_.window_release && released->count != requested)
             throw Failure(FailureKind::runtime,
                           fmt::format("stream {} frame {}: end_frame released {} blocks, the window ledger "
                                       "asked for {}",
-                                      idx, s.done, *released, requested));
+                                      idx, s.done, released->count, requested));
 
         baseline_.append(s.seq_append, frame_tokens(opt_));
         window_.append(s.seq_window, frame_tokens(opt_));

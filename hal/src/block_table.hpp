@@ -27,6 +27,8 @@ struct BlockRec {
     std::uint32_t foreign_pins = 0;  // of @pins, those of streams other than the owner
     std::uint64_t last_use = 0;      // allocator-wide tick of the last allocate/hit/reuse (LRU)
     std::uint32_t use_frame = 0;     // owner's frame of the last use by the owner
+    std::uint32_t first_token = 0;   // position metadata (Stream::set_positions)
+    std::uint32_t token_count = 0;
 
     std::uint32_t refs() const noexcept { return (device_live ? 1u : 0u) + holds + pins; }
     // Writable only for the owner while the device holds it and no other stream references it.

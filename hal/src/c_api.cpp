@@ -48,6 +48,7 @@ vrex_hal_status to_status(std::error_code ec) {
     if (ec == std::errc::file_exists) return VREX_HAL_ERR_EXIST;
     if (ec == std::errc::device_or_resource_busy) return VREX_HAL_ERR_BUSY;
     if (ec == std::errc::not_enough_memory) return VREX_HAL_ERR_NOMEM;
+    if (ec == std::errc::operation_not_permitted) return VREX_HAL_ERR_PERM;
     if (ec == std::errc::no_such_device) return VREX_HAL_ERR_DEVICE_LOST;
     return VREX_HAL_ERR_IO;
 }
@@ -74,6 +75,8 @@ void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     out->frame = b.frame;
     out->region = b.region;
     out->generation = b.generation;
+    out->first_token = b.first_token;
+    out->token_count = b.token_count;
     out->flags = b.shared ? VREX_HAL_BLOCK_SHARED : 0u;
     // C has no read-only pointer type to offer: the flag states the contract.
     out->data = const_cast<std::byte*>(b.view.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
@@ -153,6 +156,8 @@ const char* vrex_hal_strerror(vrex_hal_status s) {
             return "no open frame (call vrex_hal_begin_frame first)";
         case VREX_HAL_ERR_IO:
             return "device or system error";
+        case VREX_HAL_ERR_PERM:
+            return "not permitted (the stream does not own the block)";
         case VREX_HAL_ERR_STALE:
             return "stale block handle (the block was released; its id may belong to another block now)";
     }
@@ -184,19 +189,46 @@ const char* vrex_hal_device_backend(const vrex_hal_device* dev) {
     return dev ? dev->backend.c_str() : "";
 }
 
-vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_geometry* g,
-                                          vrex_hal_allocator** out) {
+uint32_t vrex_hal_version(void) {
+    return VREX_HAL_VERSION;
+}
+
+vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device* dev, const vrex_hal_geometry* g,
+                                               const vrex_hal_allocator_options* opts,
+                                               vrex_hal_allocator** out) {
     return guarded([&] {
         if (!dev || !g || !out || g->pad) return VREX_HAL_ERR_INVALID;
+        vrex::AllocatorOptions o;
+        if (opts) {
+            // Size-prefixed: fields past the caller's struct_size keep their defaults; bytes past
+            // ours must be zero (a newer caller asking for something this library cannot do).
+            vrex_hal_allocator_options known{};
+            const std::size_t size = opts->struct_size;
+            if (size < sizeof(uint32_t)) return VREX_HAL_ERR_INVALID;
+            std::memcpy(&known, opts, std::min(size, sizeof(known)));
+            const auto* tail = reinterpret_cast<const unsigned char*>(opts);
+            for (std::size_t i = sizeof(known); i < size; i++)
+                if (tail[i]) return VREX_HAL_ERR_INVALID;
+            if (known.flags & ~(VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS))
+                return VREX_HAL_ERR_INVALID;
+            o.blocks_per_slab = known.blocks_per_slab;
+            if (known.flags & VREX_HAL_ALLOC_SPARE_SLABS) o.spare_slabs = known.spare_slabs;
+            o.evict_under_pressure = known.flags & VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE;
+        }
         vrex::ModelGeometry geom{g->layers, g->kv_heads, g->head_dim, static_cast<vrex::DType>(g->dtype),
                                  g->tokens_per_block};
-        auto a = vrex::KvAllocator::create(dev->dev, geom);
+        auto a = vrex::KvAllocator::create(dev->dev, geom, o);
         if (!a) return to_status(a.error());
         auto h = std::make_unique<vrex_hal_allocator>();
         h->alloc = std::move(*a);
         *out = h.release();
         return VREX_HAL_OK;
     });
+}
+
+vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_geometry* g,
+                                          vrex_hal_allocator** out) {
+    return vrex_hal_allocator_create_with(dev, g, nullptr, out);
 }
 
 void vrex_hal_allocator_destroy(vrex_hal_allocator* a) {
@@ -345,6 +377,14 @@ vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream* s, int* fd) {
         if (!r) return to_status(r.error());
         *fd = *r;
         return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_set_positions(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t first_token,
+                                       uint32_t token_count) {
+    return guarded([&] {
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
+        return to_status(s->stream->set_positions(from_c(*block), first_token, token_count).error());
     });
 }
 

@@ -10,6 +10,11 @@
 #include "vrex/hal.hpp"
 
 namespace vrex {
+namespace {
+
+constexpr std::uint64_t kDefaultBlocksPerSlab = 16;
+
+}  // namespace
 
 KvAllocator::KvAllocator(Key, std::shared_ptr<Device> device, const ModelGeometry& geometry,
                          std::uint64_t block_bytes, const AllocatorOptions& options)
@@ -27,11 +32,16 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
     if (!device) return std::make_error_code(std::errc::invalid_argument);
     auto bytes = geometry.block_bytes();
     if (!bytes) return device->lost_or(bytes.error());
-    if (options.blocks_per_slab == 0 || *bytes * options.blocks_per_slab > device->info().bank_size)
+    AllocatorOptions opts = options;
+    const std::uint64_t fit = device->info().bank_size / *bytes;
+    if (opts.blocks_per_slab == 0)
+        opts.blocks_per_slab =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(kDefaultBlocksPerSlab, fit));
+    if (opts.blocks_per_slab == 0 || opts.blocks_per_slab > fit)
         return device->lost_or(std::make_error_code(std::errc::invalid_argument));
     // Nothing else here reaches the device: an allocator on a lost device is refused now, not later.
     if (auto ec = device->lost_or({})) return ec;
-    return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, options);
+    return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, opts);
 }
 
 KvAllocator::~KvAllocator() {

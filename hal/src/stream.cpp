@@ -147,6 +147,8 @@ KvBlock make_block(const BlockRec& r, std::span<std::byte> mem, std::uint32_t st
     b.offset = r.offset;
     b.frame = frame;
     b.region = region;
+    b.first_token = r.first_token;
+    b.token_count = r.token_count;
     return b;
 }
 
@@ -485,6 +487,19 @@ Result<void> Stream::release(const KvBlock& block) {
     if (auto ec = local_error({})) return ec;
     auto& pend = st_->pending_release;
     if (std::find(pend.begin(), pend.end(), block.id) == pend.end()) pend.push_back(block.id);
+    return {};
+}
+
+Result<void> Stream::set_positions(const KvBlock& block, std::uint32_t first_token,
+                                   std::uint32_t token_count) {
+    std::lock_guard lock(alloc_->mu_);
+    BlockRec* r = alloc_->blocks_->find(block.id, block.generation);
+    if (!r) return errc::stale_handle;
+    if (r->owner != id_) return std::make_error_code(std::errc::operation_not_permitted);
+    if (token_count > alloc_->geometry_.tokens_per_block)
+        return std::make_error_code(std::errc::invalid_argument);
+    r->first_token = first_token;
+    r->token_count = token_count;
     return {};
 }
 

@@ -131,3 +131,53 @@ TEST(CApi, StaleHandlesReleaseListsAndCallbacks) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CApi, VersionAndSizePrefixedAllocatorOptions) {
+    EXPECT_EQ(vrex_hal_version(), static_cast<uint32_t>(VREX_HAL_VERSION));
+    EXPECT_EQ(vrex_hal_version() >> 16, static_cast<uint32_t>(VREX_HAL_VERSION_MAJOR));
+    vrex_hal_device* dev = nullptr;
+    ASSERT_EQ(vrex_hal_device_open("emulated", &dev), VREX_HAL_OK);
+    // Qwen2-VL-7B: the default options did not fit a 4 MiB bank before blocks_per_slab = 0 (auto).
+    vrex_hal_geometry qwen{28, 4, 128, VREX_HAL_BF16, 16, 0};
+    vrex_hal_allocator* a = nullptr;
+    ASSERT_EQ(vrex_hal_allocator_create(dev, &qwen, &a), VREX_HAL_OK);
+    EXPECT_EQ(vrex_hal_allocator_block_bytes(a), 917504u);
+    vrex_hal_allocator_destroy(a);
+
+    vrex_hal_allocator_options o{};
+    o.struct_size = sizeof(o);
+    o.blocks_per_slab = 16;  // 16 x 896 KiB does not fit a bank
+    EXPECT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &o, &a), VREX_HAL_ERR_INVALID);
+    o.blocks_per_slab = 2;
+    o.flags = VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS;
+    ASSERT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &o, &a), VREX_HAL_OK);
+    vrex_hal_allocator_destroy(a);
+    o.flags = 1u << 7;
+    EXPECT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &o, &a), VREX_HAL_ERR_INVALID) << "unknown flag";
+
+    // An older caller's smaller struct: only struct_size and blocks_per_slab.
+    o = vrex_hal_allocator_options{};
+    o.struct_size = 8;
+    o.blocks_per_slab = 3;
+    o.flags = 0xff;  // past struct_size: ignored
+    ASSERT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &o, &a), VREX_HAL_OK);
+    vrex_hal_allocator_destroy(a);
+    o.struct_size = 2;
+    EXPECT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &o, &a), VREX_HAL_ERR_INVALID);
+
+    // A newer caller's larger struct: accepted when the unknown tail is zero.
+    struct {
+        vrex_hal_allocator_options base;
+        uint32_t future[2];
+    } newer{};
+    newer.base.struct_size = sizeof(newer);
+    ASSERT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &newer.base, &a), VREX_HAL_OK);
+    vrex_hal_allocator_destroy(a);
+    newer.future[1] = 1;
+    EXPECT_EQ(vrex_hal_allocator_create_with(dev, &qwen, &newer.base, &a), VREX_HAL_ERR_INVALID);
+    vrex_hal_device_close(dev);
+}
+
+}  // namespace

@@ -169,6 +169,35 @@ TEST_P(Sharing, ACrossStreamHitOutlivesTheOwnersRelease) {
     EXPECT_EQ(slab_bytes(*a), a->block_bytes());
 }
 
+TEST_P(Sharing, PositionMetadataTravelsWithTheBlock) {
+    auto a = allocator(kSmall);
+    auto owner = stream(*a, {true, 5});
+    auto reader = stream(*a, {true, 5});
+    auto px = synthetic_frame(128, 96, 58, 0);
+    auto f = owner->begin_frame(view_of(px));
+    ASSERT_TRUE(f);
+    auto b = owner->allocate(7);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->first_token, 0u);
+    EXPECT_EQ(b->token_count, 0u);
+    ASSERT_TRUE(owner->set_positions(*b, 4096, 12));
+    EXPECT_EQ(owner->set_positions(*b, 0, 17).error(), std::errc::invalid_argument) << "16 tokens a block";
+    auto t = owner->retrieve_temporal(7, 0);
+    ASSERT_TRUE(t && t->hit);
+    EXPECT_EQ(t->block.first_token, 4096u);
+    EXPECT_EQ(t->block.token_count, 12u);
+    ASSERT_TRUE(reader->begin_frame(view_of(px)));
+    auto h = reader->retrieve_similar(7, f->fp, 0, Scope::pool);
+    ASSERT_TRUE(h && h->hit);
+    EXPECT_EQ(h->block.first_token, 4096u) << "another stream sees them too";
+    EXPECT_EQ(h->block.token_count, 12u);
+    EXPECT_EQ(reader->set_positions(h->block, 0, 1).error(), std::errc::operation_not_permitted);
+    ASSERT_TRUE(reader->end_frame());
+    ASSERT_TRUE(owner->release(*b));
+    ASSERT_TRUE(owner->end_frame());
+    EXPECT_EQ(owner->set_positions(*b, 0, 1).error(), errc::stale_handle);
+}
+
 TEST_P(Sharing, ZombieAgingAndStreamCloseOfTheOwnerKeepReferencedMemory) {
     AllocatorOptions o;
     o.blocks_per_slab = 1;
@@ -419,6 +448,66 @@ TEST_P(Sharing, PressureEvictsLeastRecentlyUsedUnpinnedBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, Sharing, ::testing::ValuesIn(test::available_backends()),
                          [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace vrex
+
+namespace vrex {
+namespace {
+
+// The KV memory contract (docs/hal.md): real model geometries fit the default emulated device, and
+// the layout inside a block is [layer][K, V][kv_head][token][head_dim], tightly packed.
+TEST(KvContract, DefaultEmulatedDeviceTakesRealModelGeometries) {
+    DeviceOptions o;
+    o.backend = BackendChoice::emulated;
+    auto d = Device::open(o);
+    ASSERT_TRUE(d);
+    struct Model {
+        const char* name;
+        ModelGeometry g;
+        std::uint64_t bytes;
+    };
+    const Model models[] = {
+        {"Qwen2-VL-7B", {28, 4, 128, DType::bf16, 16}, 2ull * 28 * 4 * 128 * 16 * 2},
+        {"Llama-3-8B", {32, 8, 128, DType::bf16, 16}, 2ull * 32 * 8 * 128 * 16 * 2},
+        {"vrex tiny", {4, 2, 64, DType::fp32, 4}, 16384},
+    };
+    for (const Model& m : models) {
+        auto a = KvAllocator::create(*d, m.g);
+        ASSERT_TRUE(a) << m.name << ": " << a.error().message();
+        EXPECT_EQ((*a)->block_bytes(), m.bytes) << m.name;
+        EXPECT_GE((*a)->options().blocks_per_slab, 1u);
+        EXPECT_LE((*a)->options().blocks_per_slab * m.bytes, (*d)->info().bank_size) << m.name;
+        auto s = (*a)->create_stream();
+        ASSERT_TRUE(s);
+        auto px = test::synthetic_frame(128, 96, 60, 0);
+        ASSERT_TRUE((*s)->begin_frame(view_of(px)));
+        auto b = (*s)->allocate_batch(std::vector<std::uint32_t>{0, 1});
+        ASSERT_TRUE(b) << m.name << ": " << b.error().message();
+        for (const KvBlock& k : *b) {
+            EXPECT_EQ(k.data.size(), m.bytes);
+            EXPECT_EQ(reinterpret_cast<std::uintptr_t>(k.data.data()) % ModelGeometry::kBlockAlign, 0u);
+            EXPECT_EQ(k.offset % ModelGeometry::kBlockAlign, 0u);
+        }
+        ASSERT_TRUE((*s)->end_frame());
+    }
+    AllocatorOptions too_many;
+    too_many.blocks_per_slab = 16;  // 16 x 2 MiB does not fit a 4 MiB bank: explicit values are checked
+    EXPECT_EQ(KvAllocator::create(*d, models[1].g, too_many).error(), std::errc::invalid_argument);
+}
+
+TEST(KvContract, LayoutIsLayerKvHeadTokenDimTightlyPacked) {
+    const ModelGeometry g{4, 2, 64, DType::fp32, 4};
+    const std::uint64_t row = 64 * 4;
+    EXPECT_EQ(g.element_offset(0, 0, 0, 0), 0u);
+    EXPECT_EQ(g.element_offset(0, 0, 0, 1), row) << "tokens of one head are adjacent";
+    EXPECT_EQ(g.element_offset(0, 0, 1, 0), 4 * row) << "then heads";
+    EXPECT_EQ(g.element_offset(0, 1, 0, 0), 2 * 4 * row) << "V after K of the layer";
+    EXPECT_EQ(g.element_offset(1, 0, 0, 0), 2 * 2 * 4 * row) << "then layers";
+    EXPECT_EQ(g.element_offset(3, 1, 1, 3) + row, *g.block_bytes()) << "no padding";
+    EXPECT_EQ(ModelGeometry({2, 2, 65, DType::fp16, 31}).block_bytes().error(), errc::bad_geometry)
+        << "not a multiple of 64 bytes";
+}
 
 }  // namespace
 }  // namespace vrex

@@ -83,9 +83,21 @@ struct ModelGeometry {
 
     static constexpr std::uint64_t kMinBlockBytes = 16 * 1024;
 
+    static constexpr std::uint64_t kBlockAlign = 64;
+
     // Bytes of one KV block: K and V for every layer, head, channel and token of the block.
-    // errc::bad_geometry for a zero field, an unknown dtype, overflow or < kMinBlockBytes.
+    // errc::bad_geometry for a zero field, an unknown dtype, overflow, < kMinBlockBytes or not a
+    // multiple of kBlockAlign (block bases are kBlockAlign-aligned: docs/hal.md "KV memory contract").
     Result<std::uint64_t> block_bytes() const;
+
+    // The fixed layout inside a block: [layer][K=0,V=1][kv_head][token][head_dim], elements of
+    // dtype tightly packed (no padding). Byte offset of element 0 of the head_dim vector of
+    // (@layer, @kv, @head, @token); the caller keeps the indices in range.
+    std::uint64_t element_offset(std::uint32_t layer, std::uint32_t kv, std::uint32_t head,
+                                 std::uint32_t token) const noexcept {
+        const std::uint64_t row = std::uint64_t{head_dim} * dtype_size(dtype);  // one token of one head
+        return (((std::uint64_t{layer} * 2 + kv) * kv_heads + head) * tokens_per_block + token) * row;
+    }
 };
 
 // ---- Frames, blocks, retrievals --------------------------------------------------------------
@@ -138,6 +150,10 @@ struct KvBlock {
     std::uint64_t offset = 0;  // byte offset of the block in the BO
     std::uint32_t frame = 0;   // frame the SHIE entry was made for
     std::uint32_t region = 0;
+    // Position metadata (Stream::set_positions): the sequence position of the block's first token
+    // and how many of its tokens_per_block slots hold tokens. 0, 0 until set.
+    std::uint32_t first_token = 0;
+    std::uint32_t token_count = 0;
 };
 
 enum class ReleaseReason : std::uint32_t {
@@ -220,8 +236,10 @@ struct Stats {
 };
 
 struct AllocatorOptions {
-    // Device memory is taken in slabs of this many blocks (one BO each, one bank each).
-    std::uint32_t blocks_per_slab = 16;
+    // Device memory is taken in slabs of this many blocks (one BO each, one bank each). 0 (the
+    // default): 16, or as many as fit in one bank when fewer do (large models: a 2 MiB Llama-3-8B
+    // block gives 2 a slab on 4 MiB banks). An explicit value that does not fit a bank is EINVAL.
+    std::uint32_t blocks_per_slab = 0;
     // Empty slabs kept (allocator-wide) when a slab's last block is freed; beyond these the slab's
     // BO is destroyed at once, so held memory follows the live blocks instead of every bank group's
     // high-water mark. One spare absorbs the free-then-refill pattern of consecutive frames.
@@ -277,6 +295,11 @@ class Stream {
     // open frame. A block another stream owns: this stream's reference is dropped now. A stale
     // handle: errc::stale_handle; a block this stream neither owns nor references: ENOENT.
     Result<void> release(const KvBlock& block);
+
+    // Records the positions @block's KV holds (first token's position, tokens filled, at most
+    // tokens_per_block); every later retrieval of the block returns them. The owner only
+    // (EPERM otherwise), EINVAL for token_count > tokens_per_block, errc::stale_handle.
+    Result<void> set_positions(const KvBlock& block, std::uint32_t first_token, std::uint32_t token_count);
 
     // Keeps @block's memory (and views) alive until unpin(), even after the device releases it,
     // and exempts it from pressure eviction. Pins nest. errc::stale_handle for a stale handle.
@@ -356,6 +379,8 @@ class KvAllocator : public std::enable_shared_from_this<KvAllocator> {
 
     std::uint64_t block_bytes() const noexcept { return block_bytes_; }
     const ModelGeometry& geometry() const noexcept { return geometry_; }
+    // The options in effect (blocks_per_slab resolved).
+    const AllocatorOptions& options() const noexcept { return options_; }
     Device& device() noexcept { return *device_; }
     Result<Stats> stats();
 

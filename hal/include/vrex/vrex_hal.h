@@ -7,11 +7,24 @@
 #ifndef VREX_HAL_H
 #define VREX_HAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
+ * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
+#define VREX_HAL_VERSION_MAJOR 0
+#define VREX_HAL_VERSION_MINOR 2
+#define VREX_HAL_VERSION_PATCH 0
+#define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
+#define VREX_HAL_VERSION \
+	VREX_HAL_VERSION_ENCODE(VREX_HAL_VERSION_MAJOR, VREX_HAL_VERSION_MINOR, VREX_HAL_VERSION_PATCH)
+
+/* VREX_HAL_VERSION of the library the program runs with. */
+uint32_t vrex_hal_version(void);
 
 typedef enum vrex_hal_status {
 	VREX_HAL_OK = 0,
@@ -29,6 +42,7 @@ typedef enum vrex_hal_status {
 	VREX_HAL_ERR_NOT_IN_FRAME = -12,	/* needs vrex_hal_begin_frame() first */
 	VREX_HAL_ERR_IO = -13,		/* any other device or system error */
 	VREX_HAL_ERR_STALE = -14,	/* block handle of a released (possibly recycled) block */
+	VREX_HAL_ERR_PERM = -15,	/* EPERM: the stream does not own the block */
 } vrex_hal_status;
 
 /* Static English description of a status. */
@@ -58,6 +72,25 @@ struct vrex_hal_geometry {
 /* The allocator keeps @dev alive; close both in any order. */
 vrex_hal_status vrex_hal_allocator_create(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
 					  vrex_hal_allocator **out);
+/*
+ * Allocator options, size-prefixed: set struct_size = sizeof(struct vrex_hal_allocator_options).
+ * A smaller struct (older header) is accepted, missing fields take their defaults; a larger one
+ * (newer header) is accepted only when the bytes this library does not know are all zero, else
+ * VREX_HAL_ERR_INVALID. Zeroed fields are the defaults.
+ */
+struct vrex_hal_allocator_options {
+	uint32_t struct_size;
+	uint32_t blocks_per_slab;	/* 0: 16, or as many as fit a bank */
+	uint32_t spare_slabs;		/* empty slabs kept; ignored unless flags has SPARE_SLABS */
+	uint32_t flags;			/* VREX_HAL_ALLOC_* */
+};
+#define VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE (1u << 0)	/* zombies, then LRU, instead of NOSPC */
+#define VREX_HAL_ALLOC_SPARE_SLABS (1u << 1)		/* spare_slabs is set (default 1) */
+
+/* vrex_hal_allocator_create() with options (NULL = defaults). */
+vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
+					       const struct vrex_hal_allocator_options *options,
+					       vrex_hal_allocator **out);
 void vrex_hal_allocator_destroy(vrex_hal_allocator *alloc);
 uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator *alloc);
 
@@ -93,6 +126,8 @@ struct vrex_hal_block {
 	uint32_t region;
 	uint32_t generation;	/* incarnation of @id; 0 is never valid */
 	uint32_t flags;		/* VREX_HAL_BLOCK_* */
+	uint32_t first_token;	/* position metadata (vrex_hal_set_positions), 0 until set */
+	uint32_t token_count;
 	uint32_t pad;
 };
 
@@ -152,6 +187,9 @@ vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream *stream, vrex_hal_rel
 /* An eventfd owned by the stream; its counter grows by the number of blocks released. */
 vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream *stream, int *fd);
 
+/* Position metadata of a block this stream owns (returned by every later retrieval). */
+vrex_hal_status vrex_hal_set_positions(vrex_hal_stream *stream, const struct vrex_hal_block *block,
+				       uint32_t first_token, uint32_t token_count);
 /* Keep a block's memory alive (and exempt from pressure eviction) until unpinned. */
 vrex_hal_status vrex_hal_pin(vrex_hal_stream *stream, const struct vrex_hal_block *block);
 vrex_hal_status vrex_hal_unpin(vrex_hal_stream *stream, const struct vrex_hal_block *block);

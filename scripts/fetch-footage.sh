@@ -192,11 +192,11 @@ if [[ -n $missing ]]; then
 	tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
 	chmod 0777 "$tmp"
-	for pkg in $(awk '{print $3}' <<<"$missing" | sort -u); do
+	awk '{print $3}' <<<"$missing" | sort -u | while read -r pkg; do
 		mapfile -t want < <(awk -v p="$pkg" '$3 == p {print $4, $7}' <<<"$missing" |
 			while read -r kind src; do members "$kind" "$src"; done)
 		extract_from "$tmp" "$pkg" "${want[@]}"
-	done
+	done || exit 1
 	while read -r key file pkg kind sha fps src; do
 		make_clip "$tmp" "$key" "$file" "$pkg" "$kind" "$sha" "$fps" "$src"
 	done <<<"$missing"

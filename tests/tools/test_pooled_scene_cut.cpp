@@ -28,7 +28,8 @@ std::map<std::string, std::string> footage() {
         std::string line(buf);
         if (!line.empty() && line.back() == '\n') line.pop_back();
         const auto at = line.find("_PATH=");
-        if (line.starts_with("VREX_") && at != std::string::npos) m[line.substr(5, at - 5)] = line.substr(at + 6);
+        if (line.starts_with("VREX_") && at != std::string::npos)
+            m[line.substr(5, at - 5)] = line.substr(at + 6);
     }
     if (pclose(p) != 0) m.clear();
     return m;
@@ -83,8 +84,8 @@ TEST(PooledSceneCut, CutInOneStreamMovesTheOthersReuseByLessThan3Percent) {
         const double before = plain.streams[s].reuse_rate(), after = cut.streams[s].reuse_rate();
         RecordProperty("stream" + std::to_string(s) + "_reuse_plain", std::to_string(before));
         RecordProperty("stream" + std::to_string(s) + "_reuse_cut", std::to_string(after));
-        std::printf("stream %u: reuse %.4f without the cut, %.4f with it (cross-stream reused %lu / %lu)\n", s,
-                    before, after, static_cast<unsigned long>(plain.streams[s].reused_cross_stream),
+        std::printf("stream %u: reuse %.4f without the cut, %.4f with it (cross-stream reused %lu / %lu)\n",
+                    s, before, after, static_cast<unsigned long>(plain.streams[s].reused_cross_stream),
                     static_cast<unsigned long>(cut.streams[s].reused_cross_stream));
         if (s == kCutStream) {
             // Positive control: the measurement sees the cut where it happened.
@@ -92,6 +93,7 @@ TEST(PooledSceneCut, CutInOneStreamMovesTheOthersReuseByLessThan3Percent) {
             continue;
         }
         EXPECT_EQ(plain.streams[s].frames, cut.streams[s].frames);
-        EXPECT_LT(std::fabs(after - before), 0.03) << "stream " << s << " moved by the cut in stream " << kCutStream;
+        EXPECT_LT(std::fabs(after - before), 0.03)
+            << "stream " << s << " moved by the cut in stream " << kCutStream;
     }
 }

@@ -57,12 +57,14 @@ struct StreamInfo {
     double fps = 0.0;
     std::uint32_t start_frame = 0;
     std::uint64_t frames = 0;
-    std::string cut_path;        // spliced-in clip (StreamSource::cut_path), empty if none
+    std::string cut_path;  // spliced-in clip (StreamSource::cut_path), empty if none
     std::uint32_t cut_at = 0;
-    std::uint64_t regions = 0;   // this stream's regions, and of them reused
+    std::uint64_t regions = 0;  // this stream's regions, and of them reused
     std::uint64_t reused = 0;
     std::uint64_t reused_cross_stream = 0;
-    double reuse_rate() const { return regions ? static_cast<double>(reused) / static_cast<double>(regions) : 0.0; }
+    double reuse_rate() const {
+        return regions ? static_cast<double>(reused) / static_cast<double>(regions) : 0.0;
+    }
 };
 
 struct RunResult {

@@ -53,8 +53,8 @@ struct SceneCut {
 struct PipelineOptions {
     ModelConfig model;
     ReusePolicy policy;
-    std::uint32_t radius = 20;     // similarity lookup radius (Hamming)
-    bool pooled = true;            // streams share one pool: cross-stream similarity reuse
+    std::uint32_t radius = 20;  // similarity lookup radius (Hamming)
+    bool pooled = true;         // streams share one pool: cross-stream similarity reuse
     // Release a block as soon as no frame of the window (Z + 1 frames) references it, instead of
     // waiting for the device's zombie rule, which also counts lookups as uses (window_ledger.hpp).
     bool window_release = true;

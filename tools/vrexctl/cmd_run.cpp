@@ -129,8 +129,8 @@ void print_human(const vrex::pipeline::Comparison& c, const nlohmann::json& j) {
     fmt::print("streams            {} ({} frames in total, {:.1f} s)\n", r.streams.size(), r.frames,
                r.wall_seconds);
     for (std::size_t i = 0; i < r.streams.size(); i++)
-        fmt::print("  stream {}         {} frames, reuse {} (cross-stream {}){}  {}\n", i, r.streams[i].frames,
-                   pct(r.streams[i].reuse_rate()), r.streams[i].reused_cross_stream,
+        fmt::print("  stream {}         {} frames, reuse {} (cross-stream {}){}  {}\n", i,
+                   r.streams[i].frames, pct(r.streams[i].reuse_rate()), r.streams[i].reused_cross_stream,
                    r.streams[i].cut_path.empty() ? "" : fmt::format(", cut at {}", r.streams[i].cut_at),
                    r.streams[i].path);
     fmt::print("reuse rate         {}  (similar {}, cross-stream {}, guard rejected {}, too old {})\n",
@@ -235,8 +235,8 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         auto on_pass = [a](const char* name) {
             if (a->opt.progress) std::cerr << fmt::format("\r{:60}\r{}:\n", "", name) << std::flush;
         };
-        const vrex::pipeline::Comparison c = vrex::pipeline::run_comparison(
-            [&g]() { return open_device(g); }, sources, a->opt, copt, on_pass);
+        const vrex::pipeline::Comparison c =
+            vrex::pipeline::run_comparison([&g]() { return open_device(g); }, sources, a->opt, copt, on_pass);
         if (a->opt.progress) std::cerr << std::endl;
         const vrex::pipeline::RunResult& r = c.run;
         nlohmann::json j = r.to_json();

@@ -72,9 +72,11 @@ int run(int argc, char** argv) {
         }
         return report_error(true, kExitUsage, "usage", e.what());
     } catch (const ExitError& e) {
-        static const char* const kinds[] = {"ok", "runtime", "usage", "no_device", "bad_input", "check_failed"};
+        static const char* const kinds[] = {"ok",        "runtime",   "usage",
+                                            "no_device", "bad_input", "check_failed"};
         const int c = e.code();
-        return report_error(json || g.json, c, c >= 0 && c <= kExitCheckFailed ? kinds[c] : "runtime", e.what());
+        return report_error(json || g.json, c, c >= 0 && c <= kExitCheckFailed ? kinds[c] : "runtime",
+                            e.what());
     } catch (const vrex::pipeline::Failure& e) {
         switch (e.kind()) {
             case vrex::pipeline::FailureKind::bad_input:

@@ -138,7 +138,7 @@ bench)
 	;;
 run)
 	make_clip clip.avi mpeg4 30
-	expect_rc 0 "${E[@]}" run clip.avi --max-frames 20 --no-progress
+	expect_rc 0 "${E[@]}" run clip.avi --max-frames 20 --no-progress --no-control
 	grep_out "streams            1 (20 frames"
 	grep_out "accounting         resident bytes = live blocks"
 	;;
@@ -224,7 +224,7 @@ PY
 	;;
 run-h264)
 	make_clip clip.mp4 libx264 25
-	expect_rc 0 "${E[@]}" --json run clip.mp4 --max-frames 25
+	expect_rc 0 "${E[@]}" --json run clip.mp4 --max-frames 25 --no-control
 	json_check "j['frames'] == 25" "j['stream_info'][0]['codec'] == 'h264'"
 	;;
 serve)

@@ -127,6 +127,11 @@ std::string headline_table(const Comparison& c, const nlohmann::json& h) {
              pct(ctl, ctl.is_null() ? 0.0 : ctl["out_of_group"]["rate"].get<double>()));
     t += row("reuse rate", pct(run, run["reuse_rate"].get<double>()),
              pct(ctl, ctl.is_null() ? 0.0 : ctl["reuse_rate"].get<double>()));
+    auto db = [](const nlohmann::json& f) {
+        return f.is_null() ? std::string("&ndash;")
+                           : fmt::format("{:.2f} dB", f["psnr_reused_p5_db"].get<double>());
+    };
+    t += row("reused-region PSNR p5", db(run), db(ctl));
     t += "</table>\n";
     if (n > 1)
         t += fmt::format("<p>All {} streams were active for {} of {} steps.</p>\n", n, r.all_active_steps(),

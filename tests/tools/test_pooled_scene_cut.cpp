@@ -21,7 +21,10 @@ using namespace vrex::pipeline;
 // VREX_<KEY>_PATH values printed by fetch-footage.sh; empty when it failed.
 std::map<std::string, std::string> footage() {
     std::map<std::string, std::string> m;
-    FILE* p = popen("bash " VREX_SOURCE_DIR "/scripts/fetch-footage.sh 2>/dev/null", "r");
+    FILE* p = popen(
+        "bash " VREX_SOURCE_DIR
+        "/scripts/fetch-footage.sh --clip VTEST --clip MIRE --clip CUBE --clip TREE --clip VCUBE 2>/dev/null",
+        "r");
     if (!p) return m;
     char buf[1024];
     while (std::fgets(buf, sizeof(buf), p)) {

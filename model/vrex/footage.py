@@ -88,9 +88,15 @@ def region_major(fmap: torch.Tensor) -> torch.Tensor:
 
 def encode_clip(path: Path, max_frames: int | None = None, batch: int = 32) -> np.ndarray:
     """[F, 64, C] float32 encoder tokens of a clip; cached under cache_root()/features."""
-    key = hashlib.sha256(f"{file_sha256(path)}:{ENCODER_PACKAGE}:{ENCODER_LAYER}:{INPUT_SIZE}:{max_frames}"
-                         .encode()).hexdigest()[:20]
-    cached = cache_root() / "features" / f"{key}.npy"
+    digest = file_sha256(path)
+
+    def cache_file(n: int | None) -> Path:
+        key = f"{digest}:{ENCODER_PACKAGE}:{ENCODER_LAYER}:{INPUT_SIZE}:{n}"
+        return cache_root() / "features" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
+
+    if max_frames and cache_file(None).is_file():  # the whole clip is cached already
+        return np.load(cache_file(None))[:max_frames]
+    cached = cache_file(max_frames)
     if cached.is_file():
         return np.load(cached)
     enc = tfjs.load(encoder_dir(), ENCODER_LAYER)

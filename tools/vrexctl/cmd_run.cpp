@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "model_runner.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/report.hpp"
@@ -23,6 +24,7 @@ struct RunArgs {
     bool no_progress = false;
     std::string reuse_pick = "chain";
     bool no_window_release = false;
+    std::string model;
     vrex::pipeline::PipelineOptions opt;
 };
 
@@ -129,6 +131,12 @@ void add_run(CLI::App& app, GlobalOptions& g) {
                 "releasing a block once no frame of the window references it");
     bool no_pool = false;
     c->add_flag("--no-pool", no_pool, "private streams (no cross-stream reuse)");
+    c->add_option("--model", a->model,
+                  "builtin: also run the builtin video transformer (model/) over the clips and add its keys "
+                  "(kl_mean, kl_p99, top1_agreement, attn_rel_err_p50, prefill_ms_ratio, reuse_rate, "
+                  "resident_bytes_ratio_window, control_radius0, control_no_fcc); the pixel pipeline's "
+                  "colliding keys move to pixel_<key>")
+        ->check(CLI::IsMember({"builtin"}));
     c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
     c->add_flag("--no-progress", a->no_progress, "no progress bar");
     c->callback([a, &g, c]() {
@@ -156,6 +164,14 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         const vrex::pipeline::RunResult r = vrex::pipeline::run_pipeline(dev, sources, a->opt);
         if (a->opt.progress) std::cerr << std::endl;
         nlohmann::json j = r.to_json();
+        if (a->model == "builtin") {
+            if (a->streams) throw ExitError(kExitUsage, "--model builtin takes the clips as VIDEO..., not --streams");
+            const nlohmann::json m = run_builtin_model({a->videos, a->max_frames, a->opt.radius});
+            for (const auto& [k, v] : m.items()) {
+                if (j.contains(k)) j["pixel_" + k] = j[k];
+                j[k] = v;
+            }
+        }
         if (!a->report.empty()) {
             const std::string page = vrex::pipeline::write_report(a->report, r);
             j["report"] = page;
@@ -164,6 +180,18 @@ void add_run(CLI::App& app, GlobalOptions& g) {
             print_json(j);
         } else {
             print_human(r, j);
+            if (a->model == "builtin") {
+                fmt::print("model builtin      KL mean {:.4f} nats (p99 {:.4f}), top-1 agreement {:.2f} %, "
+                           "prefill {:.3f}x exact, reuse {:.1f} %, resident {:.3f}x window\n",
+                           j["kl_mean"].get<double>(), j["kl_p99"].get<double>(),
+                           100.0 * j["top1_agreement"].get<double>(), j["prefill_ms_ratio"].get<double>(),
+                           100.0 * j["reuse_rate"].get<double>(), j["resident_bytes_ratio_window"].get<double>());
+                for (const char* ctl : {"control_radius0", "control_no_fcc"})
+                    fmt::print("  {:17s} KL mean {:.4f}, top-1 {:.2f} %, reuse {:.1f} %, resident {:.3f}x\n", ctl,
+                               j[ctl]["kl_mean"].get<double>(), 100.0 * j[ctl]["top1_agreement"].get<double>(),
+                               100.0 * j[ctl]["reuse_rate"].get<double>(),
+                               j[ctl]["resident_bytes_ratio_window"].get<double>());
+            }
             if (!a->report.empty()) fmt::print("report             {}\n", j["report"].get<std::string>());
         }
         if (r.accounting_mismatches)

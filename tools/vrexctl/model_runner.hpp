@@ -1,0 +1,23 @@
+// `vrexctl run --model builtin`: runs the builtin video transformer (model/, python3 -m vrex.run)
+// over the same clips and returns its JSON object (quality vs exact KV, prefill time, reuse, memory).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vrexctl {
+
+struct ModelRunArgs {
+    std::vector<std::string> videos;
+    std::uint32_t max_frames = 0;  // 0 = whole clips
+    std::uint32_t radius = 20;
+};
+
+// Spawns the runner (no shell), collects its stdout and parses it. ExitError(kExitRuntime) with the
+// runner's exit status when it fails; its diagnostics go to our stderr as they come.
+nlohmann::json run_builtin_model(const ModelRunArgs& args);
+
+}  // namespace vrexctl

@@ -147,6 +147,8 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         a->opt.max_frames = a->max_frames;
         if (a->streams && a->videos.size() != 1)
             throw ExitError(kExitUsage, "--streams replicates exactly one VIDEO");
+        if (a->streams && a->model == "builtin")
+            throw ExitError(kExitUsage, "--model builtin takes its streams as VIDEO... (repeat a clip), not --streams");
         for (const std::string& v : a->videos) {
             std::error_code ec;
             if (!std::filesystem::is_regular_file(v, ec))
@@ -164,9 +166,9 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         const vrex::pipeline::RunResult r = vrex::pipeline::run_pipeline(dev, sources, a->opt);
         if (a->opt.progress) std::cerr << std::endl;
         nlohmann::json j = r.to_json();
+        nlohmann::json m;
         if (a->model == "builtin") {
-            if (a->streams) throw ExitError(kExitUsage, "--model builtin takes the clips as VIDEO..., not --streams");
-            const nlohmann::json m = run_builtin_model({a->videos, a->max_frames, a->opt.radius});
+            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius});
             for (const auto& [k, v] : m.items()) {
                 if (j.contains(k)) j["pixel_" + k] = j[k];
                 j[k] = v;
@@ -174,6 +176,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         }
         if (!a->report.empty()) {
             const std::string page = vrex::pipeline::write_report(a->report, r);
+            if (!m.is_null()) add_model_section(page, m);
             j["report"] = page;
         }
         if (g.json) {

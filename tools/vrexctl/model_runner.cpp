@@ -7,8 +7,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "common.hpp"
+#include "pipeline/svg_plot.hpp"
 
 #ifndef VREX_PYTHON
 #define VREX_PYTHON "/usr/bin/python3"
@@ -77,6 +80,60 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
     } catch (const nlohmann::json::exception& e) {
         throw ExitError(kExitRuntime, fmt::format("--model builtin: runner output is not JSON: {}", e.what()));
     }
+}
+
+namespace {
+
+std::vector<double> doubles(const nlohmann::json& a) {
+    std::vector<double> v;
+    for (const auto& x : a) v.push_back(x.get<double>());
+    return v;
+}
+
+}  // namespace
+
+void add_model_section(const std::string& page, const nlohmann::json& m) {
+    namespace svg = vrex::pipeline::svg;
+    const nlohmann::json& pf = m.at("per_frame");
+    std::vector<double> x;
+    for (std::size_t i = 0; i < pf.at("kl_mean").size(); i++) x.push_back(static_cast<double>(i));
+    std::string rows;
+    auto row = [&](const char* key, const char* target) {
+        rows += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{}</td></tr>\n", key,
+                            m.at(key).get<double>(), m.at("control_radius0").at(key).get<double>(),
+                            m.at("control_no_fcc").at(key).get<double>(), target);
+    };
+    row("kl_mean", "&le; 0.05");
+    row("kl_p99", "");
+    row("top1_agreement", "&ge; 0.95");
+    row("attn_rel_err_p50", "");
+    row("prefill_ms_ratio", "&le; 0.4");
+    row("reuse_rate", "");
+    row("resident_bytes_ratio_window", "&le; 0.5");
+    svg::LineChart kl{"KL(exact || vrex) per frame", "frame", "nats (mean of 16 regions)", x,
+                      {{"vrex", "#c0392b", doubles(pf.at("kl_mean"))}}};
+    svg::LineChart top1{"top-1 agreement with exact KV per frame", "frame", "fraction", x,
+                        {{"vrex", "#2471a3", doubles(pf.at("top1_agreement"))}}};
+    top1.y_max = 1.0;
+    svg::LineChart pre{"prefill time per frame", "frame", "ms", x,
+                       {{"exact KV", "#7f8c8d", doubles(pf.at("prefill_ms_exact"))},
+                        {"vrex", "#27ae60", doubles(pf.at("prefill_ms_vrex"))}}};
+    const std::string section = fmt::format(
+        "<section id=\"model\"><h2>Model: builtin video transformer vs exact KV</h2>\n"
+        "<p>4-layer Llama-style decoder over nsfwjs MobileNetV2 tokens (docs/model.md); the same frames "
+        "run with exact KV, with vrex reuse, and with the two controls.</p>\n"
+        "<table><tr><th>figure</th><th>vrex</th><th>radius 0</th><th>no FCC</th><th>target</th></tr>\n{}"
+        "</table>\n<figure>{}</figure>\n<figure>{}</figure>\n<figure>{}</figure></section>\n",
+        rows, svg::line_chart(kl), svg::line_chart(top1), svg::line_chart(pre));
+    std::ifstream in(page);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    std::string html = buf.str();
+    const std::size_t at = html.find("<footer id=\"credits\">");
+    html.insert(at == std::string::npos ? html.size() : at, section);
+    std::ofstream out(page, std::ios::trunc);
+    out << html;
+    if (!out) throw ExitError(kExitRuntime, "cannot write " + page);
 }
 
 }  // namespace vrexctl

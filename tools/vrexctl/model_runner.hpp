@@ -20,4 +20,8 @@ struct ModelRunArgs {
 // runner's exit status when it fails; its diagnostics go to our stderr as they come.
 nlohmann::json run_builtin_model(const ModelRunArgs& args);
 
+// Adds a "model" section (summary table, KL / top-1 agreement / prefill time per frame) to the HTML
+// report at @page, before its credits. @m: the runner's object (with per_frame).
+void add_model_section(const std::string& page, const nlohmann::json& m);
+
 }  // namespace vrexctl

@@ -1,7 +1,7 @@
 """Quality and cost of vrex KV reuse on the builtin model, against exact KV, in one run.
 
 Usage: python3 -m vrex.run [--max-frames N] [--radius R] [--json] CLIP...
-Every clip is one stream. Four runs go in lockstep over the same frames, each on its own emulated
+Every clip is one stream. VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests). Four runs go in lockstep over the same frames, each on its own emulated
 device: exact (every region prefilled), vrex (FCC candidates + key-hash guard), control_radius0
 (fingerprint radius 0) and control_no_fcc (temporal candidate without the fingerprint filter).
 """
@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from . import footage, lcp, train
+from .decoder import Config, Decoder
 
 MODES = {
     "exact": {"reuse": False},
@@ -51,7 +52,13 @@ def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
 
 def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int) -> dict[str, Any]:
     torch.set_num_threads(1)  # see train.py: one thread on a shared 2-core machine
-    model, norm = train.load()
+    if os.environ.get("VREX_MODEL_WEIGHTS") == "random":
+        # Plumbing tests of the CLI (tests/tools): seeded random weights, no training.
+        torch.manual_seed(0)
+        model = Decoder(Config()).eval()
+        norm = {"mean": torch.zeros(model.c.feat_dim), "std": torch.full((model.c.feat_dim,), 3.0)}
+    else:
+        model, norm = train.load()
     c = model.c
     feats = []
     for p in clips:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .decoder import Decoder, visibility
+from .decoder import Attention, Decoder, visibility
 
 try:
     import _vrexhal as hal  # type: ignore[import-not-found]
@@ -53,7 +53,9 @@ class Options:
 
 @dataclass
 class FrameStats:
-    prefill_s: float = 0.0
+    prefill_s: float = 0.0       # CPU time of this thread (torch runs on one thread): robust to load
+    prefill_wall_s: float = 0.0
+    tokens: int = 0              # tokens prefilled (visual of fresh regions + queries)
     reused: int = 0
     regions: int = 0
     attn_out: list[torch.Tensor] = field(default_factory=list)  # per layer, the queries' attention output
@@ -61,6 +63,36 @@ class FrameStats:
 
 def popcount32(x: int) -> int:
     return bin(x).count("1")
+
+
+def rope_tables(pos: torch.Tensor, d: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of decoder.rope for positions @pos, computed once per frame for all layers."""
+    inv = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2.0 / d)
+    ang = pos.to(torch.float64)[:, None] * inv[None, :]
+    return ang.cos().float(), ang.sin().float()
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+def attend(attn: Attention, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor,
+           v: torch.Tensor, k_rope: tuple[torch.Tensor, torch.Tensor], bias: torch.Tensor) -> torch.Tensor:
+    """Attention.attend of the decoder, computed per KV head (the query heads of a group share one
+    matmul against their KV head instead of copying K/V per query head), with RoPE tables shared by
+    the layers and an additive mask @bias [rep * Tq, Tk]. pytest checks it against the reference."""
+    c = attn.c
+    t = h.shape[1]
+    rep = c.heads // c.kv_heads
+    q = attn.wq(h[0]).view(t, c.heads, c.head_dim).transpose(0, 1)  # H T hd
+    q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)  # head h = kv * rep + r
+    kr = rotate(k[0], *k_rope)  # KVH Tk hd
+    s = torch.baddbmm(bias, q, kr.transpose(1, 2), alpha=c.head_dim**-0.5)
+    o = torch.softmax(s, dim=-1) @ v[0]  # KVH (rep T) hd
+    o = o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(1, t, c.heads * c.head_dim)
+    return attn.wo(o)
 
 
 class Session:
@@ -133,7 +165,7 @@ class StreamRunner:
         m, c, o = self.s.model, self.s.model.c, self.s.opts
         fs = FrameStats(regions=c.regions)
         info = self.st.begin_frame(luma)
-        t0 = time.perf_counter()
+        t0, w0 = time.thread_time(), time.perf_counter()
         vis = m.embed(tokens) + m.slot_embed
         reuse_of: dict[int, "hal.KvBlock"] = {}
         hashes: list[int] = []
@@ -173,8 +205,10 @@ class StreamRunner:
         k_slot = torch.cat([torch.arange(c.visual).repeat(past_n), torch.arange(c.slots)])
         k_frame = torch.cat([torch.arange(past_n).repeat_interleave(c.visual), torch.full((c.slots,), past_n)])
         mask = visibility(q_frame, q_slot, k_frame, k_slot, c.visual)
-        q_pos = q_frame * c.slots + q_slot
-        k_pos = k_frame * c.slots + k_slot
+        rep = c.heads // c.kv_heads
+        bias = torch.zeros(mask.shape).masked_fill_(~mask, float("-inf")).repeat(rep, 1)
+        q_rope = rope_tables(q_frame * c.slots + q_slot, c.head_dim, c.rope_base)
+        k_rope = rope_tables(k_frame * c.slots + k_slot, c.head_dim, c.rope_base)
         # Past window, all layers at once: [L, 2, KVH, P*64, hd] read from the blocks.
         if past_n:
             past = torch.stack([v for fr in self.views for v in fr], dim=3)  # L 2 KVH (P*16) T hd
@@ -192,12 +226,14 @@ class StreamRunner:
             if past_n:
                 ks.insert(0, past[li, 0])
                 vs.insert(0, past[li, 1])
-            a = blk.attn.attend(h, q_pos, torch.cat(ks, 1)[None], torch.cat(vs, 1)[None], k_pos, mask)
+            a = attend(blk.attn, h, q_rope, torch.cat(ks, 1)[None], torch.cat(vs, 1)[None], k_rope, bias)
             if keep_attn:
                 fs.attn_out.append(a[0, nf:].clone())
             x = blk.mlp(x + a)
         logits = m.head(m.norm(x[0, nf:]))
-        fs.prefill_s = time.perf_counter() - t0
+        fs.prefill_s = time.thread_time() - t0
+        fs.prefill_wall_s = time.perf_counter() - w0
+        fs.tokens = x.shape[1]
 
         self.frames.append(blocks)
         self.views.append(views)

@@ -168,7 +168,9 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         nlohmann::json j = r.to_json();
         nlohmann::json m;
         if (a->model == "builtin") {
-            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius});
+            // --stream-offset staggers the model's streams only when given (VIDEO... = one stream each).
+            const std::uint32_t offset = c->count("--stream-offset") ? a->stream_offset : 0;
+            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, offset});
             for (const auto& [k, v] : m.items()) {
                 if (j.contains(k)) j["pixel_" + k] = j[k];
                 j[k] = v;

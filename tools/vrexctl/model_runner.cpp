@@ -31,6 +31,10 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
                         "--model builtin: the vrex Python extension was not built (pybind11-dev, python3-dev, "
                         "python3-torch: scripts/deps.sh) and VREX_MODEL_PYTHONPATH is not set");
     std::vector<std::string> args = {VREX_PYTHON, "-m", "vrex.run", "--json", "--radius", std::to_string(a.radius)};
+    if (a.stream_offset) {
+        args.push_back("--stream-offset");
+        args.push_back(std::to_string(a.stream_offset));
+    }
     if (a.max_frames) {
         args.push_back("--max-frames");
         args.push_back(std::to_string(a.max_frames));

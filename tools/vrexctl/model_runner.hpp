@@ -14,6 +14,7 @@ struct ModelRunArgs {
     std::vector<std::string> videos;
     std::uint32_t max_frames = 0;  // 0 = whole clips
     std::uint32_t radius = 20;
+    std::uint32_t stream_offset = 0;  // the i-th clip starts at frame i * stream_offset
 };
 
 // Spawns the runner (no shell), collects its stdout and parses it. ExitError(kExitRuntime) with the

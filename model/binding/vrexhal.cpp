@@ -3,9 +3,9 @@
 // numpy/torch tensors alias the block without a copy. Lifetimes: a Block keeps its Stream (and so
 // the allocator and device) alive; the memory itself is valid while the HAL keeps the block live
 // (docs/hal.md: until the end_frame that releases it), which the caller's window ledger guarantees.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <pybind11/numpy.h>
 
 #include <memory>
 #include <stdexcept>
@@ -44,7 +44,9 @@ struct PyBlock {
     std::shared_ptr<PyStream> owner;
 };
 
-py::tuple fp_tuple(const Fingerprint& fp) { return py::make_tuple(fp.w[0], fp.w[1]); }
+py::tuple fp_tuple(const Fingerprint& fp) {
+    return py::make_tuple(fp.w[0], fp.w[1]);
+}
 
 Fingerprint fp_from(const py::tuple& t) {
     if (t.size() != 2) throw std::invalid_argument("fingerprint must be a (w0, w1) tuple");
@@ -149,8 +151,9 @@ PYBIND11_MODULE(_vrexhal, m) {
         .def(
             "allocate",
             [](const std::shared_ptr<PyStream>& s, std::uint32_t region, std::int32_t offset) {
-                return PyBlock{take(s->stream->allocate(region, offset), "allocate region " + std::to_string(region)),
-                               s};
+                return PyBlock{
+                    take(s->stream->allocate(region, offset), "allocate region " + std::to_string(region)),
+                    s};
             },
             py::arg("region"), py::arg("frame_offset") = 0)
         .def(
@@ -168,10 +171,10 @@ PYBIND11_MODULE(_vrexhal, m) {
             py::arg("region"), py::arg("frame_offset"))
         .def(
             "retrieve_similar",
-            [](const std::shared_ptr<PyStream>& s, std::uint32_t region, const py::tuple& fp, std::uint32_t radius,
-               const std::string& scope, bool past_only) {
-                return retrieval(take(s->stream->retrieve_similar(region, fp_from(fp), radius, scope_from(scope),
-                                                                  past_only),
+            [](const std::shared_ptr<PyStream>& s, std::uint32_t region, const py::tuple& fp,
+               std::uint32_t radius, const std::string& scope, bool past_only) {
+                return retrieval(take(s->stream->retrieve_similar(region, fp_from(fp), radius,
+                                                                  scope_from(scope), past_only),
                                       "retrieve_similar"),
                                  s);
             },
@@ -188,15 +191,13 @@ PYBIND11_MODULE(_vrexhal, m) {
         .def_property_readonly("frame", [](const PyBlock& b) { return b.b.frame; })
         .def_property_readonly("bank", [](const PyBlock& b) { return b.b.bank; })
         .def_property_readonly("nbytes", [](const PyBlock& b) { return b.b.data.size(); })
-        .def_property_readonly("address", [](const PyBlock& b) {
-            return reinterpret_cast<std::uintptr_t>(b.b.data.data());
-        })
+        .def_property_readonly(
+            "address", [](const PyBlock& b) { return reinterpret_cast<std::uintptr_t>(b.b.data.data()); })
         .def_buffer([](PyBlock& b) {
             return py::buffer_info(b.b.data.data(), 1, py::format_descriptor<std::uint8_t>::format(), 1,
                                    {static_cast<py::ssize_t>(b.b.data.size())}, {1}, false);
         });
 
-    m.def("fingerprint_distance", [](const py::tuple& a, const py::tuple& b) {
-        return fp_from(a).distance(fp_from(b));
-    });
+    m.def("fingerprint_distance",
+          [](const py::tuple& a, const py::tuple& b) { return fp_from(a).distance(fp_from(b)); });
 }

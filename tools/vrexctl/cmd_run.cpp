@@ -148,7 +148,8 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         if (a->streams && a->videos.size() != 1)
             throw ExitError(kExitUsage, "--streams replicates exactly one VIDEO");
         if (a->streams && a->model == "builtin")
-            throw ExitError(kExitUsage, "--model builtin takes its streams as VIDEO... (repeat a clip), not --streams");
+            throw ExitError(kExitUsage,
+                            "--model builtin takes its streams as VIDEO... (repeat a clip), not --streams");
         for (const std::string& v : a->videos) {
             std::error_code ec;
             if (!std::filesystem::is_regular_file(v, ec))
@@ -186,14 +187,16 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         } else {
             print_human(r, j);
             if (a->model == "builtin") {
-                fmt::print("model builtin      KL mean {:.4f} nats (p99 {:.4f}), top-1 agreement {:.2f} %, "
-                           "prefill {:.3f}x exact, reuse {:.1f} %, resident {:.3f}x window\n",
-                           j["kl_mean"].get<double>(), j["kl_p99"].get<double>(),
-                           100.0 * j["top1_agreement"].get<double>(), j["prefill_ms_ratio"].get<double>(),
-                           100.0 * j["reuse_rate"].get<double>(), j["resident_bytes_ratio_window"].get<double>());
+                fmt::print(
+                    "model builtin      KL mean {:.4f} nats (p99 {:.4f}), top-1 agreement {:.2f} %, "
+                    "prefill {:.3f}x exact, reuse {:.1f} %, resident {:.3f}x window\n",
+                    j["kl_mean"].get<double>(), j["kl_p99"].get<double>(),
+                    100.0 * j["top1_agreement"].get<double>(), j["prefill_ms_ratio"].get<double>(),
+                    100.0 * j["reuse_rate"].get<double>(), j["resident_bytes_ratio_window"].get<double>());
                 for (const char* ctl : {"control_radius0", "control_no_fcc"})
-                    fmt::print("  {:17s} KL mean {:.4f}, top-1 {:.2f} %, reuse {:.1f} %, resident {:.3f}x\n", ctl,
-                               j[ctl]["kl_mean"].get<double>(), 100.0 * j[ctl]["top1_agreement"].get<double>(),
+                    fmt::print("  {:17s} KL mean {:.4f}, top-1 {:.2f} %, reuse {:.1f} %, resident {:.3f}x\n",
+                               ctl, j[ctl]["kl_mean"].get<double>(),
+                               100.0 * j[ctl]["top1_agreement"].get<double>(),
                                100.0 * j[ctl]["reuse_rate"].get<double>(),
                                j[ctl]["resident_bytes_ratio_window"].get<double>());
             }

@@ -27,10 +27,12 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
     const char* env_path = std::getenv("VREX_MODEL_PYTHONPATH");
     const std::string pypath = env_path && *env_path ? env_path : VREX_MODEL_PYTHONPATH;
     if (pypath.empty())
-        throw ExitError(kExitRuntime,
-                        "--model builtin: the vrex Python extension was not built (pybind11-dev, python3-dev, "
-                        "python3-torch: scripts/deps.sh) and VREX_MODEL_PYTHONPATH is not set");
-    std::vector<std::string> args = {VREX_PYTHON, "-m", "vrex.run", "--json", "--radius", std::to_string(a.radius)};
+        throw ExitError(
+            kExitRuntime,
+            "--model builtin: the vrex Python extension was not built (pybind11-dev, python3-dev, "
+            "python3-torch: scripts/deps.sh) and VREX_MODEL_PYTHONPATH is not set");
+    std::vector<std::string> args = {VREX_PYTHON, "-m",       "vrex.run",
+                                     "--json",    "--radius", std::to_string(a.radius)};
     if (a.stream_offset) {
         args.push_back("--stream-offset");
         args.push_back(std::to_string(a.stream_offset));
@@ -41,13 +43,16 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
     }
     args.insert(args.end(), a.videos.begin(), a.videos.end());
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
 
     int fds[2];
-    if (pipe(fds) != 0) throw ExitError(kExitRuntime, fmt::format("--model builtin: pipe: {}", std::strerror(errno)));
+    if (pipe(fds) != 0)
+        throw ExitError(kExitRuntime, fmt::format("--model builtin: pipe: {}", std::strerror(errno)));
     const pid_t pid = fork();
-    if (pid < 0) throw ExitError(kExitRuntime, fmt::format("--model builtin: fork: {}", std::strerror(errno)));
+    if (pid < 0)
+        throw ExitError(kExitRuntime, fmt::format("--model builtin: fork: {}", std::strerror(errno)));
     if (pid == 0) {
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
@@ -82,7 +87,8 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
     try {
         return nlohmann::json::parse(out);
     } catch (const nlohmann::json::exception& e) {
-        throw ExitError(kExitRuntime, fmt::format("--model builtin: runner output is not JSON: {}", e.what()));
+        throw ExitError(kExitRuntime,
+                        fmt::format("--model builtin: runner output is not JSON: {}", e.what()));
     }
 }
 
@@ -90,6 +96,7 @@ namespace {
 
 std::vector<double> doubles(const nlohmann::json& a) {
     std::vector<double> v;
+    v.reserve(a.size());
     for (const auto& x : a) v.push_back(x.get<double>());
     return v;
 }
@@ -99,12 +106,12 @@ std::vector<double> doubles(const nlohmann::json& a) {
 void add_model_section(const std::string& page, const nlohmann::json& m) {
     namespace svg = vrex::pipeline::svg;
     const nlohmann::json& pf = m.at("per_frame");
-    std::vector<double> x;
-    for (std::size_t i = 0; i < pf.at("kl_mean").size(); i++) x.push_back(static_cast<double>(i));
+    std::vector<double> x(pf.at("kl_mean").size());
+    for (std::size_t i = 0; i < x.size(); i++) x[i] = static_cast<double>(i);
     std::string rows;
     auto row = [&](const char* key, const char* target) {
-        rows += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{}</td></tr>\n", key,
-                            m.at(key).get<double>(), m.at("control_radius0").at(key).get<double>(),
+        rows += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{}</td></tr>\n",
+                            key, m.at(key).get<double>(), m.at("control_radius0").at(key).get<double>(),
                             m.at("control_no_fcc").at(key).get<double>(), target);
     };
     row("kl_mean", "&le; 0.05");
@@ -114,12 +121,21 @@ void add_model_section(const std::string& page, const nlohmann::json& m) {
     row("prefill_ms_ratio", "&le; 0.4");
     row("reuse_rate", "");
     row("resident_bytes_ratio_window", "&le; 0.5");
-    svg::LineChart kl{"KL(exact || vrex) per frame", "frame", "nats (mean of 16 regions)", x,
+    svg::LineChart kl{"KL(exact || vrex) per frame",
+                      "frame",
+                      "nats (mean of 16 regions)",
+                      x,
                       {{"vrex", "#c0392b", doubles(pf.at("kl_mean"))}}};
-    svg::LineChart top1{"top-1 agreement with exact KV per frame", "frame", "fraction", x,
+    svg::LineChart top1{"top-1 agreement with exact KV per frame",
+                        "frame",
+                        "fraction",
+                        x,
                         {{"vrex", "#2471a3", doubles(pf.at("top1_agreement"))}}};
     top1.y_max = 1.0;
-    svg::LineChart pre{"prefill time per frame", "frame", "ms", x,
+    svg::LineChart pre{"prefill time per frame",
+                       "frame",
+                       "ms",
+                       x,
                        {{"exact KV", "#7f8c8d", doubles(pf.at("prefill_ms_exact"))},
                         {"vrex", "#27ae60", doubles(pf.at("prefill_ms_vrex"))}}};
     const std::string section = fmt::format(

@@ -2,9 +2,8 @@
 // over the same clips and returns its JSON object (quality vs exact KV, prefill time, reuse, memory).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

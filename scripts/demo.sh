@@ -57,7 +57,7 @@ echo "report: $(cd "$out" && pwd)/index.html"
 frames=${VREX_DEMO_MODEL_FRAMES:-100}
 echo
 echo "demo: vrexctl run --model builtin --max-frames $frames $clip"
-"$vrexctl" --backend emu run --json --model builtin --max-frames "$frames" --report "$out/model" "$clip" \
+"$vrexctl" --backend emu --json run --model builtin --max-frames "$frames" --report "$out/model" "$clip" \
 	>"$out/model.json"
 python3 - "$out/model.json" <<'PY'
 import json, sys

@@ -13,6 +13,8 @@ int run(int argc, char** argv) {
     using namespace vrexctl;
     CLI::App app{"vrexctl: V-Rex device diagnostics and the real-video KV-reuse pipeline"};
     app.require_subcommand(1);
+    // Global options may also follow the subcommand (`vrexctl run --json ...`, as issue 11 writes it).
+    app.fallthrough();
     GlobalOptions g;
     app.add_option("--backend", g.backend, "auto | emu | kernel (default auto: kernel device if present)")
         ->capture_default_str();

@@ -11,6 +11,9 @@
 #    (100 frames apart, wrapping),
 # 3. writes the HTML report and prints its path and the headline figures: the same-window
 #    comparison first, the append-only ratio as a footnote.
+# 4. runs the builtin video transformer (docs/model.md; `make model` trains it, else the first run does,
+#    cached) on the first VREX_DEMO_MODEL_FRAMES (default 100) frames of vtest.avi with `vrexctl run
+#    --model builtin`: exact KV vs vrex reuse vs the controls, report with a "model" section in $out/model.
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
@@ -91,3 +94,27 @@ print(f"  footnote: vs an append-only paged baseline (keeps every frame ever see
 PY
 echo "full summary: $out.txt"
 echo "report: $(cd "$out" && pwd)/index.html"
+
+frames=${VREX_DEMO_MODEL_FRAMES:-100}
+echo
+echo "demo: vrexctl run --model builtin --max-frames $frames $(clip VTEST)"
+"$vrexctl" --backend emu --json run --model builtin --no-control --no-single --max-frames "$frames" \
+	--report "$out/model" "$(clip VTEST)" \
+	>"$out/model.json"
+python3 - "$out/model.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+def ok(c): return "met" if c else "NOT met"
+r0, nf = j["control_radius0"], j["control_no_fcc"]
+print(f"builtin model on {j['frames']} frames x {j['streams']} stream(s), window {j['window_frames']} frames")
+print(f"  KL mean {j['kl_mean']:.4f} nats (target <= 0.05: {ok(j['kl_mean'] <= 0.05)}), p99 {j['kl_p99']:.4f}")
+print(f"  top-1 agreement {100*j['top1_agreement']:.2f} % (target >= 95 %: {ok(j['top1_agreement'] >= 0.95)})")
+print(f"  prefill {j['prefill_ms_ratio']:.3f}x exact (target <= 0.4x: {ok(j['prefill_ms_ratio'] <= 0.4)})")
+print(f"  resident KV {j['resident_bytes_ratio_window']:.3f}x the same-window baseline "
+      f"(target <= 0.5x: {ok(j['resident_bytes_ratio_window'] <= 0.5)}), reuse {100*j['reuse_rate']:.1f} %")
+lost = 1 - r0["reuse_rate"] / j["reuse_rate"] if j["reuse_rate"] else 0
+print(f"  radius-0 control: reuse {100*r0['reuse_rate']:.1f} % ({100*lost:.0f} % less), KL {r0['kl_mean']:.4f} "
+      f"(target: >= 20 % less reuse or >= 2x KL: {ok(lost >= 0.2 or r0['kl_mean'] >= 2 * j['kl_mean'])})")
+print(f"  no-FCC control:   reuse {100*nf['reuse_rate']:.1f} %, KL {nf['kl_mean']:.4f}")
+PY
+echo "report: $(cd "$out/model" && pwd)/index.html"

@@ -348,6 +348,35 @@ err-streams-with-two-videos)
 	expect_rc 2 "${E[@]}" run clip.avi clip.avi --streams 2
 	grep_err "exactly one VIDEO"
 	;;
+run-model-builtin)
+	# The CLI side of --model builtin: the Python runner is spawned, its keys are merged, the report
+	# gets a model section. Random weights (VREX_MODEL_WEIGHTS=random): the model itself is tested
+	# by model/tests; training it here would cost minutes.
+	make_clip clip.avi mpeg4 6
+	export VREX_MODEL_WEIGHTS=random
+	expect_rc 0 "${E[@]}" --json run clip.avi --model builtin --max-frames 6 \
+		--report model-report
+	python3 - "$WORK/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+keys = ["kl_mean", "kl_p99", "top1_agreement", "attn_rel_err_p50", "prefill_ms_ratio", "reuse_rate",
+        "resident_bytes_ratio_window"]
+for obj in (j, j["control_radius0"], j["control_no_fcc"]):
+    missing = [k for k in keys if k not in obj]
+    assert not missing, missing
+assert j["frames"] == 6 and "pixel_reuse_rate" in j, j.keys()
+PY
+	grep -q 'id="model"' model-report/index.html || fail "no model section in the report"
+	;;
+err-model-unknown)
+	make_clip clip.avi mpeg4 5
+	expect_rc 2 "${E[@]}" run clip.avi --model gpt
+	;;
+err-model-with-streams)
+	make_clip clip.avi mpeg4 5
+	expect_rc 2 "${E[@]}" run clip.avi --model builtin --streams 2
+	grep_err "not --streams"
+	;;
 err-bad-listen)
 	expect_rc 2 "${E[@]}" serve --listen nonsense
 	expect_rc 2 "${E[@]}" serve --listen 127.0.0.1:99999

@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "pipeline/comparison.hpp"
+#include "model_runner.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/report.hpp"
@@ -28,6 +29,7 @@ struct RunArgs {
     bool no_window_release = false;
     bool no_control = false;
     bool no_single = false;
+    std::string model;
     vrex::pipeline::PipelineOptions opt;
 };
 
@@ -210,9 +212,16 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     c->add_flag("--no-pool", no_pool, "private streams (no cross-stream reuse)");
     c->add_flag("--no-control", a->no_control, "skip the radius-0 control pass");
     c->add_flag("--no-single", a->no_single, "skip the stream-0-alone pass of a multi-stream run");
+    c->add_option("--model", a->model,
+                  "builtin: also run the builtin video transformer (model/) over the clips and add its keys "
+                  "(kl_mean, kl_p99, top1_agreement, attn_rel_err_p50, prefill_ms_ratio, reuse_rate, "
+                  "resident_bytes_ratio_window, control_radius0, control_no_fcc); the pixel pipeline's "
+                  "colliding keys move to pixel_<key>")
+        ->check(CLI::IsMember({"builtin"}));
     c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
     c->add_flag("--no-progress", a->no_progress, "no progress bar");
     c->callback([a, &g, c]() {
+        const bool offset_given = c->count("--stream-offset") > 0;
         a->opt.pooled = !c->get_option("--no-pool")->as<bool>();
         a->opt.model.dtype = parse_dtype(a->dtype);
         a->opt.policy.prefer_chain = a->reuse_pick == "chain";
@@ -220,6 +229,9 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         a->opt.max_frames = a->max_frames;
         if (a->streams && a->videos.size() != 1)
             throw ExitError(kExitUsage, "--streams replicates exactly one VIDEO");
+        if (a->streams && a->model == "builtin")
+            throw ExitError(kExitUsage,
+                            "--model builtin takes its streams as VIDEO... (repeat a clip), not --streams");
         for (const std::string& v : a->videos) check_video_path(v);
         std::vector<vrex::pipeline::StreamSource> sources;
         if (a->streams) {
@@ -241,14 +253,39 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         const vrex::pipeline::RunResult& r = c.run;
         nlohmann::json j = r.to_json();
         j["headline"] = c.to_json();
+        nlohmann::json m;
+        if (a->model == "builtin") {
+            // --stream-offset staggers the model's streams only when given (VIDEO... = one stream each).
+            const std::uint32_t offset = offset_given ? a->stream_offset : 0;
+            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, offset});
+            for (const auto& [k, v] : m.items()) {
+                if (j.contains(k)) j["pixel_" + k] = j[k];
+                j[k] = v;
+            }
+        }
         if (!a->report.empty()) {
             const std::string page = vrex::pipeline::write_report(a->report, c);
+            if (!m.is_null()) add_model_section(page, m);
             j["report"] = page;
         }
         if (g.json) {
             print_json(j);
         } else {
             print_human(c, j);
+            if (a->model == "builtin") {
+                fmt::print(
+                    "model builtin      KL mean {:.4f} nats (p99 {:.4f}), top-1 agreement {:.2f} %, "
+                    "prefill {:.3f}x exact, reuse {:.1f} %, resident {:.3f}x window\n",
+                    j["kl_mean"].get<double>(), j["kl_p99"].get<double>(),
+                    100.0 * j["top1_agreement"].get<double>(), j["prefill_ms_ratio"].get<double>(),
+                    100.0 * j["reuse_rate"].get<double>(), j["resident_bytes_ratio_window"].get<double>());
+                for (const char* ctl : {"control_radius0", "control_no_fcc"})
+                    fmt::print("  {:17s} KL mean {:.4f}, top-1 {:.2f} %, reuse {:.1f} %, resident {:.3f}x\n",
+                               ctl, j[ctl]["kl_mean"].get<double>(),
+                               100.0 * j[ctl]["top1_agreement"].get<double>(),
+                               100.0 * j[ctl]["reuse_rate"].get<double>(),
+                               j[ctl]["resident_bytes_ratio_window"].get<double>());
+            }
             if (!a->report.empty()) fmt::print("report             {}\n", j["report"].get<std::string>());
         }
         std::uint64_t mismatches = r.accounting_mismatches;

@@ -183,19 +183,24 @@ PYBIND11_MODULE(_vrexhal, m) {
         .def(
             "release", [](PyStream& s, const PyBlock& b) { check(s.stream->release(b.b), "release"); },
             py::arg("block"))
-        .def("end_frame", [](PyStream& s) { return take(s.stream->end_frame(), "end_frame"); });
+        .def("end_frame", [](PyStream& s) { return take(s.stream->end_frame(), "end_frame").count; });
 
     py::class_<PyBlock>(m, "KvBlock", py::buffer_protocol())
         .def_property_readonly("id", [](const PyBlock& b) { return b.b.id; })
         .def_property_readonly("region", [](const PyBlock& b) { return b.b.region; })
         .def_property_readonly("frame", [](const PyBlock& b) { return b.b.frame; })
         .def_property_readonly("bank", [](const PyBlock& b) { return b.b.bank; })
-        .def_property_readonly("nbytes", [](const PyBlock& b) { return b.b.data.size(); })
+        .def_property_readonly("generation", [](const PyBlock& b) { return b.b.generation; })
+        .def_property_readonly("shared", [](const PyBlock& b) { return b.b.shared; })
+        .def_property_readonly("nbytes", [](const PyBlock& b) { return b.b.view.size(); })
         .def_property_readonly(
-            "address", [](const PyBlock& b) { return reinterpret_cast<std::uintptr_t>(b.b.data.data()); })
+            "address", [](const PyBlock& b) { return reinterpret_cast<std::uintptr_t>(b.b.view.data()); })
         .def_buffer([](PyBlock& b) {
-            return py::buffer_info(b.b.data.data(), 1, py::format_descriptor<std::uint8_t>::format(), 1,
-                                   {static_cast<py::ssize_t>(b.b.data.size())}, {1}, false);
+            // A block another stream owns or references is read-only (docs/hal.md "Sharing").
+            // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): buffer_info takes void*
+            return py::buffer_info(const_cast<std::byte*>(b.b.view.data()), 1,
+                                   py::format_descriptor<std::uint8_t>::format(), 1,
+                                   {static_cast<py::ssize_t>(b.b.view.size())}, {1}, b.b.shared);
         });
 
     m.def("fingerprint_distance",

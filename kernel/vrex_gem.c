@@ -215,13 +215,17 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	ret = drm_gem_create_mmap_offset(&bo->base);
 	if (ret)
 		goto err_put;
-	ret = drm_gem_handle_create(file, &bo->base, &handle);
-	if (ret)
-		goto err_put;
-	drm_gem_object_put(&bo->base);
-
-	args->handle = handle;
+	/*
+	 * Once the handle exists another thread of this file can GEM_CLOSE it
+	 * and free the BO: read what is reported before publishing it, and
+	 * never touch @bo after dropping the creation reference.
+	 */
 	args->bank = bo->bank;
+	ret = drm_gem_handle_create(file, &bo->base, &handle);
+	drm_gem_object_put(&bo->base);
+	if (ret)
+		goto out_exit;
+	args->handle = handle;
 	drm_dev_exit(idx);
 	return 0;
 

@@ -152,9 +152,9 @@ static int vrex_counts_show(struct seq_file *m, void *unused)
 		mutex_unlock(&vdev->lock);
 		drm_dev_exit(idx);
 	}
-	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\n",
+	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\nresets %u\n",
 		   atomic_read(&vdev->live_bos), atomic_read(&vdev->live_streams),
-		   atomic_read(&vdev->live_blocks), entries, hw_blocks);
+		   atomic_read(&vdev->live_blocks), entries, hw_blocks, READ_ONCE(vdev->resets));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);
@@ -194,8 +194,12 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	debugfs_create_file("dev", 0444, d, vdev, &vrex_dev_fops);
 	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION)) {
 		debugfs_create_atomic_t("fail_alloc", 0600, d, &vdev->fail_alloc);
-		if (vdev->sim)
+		if (vdev->sim) {
 			debugfs_create_atomic_t("fail_cmds", 0600, d, &vdev->sim->fail_cmds);
+			debugfs_create_atomic_t("hang_cmds", 0600, d, &vdev->sim->hang_cmds);
+			debugfs_create_u32("fail_cmd_op", 0600, d, &vdev->sim->fail_cmd_op);
+			debugfs_create_u32("fail_cmd_code", 0600, d, &vdev->sim->fail_cmd_code);
+		}
 	}
 }
 

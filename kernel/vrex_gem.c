@@ -24,6 +24,7 @@
 struct vrex_bo {
 	struct drm_gem_object base;
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
+	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
 	u32 bank;
 	u32 flags;
 };
@@ -31,6 +32,40 @@ struct vrex_bo {
 static inline struct vrex_bo *to_vrex_bo(struct drm_gem_object *obj)
 {
 	return container_of(obj, struct vrex_bo, base);
+}
+
+struct vrex_quota *vrex_quota_alloc(void)
+{
+	struct vrex_quota *quota = kzalloc(sizeof(*quota), GFP_KERNEL);
+
+	if (quota)
+		kref_init(&quota->ref);
+	return quota;
+}
+
+static void vrex_quota_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct vrex_quota, ref));
+}
+
+void vrex_quota_put(struct vrex_quota *quota)
+{
+	kref_put(&quota->ref, vrex_quota_release);
+}
+
+/* Charges @bo's size to @quota, or -EDQUOT if that would pass file_max_bytes. */
+static int vrex_quota_charge(struct vrex_quota *quota, struct vrex_bo *bo)
+{
+	u64 max = READ_ONCE(vrex_file_max_bytes);
+	s64 size = bo->base.size;
+
+	if (atomic64_add_return(size, &quota->bytes) > max && max) {
+		atomic64_sub(size, &quota->bytes);
+		return -EDQUOT;
+	}
+	kref_get(&quota->ref);
+	bo->quota = quota;
+	return 0;
 }
 
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj)
@@ -49,6 +84,10 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 		vdev->bo_bytes[bo->bank] -= obj->size;
 		mutex_unlock(&vdev->mm_lock);
 		atomic_dec(&vdev->live_bos);
+	}
+	if (bo->quota) {
+		atomic64_sub(obj->size, &bo->quota->bytes);
+		vrex_quota_put(bo->quota);
 	}
 	drm_gem_object_release(obj);
 	kfree(bo);
@@ -206,6 +245,9 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	bo->base.funcs = &vrex_gem_funcs;
 	drm_gem_private_object_init(drm, &bo->base, PAGE_ALIGN(args->size));
 
+	ret = vrex_quota_charge(to_vrex_file(file)->quota, bo);
+	if (ret)
+		goto err_put;
 	ret = vrex_bo_place(vdev, bo, args->bank_mask);
 	if (ret)
 		goto err_put;

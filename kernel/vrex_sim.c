@@ -51,13 +51,22 @@ u32 vrex_sim_read(struct vrex_sim *s, u32 off)
 
 void vrex_sim_write(struct vrex_sim *s, u32 off, u32 val)
 {
+	u32 op = READ_ONCE(s->fail_cmd_op), code = READ_ONCE(s->fail_cmd_code) & 0xff;
+
+	if (off == VREX_REG_RESET)
+		s->forced_status = 0;
 	if (off == VREX_REG_CMD) {
 		s->forced_status = 0;
-		/* Injected failure: the command never reaches the model, nothing changes. */
-		if (atomic_dec_if_positive(&s->fail_cmds) >= 0) {
-			s->forced_status = VREX_STATUS_ERROR | (EIO << VREX_STATUS_ERRNO_SHIFT);
-			return;
+		/* Injected failure or hang: the command never reaches the model, nothing changes. */
+		if (!op || val == op) {
+			if (atomic_dec_if_positive(&s->hang_cmds) >= 0)
+				s->forced_status = VREX_STATUS_BUSY;
+			else if (atomic_dec_if_positive(&s->fail_cmds) >= 0)
+				s->forced_status = VREX_STATUS_ERROR |
+						   ((code ? code : 5) << VREX_STATUS_ERRNO_SHIFT);
 		}
+		if (s->forced_status)
+			return;
 	}
 	vrex_model_write(&s->model, off, val);
 }

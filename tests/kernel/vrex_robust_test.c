@@ -2,7 +2,8 @@
 /*
  * vrex robustness, run as root in the QEMU guests: object lifetime under
  * concurrent use of one file (BO_CREATE racing GEM_CLOSE of the handle it is
- * about to return). Ends with
+ * about to return) and the per-file quotas (module parameters
+ * file_max_streams and file_max_bytes, EDQUOT when hit). Ends with
  * "robust: N passed, M failed"; every case can fail, nothing is skipped.
  */
 #define _GNU_SOURCE
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include "vrex_test_util.h"
+
+#define PARAM_DIR "/sys/module/vrex/parameters/"
 
 static struct drm_vrex_device_info info;
 
@@ -88,6 +91,89 @@ static void test_create_close_race(int fd)
 	vt_report(c1.bos == c0.bos, "race: no BO left (%ld before, %ld after)", c0.bos, c1.bos);
 }
 
+/* ---- per-file quotas ------------------------------------------------------------------- */
+
+static int param_write(const char *name, unsigned long long val)
+{
+	char path[256];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%llu\n", val) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static void test_quota_streams(void)
+{
+	uint32_t ids[4], n = 0, s;
+	int fd = vt_open_node(NULL, 0), fd2 = vt_open_node(NULL, 0), r;
+
+	if (fd < 0 || fd2 < 0 || param_write("file_max_streams", 2)) {
+		vt_report(0, "quota streams: setup (node or " PARAM_DIR "file_max_streams)");
+		goto out;
+	}
+	while (n < 4 && !vt_stream_create(fd, 0, 0, &ids[n]))
+		n++;
+	r = vt_stream_create(fd, 0, 0, &s);
+	vt_report(n == 2 && r == -EDQUOT,
+		  "quota streams: 2 streams per file, the third -> EDQUOT (%u opened, got %d)", n, r);
+	r = vt_stream_create(fd2, 0, 0, &s);
+	vt_report(!r, "quota streams: another file still gets a stream (got %d)", r);
+	if (n) {
+		vt_stream_destroy(fd, ids[--n]);
+		r = vt_stream_create(fd, 0, 0, &ids[n]);
+		vt_report(!r, "quota streams: a destroyed stream gives its slot back (got %d)", r);
+		if (!r)
+			n++;
+	}
+	param_write("file_max_streams", 0);
+	r = vt_stream_create(fd, 0, 0, &s);
+	vt_report(!r, "quota streams: 0 lifts the limit (got %d)", r);
+out:
+	param_write("file_max_streams", 0);
+	if (fd >= 0)
+		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
+}
+
+static void test_quota_bytes(void)
+{
+	uint32_t h[3], extra, h2;
+	int fd = vt_open_node(NULL, 0), fd2 = vt_open_node(NULL, 0), r, r2, i;
+
+	if (fd < 0 || fd2 < 0 || param_write("file_max_bytes", 3 * 4096)) {
+		vt_report(0, "quota bytes: setup (node or " PARAM_DIR "file_max_bytes)");
+		goto out;
+	}
+	r = vt_bo_create(fd, 8192, 1, 0, &h[0], NULL);
+	r2 = vt_bo_create(fd, 4096, 1, 0, &h[1], NULL);
+	vt_report(!r && !r2, "quota bytes: 12 KiB of BOs under a 12 KiB limit (got %d, %d)", r, r2);
+	r = vt_bo_create(fd, 1, 1, 0, &extra, NULL);
+	vt_report(r == -EDQUOT, "quota bytes: one more page -> EDQUOT (got %d)", r);
+	r = vt_bo_create(fd2, 8192, 1, 0, &h2, NULL);
+	vt_report(!r, "quota bytes: another file has its own budget (got %d)", r);
+	vt_gem_close(fd, h[0]);
+	r = vt_bo_create(fd, 8192, 1, 0, &h[2], NULL);
+	vt_report(!r, "quota bytes: freeing a BO gives its bytes back (got %d)", r);
+	for (i = 0; i < 2; i++) {
+		r = vt_bo_create(fd, 4096, 1, 0, &extra, NULL);
+		if (r)
+			break;
+	}
+	vt_report(r == -EDQUOT && i == 0, "quota bytes: still bounded after the refund (got %d)", r);
+out:
+	param_write("file_max_bytes", 0);
+	if (fd >= 0)
+		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
+}
+
 int main(void)
 {
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
@@ -102,6 +188,8 @@ int main(void)
 	}
 	test_create_close_race(fd);
 	close(fd);
+	test_quota_streams();
+	test_quota_bytes();
 
 	end = vt_live_now();
 	vt_live_print("  end", end);

@@ -295,8 +295,9 @@ struct drm_vrex_shie_batch {
 	__u64 items;
 };
 
-#define DRM_VREX_RELEASE_ZOMBIE		1
-#define DRM_VREX_RELEASE_REMOVED	2
+#define DRM_VREX_RELEASE_ZOMBIE		1	/* cold for more than zombie_frames frames */
+#define DRM_VREX_RELEASE_REMOVED	2	/* removed explicitly (RETIRE @remove) */
+#define DRM_VREX_RELEASE_RESET		3	/* lost in a device reset after a timeout */
 
 struct drm_vrex_released_block {
 	__u32 block;

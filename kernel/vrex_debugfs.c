@@ -81,6 +81,9 @@ static void vrex_banks_dump(struct seq_file *m, struct vrex_device *vdev)
 	u32 b, g, ngroups = vdev->group_banks ? vdev->nbanks / vdev->group_banks : 0;
 	u64 bo_bytes;
 
+	if (!vdev->mem.vmalloced)
+		seq_printf(m, "bank memory: phys %pa dma %pad, %s\n", &vdev->mem.phys, &vdev->mem.dma,
+			   vdev->mem.has_pages ? "struct pages" : "no struct pages");
 	seq_puts(m, "bank   bo_bytes      kv_kib  kv_blocks\n");
 	for (b = 0; b < vdev->nbanks; b++) {
 		mutex_lock(&vdev->mm_lock);
@@ -199,6 +202,9 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 			debugfs_create_atomic_t("hang_cmds", 0600, d, &vdev->sim->hang_cmds);
 			debugfs_create_u32("fail_cmd_op", 0600, d, &vdev->sim->fail_cmd_op);
 			debugfs_create_u32("fail_cmd_code", 0600, d, &vdev->sim->fail_cmd_code);
+			debugfs_create_atomic_t("forge_lookups", 0600, d, &vdev->sim->forge_lookups);
+			debugfs_create_u32("forge_block", 0600, d, &vdev->sim->forge_block);
+			debugfs_create_u32("forge_stream", 0600, d, &vdev->sim->forge_stream);
 		}
 	}
 }

@@ -310,6 +310,7 @@ int vrex_device_probe(struct vrex_device *vdev)
 	if (ret)
 		return ret;
 	init_completion(&vdev->cmd_done);
+	INIT_LIST_HEAD(&vdev->bos);
 	xa_init(&vdev->blocks);
 	ida_init(&vdev->stream_ida);
 	ida_init(&vdev->pool_ida);

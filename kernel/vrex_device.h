@@ -10,6 +10,7 @@
 
 #include <linux/completion.h>
 #include <linux/idr.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
@@ -32,6 +33,7 @@ struct vrex_mem {
 	void *vaddr;
 	void __iomem *iomem;
 	phys_addr_t phys;	/* real memory: base for mmap; unused when @vmalloced */
+	dma_addr_t dma;		/* real memory: the engine's (IOMMU or bus) address of it */
 	u64 size;
 	bool vmalloced;		/* simulated: vmalloc_user() memory */
 	bool has_pages;		/* struct pages back it: dma-buf export can build an sg_table */
@@ -79,6 +81,7 @@ struct vrex_device {
 	struct mutex mm_lock;
 	struct drm_mm bank_mm[VREX_MAX_BANKS_HW];
 	u64 bo_bytes[VREX_MAX_BANKS_HW];
+	struct list_head bos;		/* placed BOs, for revoking dma-buf mappings */
 
 	/* Live objects, for leak checks (debugfs "counts"). */
 	atomic_t live_bos;

@@ -5,7 +5,9 @@
  * pointer (device address) handed to the hardware stays valid for the BO's
  * lifetime. User mappings go straight to the bank memory.
  */
+#include <linux/dma-buf.h>
 #include <linux/io.h>
+#include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -23,6 +25,7 @@
 
 struct vrex_bo {
 	struct drm_gem_object base;
+	struct list_head link;		/* vdev->bos, under mm_lock; empty before placement */
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
 	u32 bank;
@@ -80,6 +83,7 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 
 	if (drm_mm_node_allocated(&bo->node)) {
 		mutex_lock(&vdev->mm_lock);
+		list_del(&bo->link);
 		drm_mm_remove_node(&bo->node);
 		vdev->bo_bytes[bo->bank] -= obj->size;
 		mutex_unlock(&vdev->mm_lock);
@@ -93,26 +97,36 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 	kfree(bo);
 }
 
+/*
+ * Both the DRM file's mmap and the dma-buf's (drm_gem_prime_mmap()) land
+ * here. Mappings are populated now and revoked at unplug
+ * (vrex_gem_unmap_user()), so no fault handler is needed; a mapping made
+ * after unplug is refused. Memory without struct pages (a no-map carve-out,
+ * a BAR) is mapped as raw PFNs, never through pages.
+ */
 static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
 	struct vrex_mem *mem = &vdev->mem;
 	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
 	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
-	int ret;
+	int ret, idx;
 
 	/* Pinned memory: no copy-on-write private mappings of device memory. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
 
 	if (mem->vmalloced) {
 		ret = remap_vmalloc_range(vma, mem->vaddr, addr >> PAGE_SHIFT);
 	} else {
 		vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 		vrex_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
-		ret = remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
-				      vma->vm_end - vma->vm_start, vma->vm_page_prot);
+		ret = io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
+					 vma->vm_end - vma->vm_start, vma->vm_page_prot);
 	}
+	drm_dev_exit(idx);
 	return ret;
 }
 
@@ -124,14 +138,19 @@ static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
 	struct page **pages;
 	struct sg_table *sgt;
 	unsigned int i;
-	int ret;
+	int ret, idx;
 
+	/* No struct pages (no-map carve-out, BAR): never invent them with pfn_to_page(). */
 	if (!vdev->mem.has_pages)
 		return ERR_PTR(-EOPNOTSUPP);
+	if (!drm_dev_enter(obj->dev, &idx))
+		return ERR_PTR(-ENODEV);
 
 	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
-	if (!pages)
-		return ERR_PTR(-ENOMEM);
+	if (!pages) {
+		ret = -ENOMEM;
+		goto err_exit;
+	}
 	for (i = 0; i < npages; i++) {
 		u64 addr = bo->node.start + ((u64)i << PAGE_SHIFT);
 
@@ -150,12 +169,15 @@ static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
 	if (ret)
 		goto err_sgt;
 	kvfree(pages);
+	drm_dev_exit(idx);
 	return sgt;
 
 err_sgt:
 	kfree(sgt);
 err_pages:
 	kvfree(pages);
+err_exit:
+	drm_dev_exit(idx);
 	return ERR_PTR(ret);
 }
 
@@ -163,11 +185,16 @@ static int vrex_gem_vmap(struct drm_gem_object *obj, struct vrex_map *map)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
 	u64 addr = to_vrex_bo(obj)->node.start;
+	int idx;
 
+	/* The bank mapping of real hardware is a devm resource of the bound device. */
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
 	if (vdev->mem.iomem)
 		vrex_map_set_vaddr_iomem(map, vdev->mem.iomem + addr);
 	else
 		vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
+	drm_dev_exit(idx);
 	return 0;
 }
 
@@ -199,6 +226,7 @@ static int vrex_bo_place(struct vrex_device *vdev, struct vrex_bo *bo, u64 mask)
 		if (!ret) {
 			bo->bank = b;
 			vdev->bo_bytes[b] += bo->base.size;
+			list_add_tail(&bo->link, &vdev->bos);
 			break;
 		}
 	}
@@ -296,9 +324,28 @@ int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_fil
 /*
  * Device memory must not stay mapped into processes once the device is gone
  * (recent cores do this in drm_dev_unplug() too); later accesses get SIGBUS.
+ * Mappings made through the DRM file live in the device's anon inode;
+ * dma-buf mappings live in each exported dma-buf's own file, so every
+ * exported BO's is revoked too. After drm_dev_unplug() no new mapping can be
+ * made (vrex_gem_mmap() enters the device), so nothing is mapped again.
+ * object_name_lock keeps obj->dma_buf stable (the prime core sets and clears
+ * it under that lock).
  */
 void vrex_gem_unmap_user(struct vrex_device *vdev)
 {
+	struct vrex_bo *bo;
+
 	if (vdev->drm.anon_inode)
 		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
+
+	mutex_lock(&vdev->drm.object_name_lock);
+	mutex_lock(&vdev->mm_lock);
+	list_for_each_entry(bo, &vdev->bos, link) {
+		struct dma_buf *buf = bo->base.dma_buf;
+
+		if (buf && buf->file)
+			unmap_mapping_range(buf->file->f_mapping, 0, 0, 1);
+	}
+	mutex_unlock(&vdev->mm_lock);
+	mutex_unlock(&vdev->drm.object_name_lock);
 }

@@ -19,6 +19,15 @@ struct vrex_sim {
 	u32 fail_cmd_op;
 	u32 fail_cmd_code;
 	u32 forced_status;	/* STATUS of an injected failure or hang, 0 when none */
+	/*
+	 * A misbehaving device: the next @forge_lookups lookups report a hit on
+	 * block @forge_block of hardware stream @forge_stream, whatever the pool
+	 * scoping says, so the driver's own ownership filter can be tested.
+	 */
+	atomic_t forge_lookups;
+	u32 forge_block;
+	u32 forge_stream;
+	bool forging;		/* RES_* of the last command are forged */
 };
 
 #endif /* VREX_SIM_H */

@@ -82,8 +82,8 @@ static void vrex_banks_dump(struct seq_file *m, struct vrex_device *vdev)
 	u64 bo_bytes;
 
 	if (!vdev->mem.vmalloced)
-		seq_printf(m, "bank memory: phys %pa dma %pad, %s\n", &vdev->mem.phys, &vdev->mem.dma,
-			   vdev->mem.has_pages ? "struct pages" : "no struct pages");
+		seq_printf(m, "bank memory: phys %pa dma %pad, %s struct pages\n",
+			   &vdev->mem.phys, &vdev->mem.dma, vdev->mem.has_pages ? "with" : "no");
 	seq_puts(m, "bank   bo_bytes      kv_kib  kv_blocks\n");
 	for (b = 0; b < vdev->nbanks; b++) {
 		mutex_lock(&vdev->mm_lock);
@@ -198,13 +198,15 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION)) {
 		debugfs_create_atomic_t("fail_alloc", 0600, d, &vdev->fail_alloc);
 		if (vdev->sim) {
-			debugfs_create_atomic_t("fail_cmds", 0600, d, &vdev->sim->fail_cmds);
-			debugfs_create_atomic_t("hang_cmds", 0600, d, &vdev->sim->hang_cmds);
-			debugfs_create_u32("fail_cmd_op", 0600, d, &vdev->sim->fail_cmd_op);
-			debugfs_create_u32("fail_cmd_code", 0600, d, &vdev->sim->fail_cmd_code);
-			debugfs_create_atomic_t("forge_lookups", 0600, d, &vdev->sim->forge_lookups);
-			debugfs_create_u32("forge_block", 0600, d, &vdev->sim->forge_block);
-			debugfs_create_u32("forge_stream", 0600, d, &vdev->sim->forge_stream);
+			struct vrex_sim *sim = vdev->sim;
+
+			debugfs_create_atomic_t("fail_cmds", 0600, d, &sim->fail_cmds);
+			debugfs_create_atomic_t("hang_cmds", 0600, d, &sim->hang_cmds);
+			debugfs_create_u32("fail_cmd_op", 0600, d, &sim->fail_cmd_op);
+			debugfs_create_u32("fail_cmd_code", 0600, d, &sim->fail_cmd_code);
+			debugfs_create_atomic_t("forge_lookups", 0600, d, &sim->forge_lookups);
+			debugfs_create_u32("forge_block", 0600, d, &sim->forge_block);
+			debugfs_create_u32("forge_stream", 0600, d, &sim->forge_stream);
 		}
 	}
 }

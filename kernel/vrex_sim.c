@@ -73,7 +73,7 @@ void vrex_sim_write(struct vrex_sim *s, u32 off, u32 val)
 		s->forced_status = 0;
 		s->forging = (val == VREX_CMD_LOOKUP_TEMPORAL || val == VREX_CMD_LOOKUP_SIMILAR) &&
 			     atomic_dec_if_positive(&s->forge_lookups) >= 0;
-		/* Injected failure or hang: the command never reaches the model, nothing changes. */
+		/* Injected failure or hang: the command never reaches the model. */
 		if (!op || val == op) {
 			if (atomic_dec_if_positive(&s->hang_cmds) >= 0)
 				s->forced_status = VREX_STATUS_BUSY;

@@ -93,6 +93,8 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj);
 void vrex_gem_unmap_user(struct vrex_device *vdev);
+struct seq_file;
+void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev);
 
 /* vrex_stream.c */
 int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file *file);
@@ -112,7 +114,6 @@ void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream
 /* vrex_query.c */
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file);
-int vrex_ioctl_reg_read(struct drm_device *drm, void *data, struct drm_file *file);
 void vrex_check_limits_init(const struct vrex_device *vdev, struct vrex_check_limits *lim);
 int vrex_sysfs_init(struct vrex_device *vdev);
 

@@ -10,6 +10,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <drm/drm_drv.h>
@@ -29,7 +30,7 @@ struct vrex_bo {
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
 	u32 bank;
-	u32 flags;
+	u32 flags;	/* DRM_VREX_BO_*: placement hints */
 };
 
 static inline struct vrex_bo *to_vrex_bo(struct drm_gem_object *obj)
@@ -211,9 +212,15 @@ static const struct drm_gem_object_funcs vrex_gem_funcs = {
 	.vm_ops = &vrex_gem_vm_ops,
 };
 
-/* Lowest bank of @mask with room; the node is left allocated on success. */
+/*
+ * Lowest bank of @mask with room; the node is left allocated on success.
+ * STAGING-only buffers go to the top of the bank, everything else to the
+ * best-fitting hole from the bottom (the uAPI's placement hints).
+ */
 static int vrex_bo_place(struct vrex_device *vdev, struct vrex_bo *bo, u64 mask)
 {
+	enum drm_mm_insert_mode mode = bo->flags == DRM_VREX_BO_STAGING ? DRM_MM_INSERT_HIGH :
+									  DRM_MM_INSERT_BEST;
 	u32 b;
 	int ret = -ENOSPC;
 
@@ -222,7 +229,7 @@ static int vrex_bo_place(struct vrex_device *vdev, struct vrex_bo *bo, u64 mask)
 		if (!(mask & BIT_ULL(b)))
 			continue;
 		ret = drm_mm_insert_node_generic(&vdev->bank_mm[b], &bo->node, bo->base.size,
-						 PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+						 PAGE_SIZE, 0, mode);
 		if (!ret) {
 			bo->bank = b;
 			vdev->bo_bytes[b] += bo->base.size;
@@ -319,6 +326,17 @@ int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_fil
 	args->offset = drm_vma_node_offset_addr(&obj->vma_node);
 	drm_gem_object_put(obj);
 	return 0;
+}
+
+/* debugfs banks: one "bo <device address> <size> <flags>" line per placed BO. */
+void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev)
+{
+	struct vrex_bo *bo;
+
+	mutex_lock(&vdev->mm_lock);
+	list_for_each_entry(bo, &vdev->bos, link)
+		seq_printf(m, "bo %#llx %zu %#x\n", bo->node.start, bo->base.size, bo->flags);
+	mutex_unlock(&vdev->mm_lock);
 }
 
 /*

@@ -140,8 +140,12 @@ void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream
 }
 
 /*
- * Checks the batch header against @ksize (vrex_check_batch()), then copies its @count elements of
- * @elem_size bytes from user space into an array of @ksize ones.
+ * Checks the batch header (vrex_check_batch()), then copies its @count elements of
+ * @elem_size bytes from user space into an array of @ksize ones with
+ * copy_struct_from_user() semantics: a smaller element (an older binary) is
+ * zero-extended, a larger one (a newer binary) is accepted only if every byte
+ * past @ksize is zero, else -E2BIG, so no field a newer caller set is ever
+ * silently ignored.
  */
 static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t ksize)
 {
@@ -158,30 +162,39 @@ static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t k
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
 	if (elem_size == ksize) {
-		if (copy_from_user(buf, src, array_size(count, ksize)))
-			goto err_fault;
+		if (copy_from_user(buf, src, array_size(count, ksize))) {
+			ret = -EFAULT;
+			goto err_free;
+		}
 		return buf;
 	}
-	for (i = 0; i < count; i++)
-		if (copy_from_user(buf + (size_t)i * ksize, src + (size_t)i * elem_size, ksize))
-			goto err_fault;
+	for (i = 0; i < count; i++) {
+		ret = copy_struct_from_user(buf + (size_t)i * ksize, ksize,
+					    src + (size_t)i * elem_size, elem_size);
+		if (ret)
+			goto err_free;
+	}
 	return buf;
 
-err_fault:
+err_free:
 	kvfree(buf);
-	return ERR_PTR(-EFAULT);
+	return ERR_PTR(ret);
 }
 
-/* Writes back the fields this kernel knows; bytes past them in each element are untouched. */
+/*
+ * Writes back min(@elem_size, @ksize) bytes of each element: an older caller
+ * gets the fields it knows, a newer one's bytes past ours are untouched.
+ */
 static int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, size_t ksize)
 {
 	void __user *dst = u64_to_user_ptr(uptr);
+	size_t n = min_t(size_t, elem_size, ksize);
 	u32 i;
 
 	if (elem_size == ksize)
 		return copy_to_user(dst, buf, array_size(count, ksize)) ? -EFAULT : 0;
 	for (i = 0; i < count; i++)
-		if (copy_to_user(dst + (size_t)i * elem_size, buf + (size_t)i * ksize, ksize))
+		if (copy_to_user(dst + (size_t)i * elem_size, buf + (size_t)i * ksize, n))
 			return -EFAULT;
 	return 0;
 }

@@ -3,7 +3,8 @@
  * vrex robustness, run as root in the QEMU guests: object lifetime under
  * concurrent use of one file (BO_CREATE racing GEM_CLOSE of the handle it is
  * about to return) and the per-file quotas (module parameters
- * file_max_streams and file_max_bytes, EDQUOT when hit). Ends with
+ * file_max_streams and file_max_bytes, EDQUOT when hit) and the BO placement
+ * hints (KV from the bottom of a bank, STAGING from the top). Ends with
  * "robust: N passed, M failed"; every case can fail, nothing is skipped.
  */
 #define _GNU_SOURCE
@@ -174,6 +175,53 @@ out:
 		close(fd2);
 }
 
+/* ---- BO placement hints --------------------------------------------------------------- */
+
+/* Device address of the BO of @size bytes and @flags listed in debugfs banks; -1 if none. */
+static long long bo_addr(uint64_t size, uint32_t flags, uint64_t lo, uint64_t hi)
+{
+	char path[600], line[256];
+	unsigned long long addr, sz;
+	unsigned int fl;
+	long long found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/banks", vt_debugfs_dir());
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "bo %llx %llu %x", &addr, &sz, &fl) == 3 && sz == size &&
+		    fl == flags && addr >= lo && addr < hi)
+			found = (long long)addr;
+	fclose(f);
+	return found;
+}
+
+/* KV buffers fill a bank from the bottom, STAGING ones from the top. */
+static void test_placement(void)
+{
+	uint64_t bank = info.bank_count - 1, lo = bank * info.bank_size, hi = lo + info.bank_size;
+	int fd = vt_open_node(NULL, 0);
+	uint32_t kv, st;
+	long long a_kv, a_st;
+
+	if (fd < 0 || vt_bo_create(fd, 8192, 1ull << bank, DRM_VREX_BO_KV, &kv, NULL) ||
+	    vt_bo_create(fd, 12288, 1ull << bank, DRM_VREX_BO_STAGING, &st, NULL)) {
+		vt_report(0, "placement: setup");
+		goto out;
+	}
+	a_kv = bo_addr(8192, DRM_VREX_BO_KV, lo, hi);
+	a_st = bo_addr(12288, DRM_VREX_BO_STAGING, lo, hi);
+	vt_report(a_kv == (long long)lo, "placement: KV BO at the bottom of bank %llu (%#llx, want %#llx)",
+		  (unsigned long long)bank, a_kv, (unsigned long long)lo);
+	vt_report(a_st == (long long)(hi - 12288), "placement: STAGING BO at the top of the bank "
+		  "(%#llx, want %#llx)", a_st, (unsigned long long)(hi - 12288));
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
@@ -190,6 +238,7 @@ int main(void)
 	close(fd);
 	test_quota_streams();
 	test_quota_bytes();
+	test_placement();
 
 	end = vt_live_now();
 	vt_live_print("  end", end);

@@ -225,7 +225,10 @@ std::error_code KernelBackend::shie_insert(std::uint32_t stream, std::span<drm_v
         return std::make_error_code(std::errc::invalid_argument);
     // Held across the ioctl so a concurrent bo_destroy() cannot close a BO a new block points into.
     std::lock_guard lock(mu_);
-    if (auto ec = ioctl(DRM_IOCTL_VREX_SHIE_INSERT, &b))
+    const std::error_code ec = ioctl(DRM_IOCTL_VREX_SHIE_INSERT, &b);
+    // A batch stopped by a failed command (ETIMEDOUT, EIO) still reports per item which blocks
+    // exist (result 0); the others carry the errno or -ECANCELED. Any other error applied nothing.
+    if (ec && ec != std::errc::timed_out && ec != std::errc::io_error)
         return ec;
     for (const drm_vrex_shie_insert_item& it : items) {
         if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS))
@@ -234,7 +237,7 @@ std::error_code KernelBackend::shie_insert(std::uint32_t stream, std::span<drm_v
         if (auto bo = bos_.find(it.handle); bo != bos_.end())
             bo->second.live_blocks++;
     }
-    return {};
+    return ec;
 }
 
 std::error_code KernelBackend::shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items)

@@ -159,9 +159,9 @@ static int vrex_counts_show(struct seq_file *m, void *unused)
 		mutex_unlock(&vdev->lock);
 		drm_dev_exit(idx);
 	}
-	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\nresets %u\n",
+	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\n",
 		   atomic_read(&vdev->live_bos), atomic_read(&vdev->live_streams),
-		   atomic_read(&vdev->live_blocks), entries, hw_blocks, READ_ONCE(vdev->resets));
+		   atomic_read(&vdev->live_blocks), entries, hw_blocks);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);
@@ -239,6 +239,8 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	debugfs_create_file("shie", 0444, d, vdev, &vrex_shie_fops);
 	debugfs_create_file("counts", 0444, d, vdev, &vrex_counts_fops);
 	debugfs_create_file("dev", 0444, d, vdev, &vrex_dev_fops);
+	/* Not in "counts": that file lists live objects only, all 0 when every file is closed. */
+	debugfs_create_u32("resets", 0444, d, &vdev->resets);
 	debugfs_create_file_size("window", 0400, d, vdev, &vrex_window_fops, VREX_REG_WINDOW);
 	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION)) {
 		debugfs_create_atomic_t("fail_alloc", 0600, d, &vdev->fail_alloc);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * debugfs (/sys/kernel/debug/vrex/<device>/): register dump, bank occupancy,
+ * debugfs (/sys/kernel/debug/vrex/<device>/): register dump and raw window, bank occupancy,
  * SHIE table, live object counts for leak checks and the fault injection
  * knobs. Test and diagnostics interface only, no ABI.
  */
 #include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
@@ -81,6 +84,9 @@ static void vrex_banks_dump(struct seq_file *m, struct vrex_device *vdev)
 	u32 b, g, ngroups = vdev->group_banks ? vdev->nbanks / vdev->group_banks : 0;
 	u64 bo_bytes;
 
+	if (!vdev->mem.vmalloced)
+		seq_printf(m, "bank memory: phys %pa dma %pad, %s struct pages\n",
+			   &vdev->mem.phys, &vdev->mem.dma, vdev->mem.has_pages ? "with" : "no");
 	seq_puts(m, "bank   bo_bytes      kv_kib  kv_blocks\n");
 	for (b = 0; b < vdev->nbanks; b++) {
 		mutex_lock(&vdev->mm_lock);
@@ -90,6 +96,7 @@ static void vrex_banks_dump(struct seq_file *m, struct vrex_device *vdev)
 			   vrex_read(vdev, VREX_REG_BANK_KB(b)),
 			   vrex_read(vdev, VREX_REG_BANK_BLOCKS(b)));
 	}
+	vrex_gem_debugfs_bos(m, vdev);
 	for (g = 0; g < ngroups; g++) {
 		u32 pool = vrex_read(vdev, VREX_REG_GROUP_POOL(g));
 
@@ -159,6 +166,46 @@ static int vrex_counts_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);
 
+/*
+ * "window": the raw register window, read with pread() at 4-byte aligned
+ * offsets in multiples of 4 bytes (native-endian u32 per register). It
+ * replaces the retired REG_READ ioctl for diagnostics (vrexctl regs); reads
+ * have no side effects on the device.
+ */
+static ssize_t vrex_window_read(struct file *f, char __user *buf, size_t len, loff_t *ppos)
+{
+	struct vrex_device *vdev = f->private_data;
+	u32 vals[64];
+	loff_t pos = *ppos;
+	size_t i, n;
+	int idx;
+
+	if ((pos & 3) || (len & 3) || pos < 0)
+		return -EINVAL;
+	if (pos >= VREX_REG_WINDOW || !len)
+		return 0;
+	n = min_t(size_t, len / 4, (VREX_REG_WINDOW - pos) / 4);
+	n = min_t(size_t, n, ARRAY_SIZE(vals));
+	if (!drm_dev_enter(&vdev->drm, &idx))
+		return -ENODEV;
+	mutex_lock(&vdev->lock);
+	for (i = 0; i < n; i++)
+		vals[i] = vrex_read(vdev, pos + i * 4);
+	mutex_unlock(&vdev->lock);
+	drm_dev_exit(idx);
+	if (copy_to_user(buf, vals, n * 4))
+		return -EFAULT;
+	*ppos = pos + n * 4;
+	return n * 4;
+}
+
+static const struct file_operations vrex_window_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = vrex_window_read,
+	.llseek = default_llseek,
+};
+
 /* The char device of the primary node, so tests can match this directory to an open fd. */
 static int vrex_dev_show(struct seq_file *m, void *unused)
 {
@@ -192,10 +239,22 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	debugfs_create_file("shie", 0444, d, vdev, &vrex_shie_fops);
 	debugfs_create_file("counts", 0444, d, vdev, &vrex_counts_fops);
 	debugfs_create_file("dev", 0444, d, vdev, &vrex_dev_fops);
+	/* Not in "counts": that file lists live objects only, all 0 when every file is closed. */
+	debugfs_create_u32("resets", 0444, d, &vdev->resets);
+	debugfs_create_file_size("window", 0400, d, vdev, &vrex_window_fops, VREX_REG_WINDOW);
 	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION)) {
 		debugfs_create_atomic_t("fail_alloc", 0600, d, &vdev->fail_alloc);
-		if (vdev->sim)
-			debugfs_create_atomic_t("fail_cmds", 0600, d, &vdev->sim->fail_cmds);
+		if (vdev->sim) {
+			struct vrex_sim *sim = vdev->sim;
+
+			debugfs_create_atomic_t("fail_cmds", 0600, d, &sim->fail_cmds);
+			debugfs_create_atomic_t("hang_cmds", 0600, d, &sim->hang_cmds);
+			debugfs_create_u32("fail_cmd_op", 0600, d, &sim->fail_cmd_op);
+			debugfs_create_u32("fail_cmd_code", 0600, d, &sim->fail_cmd_code);
+			debugfs_create_atomic_t("forge_lookups", 0600, d, &sim->forge_lookups);
+			debugfs_create_u32("forge_block", 0600, d, &sim->forge_block);
+			debugfs_create_u32("forge_stream", 0600, d, &sim->forge_stream);
+		}
 	}
 }
 

@@ -8,12 +8,16 @@
 #include <linux/interrupt.h>
 #include <linux/io.h>
 #include <linux/lockdep.h>
+#include <linux/moduleparam.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 
 #include "vrex_device.h"
 #include "vrex_drv.h"
+#include "vrex_model.h"
 
 u32 vrex_read(struct vrex_device *vdev, u32 off)
 {
@@ -61,44 +65,161 @@ void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2])
 	fp[1] = vrex_read(vdev, first_reg + 8) | (u64)vrex_read(vdev, first_reg + 12) << 32;
 }
 
+unsigned int vrex_cmd_timeout_ms = 250;
+module_param_named(cmd_timeout_ms, vrex_cmd_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(cmd_timeout_ms,
+		 "Milliseconds a device command may take before the device is reset (1-10000, default 250)");
+
+/*
+ * The device's 8-bit status codes (lib/vrex_compat.h VREX_E*) mapped to
+ * errnos by a fixed table, never passed through: a code this driver does not
+ * know, and any that would read as EINTR/EAGAIN (which make libdrm re-submit
+ * a non-idempotent command), become -EIO. docs/uapi.md lists the table.
+ */
+static int vrex_device_errno(u32 code)
+{
+	switch (code) {
+	case VREX_ENOENT:
+		return -ENOENT;
+	case VREX_E2BIG:
+		return -E2BIG;
+	case VREX_ENOMEM:
+		return -ENOMEM;
+	case VREX_EBUSY:
+		return -EBUSY;
+	case VREX_EEXIST:
+		return -EEXIST;
+	case VREX_EINVAL:
+		return -EINVAL;
+	case VREX_ENOSPC:
+		return -ENOSPC;
+	case VREX_ERANGE:
+		return -ERANGE;
+	default:
+		return -EIO;
+	}
+}
+
 static int vrex_status_to_errno(u32 status)
 {
-	u32 err;
-
-	if (status & VREX_STATUS_ERROR) {
-		err = (status & VREX_STATUS_ERRNO_MASK) >> VREX_STATUS_ERRNO_SHIFT;
-		return err ? -(int)err : -EIO;
-	}
-	if (status & VREX_STATUS_BUSY)
-		return -ETIMEDOUT;
-	if (!(status & VREX_STATUS_DONE))
+	if (status & VREX_STATUS_ERROR)
+		return vrex_device_errno((status & VREX_STATUS_ERRNO_MASK) >>
+					 VREX_STATUS_ERRNO_SHIFT);
+	if (!(status & VREX_STATUS_DONE) || (status & VREX_STATUS_BUSY))
 		return -EIO;
 	return 0;
 }
 
+/*
+ * Waits for the command in flight: 0 once it completed, -ETIMEDOUT, or -EINTR
+ * on a fatal signal. A task that is exiting (closing its files) waits without
+ * being killable, still bounded by the timeout, so its teardown commands run.
+ */
+static int vrex_cmd_wait(struct vrex_device *vdev)
+{
+	unsigned long timeout = msecs_to_jiffies(clamp(READ_ONCE(vrex_cmd_timeout_ms), 1u, 10000u));
+	bool killable = !(current->flags & PF_EXITING);
+	unsigned long deadline = jiffies + timeout;
+	u32 pending;
+	long left;
+
+	if (vdev->irq > 0) {
+		if (killable)
+			left = wait_for_completion_killable_timeout(&vdev->cmd_done, timeout);
+		else
+			left = wait_for_completion_timeout(&vdev->cmd_done, timeout);
+		if (left < 0)
+			return -EINTR;
+		return left ? 0 : -ETIMEDOUT;
+	}
+
+	/* The simulated device completes inside the CMD write unless a hang was injected. */
+	while (vrex_read(vdev, VREX_REG_STATUS) & VREX_STATUS_BUSY) {
+		if (time_after(jiffies, deadline))
+			return -ETIMEDOUT;
+		if (killable && fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(500, 1000);
+	}
+	/* Ack as the IRQ handler would. */
+	pending = vrex_read(vdev, VREX_REG_IRQ_STATUS);
+	if (pending)
+		vrex_write(vdev, VREX_REG_IRQ_STATUS, pending);
+	return 0;
+}
+
+static int vrex_cmd_raw(struct vrex_device *vdev, u32 cmd)
+{
+	int ret;
+
+	if (vdev->cmd_inflight) {
+		/* A killed waiter's command: the registers are not ours until it is done. */
+		ret = vrex_cmd_wait(vdev);
+		if (ret)
+			return ret;
+		vdev->cmd_inflight = false;
+	}
+	if (vdev->irq > 0)
+		reinit_completion(&vdev->cmd_done);
+	vrex_write(vdev, VREX_REG_CMD, cmd);
+	ret = vrex_cmd_wait(vdev);
+	if (ret == -EINTR)
+		vdev->cmd_inflight = true;
+	if (ret)
+		return ret;
+	return vrex_status_to_errno(vrex_read(vdev, VREX_REG_STATUS));
+}
+
 int vrex_cmd(struct vrex_device *vdev, u32 cmd)
 {
-	u32 pending;
+	int ret;
 
 	lockdep_assert_held(&vdev->lock);
-
-	if (vdev->irq <= 0) {
-		/* The simulated device completes inside the CMD write; ack as the IRQ would. */
-		vrex_write(vdev, VREX_REG_CMD, cmd);
-		pending = vrex_read(vdev, VREX_REG_IRQ_STATUS);
-		if (pending)
-			vrex_write(vdev, VREX_REG_IRQ_STATUS, pending);
-		return vrex_status_to_errno(vrex_read(vdev, VREX_REG_STATUS));
+	ret = vrex_cmd_raw(vdev, cmd);
+	if (ret == -ETIMEDOUT && !vdev->resetting) {
+		drm_err(&vdev->drm, "command %u timed out after %u ms: resetting the device\n",
+			cmd, READ_ONCE(vrex_cmd_timeout_ms));
+		vrex_device_reset(vdev);
 	}
+	return ret;
+}
 
-	reinit_completion(&vdev->cmd_done);
-	vrex_write(vdev, VREX_REG_CMD, cmd);
-	if (!wait_for_completion_timeout(&vdev->cmd_done,
-					 msecs_to_jiffies(VREX_CMD_TIMEOUT_MS))) {
-		drm_err(&vdev->drm, "command %u timed out\n", cmd);
-		return -ETIMEDOUT;
+/*
+ * After a command timed out: the engine is reset, which empties the SHIE
+ * table, the block table and the release FIFO and closes every stream slot.
+ * Every block the kernel tracked is released to its stream with reason
+ * DRM_VREX_RELEASE_RESET (reported by that stream's next RETIRE, so user
+ * space frees its KV memory), and every open stream slot is opened again,
+ * empty, with its pool. Streams keep their ids; their frame numbers restart.
+ */
+void vrex_device_reset(struct vrex_device *vdev)
+{
+	struct vrex_file_stream *stream;
+	u32 hw;
+	int ret;
+
+	lockdep_assert_held(&vdev->lock);
+	vdev->resetting = true;
+	vdev->resets++;
+	vrex_write(vdev, VREX_REG_RESET, VREX_RESET_MAGIC);
+	vdev->cmd_inflight = false;
+	if (vdev->irq > 0) {
+		vrex_write(vdev, VREX_REG_IRQ_STATUS, VREX_IRQ_ALL);
+		vrex_write(vdev, VREX_REG_IRQ_MASK, VREX_IRQ_ALL);
 	}
-	return vrex_status_to_errno(vrex_read(vdev, VREX_REG_STATUS));
+	vrex_blocks_reset(vdev);
+	for (hw = 0; hw < vdev->max_streams; hw++) {
+		stream = vdev->hw_streams[hw];
+		if (!stream)
+			continue;
+		vrex_write(vdev, VREX_REG_ARG_STREAM, hw);
+		vrex_write(vdev, VREX_REG_ARG_POOL,
+			   stream->pool ? stream->pool->hw_pool : VREX_POOL_PRIVATE + hw);
+		ret = vrex_cmd(vdev, VREX_CMD_STREAM_OPEN);
+		if (ret)
+			drm_err(&vdev->drm, "reopening stream slot %u after reset: %d\n", hw, ret);
+	}
+	vdev->resetting = false;
 }
 
 static irqreturn_t vrex_irq(int irq, void *arg)
@@ -189,6 +310,7 @@ int vrex_device_probe(struct vrex_device *vdev)
 	if (ret)
 		return ret;
 	init_completion(&vdev->cmd_done);
+	INIT_LIST_HEAD(&vdev->bos);
 	xa_init(&vdev->blocks);
 	ida_init(&vdev->stream_ida);
 	ida_init(&vdev->pool_ida);

@@ -10,6 +10,7 @@
 
 #include <linux/completion.h>
 #include <linux/idr.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
@@ -23,13 +24,16 @@ struct vrex_sim;
 
 #define VREX_MAX_BANKS_HW	64
 #define VREX_MAX_STREAMS_HW	64
-#define VREX_CMD_TIMEOUT_MS	1000
+
+/* Command timeout in milliseconds (module parameter cmd_timeout_ms). */
+extern unsigned int vrex_cmd_timeout_ms;
 
 /* Where the banks live. Exactly one of @vaddr (cached or vmalloc) and @iomem is set. */
 struct vrex_mem {
 	void *vaddr;
 	void __iomem *iomem;
 	phys_addr_t phys;	/* real memory: base for mmap; unused when @vmalloced */
+	dma_addr_t dma;		/* real memory: the engine's (IOMMU or bus) address of it */
 	u64 size;
 	bool vmalloced;		/* simulated: vmalloc_user() memory */
 	bool has_pages;		/* struct pages back it: dma-buf export can build an sg_table */
@@ -65,6 +69,9 @@ struct vrex_device {
 	 */
 	struct mutex lock;
 	struct completion cmd_done;
+	bool cmd_inflight;		/* a waiter was killed before its command completed */
+	bool resetting;			/* inside vrex_device_reset(): no nested reset */
+	u32 resets;			/* resets after a command timed out */
 	struct xarray blocks;		/* hw block id -> struct vrex_block_ref */
 	struct vrex_file_stream *hw_streams[VREX_MAX_STREAMS_HW];
 	struct ida stream_ida;		/* hardware stream slots */
@@ -74,6 +81,7 @@ struct vrex_device {
 	struct mutex mm_lock;
 	struct drm_mm bank_mm[VREX_MAX_BANKS_HW];
 	u64 bo_bytes[VREX_MAX_BANKS_HW];
+	struct list_head bos;		/* placed BOs, for revoking dma-buf mappings */
 
 	/* Live objects, for leak checks (debugfs "counts"). */
 	atomic_t live_bos;
@@ -98,9 +106,22 @@ u64 vrex_read_counter(struct vrex_device *vdev, u32 idx);
 void vrex_write_fp(struct vrex_device *vdev, u32 first_reg, const __u64 fp[2]);
 void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2]);
 
-/* Starts the command whose arguments are programmed and waits for it: 0 or -errno. */
+/*
+ * Starts the command whose arguments are programmed and waits for it, at most
+ * cmd_timeout_ms. 0, a device outcome (vrex_status_to_errno()), or a failure of
+ * the command itself (vrex_cmd_failed()): -ETIMEDOUT after the device was reset,
+ * -EIO when the device reports an unknown status, -EINTR when the caller got a
+ * fatal signal (it never returns to user space).
+ */
 int vrex_cmd(struct vrex_device *vdev, u32 cmd);
 
+/* The command did not run to a device outcome: a batch stops here. */
+static inline bool vrex_cmd_failed(int ret)
+{
+	return ret == -ETIMEDOUT || ret == -EIO || ret == -EINTR;
+}
+
+void vrex_device_reset(struct vrex_device *vdev);
 int vrex_device_probe(struct vrex_device *vdev);
 void vrex_device_remove(struct vrex_device *vdev);
 

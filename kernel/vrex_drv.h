@@ -7,6 +7,9 @@
 #ifndef VREX_DRV_H
 #define VREX_DRV_H
 
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 #include <drm/drm_file.h>
@@ -18,10 +21,26 @@ struct drm_file;
 struct drm_gem_object;
 struct vrex_device;
 
+/* Per-file limits (module parameters, 0: none); read at each allocation. */
+extern unsigned int vrex_file_max_streams;
+extern unsigned long long vrex_file_max_bytes;
+
+/*
+ * Bytes of BOs charged to one file. A BO can outlive the file that created
+ * it (dma-buf, a flink name), so the counter is shared and refcounted: the
+ * file and each of its BOs hold a reference.
+ */
+struct vrex_quota {
+	struct kref ref;
+	atomic64_t bytes;
+};
+
 struct vrex_file {
 	struct vrex_device *vdev;
 	struct xarray streams;	/* user stream id -> struct vrex_file_stream */
 	struct xarray pools;	/* user pool id -> struct vrex_file_pool */
+	u32 nstreams;		/* under vdev->lock */
+	struct vrex_quota *quota;
 };
 
 struct vrex_file_pool {
@@ -36,6 +55,13 @@ struct vrex_file_stream {
 	u32 user_pool;
 	struct vrex_file_pool *pool;	/* NULL: private pool */
 	u32 nblocks;		/* live blocks created by this stream */
+	/*
+	 * Blocks the hardware released while another stream's command drained
+	 * the release FIFO, or a reset took them: reported by this stream's next
+	 * RETIRE (struct vrex_block_ref on @pending, oldest first).
+	 */
+	struct list_head released;
+	u32 nreleased;
 };
 
 /*
@@ -45,10 +71,14 @@ struct vrex_file_stream {
  */
 struct vrex_block_ref {
 	struct vrex_file_stream *stream;
-	struct drm_gem_object *obj;
+	struct drm_gem_object *obj;	/* NULL once released */
 	u32 handle;
 	u64 offset;
 	u64 length;
+	/* Once released and not yet reported: on stream->released. */
+	struct list_head pending;
+	u32 block;
+	u32 reason;	/* DRM_VREX_RELEASE_* */
 };
 
 static inline struct vrex_file *to_vrex_file(struct drm_file *file)
@@ -57,10 +87,14 @@ static inline struct vrex_file *to_vrex_file(struct drm_file *file)
 }
 
 /* vrex_gem.c */
+struct vrex_quota *vrex_quota_alloc(void);
+void vrex_quota_put(struct vrex_quota *quota);
 int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj);
 void vrex_gem_unmap_user(struct vrex_device *vdev);
+struct seq_file;
+void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev);
 
 /* vrex_stream.c */
 int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file *file);
@@ -73,14 +107,13 @@ void vrex_stream_release_all(struct vrex_file *vfile);
 int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *file);
-void vrex_block_drop(struct vrex_device *vdev, u32 block);
 void vrex_blocks_drain(struct vrex_device *vdev);
+void vrex_blocks_reset(struct vrex_device *vdev);
 void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream *stream);
 
 /* vrex_query.c */
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file);
-int vrex_ioctl_reg_read(struct drm_device *drm, void *data, struct drm_file *file);
 void vrex_check_limits_init(const struct vrex_device *vdev, struct vrex_check_limits *lim);
 int vrex_sysfs_init(struct vrex_device *vdev);
 

@@ -5,9 +5,12 @@
  * pointer (device address) handed to the hardware stays valid for the BO's
  * lifetime. User mappings go straight to the bank memory.
  */
+#include <linux/dma-buf.h>
 #include <linux/io.h>
+#include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <drm/drm_drv.h>
@@ -23,14 +26,50 @@
 
 struct vrex_bo {
 	struct drm_gem_object base;
+	struct list_head link;		/* vdev->bos, under mm_lock; empty before placement */
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
+	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
 	u32 bank;
-	u32 flags;
+	u32 flags;	/* DRM_VREX_BO_*: placement hints */
 };
 
 static inline struct vrex_bo *to_vrex_bo(struct drm_gem_object *obj)
 {
 	return container_of(obj, struct vrex_bo, base);
+}
+
+struct vrex_quota *vrex_quota_alloc(void)
+{
+	struct vrex_quota *quota = kzalloc(sizeof(*quota), GFP_KERNEL);
+
+	if (quota)
+		kref_init(&quota->ref);
+	return quota;
+}
+
+static void vrex_quota_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct vrex_quota, ref));
+}
+
+void vrex_quota_put(struct vrex_quota *quota)
+{
+	kref_put(&quota->ref, vrex_quota_release);
+}
+
+/* Charges @bo's size to @quota, or -EDQUOT if that would pass file_max_bytes. */
+static int vrex_quota_charge(struct vrex_quota *quota, struct vrex_bo *bo)
+{
+	u64 max = READ_ONCE(vrex_file_max_bytes);
+	s64 size = bo->base.size;
+
+	if (atomic64_add_return(size, &quota->bytes) > max && max) {
+		atomic64_sub(size, &quota->bytes);
+		return -EDQUOT;
+	}
+	kref_get(&quota->ref);
+	bo->quota = quota;
+	return 0;
 }
 
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj)
@@ -45,35 +84,50 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 
 	if (drm_mm_node_allocated(&bo->node)) {
 		mutex_lock(&vdev->mm_lock);
+		list_del(&bo->link);
 		drm_mm_remove_node(&bo->node);
 		vdev->bo_bytes[bo->bank] -= obj->size;
 		mutex_unlock(&vdev->mm_lock);
 		atomic_dec(&vdev->live_bos);
 	}
+	if (bo->quota) {
+		atomic64_sub(obj->size, &bo->quota->bytes);
+		vrex_quota_put(bo->quota);
+	}
 	drm_gem_object_release(obj);
 	kfree(bo);
 }
 
+/*
+ * Both the DRM file's mmap and the dma-buf's (drm_gem_prime_mmap()) land
+ * here. Mappings are populated now and revoked at unplug
+ * (vrex_gem_unmap_user()), so no fault handler is needed; a mapping made
+ * after unplug is refused. Memory without struct pages (a no-map carve-out,
+ * a BAR) is mapped as raw PFNs, never through pages.
+ */
 static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
 	struct vrex_mem *mem = &vdev->mem;
 	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
 	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
-	int ret;
+	int ret, idx;
 
 	/* Pinned memory: no copy-on-write private mappings of device memory. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
 
 	if (mem->vmalloced) {
 		ret = remap_vmalloc_range(vma, mem->vaddr, addr >> PAGE_SHIFT);
 	} else {
 		vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 		vrex_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
-		ret = remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
-				      vma->vm_end - vma->vm_start, vma->vm_page_prot);
+		ret = io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
+					 vma->vm_end - vma->vm_start, vma->vm_page_prot);
 	}
+	drm_dev_exit(idx);
 	return ret;
 }
 
@@ -85,14 +139,19 @@ static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
 	struct page **pages;
 	struct sg_table *sgt;
 	unsigned int i;
-	int ret;
+	int ret, idx;
 
+	/* No struct pages (no-map carve-out, BAR): never invent them with pfn_to_page(). */
 	if (!vdev->mem.has_pages)
 		return ERR_PTR(-EOPNOTSUPP);
+	if (!drm_dev_enter(obj->dev, &idx))
+		return ERR_PTR(-ENODEV);
 
 	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
-	if (!pages)
-		return ERR_PTR(-ENOMEM);
+	if (!pages) {
+		ret = -ENOMEM;
+		goto err_exit;
+	}
 	for (i = 0; i < npages; i++) {
 		u64 addr = bo->node.start + ((u64)i << PAGE_SHIFT);
 
@@ -111,12 +170,15 @@ static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
 	if (ret)
 		goto err_sgt;
 	kvfree(pages);
+	drm_dev_exit(idx);
 	return sgt;
 
 err_sgt:
 	kfree(sgt);
 err_pages:
 	kvfree(pages);
+err_exit:
+	drm_dev_exit(idx);
 	return ERR_PTR(ret);
 }
 
@@ -124,11 +186,16 @@ static int vrex_gem_vmap(struct drm_gem_object *obj, struct vrex_map *map)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
 	u64 addr = to_vrex_bo(obj)->node.start;
+	int idx;
 
+	/* The bank mapping of real hardware is a devm resource of the bound device. */
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
 	if (vdev->mem.iomem)
 		vrex_map_set_vaddr_iomem(map, vdev->mem.iomem + addr);
 	else
 		vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
+	drm_dev_exit(idx);
 	return 0;
 }
 
@@ -145,9 +212,15 @@ static const struct drm_gem_object_funcs vrex_gem_funcs = {
 	.vm_ops = &vrex_gem_vm_ops,
 };
 
-/* Lowest bank of @mask with room; the node is left allocated on success. */
+/*
+ * Lowest bank of @mask with room; the node is left allocated on success.
+ * STAGING-only buffers go to the top of the bank, everything else to the
+ * best-fitting hole from the bottom (the uAPI's placement hints).
+ */
 static int vrex_bo_place(struct vrex_device *vdev, struct vrex_bo *bo, u64 mask)
 {
+	enum drm_mm_insert_mode mode = bo->flags == DRM_VREX_BO_STAGING ? DRM_MM_INSERT_HIGH :
+									  DRM_MM_INSERT_BEST;
 	u32 b;
 	int ret = -ENOSPC;
 
@@ -156,10 +229,11 @@ static int vrex_bo_place(struct vrex_device *vdev, struct vrex_bo *bo, u64 mask)
 		if (!(mask & BIT_ULL(b)))
 			continue;
 		ret = drm_mm_insert_node_generic(&vdev->bank_mm[b], &bo->node, bo->base.size,
-						 PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+						 PAGE_SIZE, 0, mode);
 		if (!ret) {
 			bo->bank = b;
 			vdev->bo_bytes[b] += bo->base.size;
+			list_add_tail(&bo->link, &vdev->bos);
 			break;
 		}
 	}
@@ -206,6 +280,9 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	bo->base.funcs = &vrex_gem_funcs;
 	drm_gem_private_object_init(drm, &bo->base, PAGE_ALIGN(args->size));
 
+	ret = vrex_quota_charge(to_vrex_file(file)->quota, bo);
+	if (ret)
+		goto err_put;
 	ret = vrex_bo_place(vdev, bo, args->bank_mask);
 	if (ret)
 		goto err_put;
@@ -215,13 +292,17 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	ret = drm_gem_create_mmap_offset(&bo->base);
 	if (ret)
 		goto err_put;
-	ret = drm_gem_handle_create(file, &bo->base, &handle);
-	if (ret)
-		goto err_put;
-	drm_gem_object_put(&bo->base);
-
-	args->handle = handle;
+	/*
+	 * Once the handle exists another thread of this file can GEM_CLOSE it
+	 * and free the BO: read what is reported before publishing it, and
+	 * never touch @bo after dropping the creation reference.
+	 */
 	args->bank = bo->bank;
+	ret = drm_gem_handle_create(file, &bo->base, &handle);
+	drm_gem_object_put(&bo->base);
+	if (ret)
+		goto out_exit;
+	args->handle = handle;
 	drm_dev_exit(idx);
 	return 0;
 
@@ -247,12 +328,42 @@ int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_fil
 	return 0;
 }
 
+/* debugfs banks: one "bo <device address> <size> <flags>" line per placed BO. */
+void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev)
+{
+	struct vrex_bo *bo;
+
+	mutex_lock(&vdev->mm_lock);
+	list_for_each_entry(bo, &vdev->bos, link)
+		seq_printf(m, "bo %#llx %zu %#x\n", bo->node.start, bo->base.size, bo->flags);
+	mutex_unlock(&vdev->mm_lock);
+}
+
 /*
  * Device memory must not stay mapped into processes once the device is gone
  * (recent cores do this in drm_dev_unplug() too); later accesses get SIGBUS.
+ * Mappings made through the DRM file live in the device's anon inode;
+ * dma-buf mappings live in each exported dma-buf's own file, so every
+ * exported BO's is revoked too. After drm_dev_unplug() no new mapping can be
+ * made (vrex_gem_mmap() enters the device), so nothing is mapped again.
+ * object_name_lock keeps obj->dma_buf stable (the prime core sets and clears
+ * it under that lock).
  */
 void vrex_gem_unmap_user(struct vrex_device *vdev)
 {
+	struct vrex_bo *bo;
+
 	if (vdev->drm.anon_inode)
 		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
+
+	mutex_lock(&vdev->drm.object_name_lock);
+	mutex_lock(&vdev->mm_lock);
+	list_for_each_entry(bo, &vdev->bos, link) {
+		struct dma_buf *buf = bo->base.dma_buf;
+
+		if (buf && buf->file)
+			unmap_mapping_range(buf->file->f_mapping, 0, 0, 1);
+	}
+	mutex_unlock(&vdev->mm_lock);
+	mutex_unlock(&vdev->drm.object_name_lock);
 }

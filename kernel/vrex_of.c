@@ -2,11 +2,14 @@
 /*
  * Device-tree binding: Jetson Orin, RK3588 and a generic compatible. The node
  * gives the register window (reg), the interrupt, the bank memory
- * (memory-region) and the bank layout (vrex,bank-count, vrex,bank-size). A
- * node with "vrex,simulated" (or compatible "vrex,vrex-sim") is bound to the
+ * (memory-region, mapped for the engine through the DMA API, so an SMMU
+ * given by iommus translates it) and the bank layout (vrex,bank-count,
+ * vrex,bank-size). A node with "vrex,simulated" (or compatible
+ * "vrex,vrex-sim") is bound to the
  * simulated register backend instead, with host memory as banks: that is how
  * the DT path runs on boards and VMs without the hardware.
  */
+#include <linux/dma-mapping.h>
 #include <linux/io.h>
 #include <linux/mod_devicetable.h>
 #include <linux/of.h>
@@ -18,17 +21,32 @@
 #include "vrex_device.h"
 #include "vrex_drv.h"
 
+static void vrex_of_unmap_banks(void *arg)
+{
+	struct vrex_device *vdev = arg;
+
+	dma_unmap_resource(vdev->drm.dev, vdev->mem.dma, vdev->mem.size, DMA_BIDIRECTIONAL,
+			   DMA_ATTR_SKIP_CPU_SYNC);
+}
+
 static int vrex_of_bank_memory(struct vrex_device *vdev, struct device_node *np)
 {
 	struct device *dev = vdev->drm.dev;
 	struct device_node *mem_np;
 	struct resource res;
+	bool no_map;
 	int ret;
 
 	mem_np = of_parse_phandle(np, "memory-region", 0);
 	if (!mem_np)
 		return dev_err_probe(dev, -EINVAL, "no memory-region for the banks\n");
 	ret = of_address_to_resource(mem_np, 0, &res);
+	/*
+	 * A no-map carve-out is outside the kernel's linear map and has no
+	 * usable struct pages, although pfn_valid() says otherwise on arm64
+	 * since 5.14 (memblock keeps its memmap): decide from the node itself.
+	 */
+	no_map = of_property_read_bool(mem_np, "no-map");
 	of_node_put(mem_np);
 	if (ret)
 		return dev_err_probe(dev, ret, "bad memory-region\n");
@@ -38,9 +56,19 @@ static int vrex_of_bank_memory(struct vrex_device *vdev, struct device_node *np)
 	vdev->mem.vaddr = devm_memremap(dev, res.start, vdev->mem.size, MEMREMAP_WC);
 	if (IS_ERR(vdev->mem.vaddr))
 		return dev_err_probe(dev, PTR_ERR(vdev->mem.vaddr), "cannot map bank memory\n");
-	/* A no-map carve-out has no struct pages: mmap works, dma-buf export does not. */
-	vdev->mem.has_pages = pfn_valid(PHYS_PFN(res.start));
-	return 0;
+	/* mmap works either way (PFN mapping); dma-buf export needs pages. */
+	vdev->mem.has_pages = !no_map && pfn_valid(PHYS_PFN(res.start));
+
+	/*
+	 * The engine reaches the carve-out through the DMA API, not by its CPU
+	 * physical address: behind an SMMU (iommus) this creates the IOVA
+	 * mapping it needs, without one it is the bus address.
+	 */
+	vdev->mem.dma = dma_map_resource(dev, res.start, vdev->mem.size, DMA_BIDIRECTIONAL,
+					 DMA_ATTR_SKIP_CPU_SYNC);
+	if (dma_mapping_error(dev, vdev->mem.dma))
+		return dev_err_probe(dev, -ENOMEM, "cannot map the bank memory for DMA\n");
+	return devm_add_action_or_reset(dev, vrex_of_unmap_banks, vdev);
 }
 
 static int vrex_of_probe(struct platform_device *pdev)

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Read-only views of the device: size-negotiated QUERY and STATS, the
- * privileged REG_READ, and the stable counters in sysfs.
+ * Read-only views of the device: size-negotiated QUERY and STATS, and the
+ * stable counters in sysfs.
  */
-#include <linux/capability.h>
 #include <linux/device.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
@@ -138,25 +137,6 @@ int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file)
 	vrex_read_stats(vdev, &st);
 	drm_dev_exit(idx);
 	return vrex_copy_sized(args->ptr, &args->size, &st, sizeof(st));
-}
-
-int vrex_ioctl_reg_read(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct vrex_device *vdev = to_vrex_device(drm);
-	struct drm_vrex_reg_read *args = data;
-	int idx;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if ((args->offset & 3) || args->offset >= VREX_REG_WINDOW)
-		return -EINVAL;
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
-	mutex_lock(&vdev->lock);
-	args->value = vrex_read(vdev, args->offset);
-	mutex_unlock(&vdev->lock);
-	drm_dev_exit(idx);
-	return 0;
 }
 
 /* ---- sysfs: stable counters only --------------------------------------- */

@@ -7,6 +7,7 @@
  * coming back from the hardware are translated to the caller's BO handle and
  * offset, and so a BO cannot go away while a block points into it.
  */
+#include <linux/list.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -30,11 +31,8 @@ struct vrex_release_sink {
 static void vrex_sink_add(struct vrex_release_sink *sink, u32 block,
 			  const struct vrex_block_ref *ref, u32 reason)
 {
-	struct drm_vrex_released_block *r;
+	struct drm_vrex_released_block *r = &sink->recs[sink->count++];
 
-	if (!sink || ref->stream != sink->stream || WARN_ON(sink->count >= sink->cap))
-		return;
-	r = &sink->recs[sink->count++];
 	r->block = block;
 	r->handle = ref->handle;
 	r->offset = ref->offset;
@@ -42,24 +40,57 @@ static void vrex_sink_add(struct vrex_release_sink *sink, u32 block,
 	r->reason = reason;
 }
 
-void vrex_block_drop(struct vrex_device *vdev, u32 block)
+/*
+ * The hardware no longer points at @block. Its record goes to @sink when the
+ * sink collects for the block's stream, otherwise it waits on that stream's
+ * released list for the stream's next RETIRE: no record is ever dropped while
+ * its stream lives (vrex_blocks_forget_stream() frees them with the stream).
+ */
+static void vrex_block_released(struct vrex_device *vdev, u32 block, u32 reason,
+				struct vrex_release_sink *sink)
 {
+	struct vrex_file_stream *stream;
 	struct vrex_block_ref *ref;
 
 	lockdep_assert_held(&vdev->lock);
 	ref = xa_erase(&vdev->blocks, block);
 	if (!ref)
 		return;
-	ref->stream->nblocks--;
+	stream = ref->stream;
+	stream->nblocks--;
 	drm_gem_object_put(ref->obj);
-	kfree(ref);
+	ref->obj = NULL;
 	atomic_dec(&vdev->live_blocks);
+	if (sink && sink->stream == stream && !WARN_ON(sink->count >= sink->cap)) {
+		vrex_sink_add(sink, block, ref, reason);
+		kfree(ref);
+		return;
+	}
+	ref->block = block;
+	ref->reason = reason;
+	list_add_tail(&ref->pending, &stream->released);
+	stream->nreleased++;
+}
+
+/* Records queued on the sink's stream by earlier drains go out first. */
+static void vrex_sink_take_pending(struct vrex_release_sink *sink)
+{
+	struct vrex_file_stream *stream = sink->stream;
+	struct vrex_block_ref *ref, *tmp;
+
+	list_for_each_entry_safe(ref, tmp, &stream->released, pending) {
+		if (WARN_ON(sink->count >= sink->cap))
+			return;
+		vrex_sink_add(sink, ref->block, ref, ref->reason);
+		list_del(&ref->pending);
+		stream->nreleased--;
+		kfree(ref);
+	}
 }
 
 /* Pops every queued release record; the hardware no longer points at those blocks. */
 static void vrex_blocks_drain_into(struct vrex_device *vdev, struct vrex_release_sink *sink)
 {
-	struct vrex_block_ref *ref;
 	u32 n, block, reason;
 
 	for (n = 0; n <= vdev->block_capacity; n++) {
@@ -69,13 +100,10 @@ static void vrex_blocks_drain_into(struct vrex_device *vdev, struct vrex_release
 			return;
 		block = vrex_read(vdev, VREX_REG_RES_BLOCK);
 		reason = vrex_read(vdev, VREX_REG_RES_REASON);
-		ref = xa_load(&vdev->blocks, block);
-		if (ref) {
-			vrex_sink_add(sink, block, ref,
-				      reason == VREX_RELEASE_ZOMBIE ? DRM_VREX_RELEASE_ZOMBIE :
-								     DRM_VREX_RELEASE_REMOVED);
-			vrex_block_drop(vdev, block);
-		}
+		vrex_block_released(vdev, block,
+				    reason == VREX_RELEASE_ZOMBIE ? DRM_VREX_RELEASE_ZOMBIE :
+								   DRM_VREX_RELEASE_REMOVED,
+				    sink);
 	}
 }
 
@@ -84,20 +112,40 @@ void vrex_blocks_drain(struct vrex_device *vdev)
 	vrex_blocks_drain_into(vdev, NULL);
 }
 
-void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream *stream)
+/* The device was reset: every block is gone from the hardware. */
+void vrex_blocks_reset(struct vrex_device *vdev)
 {
 	struct vrex_block_ref *ref;
 	unsigned long block;
 
 	lockdep_assert_held(&vdev->lock);
 	xa_for_each(&vdev->blocks, block, ref)
+		vrex_block_released(vdev, block, DRM_VREX_RELEASE_RESET, NULL);
+}
+
+void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream *stream)
+{
+	struct vrex_block_ref *ref, *tmp;
+	unsigned long block;
+
+	lockdep_assert_held(&vdev->lock);
+	xa_for_each(&vdev->blocks, block, ref)
 		if (ref->stream == stream)
-			vrex_block_drop(vdev, block);
+			vrex_block_released(vdev, block, DRM_VREX_RELEASE_REMOVED, NULL);
+	list_for_each_entry_safe(ref, tmp, &stream->released, pending) {
+		list_del(&ref->pending);
+		kfree(ref);
+	}
+	stream->nreleased = 0;
 }
 
 /*
- * Checks the batch header against @ksize (vrex_check_batch()), then copies its @count elements of
- * @elem_size bytes from user space into an array of @ksize ones.
+ * Checks the batch header (vrex_check_batch()), then copies its @count elements of
+ * @elem_size bytes from user space into an array of @ksize ones with
+ * copy_struct_from_user() semantics: a smaller element (an older binary) is
+ * zero-extended, a larger one (a newer binary) is accepted only if every byte
+ * past @ksize is zero, else -E2BIG, so no field a newer caller set is ever
+ * silently ignored.
  */
 static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t ksize)
 {
@@ -114,30 +162,39 @@ static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t k
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
 	if (elem_size == ksize) {
-		if (copy_from_user(buf, src, array_size(count, ksize)))
-			goto err_fault;
+		if (copy_from_user(buf, src, array_size(count, ksize))) {
+			ret = -EFAULT;
+			goto err_free;
+		}
 		return buf;
 	}
-	for (i = 0; i < count; i++)
-		if (copy_from_user(buf + (size_t)i * ksize, src + (size_t)i * elem_size, ksize))
-			goto err_fault;
+	for (i = 0; i < count; i++) {
+		ret = copy_struct_from_user(buf + (size_t)i * ksize, ksize,
+					    src + (size_t)i * elem_size, elem_size);
+		if (ret)
+			goto err_free;
+	}
 	return buf;
 
-err_fault:
+err_free:
 	kvfree(buf);
-	return ERR_PTR(-EFAULT);
+	return ERR_PTR(ret);
 }
 
-/* Writes back the fields this kernel knows; bytes past them in each element are untouched. */
+/*
+ * Writes back min(@elem_size, @ksize) bytes of each element: an older caller
+ * gets the fields it knows, a newer one's bytes past ours are untouched.
+ */
 static int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, size_t ksize)
 {
 	void __user *dst = u64_to_user_ptr(uptr);
+	size_t n = min_t(size_t, elem_size, ksize);
 	u32 i;
 
 	if (elem_size == ksize)
 		return copy_to_user(dst, buf, array_size(count, ksize)) ? -EFAULT : 0;
 	for (i = 0; i < count; i++)
-		if (copy_to_user(dst + (size_t)i * elem_size, buf + (size_t)i * ksize, ksize))
+		if (copy_to_user(dst + (size_t)i * elem_size, buf + (size_t)i * ksize, n))
 			return -EFAULT;
 	return 0;
 }
@@ -212,6 +269,7 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	ref->handle = it->handle;
 	ref->offset = it->offset;
 	ref->length = it->length;
+	INIT_LIST_HEAD(&ref->pending);
 	ret = xa_insert(&vdev->blocks, block, ref, GFP_KERNEL);
 	if (ret) {
 		/* Cannot track it: take it back from the hardware. */
@@ -238,6 +296,7 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 	struct drm_vrex_shie_insert_item *items;
 	struct drm_gem_object **objs;
 	struct vrex_file_stream *stream;
+	bool applied = false;
 	int ret, idx;
 	u32 i;
 
@@ -265,15 +324,32 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 		if (ret)
 			goto out_unlock;
 	}
-	for (i = 0; i < args->count; i++)
+	/*
+	 * Device outcomes (-EEXIST, -ENOSPC, ...) are per item; a command that
+	 * failed itself (vrex_cmd_failed()) stops the batch: later items get
+	 * -ECANCELED, the ioctl returns that error and the results are still
+	 * copied out, so the caller learns which blocks exist.
+	 */
+	applied = true;
+	for (i = 0; i < args->count; i++) {
+		if (ret) {
+			items[i].result = -ECANCELED;
+			continue;
+		}
 		items[i].result = vrex_insert_one(vdev, stream, &items[i], objs[i]);
-	ret = 0;
+		if (vrex_cmd_failed(items[i].result))
+			ret = items[i].result;
+	}
 out_unlock:
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);
-	if (!ret)
-		ret = vrex_batch_copy_out(args->items, args->elem_size, items, args->count,
-					  sizeof(*items));
+	if (applied) {
+		int err = vrex_batch_copy_out(args->items, args->elem_size, items, args->count,
+					      sizeof(*items));
+
+		if (!ret)
+			ret = err;
+	}
 out_objs:
 	for (i = 0; i < args->count; i++)
 		if (objs[i])
@@ -432,18 +508,16 @@ static int vrex_retire_validate(struct vrex_device *vdev, struct vrex_file_strea
 static int vrex_retire_apply(struct vrex_device *vdev, struct vrex_file_stream *stream,
 			     const u32 *ids, u32 n, struct vrex_release_sink *sink)
 {
-	struct vrex_block_ref *ref;
 	int ret = 0;
 	u32 i;
 
+	vrex_sink_take_pending(sink);
 	for (i = 0; i < n && !ret; i++) {
 		vrex_write(vdev, VREX_REG_ARG_BLOCK, ids[i]);
 		ret = vrex_cmd(vdev, VREX_CMD_REMOVE);
 		if (ret)
 			break;
-		ref = xa_load(&vdev->blocks, ids[i]);
-		vrex_sink_add(sink, ids[i], ref, DRM_VREX_RELEASE_REMOVED);
-		vrex_block_drop(vdev, ids[i]);
+		vrex_block_released(vdev, ids[i], DRM_VREX_RELEASE_REMOVED, sink);
 	}
 	if (!ret) {
 		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
@@ -459,7 +533,7 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 	struct drm_vrex_shie_retire *args = data;
 	struct vrex_release_sink sink = { };
 	struct vrex_file_stream *stream;
-	u32 *ids = NULL;
+	u32 *ids = NULL, need;
 	int ret, idx;
 
 	ret = vrex_check_retire(args);
@@ -485,17 +559,19 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 	ret = vrex_retire_validate(vdev, stream, ids, args->remove_count);
 	if (ret)
 		goto out_unlock;
-	if (args->released_cap < stream->nblocks) {
-		args->released_cap = stream->nblocks;
+	/* Every live block could be released now, plus the records already waiting. */
+	need = stream->nblocks + stream->nreleased;
+	if (args->released_cap < need) {
+		args->released_cap = need;
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
-	if (stream->nblocks && !args->released) {
+	if (need && !args->released) {
 		ret = -EINVAL;
 		goto out_unlock;
 	}
 	sink.stream = stream;
-	sink.cap = stream->nblocks;
+	sink.cap = need;
 	sink.recs = kvcalloc(max(sink.cap, 1u), sizeof(*sink.recs), GFP_KERNEL);
 	if (!sink.recs) {
 		ret = -ENOMEM;

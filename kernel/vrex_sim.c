@@ -46,18 +46,43 @@ u32 vrex_sim_read(struct vrex_sim *s, u32 off)
 {
 	if (off == VREX_REG_STATUS && s->forced_status)
 		return s->forced_status;
+	if (s->forging) {
+		switch (off) {
+		case VREX_REG_RES_FLAGS:
+			return VREX_RESF_HIT;
+		case VREX_REG_RES_BLOCK:
+			return s->forge_block;
+		case VREX_REG_RES_STREAM:
+			return s->forge_stream;
+		default:
+			break;
+		}
+	}
 	return vrex_model_read(&s->model, off);
 }
 
 void vrex_sim_write(struct vrex_sim *s, u32 off, u32 val)
 {
+	u32 op = READ_ONCE(s->fail_cmd_op), code = READ_ONCE(s->fail_cmd_code) & 0xff;
+
+	if (off == VREX_REG_RESET) {
+		s->forced_status = 0;
+		s->forging = false;
+	}
 	if (off == VREX_REG_CMD) {
 		s->forced_status = 0;
-		/* Injected failure: the command never reaches the model, nothing changes. */
-		if (atomic_dec_if_positive(&s->fail_cmds) >= 0) {
-			s->forced_status = VREX_STATUS_ERROR | (EIO << VREX_STATUS_ERRNO_SHIFT);
-			return;
+		s->forging = (val == VREX_CMD_LOOKUP_TEMPORAL || val == VREX_CMD_LOOKUP_SIMILAR) &&
+			     atomic_dec_if_positive(&s->forge_lookups) >= 0;
+		/* Injected failure or hang: the command never reaches the model. */
+		if (!op || val == op) {
+			if (atomic_dec_if_positive(&s->hang_cmds) >= 0)
+				s->forced_status = VREX_STATUS_BUSY;
+			else if (atomic_dec_if_positive(&s->fail_cmds) >= 0)
+				s->forced_status = VREX_STATUS_ERROR |
+						   ((code ? code : 5) << VREX_STATUS_ERRNO_SHIFT);
 		}
+		if (s->forced_status)
+			return;
 	}
 	vrex_model_write(&s->model, off, val);
 }

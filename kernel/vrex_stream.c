@@ -134,6 +134,7 @@ static void vrex_stream_close(struct vrex_file_stream *stream)
 	vdev->hw_streams[stream->hw] = NULL;
 	ida_free(&vdev->stream_ida, stream->hw);
 	vrex_pool_put(vfile, stream);
+	vfile->nstreams--;
 	atomic_dec(&vdev->live_streams);
 	kfree(stream);
 }
@@ -157,7 +158,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 	struct drm_vrex_stream_create *args = data;
 	struct vrex_file_stream *stream;
 	struct vrex_check_limits lim;
-	u32 hw_pool;
+	u32 hw_pool, max;
 	int ret, hw, idx;
 
 	vrex_check_limits_init(vdev, &lim);
@@ -170,6 +171,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 		return -ENOMEM;
 	stream->vfile = vfile;
 	stream->user_pool = args->pool;
+	INIT_LIST_HEAD(&stream->released);
 
 	if (!drm_dev_enter(drm, &idx)) {
 		kfree(stream);
@@ -177,6 +179,11 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 	}
 	mutex_lock(&vdev->lock);
 
+	max = READ_ONCE(vrex_file_max_streams);
+	if (max && vfile->nstreams >= max) {
+		ret = -EDQUOT;
+		goto err_unlock;
+	}
 	hw = ida_alloc_max(&vdev->stream_ida, vdev->max_streams - 1, GFP_KERNEL);
 	if (hw < 0) {
 		ret = hw == -ENOSPC ? -EBUSY : hw;
@@ -205,6 +212,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 		goto err_id;
 
 	vdev->hw_streams[hw] = stream;
+	vfile->nstreams++;
 	atomic_inc(&vdev->live_streams);
 	args->stream = stream->id;
 	mutex_unlock(&vdev->lock);

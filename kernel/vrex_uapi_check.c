@@ -58,12 +58,17 @@ int vrex_check_frame(const struct drm_vrex_frame_submit *args,
 
 int vrex_check_batch(const struct drm_vrex_shie_batch *args, __u32 item_size)
 {
+	__u32 widest = args->elem_size > item_size ? args->elem_size : item_size;
+
 	if (args->flags || !args->count || args->count > DRM_VREX_MAX_BATCH)
 		return -EINVAL;
-	if (args->elem_size < item_size)
+	/* Smaller elements are zero-extended, larger ones need a zero tail (checked on copy). */
+	if (!args->elem_size)
 		return -EINVAL;
+	if (args->elem_size > DRM_VREX_MAX_ELEM_SIZE)
+		return -E2BIG;
 	/* Fits in 64 bits (count <= 4096); must also fit the kernel's size_t. */
-	if ((__u64)args->count * args->elem_size > (__u64)(size_t)-1)
+	if ((__u64)args->count * widest > (__u64)(size_t)-1)
 		return -EINVAL;
 	return 0;
 }
@@ -110,8 +115,11 @@ int vrex_check_retire(const struct drm_vrex_shie_retire *args)
 {
 	if (args->flags || args->pad || args->remove_count > DRM_VREX_MAX_BATCH)
 		return -EINVAL;
-	if (args->elem_size < sizeof(struct drm_vrex_released_block))
+	/* Records are written min(elem_size, ours) bytes each. */
+	if (!args->elem_size)
 		return -EINVAL;
+	if (args->elem_size > DRM_VREX_MAX_ELEM_SIZE)
+		return -E2BIG;
 	if ((__u64)args->released_cap * args->elem_size > (__u64)(size_t)-1)
 		return -EINVAL;
 	return 0;

@@ -39,7 +39,11 @@ int vrex_check_stream_create(const struct drm_vrex_stream_create *args,
 int vrex_check_frame(const struct drm_vrex_frame_submit *args,
 		     const struct vrex_check_limits *lim, __u64 *plane_bytes);
 
-/* SHIE_INSERT / SHIE_LOOKUP batch header, for items of @item_size bytes. */
+/*
+ * SHIE_INSERT / SHIE_LOOKUP batch header, for items that are @item_size bytes
+ * today. Any non-zero elem_size passes: smaller elements are zero-extended and
+ * larger ones must have a zero tail (-E2BIG), checked while copying them.
+ */
 int vrex_check_batch(const struct drm_vrex_shie_batch *args, __u32 item_size);
 
 /*

@@ -1,6 +1,8 @@
 #include "kernel_backend.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <xf86drm.h>
@@ -8,13 +10,19 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <string>
 #include <string_view>
 
 #include "discovery.hpp"
 
 namespace vrex {
 namespace {
+
+// The register window of lib/vrex_regs.h (VREX_REG_WINDOW), in bytes.
+constexpr std::uint32_t VREX_REG_WINDOW_BYTES = 0x1000;
 
 std::error_code errno_code(int e) { return {e, std::generic_category()}; }
 
@@ -217,7 +225,10 @@ std::error_code KernelBackend::shie_insert(std::uint32_t stream, std::span<drm_v
         return std::make_error_code(std::errc::invalid_argument);
     // Held across the ioctl so a concurrent bo_destroy() cannot close a BO a new block points into.
     std::lock_guard lock(mu_);
-    if (auto ec = ioctl(DRM_IOCTL_VREX_SHIE_INSERT, &b))
+    const std::error_code ec = ioctl(DRM_IOCTL_VREX_SHIE_INSERT, &b);
+    // A batch stopped by a failed command (ETIMEDOUT, EIO) still reports per item which blocks
+    // exist (result 0); the others carry the errno or -ECANCELED. Any other error applied nothing.
+    if (ec && ec != std::errc::timed_out && ec != std::errc::io_error)
         return ec;
     for (const drm_vrex_shie_insert_item& it : items) {
         if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS))
@@ -226,7 +237,7 @@ std::error_code KernelBackend::shie_insert(std::uint32_t stream, std::span<drm_v
         if (auto bo = bos_.find(it.handle); bo != bos_.end())
             bo->second.live_blocks++;
     }
-    return {};
+    return ec;
 }
 
 std::error_code KernelBackend::shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items)
@@ -273,12 +284,39 @@ Result<drm_vrex_stats> KernelBackend::stats()
     return s;
 }
 
+// The REG_READ ioctl is retired: registers come from the device's debugfs "window" file (root
+// only), /sys/kernel/debug/vrex/<device>/window, the directory whose "dev" names our node.
 Result<std::uint32_t> KernelBackend::reg_read(std::uint32_t offset)
 {
-    drm_vrex_reg_read r{offset, 0};
-    if (auto ec = ioctl(DRM_IOCTL_VREX_REG_READ, &r))
-        return ec;
-    return r.value;
+    if ((offset & 3) != 0 || offset >= VREX_REG_WINDOW_BYTES)
+        return errno_code(EINVAL);
+    struct stat st{};
+    if (::fstat(fd_, &st) != 0)
+        return errno_code(errno);
+    const std::string want = std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+    std::error_code ec;
+    std::filesystem::directory_iterator it("/sys/kernel/debug/vrex", ec);
+    if (ec)
+        return ec == std::errc::no_such_file_or_directory ? errno_code(EOPNOTSUPP) : ec;
+    for (const auto& dir : it) {
+        std::ifstream devf(dir.path() / "dev");
+        std::string dev;
+        if (!(devf >> dev) || dev != want)
+            continue;
+        const int wfd = ::open((dir.path() / "window").c_str(), O_RDONLY | O_CLOEXEC);
+        if (wfd < 0)
+            return errno_code(errno);
+        std::uint32_t v = 0;
+        const ssize_t n = ::pread(wfd, &v, sizeof(v), offset);
+        const int e = errno;
+        ::close(wfd);
+        if (n < 0)
+            return errno_code(e);
+        if (n != sizeof(v))
+            return errno_code(EIO);
+        return v;
+    }
+    return errno_code(EOPNOTSUPP);
 }
 
 Result<std::size_t> KernelBackend::read_events(std::span<drm_vrex_event_frame> out)

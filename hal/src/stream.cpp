@@ -329,8 +329,11 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
         }
         auto ec = alloc_->device().backend().shie_insert(id_, items);
         std::error_code first_error = ec;
+        // ETIMEDOUT/EIO: the kernel stopped the batch at a failed command; items before it were
+        // applied (result 0) and their blocks exist. Any other error applied nothing.
+        const bool per_item = !ec || ec == std::errc::timed_out || ec == std::errc::io_error;
         for (std::size_t i = 0; i < n; i++) {
-            if (ec || items[i].result) {
+            if (!per_item || items[i].result) {
                 undo_slot(places[i]);
                 if (!first_error) first_error = item_error(items[i].result);
                 continue;

@@ -132,8 +132,10 @@ static void check_batch(struct fuzz_input *in)
 		a.count %= DRM_VREX_MAX_BATCH + 2;
 		a.flags = 0;
 	}
-	if (a.flags || a.count == 0 || a.count > 4096 || a.elem_size < isz)
+	if (a.flags || a.count == 0 || a.count > 4096 || a.elem_size == 0)
 		want = -EINVAL;
+	else if (a.elem_size > DRM_VREX_MAX_ELEM_SIZE)
+		want = -E2BIG;
 	EXPECT(vrex_check_batch(&a, isz) == want);
 }
 
@@ -212,9 +214,10 @@ static void check_retire(struct fuzz_input *in)
 		a.remove_count %= 4100;
 		a.elem_size %= 64;
 	}
-	if (a.flags || a.pad || a.remove_count > 4096 ||
-	    a.elem_size < sizeof(struct drm_vrex_released_block))
+	if (a.flags || a.pad || a.remove_count > 4096 || a.elem_size == 0)
 		want = -EINVAL;
+	else if (a.elem_size > DRM_VREX_MAX_ELEM_SIZE)
+		want = -E2BIG;
 	EXPECT(vrex_check_retire(&a) == want);
 }
 

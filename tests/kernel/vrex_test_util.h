@@ -22,6 +22,9 @@
 /* Length of one KV block the tests insert. */
 #define VT_KV_LEN 16384u
 
+/* The retired REG_READ id (DRM_VREX_RESERVED_10) as the old binaries issue it: 8-byte struct. */
+#define VT_IOCTL_RESERVED_10 DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_RESERVED_10, __u64)
+
 /* ---- case reporting ---------------------------------------------------------------------- */
 
 extern int vt_passed, vt_failed;

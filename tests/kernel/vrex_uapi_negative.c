@@ -101,12 +101,12 @@ static const unsigned long cmds[] = {
 	DRM_IOCTL_VREX_QUERY, DRM_IOCTL_VREX_BO_CREATE, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
 	DRM_IOCTL_VREX_STREAM_CREATE, DRM_IOCTL_VREX_STREAM_DESTROY, DRM_IOCTL_VREX_FRAME_SUBMIT,
 	DRM_IOCTL_VREX_SHIE_INSERT, DRM_IOCTL_VREX_SHIE_LOOKUP, DRM_IOCTL_VREX_SHIE_RETIRE,
-	DRM_IOCTL_VREX_STATS, DRM_IOCTL_VREX_REG_READ,
+	DRM_IOCTL_VREX_STATS, VT_IOCTL_RESERVED_10,
 };
 
 static const char *const names[] = {
 	"QUERY", "BO_CREATE", "BO_MMAP_OFFSET", "STREAM_CREATE", "STREAM_DESTROY", "FRAME_SUBMIT",
-	"SHIE_INSERT", "SHIE_LOOKUP", "SHIE_RETIRE", "STATS", "REG_READ",
+	"SHIE_INSERT", "SHIE_LOOKUP", "SHIE_RETIRE", "STATS", "RESERVED_10 (was REG_READ)",
 };
 
 /*
@@ -124,7 +124,7 @@ static const int zero_errno[] = {
 	EINVAL,		/* SHIE_LOOKUP: count 0 */
 	EINVAL,		/* SHIE_RETIRE: elem_size 0 */
 	0,		/* STATS: ptr 0: size only */
-	0,		/* REG_READ: offset 0 (ID) */
+	EINVAL,		/* RESERVED_10: retired REG_READ, never answered */
 };
 
 static unsigned long resize(unsigned long cmd, unsigned int size)
@@ -226,7 +226,7 @@ static void test_sizes(struct ctx *c)
 	/* Ids past the table, and the table's last slot of the driver range. */
 	memset(buf, 0, sizeof(buf));
 	NEG(c, "ioctl id right past the table", vt_ioctl(c->fd, DRM_IOWR(DRM_COMMAND_BASE +
-		DRM_VREX_REG_READ + 1, struct drm_vrex_query), buf), EINVAL);
+		DRM_VREX_RESERVED_10 + 1, struct drm_vrex_query), buf), EINVAL);
 	NEG(c, "ioctl id at the end of the driver range",
 	    vt_ioctl(c->fd, DRM_IOWR(DRM_COMMAND_END - 1, struct drm_vrex_query), buf), EINVAL);
 	NEG(c, "argument pointer unmapped", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, c->guard), EFAULT);
@@ -398,11 +398,14 @@ static void test_insert(struct ctx *c)
 	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, tail, 2, sizeof(it[0])), EFAULT);
 	NEG(c, "SHIE_INSERT: items pointer NULL",
 	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, NULL, 1, sizeof(it[0])), EFAULT);
-	/* count x elem_size beyond 32 bits: the second element lies 4 GiB further. */
+	/* count x elem_size beyond 32 bits: refused by size before any element is read. */
 	it[0] = vt_kv_item(c->fp, c->kv, 0, 12, 0);
 	NEG(c, "SHIE_INSERT: count 4096 x elem_size 0xffffffff",
 	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, DRM_VREX_MAX_BATCH, 0xffffffff),
-	    EFAULT);
+	    E2BIG);
+	NEG(c, "SHIE_INSERT: elem_size a page larger, tail unmapped",
+	    vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream,
+			  (char *)c->guard - sizeof(it[0]), 1, DRM_VREX_MAX_ELEM_SIZE), EFAULT);
 	vt_report(vt_stat(c->fd, STAT_INSERTS) == ins0, "SHIE_INSERT: faulting batches inserted nothing");
 
 	it[0] = vt_kv_item(c->fp, c->kv, BO_SIZE - KV_LEN, 13, 0);
@@ -414,6 +417,7 @@ static void test_insert(struct ctx *c)
 static void test_lookup(struct ctx *c)
 {
 	struct drm_vrex_shie_lookup_item *lk, one = vt_temporal(0, 0);
+	unsigned char wide[sizeof(one) + 8];
 	struct drm_vrex_shie_batch b;
 	uint32_t i;
 	int ok;
@@ -430,7 +434,10 @@ static void test_lookup(struct ctx *c)
 	BADB("count 0", b.count = 0, EINVAL);
 	BADB("count above max", b.count = DRM_VREX_MAX_BATCH + 1, EINVAL);
 	BADB("count 0xffffffff", b.count = 0xffffffff, EINVAL);
-	BADB("elem_size below the struct", b.elem_size = sizeof(one) - 8, EINVAL);
+	BADB("elem_size above DRM_VREX_MAX_ELEM_SIZE", b.elem_size = DRM_VREX_MAX_ELEM_SIZE + 8, E2BIG);
+	BADB("larger element with a non-zero tail",
+	     (memcpy(wide, &one, sizeof(one)), memset(wide + sizeof(one), 0, 8), wide[sizeof(one) + 7] = 1,
+	      b.elem_size = sizeof(wide), b.items = (uintptr_t)wide), E2BIG);
 	BADB("elem_size 0", b.elem_size = 0, EINVAL);
 	BADB("batch flags", b.flags = 1, EINVAL);
 	BADB("items pointer NULL", b.items = 0, EFAULT);
@@ -485,15 +492,16 @@ static void test_retire(struct ctx *c)
 	NEG(c, "SHIE_RETIRE: flag bit 31", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 }
 
+/* The retired REG_READ id stays reserved: refused whatever the argument (it read the ID before). */
 static void test_reg_read(struct ctx *c)
 {
-	struct drm_vrex_reg_read rr = { .offset = 0x1000 - 4 };
+	__u64 rr = 0;
 
-	POS(c, "REG_READ: last register of the window", vt_ioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr));
-	rr.offset = 0xfffffffc;
-	NEG(c, "REG_READ: offset 0xfffffffc", vt_ioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
-	rr.offset = 2;
-	NEG(c, "REG_READ: offset 2", vt_ioctl(c->fd, DRM_IOCTL_VREX_REG_READ, &rr), EINVAL);
+	NEG(c, "RESERVED_10 (retired REG_READ): offset 0", vt_ioctl(c->fd, VT_IOCTL_RESERVED_10, &rr),
+	    EINVAL);
+	rr = 0x1000 - 4;
+	NEG(c, "RESERVED_10 (retired REG_READ): last register",
+	    vt_ioctl(c->fd, VT_IOCTL_RESERVED_10, &rr), EINVAL);
 }
 
 /* A file, two streams with one frame and one block each, and a guard page. */

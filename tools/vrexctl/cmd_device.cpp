@@ -109,7 +109,7 @@ void cmd_regs(const GlobalOptions& g) {
         if (!v) {
             if (v.error() == std::errc::operation_not_permitted || v.error() == std::errc::permission_denied)
                 throw ExitError(kExitRuntime,
-                                "register read: " + v.error().message() + " (needs CAP_SYS_ADMIN)");
+                                "register read: " + v.error().message() + " (needs root: debugfs window)");
             fail(fmt::format("register read at 0x{:03x}", r.offset), v.error());
         }
         const std::string fields = r.fields ? r.fields(*v) : "";

@@ -33,7 +33,12 @@ enum drm_vrex_ioctl_id {
 	DRM_VREX_SHIE_LOOKUP,
 	DRM_VREX_SHIE_RETIRE,
 	DRM_VREX_STATS,
-	DRM_VREX_REG_READ,
+	/*
+	 * Was REG_READ, a debug ioctl: retired, the id stays reserved and is
+	 * never reused; the driver answers it with -EINVAL. Registers are in
+	 * debugfs (regs, window) now.
+	 */
+	DRM_VREX_RESERVED_10,
 	/* Place new ioctls here; never reorder or reuse an id. */
 };
 
@@ -65,36 +70,69 @@ struct drm_vrex_query {
 
 #define DRM_VREX_MAX_BANKS 64
 
+/**
+ * struct drm_vrex_device_info - DRM_VREX_QUERY_DEVICE_INFO
+ * @hw_id: ID register ("VREX")
+ * @hw_version: major << 16 | minor
+ * @caps: DRM_VREX_CAP_*
+ * @bank_count: banks of device memory, 1..DRM_VREX_MAX_BANKS
+ * @bank_size: bytes per bank
+ * @group_banks: banks per bank group (the FCC places a frame's KV in one group)
+ * @max_streams: hardware stream slots, shared by all files
+ * @shie_capacity: SHIE entries, all streams
+ * @block_capacity: KV blocks, all streams
+ * @zombie_frames: a block cold for more frames than this is released at RETIRE
+ * @max_batch: elements per SHIE ioctl (DRM_VREX_MAX_BATCH)
+ * @fcc_min_dim: smallest frame width and height
+ * @fcc_max_dim: largest frame width and height
+ * @simulated: 1 for the register-level simulated device
+ * @pad: zero
+ */
 struct drm_vrex_device_info {
 	__u32 hw_id;
 	__u32 hw_version;
-	__u32 caps;		/* DRM_VREX_CAP_* */
+	__u32 caps;
 	__u32 bank_count;
-	__u64 bank_size;	/* bytes */
+	__u64 bank_size;
 	__u32 group_banks;
 	__u32 max_streams;
 	__u32 shie_capacity;
 	__u32 block_capacity;
 	__u32 zombie_frames;
-	__u32 max_batch;	/* elements per SHIE ioctl */
+	__u32 max_batch;
 	__u32 fcc_min_dim;
 	__u32 fcc_max_dim;
-	__u32 simulated;	/* 1: register-level simulated device */
+	__u32 simulated;
 	__u32 pad;
 };
 
+/**
+ * struct drm_vrex_bank_info - DRM_VREX_QUERY_BANKS: occupancy, all files
+ * @bank_count: valid entries of the per-bank arrays
+ * @pad: zero
+ * @bo_bytes: per bank, bytes of live BOs
+ * @kv_bytes: per bank, KV bytes the SHIE's blocks point into
+ * @kv_blocks: per bank, live KV blocks
+ * @group_owned: per bank group, 1 if a pool holds it
+ */
 struct drm_vrex_bank_info {
 	__u32 bank_count;
 	__u32 pad;
-	__u64 bo_bytes[DRM_VREX_MAX_BANKS];	/* bytes of live BOs per bank, all files */
-	__u64 kv_bytes[DRM_VREX_MAX_BANKS];	/* KV bytes the SHIE points into, per bank */
+	__u64 bo_bytes[DRM_VREX_MAX_BANKS];
+	__u64 kv_bytes[DRM_VREX_MAX_BANKS];
 	__u32 kv_blocks[DRM_VREX_MAX_BANKS];
-	__u32 group_owned[DRM_VREX_MAX_BANKS];	/* per group: 1 if in use */
+	__u32 group_owned[DRM_VREX_MAX_BANKS];
 };
 
 /* ---- DRM_VREX_BO_CREATE / DRM_VREX_BO_MMAP_OFFSET ---------------------- */
 
-#define DRM_VREX_BO_KV		(1u << 0)	/* holds KV blocks (accounting hint) */
+/*
+ * Placement hints, both optional: KV buffers (long-lived) are placed from the
+ * bottom of a bank, STAGING buffers (luma planes, short-lived) from its top,
+ * so freeing staging memory does not leave holes between KV buffers. Neither
+ * restricts how the buffer may be used.
+ */
+#define DRM_VREX_BO_KV		(1u << 0)	/* holds KV blocks */
 #define DRM_VREX_BO_STAGING	(1u << 1)	/* holds luma frames for the FCC */
 #define DRM_VREX_BO_VALID_FLAGS	(DRM_VREX_BO_KV | DRM_VREX_BO_STAGING)
 
@@ -118,10 +156,16 @@ struct drm_vrex_bo_create {
 	__u32 pad;
 };
 
+/**
+ * struct drm_vrex_bo_mmap_offset - where to mmap() a BO
+ * @handle: GEM handle of this file
+ * @pad: zero
+ * @offset: out: fake offset for mmap(MAP_SHARED) on the device fd
+ */
 struct drm_vrex_bo_mmap_offset {
 	__u32 handle;
 	__u32 pad;
-	__u64 offset;	/* out: fake offset for mmap() on the device fd */
+	__u64 offset;
 };
 
 /* ---- DRM_VREX_STREAM_CREATE / DRM_VREX_STREAM_DESTROY ------------------ */
@@ -130,7 +174,7 @@ struct drm_vrex_bo_mmap_offset {
 #define DRM_VREX_STREAM_VALID_FLAGS	DRM_VREX_STREAM_POOLED
 
 /**
- * struct drm_vrex_stream_create
+ * struct drm_vrex_stream_create - claim a hardware stream slot
  * @flags: DRM_VREX_STREAM_*
  * @pool: with DRM_VREX_STREAM_POOLED, streams of this file with the same
  *        @pool share bank groups and pool-scoped lookups; must be 0 otherwise
@@ -144,6 +188,11 @@ struct drm_vrex_stream_create {
 	__u32 pad;
 };
 
+/**
+ * struct drm_vrex_stream_destroy - release a stream, its blocks and entries
+ * @stream: stream id of this file
+ * @pad: zero
+ */
 struct drm_vrex_stream_destroy {
 	__u32 stream;
 	__u32 pad;
@@ -243,7 +292,7 @@ struct drm_vrex_shie_insert_item {
 #define DRM_VREX_HIT_APPROX	(1u << 1)
 
 /**
- * struct drm_vrex_shie_lookup_item
+ * struct drm_vrex_shie_lookup_item - one lookup
  * @fp: SIMILAR: query fingerprint (TEMPORAL: must be 0)
  * @kind: DRM_VREX_LOOKUP_TEMPORAL or _SIMILAR
  * @flags: DRM_VREX_LOOKUP_* (TEMPORAL: must be 0)
@@ -251,7 +300,17 @@ struct drm_vrex_shie_insert_item {
  * @frame_offset: TEMPORAL: -3..+2 (SIMILAR: must be 0)
  * @radius: SIMILAR: 0..DRM_VREX_MAX_RADIUS (TEMPORAL: must be 0)
  * @pad: must be zero
- * @hit_flags .. @found_fp: out
+ * @hit_flags: out: DRM_VREX_HIT, DRM_VREX_HIT_APPROX (distance > 0); 0 on a miss
+ * @distance: out: Hamming distance of the found fingerprint
+ * @block: out: block id
+ * @frame: out: frame of the found entry
+ * @stream: out: stream id (of this file) the entry belongs to
+ * @handle: out: BO handle of the block, 0 if that handle no longer names the BO
+ * @offset: out: KV range inside the BO
+ * @length: out: KV length
+ * @found_fp: out: fingerprint of the found entry
+ *
+ * A miss zeroes every out field.
  */
 struct drm_vrex_shie_lookup_item {
 	__u64 fp[2];
@@ -261,8 +320,7 @@ struct drm_vrex_shie_lookup_item {
 	__s32 frame_offset;
 	__u32 radius;
 	__u32 pad;
-	/* out */
-	__u32 hit_flags;	/* DRM_VREX_HIT* */
+	__u32 hit_flags;
 	__u32 distance;
 	__u32 block;
 	__u32 frame;
@@ -274,18 +332,24 @@ struct drm_vrex_shie_lookup_item {
 };
 
 #define DRM_VREX_MAX_BATCH	4096
+/* Largest element size of a batch or release array (-E2BIG above). */
+#define DRM_VREX_MAX_ELEM_SIZE	4096
 
 /**
  * struct drm_vrex_shie_batch - DRM_VREX_SHIE_INSERT and DRM_VREX_SHIE_LOOKUP
  * @stream: stream id
  * @count: items at @items, 1..DRM_VREX_MAX_BATCH
- * @elem_size: sizeof(item) as the caller knows it; must be >= the size of
- *             the item struct this header defines today
+ * @elem_size: sizeof(item) as the caller knows it, 1..DRM_VREX_MAX_ELEM_SIZE. Smaller than
+ *             today's item: zero-extended; larger: the bytes past today's
+ *             item must be zero (else -E2BIG). min(elem_size, item) bytes of
+ *             each element are written back.
  * @flags: must be zero
  * @items: user pointer to @count items
  *
  * The whole batch is validated before anything is applied: a malformed item
- * fails the ioctl with nothing changed. Device-side outcomes are per item.
+ * fails the ioctl with nothing changed. Device-side outcomes are per item. A
+ * command that fails itself (-ETIMEDOUT, -EIO) stops the batch: INSERT still
+ * writes the items back (later ones with result -ECANCELED) and returns it.
  */
 struct drm_vrex_shie_batch {
 	__u32 stream;
@@ -295,15 +359,25 @@ struct drm_vrex_shie_batch {
 	__u64 items;
 };
 
-#define DRM_VREX_RELEASE_ZOMBIE		1
-#define DRM_VREX_RELEASE_REMOVED	2
+#define DRM_VREX_RELEASE_ZOMBIE		1	/* cold for more than zombie_frames frames */
+#define DRM_VREX_RELEASE_REMOVED	2	/* removed explicitly (RETIRE @remove) */
+#define DRM_VREX_RELEASE_RESET		3	/* lost in a device reset after a timeout */
 
+/**
+ * struct drm_vrex_released_block - one block the hardware no longer points at
+ * @block: block id
+ * @handle: BO handle the block was inserted with
+ * @offset: KV range inside the BO; the memory may be reused now
+ * @length: KV length
+ * @reason: DRM_VREX_RELEASE_*
+ * @pad: zero
+ */
 struct drm_vrex_released_block {
 	__u32 block;
 	__u32 handle;
 	__u64 offset;
 	__u64 length;
-	__u32 reason;	/* DRM_VREX_RELEASE_* */
+	__u32 reason;
 	__u32 pad;
 };
 
@@ -314,15 +388,20 @@ struct drm_vrex_released_block {
  * @remove_count: blocks of this stream to release explicitly (ids at @remove)
  * @released_cap: in: room at @released, in elements; out: blocks released.
  *                If the room cannot hold every block that could be released
- *                (the stream's live blocks), -ENOSPC is returned, nothing is
- *                released and @released_cap holds the room needed.
- * @elem_size: sizeof(struct drm_vrex_released_block) as the caller knows it
+ *                (the stream's live blocks plus the records kept for it),
+ *                -ENOSPC is returned, nothing is released and @released_cap
+ *                holds the room needed.
+ * @elem_size: sizeof(struct drm_vrex_released_block) as the caller knows it,
+ *             1..DRM_VREX_MAX_ELEM_SIZE; min(elem_size, ours) bytes are
+ *             written per record
  * @pad: must be zero
  * @remove: user pointer to __u32 block ids
  * @released: user pointer to struct drm_vrex_released_block
  *
- * Explicit removals happen first, then every block of the stream cold for
- * more than zombie_frames frames is released with all its SHIE entries.
+ * Records kept for the stream (released while another stream's command
+ * drained the device, or by a reset) come first, then explicit removals, then
+ * every block of the stream cold for more than zombie_frames frames is
+ * released with all its SHIE entries.
  */
 struct drm_vrex_shie_retire {
 	__u32 stream;
@@ -337,6 +416,21 @@ struct drm_vrex_shie_retire {
 
 /* ---- DRM_VREX_STATS ---------------------------------------------------- */
 
+/**
+ * struct drm_vrex_stats - device counters, all files, since probe or reset
+ * @lookups: SHIE lookups
+ * @exact_hits: lookups that found distance 0
+ * @approx_hits: lookups that found 0 < distance <= radius
+ * @misses: lookups that found nothing
+ * @evictions: entries dropped to make room
+ * @bank_conflicts: frames whose group was taken by another pool
+ * @inserts: SHIE entries inserted
+ * @removes: SHIE entries removed
+ * @frames: frames fingerprinted
+ * @live_entries: SHIE entries now
+ * @live_blocks: KV blocks now
+ * @cmd_errors: commands that ended in an error status
+ */
 struct drm_vrex_stats {
 	__u64 lookups;
 	__u64 exact_hits;
@@ -352,24 +446,32 @@ struct drm_vrex_stats {
 	__u64 cmd_errors;
 };
 
-/** struct drm_vrex_stats_query - size-negotiated like drm_vrex_query */
+/**
+ * struct drm_vrex_stats_query - size-negotiated like drm_vrex_query
+ * @size: in: bytes at @ptr; out: bytes of struct drm_vrex_stats
+ * @pad: zero
+ * @ptr: user pointer to struct drm_vrex_stats, or 0 for the size only
+ */
 struct drm_vrex_stats_query {
 	__u32 size;
 	__u32 pad;
 	__u64 ptr;
 };
 
-/* ---- DRM_VREX_REG_READ (CAP_SYS_ADMIN) --------------------------------- */
-
-struct drm_vrex_reg_read {
-	__u32 offset;	/* 4-byte aligned, inside the register window */
-	__u32 value;	/* out */
-};
-
 /* ---- Events (read() on the device fd) ---------------------------------- */
 
 #define DRM_VREX_EVENT_FRAME_DONE 0x80000000
 
+/**
+ * struct drm_vrex_event_frame - completion of a FRAME_SUBMIT with DRM_VREX_FRAME_EVENT
+ * @base: type DRM_VREX_EVENT_FRAME_DONE, length sizeof(this)
+ * @user_data: as submitted
+ * @fp: fingerprint
+ * @stream: stream id
+ * @frame: the stream's frame number
+ * @group: bank group
+ * @pad: zero
+ */
 struct drm_vrex_event_frame {
 	struct drm_event base;
 	__u64 user_data;
@@ -400,8 +502,6 @@ struct drm_vrex_event_frame {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_SHIE_RETIRE, struct drm_vrex_shie_retire)
 #define DRM_IOCTL_VREX_STATS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_STATS, struct drm_vrex_stats_query)
-#define DRM_IOCTL_VREX_REG_READ \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_REG_READ, struct drm_vrex_reg_read)
 
 #if defined(__cplusplus)
 }

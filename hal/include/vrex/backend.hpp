@@ -77,8 +77,9 @@ public:
     // DRM_VREX_STATS (device-wide counters).
     virtual Result<drm_vrex_stats> stats() = 0;
 
-    // DRM_VREX_REG_READ: 4-byte aligned offset inside the register window, else EINVAL. The kernel
-    // needs CAP_SYS_ADMIN (EPERM/EACCES otherwise).
+    // One register: 4-byte aligned offset inside the register window, else EINVAL. The kernel
+    // backend reads the device's debugfs "window" file (the REG_READ ioctl is retired), which needs
+    // root (EACCES/EPERM otherwise; EOPNOTSUPP without debugfs).
     virtual Result<std::uint32_t> reg_read(std::uint32_t offset) = 0;
 
     // Completion events. event_fd() is pollable (readable while events are queued; the kernel

@@ -9,6 +9,7 @@
  */
 #include <linux/io.h>
 #include <linux/mod_devicetable.h>
+#include <linux/module.h>
 #include <linux/of.h>
 #include <linux/of_address.h>
 #include <linux/platform_device.h>

@@ -55,8 +55,9 @@ test: deps
 
 # The guests run the HAL suites and the soak program from build/: build user space first, so a fresh
 # clone's `make qemu-test` (or fuzz-kernel) finds every guest program.
+# KERNELS="5.10-amd64 debug-6.1-amd64 ..." limits the run to those guests (default: all).
 qemu-test: build
-	@bash scripts/qemu-test.sh
+	@bash scripts/qemu-test.sh $(foreach k,$(KERNELS),--kernel $(k))
 
 lint: deps
 	@bash scripts/lint.sh

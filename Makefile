@@ -17,7 +17,8 @@ help:
 	@echo "make unit        ctest (lib, uapi, HAL conformance on the emulation, tools)"
 	@echo "make test        every test; ends with 'N passed, N failed'"
 	@echo "make demo        V-Rex on real footage"
-	@echo "make qemu-test   vrex.ko in QEMU on Debian 6.12/6.1 amd64 and 6.12 arm64"
+	@echo "make qemu-test   vrex.ko in QEMU: Debian 6.12/6.1/5.10 amd64, 6.12/5.10 arm64, a debug 6.1"
+	@echo "                 (KASAN, lockdep, kmemleak; built once into /var/cache/vrex), 5.15 arm64 compile"
 	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
 	@echo "make model       train the builtin video transformer (cached; vrexctl run --model builtin)"
 	@echo "make bench       benchmarks against FAISS / vLLM-style baseline (not a test)"
@@ -59,8 +60,11 @@ unit: build
 test: deps
 	@bash scripts/run-tests.sh
 
-qemu-test: deps
-	@bash scripts/qemu-test.sh
+# The guests run the HAL suites and the soak program from build/: build user space first, so a fresh
+# clone's `make qemu-test` (or fuzz-kernel) finds every guest program.
+# KERNELS="5.10-amd64 debug-6.1-amd64 ..." limits the run to those guests (default: all).
+qemu-test: build
+	@bash scripts/qemu-test.sh $(foreach k,$(KERNELS),--kernel $(k))
 
 lint: deps
 	@bash scripts/lint.sh
@@ -77,7 +81,7 @@ bench-quick: build
 fuzz: deps
 	@bash scripts/fuzz.sh long
 
-fuzz-kernel: deps
+fuzz-kernel: build
 	@bash scripts/qemu-test.sh --fuzz $${FUZZ_SECONDS:-300}
 
 soak: build

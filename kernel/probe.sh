@@ -49,8 +49,16 @@ tmp=$out.tmp.$$
 	have VREX_HAVE_DRIVER_DATE drm/drm_drv.h 'char \*date;'
 	# drm_gem_object_funcs.vmap takes struct iosys_map since 5.18 (dma_buf_map before).
 	exists VREX_HAVE_IOSYS_MAP linux/iosys-map.h
-	# drm_gem_object_funcs.mmap appeared in 5.11.
+	# struct dma_buf_map, iosys_map's name in 5.11..5.17.
+	exists VREX_HAVE_DMA_BUF_MAP linux/dma-buf-map.h
+	# drm_gem_object_funcs.mmap appeared in 5.10.
 	have VREX_HAVE_GEM_FUNCS_MMAP drm/drm_gem.h 'int \(\*mmap\)\(struct drm_gem_object \*obj'
+	# drm_gem_object_funcs.vmap fills a map (dma_buf_map, then iosys_map) since 5.11; before,
+	# it returned the address.
+	have VREX_HAVE_GEM_VMAP_MAP drm/drm_gem.h 'int \(\*vmap\)\(struct drm_gem_object \*obj, *struct'
+	# drmm_mutex_init: absent before 6.0, a function (one lockdep class for every mutex it
+	# initialises) until the macro version (a class per call site) arrived.
+	have VREX_HAVE_DRMM_MUTEX_INIT_MACRO drm/drm_managed.h '^#define drmm_mutex_init\('
 	echo "#endif"
 } >"$tmp"
 

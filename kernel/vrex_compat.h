@@ -9,11 +9,13 @@
 #define VREX_KERNEL_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_prime.h>
 
 #ifdef VREX_OUT_OF_TREE
@@ -27,10 +29,14 @@
 #define VREX_HAVE_DRIVER_DATE 0
 #define VREX_HAVE_IOSYS_MAP 1
 #define VREX_HAVE_GEM_FUNCS_MMAP 1
+#define VREX_HAVE_GEM_VMAP_MAP 1
+#define VREX_HAVE_DMA_BUF_MAP 0
+#define VREX_HAVE_DRMM_MUTEX_INIT_MACRO 1
 #endif
 
+/* Objects map themselves (drm_gem_object_funcs.mmap) since 5.10. */
 #if !VREX_HAVE_GEM_FUNCS_MMAP
-#error "vrex needs drm_gem_object_funcs.mmap (Linux 5.11 or later)"
+#error "vrex needs drm_gem_object_funcs.mmap (Linux 5.10 or later)"
 #endif
 
 /* Compute accelerator node where the kernel has the accel framework, render node otherwise. */
@@ -100,16 +106,82 @@ static inline void vrex_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flag
 #endif
 }
 
+/*
+ * The kernel address of a BO: struct iosys_map since 5.18, struct dma_buf_map
+ * (linux/dma-buf-map.h) in 5.11..5.17. 5.10 has neither (its vmap returns the
+ * address, see below): the same three fields are kept here.
+ */
 #if VREX_HAVE_IOSYS_MAP
 #include <linux/iosys-map.h>
 #define vrex_map iosys_map
 #define vrex_map_set_vaddr iosys_map_set_vaddr
 #define vrex_map_set_vaddr_iomem iosys_map_set_vaddr_iomem
-#else
+#elif VREX_HAVE_DMA_BUF_MAP
 #include <linux/dma-buf-map.h>
 #define vrex_map dma_buf_map
 #define vrex_map_set_vaddr dma_buf_map_set_vaddr
 #define vrex_map_set_vaddr_iomem dma_buf_map_set_vaddr_iomem
+#else
+struct vrex_map {
+	union {
+		void __iomem *vaddr_iomem;
+		void *vaddr;
+	};
+	bool is_iomem;
+};
+
+static inline void vrex_map_set_vaddr(struct vrex_map *map, void *vaddr)
+{
+	map->vaddr = vaddr;
+	map->is_iomem = false;
+}
+
+static inline void vrex_map_set_vaddr_iomem(struct vrex_map *map, void __iomem *vaddr_iomem)
+{
+	map->vaddr_iomem = vaddr_iomem;
+	map->is_iomem = true;
+}
+#endif
+
+/*
+ * Before 5.11 drm_gem_object_funcs.vmap returned the kernel address; the
+ * object's vmap (which fills a map) is wrapped. An I/O-memory address is
+ * handed out as is: 5.10's dma-buf vmap has no way to tell the importer.
+ */
+#if !VREX_HAVE_GEM_VMAP_MAP
+static inline void *vrex_gem_vmap_ptr(struct drm_gem_object *obj,
+				      int (*vmap)(struct drm_gem_object *obj, struct vrex_map *map))
+{
+	struct vrex_map map = {};
+	int ret = vmap(obj, &map);
+
+	if (ret)
+		return ERR_PTR(ret);
+	return map.is_iomem ? (void __force *)map.vaddr_iomem : map.vaddr;
+}
+#endif
+
+/*
+ * drmm_mutex_init() as a macro gives each call site its own lockdep class.
+ * Where the kernel lacks it (before 6.0) or has it as a function (every mutex
+ * in one class, so nesting two of them looks like recursive locking), the
+ * same two steps are done here.
+ */
+#if VREX_HAVE_DRMM_MUTEX_INIT_MACRO
+#define vrex_drmm_mutex_init drmm_mutex_init
+#else
+static inline void vrex_drmm_mutex_release(struct drm_device *drm, void *lock)
+{
+	mutex_destroy(lock);
+}
+
+#define vrex_drmm_mutex_init(drm, lock) ({					\
+	static struct lock_class_key __vrex_key;				\
+	struct mutex *__vrex_lock = (lock);					\
+										\
+	__mutex_init(__vrex_lock, #lock, &__vrex_key);				\
+	drmm_add_action_or_reset(drm, vrex_drmm_mutex_release, __vrex_lock);	\
+})
 #endif
 
 #endif /* VREX_KERNEL_COMPAT_H */

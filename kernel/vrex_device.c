@@ -15,6 +15,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 
+#include "vrex_compat.h"
 #include "vrex_device.h"
 #include "vrex_drv.h"
 #include "vrex_model.h"
@@ -303,10 +304,10 @@ int vrex_device_probe(struct vrex_device *vdev)
 	u32 b;
 	int ret;
 
-	ret = drmm_mutex_init(drm, &vdev->lock);
+	ret = vrex_drmm_mutex_init(drm, &vdev->lock);
 	if (ret)
 		return ret;
-	ret = drmm_mutex_init(drm, &vdev->mm_lock);
+	ret = vrex_drmm_mutex_init(drm, &vdev->mm_lock);
 	if (ret)
 		return ret;
 	init_completion(&vdev->cmd_done);

@@ -119,6 +119,12 @@ static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	if (!drm_dev_enter(obj->dev, &idx))
 		return -ENODEV;
 
+	/*
+	 * Newer cores set this before calling us; 5.10's leaves it to funcs.mmap,
+	 * and without vm_ops->close the mapping's object reference is never put.
+	 */
+	vma->vm_ops = obj->funcs->vm_ops;
+
 	if (mem->vmalloced) {
 		ret = remap_vmalloc_range(vma, mem->vaddr, addr >> PAGE_SHIFT);
 	} else {
@@ -199,6 +205,13 @@ static int vrex_gem_vmap(struct drm_gem_object *obj, struct vrex_map *map)
 	return 0;
 }
 
+#if !VREX_HAVE_GEM_VMAP_MAP
+static void *vrex_gem_vmap_old(struct drm_gem_object *obj)
+{
+	return vrex_gem_vmap_ptr(obj, vrex_gem_vmap);
+}
+#endif
+
 static const struct vm_operations_struct vrex_gem_vm_ops = {
 	.open = drm_gem_vm_open,
 	.close = drm_gem_vm_close,
@@ -208,7 +221,11 @@ static const struct drm_gem_object_funcs vrex_gem_funcs = {
 	.free = vrex_gem_free,
 	.mmap = vrex_gem_mmap,
 	.get_sg_table = vrex_gem_get_sg_table,
+#if VREX_HAVE_GEM_VMAP_MAP
 	.vmap = vrex_gem_vmap,
+#else
+	.vmap = vrex_gem_vmap_old,
+#endif
 	.vm_ops = &vrex_gem_vm_ops,
 };
 

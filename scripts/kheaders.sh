@@ -3,18 +3,21 @@
 # against, without installing any kernel package on the host: the .debs are fetched with
 # `apt-get download`, unpacked with dpkg-deb -x and cached under $VREX_CACHE (default /var/cache/vrex).
 #
-#   kheaders.sh [--image] [--env] [--offline] <target>     target: 6.12-amd64 | 6.1-amd64 | 6.12-arm64
+#   kheaders.sh [--image] [--env] [--offline] <target>
+#       target: 6.12-amd64 | 6.1-amd64 | 6.12-arm64 | 5.10-amd64 | 5.10-arm64
 #   kheaders.sh --fetch PACKAGE <target>       any package for the target's arch, prints the cached .deb
 #
 # Prints the KDIR to build against (`make -C KDIR M=...`). --image also fetches the kernel image
 # package (depmod is run on it, so `modprobe -d ROOT -S KVER` works) and prints two more lines: the
 # vmlinuz path and the /lib/modules/<kver> directory.
 # --env prints shell assignments instead (KVER KDIR ARCH CROSS_COMPILE, plus VMLINUZ MODDIR with
-# --image). --offline (or a failing archive) uses the newest tree already cached for the target.
+# --image, plus KCC - the compiler to pass as CC= - for the bullseye kernels).
+# --offline (or a failing archive) uses the newest tree already cached for the target.
 # The ABI name (6.1.0-NN, 6.12.NNN+deb12) is resolved through the metapackages on every run, because
 # Debian drops old ABI names from the archive; a cached tree makes the run take well under a second.
-# arm64 packages come through a private APT configuration (scripts/qemu/apt-arm64.conf.in): the
-# host's dpkg architectures are never changed.
+# arm64 packages come through a private APT configuration (scripts/qemu/apt-arm64.conf.in), the 5.10
+# kernels (Debian bullseye and bullseye-security, both architectures) through another
+# (scripts/qemu/apt-bullseye.conf.in): the host's sources and dpkg architectures are never changed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,20 +50,24 @@ while (($#)); do
 	shift
 done
 
+suite=bookworm
 case $target in
 6.12-amd64) arch=amd64 series=6.12 ;;
 6.1-amd64) arch=amd64 series=6.1 ;;
 6.12-arm64) arch=arm64 series=6.12 ;;
+5.10-amd64) arch=amd64 series=5.10 suite=bullseye ;;
+5.10-arm64) arch=arm64 series=5.10 suite=bullseye ;;
 *)
-	echo "usage: $0 [--image] [--env] [--offline] 6.12-amd64|6.1-amd64|6.12-arm64" >&2
+	echo "usage: $0 [--image] [--env] [--offline] 6.12-amd64|6.1-amd64|6.12-arm64|5.10-amd64|5.10-arm64" >&2
 	exit 2
 	;;
 esac
 
 log() { echo "kheaders: $*" >&2; }
 
-# Bookworm's own kernel (6.1) has unversioned metapackages; the backported 6.12 has versioned ones.
-if [[ $series == 6.1 ]]; then
+# A suite's own kernel (bookworm 6.1, bullseye 5.10) has unversioned metapackages; the backported
+# 6.12 has versioned ones.
+if [[ $series == 6.1 || $series == 5.10 ]]; then
 	meta_headers=linux-headers-$arch meta_image=linux-image-$arch
 else
 	meta_headers=linux-headers-$series-$arch meta_image=linux-image-$series-$arch
@@ -95,10 +102,38 @@ apt_arm64() {
 	APT_CONFIG=$apt_arm64_dir/apt.conf "$@"
 }
 
+# Another suite (bullseye), either architecture: one private state directory per suite and arch.
+declare -A apt_suite_ready=()
+apt_suite() { # arch cmd...
+	local a=$1 dir=$CACHE/apt-$suite-$1
+	shift
+	if [[ -z ${apt_suite_ready[$a]:-} ]]; then
+		mkdir -p "$dir"/{state/lists/partial,cache/archives/partial,etc/sources.list.d}
+		sed -e "s|@DIR@|$dir|g" -e "s|@ARCH@|$a|g" "$here/qemu/apt-$suite.conf.in" >"$dir/apt.conf"
+		sed -e "s|@MIRROR@|${VREX_DEBIAN_MIRROR:-http://deb.debian.org}|g" -e "s|@ARCH@|$a|g" \
+			"$here/qemu/apt-$suite.sources.in" >"$dir/etc/sources.list"
+		: >"$dir/state/status"
+		local stamp=$dir/state/updated
+		if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]]; then
+			log "apt-get update (private $suite $a config)"
+			APT_CONFIG=$dir/apt.conf apt-get update -qq >&2
+			touch "$stamp"
+		fi
+		apt_suite_ready[$a]=1
+	fi
+	APT_CONFIG=$dir/apt.conf "$@"
+}
+
 apt_for() { # arch cmd...
 	local a=$1
 	shift
-	if [[ $a == arm64 ]]; then apt_arm64 "$@"; else "$@"; fi
+	if [[ $suite != bookworm ]]; then
+		apt_suite "$a" "$@"
+	elif [[ $a == arm64 ]]; then
+		apt_arm64 "$@"
+	else
+		"$@"
+	fi
 }
 
 # The single package a metapackage depends on, e.g. linux-headers-amd64 -> linux-headers-6.1.0-56-amd64
@@ -163,9 +198,21 @@ if [[ -n $fetch_pkg ]]; then
 fi
 
 # --- Resolve the ABI ---------------------------------------------------------------------------
+# Every version of the metapackage, newest first: when the newest ABI's files cannot be fetched
+# (bullseye-security's arm64 pool answers 404 on some mirrors), the suite's own older ABI is used.
 headers_pkg=
 if ((!offline)); then
-	headers_pkg=$(resolve_dep "$arch" "$meta_headers" "linux-headers-[0-9].*-$arch") || true
+	for metaver in $(apt_for "$arch" apt-cache madison "$meta_headers" 2>/dev/null |
+		awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | awk '!seen[$0]++'); do
+		cand=$(resolve_dep "$arch" "$meta_headers=$metaver" "linux-headers-[0-9].*-$arch") || cand=
+		[[ -n $cand ]] || continue
+		if [[ -f $CACHE/$target/${cand#linux-headers-}/root/.vrex-headers ]] ||
+			fetch_deb "$arch" "$cand" >/dev/null; then
+			headers_pkg=$cand
+			break
+		fi
+		log "$cand ($meta_headers $metaver) cannot be fetched; trying an older ABI"
+	done
 fi
 if [[ -z $headers_pkg ]]; then
 	# Offline: newest cached tree for the target.
@@ -204,7 +251,10 @@ if ((!offline)) && [[ ! -f $root/.vrex-headers ]]; then
 	extract_into "$root" headers "${hdr_debs[@]}"
 fi
 if ((!offline && want_image)) && [[ ! -f $root/.vrex-image ]]; then
-	image_pkg=$(resolve_dep "$arch" "$meta_image" "linux-image-[0-9].*-$arch")
+	# The image of the headers' ABI (which may be older than $meta_image's candidate, see above).
+	image_pkg=linux-image-$kver
+	pkg_exists "$arch" "$image_pkg" ||
+		image_pkg=$(resolve_dep "$arch" "$meta_image" "linux-image-[0-9].*-$arch")
 	[[ -n $image_pkg ]] || {
 		log "cannot resolve $meta_image"
 		exit 1
@@ -240,6 +290,9 @@ if ((want_env)); then
 	else
 		printf 'ARCH=x86_64\nCROSS_COMPILE=\n'
 	fi
+	# bullseye's headers ask for gcc-10, which bookworm does not have: the host's gcc builds
+	# (KCC, to pass as CC=).
+	[[ $suite == bookworm ]] || printf 'KCC=%q\n' "$([[ $arch == arm64 ]] && echo aarch64-linux-gnu-)gcc"
 	((want_image)) && printf 'VMLINUZ=%q\nMODDIR=%q\n' "$vmlinuz" "$moddir"
 else
 	echo "$kdir"

@@ -14,6 +14,9 @@
  * and seen succeeding, the device usable afterwards (every stream slot opens),
  * and with every file closed debugfs "counts" shows no BO, stream, block or
  * SHIE entry. The guest's init checks dmesg (WARN/BUG/Oops) and rmmod.
+ * With VREX_FUZZ_PEERS=N and VREX_FUZZ_BARRIER=FILE (scripts/qemu/fuzz-peers.sh),
+ * N copies fuzz the device at once; each waits for all of them before the
+ * end-of-run checks, which run one copy at a time.
  * Ends with "fuzz: N passed, M failed".
  */
 #define _GNU_SOURCE
@@ -25,8 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -815,6 +820,38 @@ static void print_table(double secs)
 	printf("fuzz: ioctl id coverage %u/%u\n", covered, NIDS);
 }
 
+/*
+ * Concurrent copies: announce that this one's files are closed (a byte
+ * appended to the barrier file), wait for every copy, then hold the file's
+ * lock over the checks so the device is idle and seen by one copy at a time.
+ * Returns the barrier's fd, or -1 when running alone.
+ */
+static int peers_barrier(void)
+{
+	const char *path = getenv("VREX_FUZZ_BARRIER");
+	const char *env = getenv("VREX_FUZZ_PEERS");
+	long peers = env ? strtol(env, NULL, 0) : 1;
+	struct stat st;
+	int fd, waited;
+
+	if (peers <= 1 || !path)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, "x", 1) != 1) {
+		printf("fuzz: barrier %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	for (waited = 0; !fstat(fd, &st) && st.st_size < peers; waited++) {
+		if (waited > 60000) {	/* 10 minutes: a peer died */
+			printf("fuzz: %ld of %ld peers reached the barrier\n", (long)st.st_size, peers);
+			break;
+		}
+		usleep(10000);
+	}
+	flock(fd, LOCK_EX);
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
 	static struct worker workers[NTHREADS];
@@ -824,7 +861,7 @@ int main(int argc, char **argv)
 	unsigned long seconds = env ? strtoul(env, NULL, 0) : 3;
 	uint64_t seed;
 	unsigned int i, all_ok;
-	int fd;
+	int fd, barrier;
 
 	if (argc > 1)
 		seconds = strtoul(argv[1], NULL, 0);
@@ -887,6 +924,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	for (i = 0; i < NFILES; i++)
 		close(slots[i].fd);
+	barrier = peers_barrier();
 	if (vt_debugfs_dir()[0]) {
 		vt_debugfs_write_u32("fail_alloc", 0);
 		vt_debugfs_write_u32("fail_cmds", 0);
@@ -911,5 +949,7 @@ int main(int argc, char **argv)
 	} else {
 		printf("fuzz: no debugfs: leak check skipped\n");
 	}
+	if (barrier >= 0)
+		close(barrier);	/* drops the lock: the next copy checks */
 	return vt_finish("fuzz");
 }

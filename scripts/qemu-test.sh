@@ -26,9 +26,12 @@
 # tests/kernel/guest-programs.txt (or --programs FILE), one "NAME PATH [ARGS]" per line (PATH
 # relative to the repository), or given with --guest-program; missing ones are built first when
 # build/ is a configured CMake tree.
-# A dynamically linked program is copied with the libraries ldd lists and the loader; that works for
-# amd64 guests, arm64 guests skip such programs (and say so). Data files they read come from
-# tests/kernel/guest-files.txt (see below).
+# arm64 guests run tests/kernel/guest-programs-arm64.txt instead: the same HAL programs plus vrexctl,
+# cross-built into build-arm64/ by scripts/cross-arm64.sh (its sysroot: scripts/arm64-sysroot.sh)
+# before the guest is assembled.
+# A dynamically linked program is copied with its shared libraries and the loader (amd64: what ldd
+# lists; arm64: scripts/qemu/cross-libs.sh resolves them in the sysroot). Data files they read come
+# from tests/kernel/guest-files.txt (see below).
 #
 # Output: one line per kernel, e.g. "qemu 6.12-amd64 accel: PASS (uapi 57/57, dmesg clean, rmmod ok)",
 # then "qemu: N passed, N failed" over every case of every guest (module load, node, DT binding,
@@ -85,6 +88,13 @@ if [[ -f $programs_file ]]; then
 		[[ -n ${line//[[:space:]]/} ]] && extra_programs+=("$line")
 	done <"$programs_file"
 fi
+arm64_programs=()
+if [[ -f $repo/tests/kernel/guest-programs-arm64.txt ]]; then
+	while read -r line; do
+		line=${line%%#*}
+		[[ -n ${line//[[:space:]]/} ]] && arm64_programs+=("$line")
+	done <"$repo/tests/kernel/guest-programs-arm64.txt"
+fi
 
 out_root=$repo/build/qemu
 mkdir -p "$out_root"
@@ -128,6 +138,14 @@ copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 
 	mkdir -p "$root/$(dirname "$dest")"
 	cp -L "$bin" "$root/$dest"
 	if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then
+		if [[ $machine == AArch64 ]]; then
+			# The sysroot the cross tree was configured with holds the arm64 libraries.
+			local sysroot
+			sysroot=$(sed -n 's/^VREX_ARM64_SYSROOT:PATH=//p' "$repo/build-arm64/CMakeCache.txt" 2>/dev/null)
+			[[ -n $sysroot ]] || return 2
+			bash "$repo/scripts/qemu/cross-libs.sh" "$sysroot" "$root" "$bin" || return 1
+			return 0
+		fi
 		[[ $machine == X86-64 ]] || return 2
 		while read -r lib; do
 			mkdir -p "$root/$(dirname "$lib")"
@@ -236,15 +254,19 @@ run_kernel() { # target
 	done
 
 	local entry pname ppath pargs rc mem=512
-	for entry in "${extra_programs[@]}"; do
+	local -a programs=("${extra_programs[@]}")
+	if [[ $machine == AArch64 ]]; then
+		programs=("${arm64_programs[@]}")
+		local t1=$SECONDS
+		bash "$repo/scripts/cross-arm64.sh" >"$out/cross-build.log" 2>&1 ||
+			fail_case cross-build "scripts/cross-arm64.sh failed (see $out/cross-build.log)"
+		echo "$((SECONDS - t1))" >"$out/cross-build-seconds"
+	fi
+	for entry in "${programs[@]}"; do
 		read -r pname ppath pargs <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
 		if [[ ! -x $ppath ]]; then
-			if [[ $machine == X86-64 ]]; then
-				fail_case "$pname" "guest program $ppath not built"
-			else
-				echo "qemu $target: $pname skipped (not built; amd64 guests only)" >>"$out/notes"
-			fi
+			fail_case "$pname" "guest program $ppath not built"
 			continue
 		fi
 		copy_program "$ppath" "/opt/$pname/$(basename "$ppath")" "$root" "$machine"
@@ -254,8 +276,8 @@ run_kernel() { # target
 			echo "$pname|/opt/$pname/$(basename "$ppath") $pargs" >>"$tests_list"
 			mem=768
 			;;
-		2) echo "qemu $target: $pname skipped (dynamic or foreign binary; amd64 guests only)" >>"$out/notes" ;;
-		*) fail_case "$pname" "$ppath is not an ELF program" ;;
+		2) fail_case "$pname" "$ppath is built for another machine than $machine" ;;
+		*) fail_case "$pname" "$ppath: not an ELF program, or its libraries are missing" ;;
 		esac
 	done
 
@@ -404,6 +426,8 @@ report_kernel() { # target
 	for x in "${parts[@]}" "${checks[@]}"; do summary+=${summary:+, }$x; done
 	local secs
 	secs=$(cat "$out_root/$target/boot-seconds" 2>/dev/null || echo -)
+	[[ -f $out_root/$target/cross-build-seconds ]] &&
+		secs+=", cross-build $(cat "$out_root/$target/cross-build-seconds")s"
 	if ((f == 0 && p > 0)); then
 		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
 	else

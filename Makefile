@@ -18,6 +18,7 @@ help:
 	@echo "make test        every test; ends with 'N passed, N failed'"
 	@echo "make demo        V-Rex on real footage"
 	@echo "make qemu-test   vrex.ko in QEMU on Debian 6.12/6.1 amd64 and 6.12 arm64"
+	@echo "make cross-arm64 user space cross-built for arm64 into build-arm64/ (docs/install.md)"
 	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
 	@echo "make bench       benchmarks against FAISS / vLLM-style baseline (not a test)"
 
@@ -76,6 +77,11 @@ fuzz-kernel: deps
 soak: build
 	@bash scripts/soak.sh long
 
+# Cross build for arm64 (Jetson Orin, RK3588): sysroot, toolchain file, build-arm64/.
+.PHONY: cross-arm64
+cross-arm64: deps
+	@bash scripts/cross-arm64.sh all
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-arm64
 	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel clean >/dev/null 2>&1 || true; fi

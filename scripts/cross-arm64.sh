@@ -38,6 +38,9 @@ command -v aarch64-linux-gnu-g++ >/dev/null || {
 sysroot=$(bash "$repo/scripts/arm64-sysroot.sh" "${offline[@]}")
 
 mkdir -p "$out"
+# make qemu-test and a manual run may overlap: one ninja per tree.
+exec 8>"$out/.lock"
+flock 8
 # The same Kconfig symbols as the native tree (scripts/kconfig.sh writes build/vrex_config.cmake).
 if [[ -f $repo/.config ]]; then
 	(cd "$repo" && bash scripts/kconfig.sh cmake >/dev/null)

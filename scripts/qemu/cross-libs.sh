@@ -7,7 +7,7 @@
 #
 # DT_NEEDED entries are resolved recursively: first through the program's RUNPATH/RPATH (the build
 # tree's own libraries, e.g. libvrex-hal.so.0; copied to the same absolute path, which the RUNPATH
-# names), then in SYSROOT's multiarch directories, then in the cross toolchain's
+# names; RUNPATH entries into the sysroot are left to the next step), then in SYSROOT's multiarch directories, then in the cross toolchain's
 # /usr/aarch64-linux-gnu/lib. Libraries land in ROOT/lib/aarch64-linux-gnu (a default search
 # directory of Debian's arm64 loader), the loader at its PT_INTERP path. Exit 1 if a library is
 # not found (and says which).
@@ -27,7 +27,7 @@ runpaths() { # elf -> one directory per line ($ORIGIN expanded)
 	local dir
 	dir=$(dirname "$(readlink -f "$1")")
 	readelf -d "$1" | sed -nE 's/.*\((RUNPATH|RPATH)\).*\[(.*)\]$/\2/p' | tr ':' '\n' |
-		sed "s|\$ORIGIN|$dir|g; s|\${ORIGIN}|$dir|g" | grep -v '^$' || true
+		sed "s|\$ORIGIN|$dir|g; s|\${ORIGIN}|$dir|g" | grep -v -e '^$' -e "^$sysroot" || true
 }
 
 resolve() { # elf

@@ -28,7 +28,7 @@
 # build/ is a configured CMake tree.
 # arm64 guests run tests/kernel/guest-programs-arm64.txt instead: the same HAL programs plus vrexctl,
 # cross-built into build-arm64/ by scripts/cross-arm64.sh (its sysroot: scripts/arm64-sysroot.sh)
-# before the guest is assembled.
+# before the guest is assembled (VREX_QEMU_CROSS_BUILD=0: use build-arm64/ as it is).
 # A dynamically linked program is copied with its shared libraries and the loader (amd64: what ldd
 # lists; arm64: scripts/qemu/cross-libs.sh resolves them in the sysroot). Data files they read come
 # from tests/kernel/guest-files.txt (see below).
@@ -56,7 +56,7 @@ while (($#)); do
 	--src) src=$(cd "${2:?}" && pwd) && shift ;;
 	--timeout) guest_timeout=${2:?} && shift ;;
 	-h | --help)
-		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -316,6 +316,10 @@ run_kernel() { # target
 
 	# --- boot -----------------------------------------------------------------------------------
 	local qemu append tmo=$((guest_timeout + fuzz_seconds))
+	# An arm64 guest emulates a foreign CPU (TCG without host-instruction reuse) and runs the HAL
+	# suites on both backends: allow 45 s more per cross-built program (VREX_TEST_TIMEOUT still
+	# bounds each one).
+	[[ $machine == AArch64 ]] && tmo=$((tmo + 45 * ${#programs[@]}))
 	local -a qargs=(-accel tcg -smp 1 -m "$mem" -nographic -no-reboot -kernel "$VMLINUZ"
 		-initrd "$out/initrd.cpio.gz")
 	append="panic=-1 quiet loglevel=4 rdinit=/init"

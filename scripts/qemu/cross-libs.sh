@@ -57,6 +57,8 @@ resolve() { # elf
 			status=1
 			continue
 		fi
+		# Copied by an earlier call for another program, together with what it needs.
+		[[ -e $root/$dest ]] && continue
 		mkdir -p "$root/$(dirname "$dest")"
 		cp -L "$found" "$root/$dest"
 		resolve "$found"

@@ -13,8 +13,8 @@
 # runtime .so files (and loader) the guest needs.
 #
 # The tree is keyed by the exact set of .debs it was made from: a new package version (a Debian
-# point release or security update) makes a new tree; an unchanged set is reused in well under a
-# second once the indexes are fresh (re-read once a day).
+# point release or security update) makes a new tree; an unchanged set is reused after APT has
+# resolved it again (about 3 s of CPU; the indexes are re-read once a day).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -434,7 +434,7 @@ report_kernel() { # target
 	local secs
 	secs=$(cat "$out_root/$target/boot-seconds" 2>/dev/null || echo -)
 	[[ -f $out_root/$target/cross-build-seconds ]] &&
-		secs+=", cross-build $(cat "$out_root/$target/cross-build-seconds")s"
+		secs+="s, cross-build $(cat "$out_root/$target/cross-build-seconds")"
 	if ((f == 0 && p > 0)); then
 		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
 	else

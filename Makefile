@@ -19,6 +19,7 @@ help:
 	@echo "make demo        V-Rex on real footage"
 	@echo "make qemu-test   vrex.ko in QEMU: Debian 6.12/6.1/5.10 amd64, 6.12/5.10 arm64, a debug 6.1"
 	@echo "                 (KASAN, lockdep, kmemleak; built once into /var/cache/vrex), 5.15 arm64 compile"
+	@echo "make cross-arm64 user space cross-built for arm64 into build-arm64/ (docs/install.md)"
 	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
 	@echo "make model       train the builtin video transformer (cached; vrexctl run --model builtin)"
 	@echo "make bench       benchmarks against FAISS / vLLM-style baseline (not a test)"
@@ -87,6 +88,11 @@ fuzz-kernel: build
 soak: build
 	@bash scripts/soak.sh long
 
+# Cross build for arm64 (Jetson Orin, RK3588): sysroot, toolchain file, build-arm64/.
+.PHONY: cross-arm64
+cross-arm64: deps
+	@bash scripts/cross-arm64.sh all
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-arm64
 	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel clean >/dev/null 2>&1 || true; fi

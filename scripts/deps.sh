@@ -13,7 +13,7 @@ PKGS=(
 	clang clang-tidy clang-format libclang-rt-14-dev
 	qemu-system-x86 qemu-system-arm busybox-static cpio kmod
 	device-tree-compiler sparse dt-schema python3-kconfiglib
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
 	dkms bc flex bison libelf-dev libssl-dev dwarves
 	xz-utils zstd curl zlib1g-dev
 	python3-dev python3-numpy python3-torch libopenblas0-pthread python3-pytest python3-pybind11 pybind11-dev

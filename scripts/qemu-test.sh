@@ -37,9 +37,12 @@
 # tests/kernel/guest-programs.txt (or --programs FILE), one "NAME PATH [ARGS]" per line (PATH
 # relative to the repository), or given with --guest-program; missing ones are built first when
 # build/ is a configured CMake tree.
-# A dynamically linked program is copied with the libraries ldd lists and the loader; that works for
-# amd64 guests, arm64 guests skip such programs (and say so). Data files they read come from
-# tests/kernel/guest-files.txt (see below).
+# arm64 guests run tests/kernel/guest-programs-arm64.txt instead: the same HAL programs plus vrexctl,
+# cross-built into build-arm64/ by scripts/cross-arm64.sh (its sysroot: scripts/arm64-sysroot.sh)
+# before the guest is assembled (VREX_QEMU_CROSS_BUILD=0: use build-arm64/ as it is).
+# A dynamically linked program is copied with its shared libraries and the loader (amd64: what ldd
+# lists; arm64: scripts/qemu/cross-libs.sh resolves them in the sysroot). Data files they read come
+# from tests/kernel/guest-files.txt (see below).
 #
 # Output: one line per kernel, e.g. "qemu 6.12-amd64 accel: PASS (uapi 57/57, dmesg clean, rmmod ok)",
 # then "qemu: N passed, N failed" over every case of every guest (module load, node, DT binding,
@@ -64,7 +67,7 @@ while (($#)); do
 	--src) src=$(cd "${2:?}" && pwd) && shift ;;
 	--timeout) guest_timeout=${2:?} && shift ;;
 	-h | --help)
-		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -96,6 +99,13 @@ if [[ -f $programs_file ]]; then
 		line=${line%%#*}
 		[[ -n ${line//[[:space:]]/} ]] && extra_programs+=("$line")
 	done <"$programs_file"
+fi
+arm64_programs=()
+if [[ -f $repo/tests/kernel/guest-programs-arm64.txt ]]; then
+	while read -r line; do
+		line=${line%%#*}
+		[[ -n ${line//[[:space:]]/} ]] && arm64_programs+=("$line")
+	done <"$repo/tests/kernel/guest-programs-arm64.txt"
 fi
 
 out_root=$repo/build/qemu
@@ -140,6 +150,14 @@ copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 
 	mkdir -p "$root/$(dirname "$dest")"
 	cp -L "$bin" "$root/$dest"
 	if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then
+		if [[ $machine == AArch64 ]]; then
+			# The sysroot the cross tree was configured with holds the arm64 libraries.
+			local sysroot
+			sysroot=$(sed -n 's/^VREX_ARM64_SYSROOT:PATH=//p' "$repo/build-arm64/CMakeCache.txt" 2>/dev/null)
+			[[ -n $sysroot ]] || return 2
+			bash "$repo/scripts/qemu/cross-libs.sh" "$sysroot" "$root" "$bin" || return 1
+			return 0
+		fi
 		[[ $machine == X86-64 ]] || return 2
 		while read -r lib; do
 			mkdir -p "$root/$(dirname "$lib")"
@@ -261,17 +279,24 @@ run_kernel() { # target
 	done
 
 	local entry pname ppath pargs rc mem=512
+	local -a programs=("${extra_programs[@]}")
+	if [[ $machine == AArch64 ]]; then
+		programs=("${arm64_programs[@]}")
+		# VREX_QEMU_CROSS_BUILD=0 takes build-arm64/ as it is (while iterating on one program).
+		if [[ ${VREX_QEMU_CROSS_BUILD:-1} != 0 ]]; then
+			local t1=$SECONDS
+			bash "$repo/scripts/cross-arm64.sh" >"$out/cross-build.log" 2>&1 ||
+				fail_case cross-build "scripts/cross-arm64.sh failed (see $out/cross-build.log)"
+			echo "$((SECONDS - t1))" >"$out/cross-build-seconds"
+		fi
+	fi
 	# KASAN's shadow and the debug allocators need room; the HAL programs are too slow there.
-	((debug)) && mem=1024 && extra_programs=()
-	for entry in "${extra_programs[@]}"; do
+	((debug)) && mem=1024 && programs=()
+	for entry in "${programs[@]}"; do
 		read -r pname ppath pargs <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
 		if [[ ! -x $ppath ]]; then
-			if [[ $machine == X86-64 ]]; then
-				fail_case "$pname" "guest program $ppath not built"
-			else
-				echo "qemu $target: $pname skipped (not built; amd64 guests only)" >>"$out/notes"
-			fi
+			fail_case "$pname" "guest program $ppath not built"
 			continue
 		fi
 		copy_program "$ppath" "/opt/$pname/$(basename "$ppath")" "$root" "$machine"
@@ -281,8 +306,8 @@ run_kernel() { # target
 			echo "$pname|/opt/$pname/$(basename "$ppath") $pargs" >>"$tests_list"
 			mem=768
 			;;
-		2) echo "qemu $target: $pname skipped (dynamic or foreign binary; amd64 guests only)" >>"$out/notes" ;;
-		*) fail_case "$pname" "$ppath is not an ELF program" ;;
+		2) fail_case "$pname" "$ppath is built for another machine than $machine" ;;
+		*) fail_case "$pname" "$ppath: not an ELF program, or its libraries are missing" ;;
 		esac
 	done
 
@@ -327,6 +352,10 @@ run_kernel() { # target
 	local qemu append tmo=$((guest_timeout + fuzz_seconds)) smp=1
 	# The debug kernel: two CPUs for real concurrency, and time for KASAN and lockdep under TCG.
 	((debug)) && smp=2 tmo=$((2 * tmo))
+	# An arm64 guest emulates a foreign CPU (TCG without host-instruction reuse) and runs the HAL
+	# suites on both backends: allow 45 s more per cross-built program (VREX_TEST_TIMEOUT still
+	# bounds each one).
+	[[ $machine == AArch64 ]] && tmo=$((tmo + 45 * ${#programs[@]}))
 	local -a qargs=(-accel tcg -smp "$smp" -m "$mem" -nographic -no-reboot -kernel "$VMLINUZ"
 		-initrd "$out/initrd.cpio.gz")
 	append="panic=-1 quiet loglevel=4 rdinit=/init"
@@ -505,6 +534,8 @@ report_kernel() { # target
 	secs=$(cat "$out_root/$target/boot-seconds" 2>/dev/null || echo -)
 	[[ -f $out_root/$target/kernel-seconds ]] &&
 		secs+="s boot, kernel ready in $(cat "$out_root/$target/kernel-seconds")"
+	[[ -f $out_root/$target/cross-build-seconds ]] &&
+		secs+="s, cross-build $(cat "$out_root/$target/cross-build-seconds")"
 	if ((f == 0 && p > 0)); then
 		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
 	else

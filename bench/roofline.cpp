@@ -127,13 +127,13 @@ double Roofline::bandwidth(size_t bytes) const
     return dram.median;
 }
 
-Roofline measure_roofline(size_t dram_bytes, size_t repeats, double min_seconds)
+Roofline measure_roofline(size_t dram_bytes, size_t repeats, double min_seconds, bool beyond_l3)
 {
     Roofline r;
     r.caches = cache_sizes();
     r.l2_bytes = r.caches.l2 / 2;
     r.l3_bytes = r.caches.l3 / 2;
-    r.dram_bytes = std::max(dram_bytes, r.caches.l3 * 4);
+    r.dram_bytes = beyond_l3 ? std::max(dram_bytes, r.caches.l3 * 4) : dram_bytes;
     r.l2 = read_bandwidth(r.l2_bytes, repeats, min_seconds);
     r.l3 = read_bandwidth(r.l3_bytes, repeats, min_seconds);
     r.dram = read_bandwidth(r.dram_bytes, repeats, min_seconds);

@@ -38,6 +38,7 @@ struct Roofline {
     double bandwidth(size_t bytes) const;
 };
 
-Roofline measure_roofline(size_t dram_bytes, size_t repeats, double min_seconds);
+// @beyond_l3: the DRAM buffer is at least 4 x L3 (false only for smoke runs, which check the code path).
+Roofline measure_roofline(size_t dram_bytes, size_t repeats, double min_seconds, bool beyond_l3);
 
 }  // namespace vrex::bench

@@ -208,6 +208,29 @@ def cause_for(r, causes):
     return None
 
 
+def shie_facts(r, records):
+    """Figures of the same workload that explain a SHIE ratio: the arena against the caches, the scan's roof."""
+    wl, op = r.get("workload"), r.get("op")
+    if not wl:
+        return ""
+    out = []
+    ours = next((x for x in records if x.get("workload") == wl and x.get("op") == op and x.get("family") == "shie"
+                 and kind(x) == "measurement"), None)
+    caches = next((x for x in records if x["name"].startswith("roofline/cache sizes")), None)
+    if ours and ours.get("arena_bytes") and caches:
+        out.append(f"SHIE arena {ours['arena_bytes'] / 2**20:.1f} MiB against L2 {caches['ours'] / 1024:.2g} MiB"
+                   f" and L3 {caches['baseline'] / 1024:.3g} MiB (the codes alone: {ours['n'] * 16 / 2**20:.2g} MiB)")
+    scans = [x for x in records if x.get("workload") == wl and x.get("op") == op and x.get("roof_fraction") is not None
+             and x.get("family") == "scan"]
+    if scans:
+        best = max(scans, key=lambda x: x["ours"])
+        out.append(f"best SIMD scan {best['method']} at {100 * best['roof_fraction']:.0f} % of its roof "
+                   f"({best.get('roof_bound')} bound, table in {best.get('roof_level')})")
+    if ours:
+        out.append(f"SHIE {fmt(ours['ours'])} q/s = {1e6 / ours['ours']:.2g} µs per query")
+    return "; ".join(out) + "." if out else ""
+
+
 def analysis(results, causes):
     records = results["records"]
     meta = results.get("meta", {})
@@ -233,6 +256,9 @@ def analysis(results, causes):
         if not r.get("met"):
             c = cause_for(r, causes)
             lines.append(f"  - Cause: {c}" if c else "  - Cause: not analysed yet (no entry in bench/causes.json).")
+        facts = shie_facts(r, records)
+        if facts:
+            lines.append(f"  - Measured alongside: {facts}")
     lines.append("")
     roofs = [r for r in records if is_roof_target(r)]
     if roofs:

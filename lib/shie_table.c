@@ -603,6 +603,7 @@ static void shie_scan_all(struct shie_search *sr, int hw)
 }
 
 #define SHIE_SCAN_BATCH 64	/* candidate ids collected before the filters run */
+#define SHIE_CROWD_DIV 8	/* stage-0 records > budget / this: scan at once */
 
 /*
  * The fallback scan: distances over the dense fingerprint array, candidates
@@ -679,9 +680,25 @@ static void mih_search_body(struct shie_search *sr, int hw)
 
 	for (i = 0; i < VREX_MIH_TABLES; i++)
 		qkey[i] = mih_key(&sr->q->fp, i);
-	if (t->fallback_pct)
+	if (t->fallback_pct) {
+		u32 first = 0;
+
 		budget = t->capacity / 100 * t->fallback_pct +
 			 t->capacity % 100 * t->fallback_pct / 100;
+		/*
+		 * The query's own bucket in each table (stage 0) samples its
+		 * neighbourhood. When those 8 buckets alone hold more than
+		 * budget / SHIE_CROWD_DIV records, the later stages (up to 728
+		 * buckets around the same keys) all but certainly exceed the
+		 * budget: scan now rather than after reading that much.
+		 */
+		for (i = 0; i < VREX_MIH_TABLES; i++)
+			first += t->mih_count[i * VREX_MIH_BUCKETS + qkey[i]];
+		if (first > budget / SHIE_CROWD_DIV) {
+			shie_fall_back(sr, hw);
+			return;
+		}
+	}
 
 	while (more || consumed < produced) {
 		u32 item, s, head, tb;

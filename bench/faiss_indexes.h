@@ -31,7 +31,7 @@ struct FaissConfig {
 };
 
 class FaissIndexApi {
-public:
+  public:
     virtual ~FaissIndexApi() = default;
     // Ids within Hamming distance <= @radius (inclusive) of each query. With @out == nullptr only the
     // total number of results is returned (timed passes); otherwise out[i] holds query i's ids, sorted.
@@ -39,13 +39,15 @@ public:
                          std::vector<std::vector<uint32_t>>* out) const = 0;
     // k = 1 `search`: the nearest code of each query (ids[i], dists[i]); FAISS returns it whatever its
     // distance (hash indexes: among probed buckets only), the caller applies the radius.
-    virtual void nearest(std::span<const vrex_fp> queries, std::span<int64_t> ids, std::span<int32_t> dists) const = 0;
+    virtual void nearest(std::span<const vrex_fp> queries, std::span<int64_t> ids,
+                         std::span<int32_t> dists) const = 0;
 };
 
 class FaissBuild {
-public:
+  public:
     virtual ~FaissBuild() = default;
-    virtual std::unique_ptr<FaissIndexApi> make(const FaissConfig& cfg, std::span<const vrex_fp> codes) const = 0;
+    virtual std::unique_ptr<FaissIndexApi> make(const FaissConfig& cfg,
+                                                std::span<const vrex_fp> codes) const = 0;
     // FAISS's binary range_search keeps distances strictly below its radius argument (probed at load time
     // on a tiny index rather than assumed); make()'s range() already compensates.
     virtual int radius_offset() const = 0;
@@ -58,7 +60,7 @@ using FaissBuildFactory = FaissBuild* (*)();
 // A loaded module. name: "debian" / "native"; ok() false (with why()) when the module is missing or
 // does not load, e.g. native FAISS not built yet.
 class FaissModule {
-public:
+  public:
     FaissModule(std::string name, const std::string& path);
     ~FaissModule();
     FaissModule(const FaissModule&) = delete;
@@ -69,7 +71,7 @@ public:
     const std::string& why() const { return why_; }
     const FaissBuild& build() const { return *build_; }
 
-private:
+  private:
     std::string name_;
     std::string why_;
     void* handle_ = nullptr;

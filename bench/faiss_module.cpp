@@ -5,30 +5,32 @@
 
 namespace vrex::bench {
 
-bool FaissConfig::exact_at(uint32_t radius) const
-{
+bool FaissConfig::exact_at(uint32_t radius) const {
     switch (kind) {
-    case FaissKind::flat: return true;
-    case FaissKind::hash: return nflip >= b;
-    case FaissKind::multihash: return nhash * b <= 128 && static_cast<uint32_t>(nhash * (nflip + 1)) > radius;
+        case FaissKind::flat:
+            return true;
+        case FaissKind::hash:
+            return nflip >= b;
+        case FaissKind::multihash:
+            return nhash * b <= 128 && static_cast<uint32_t>(nhash * (nflip + 1)) > radius;
     }
     return false;
 }
 
-std::string FaissConfig::describe() const
-{
+std::string FaissConfig::describe() const {
     switch (kind) {
-    case FaissKind::flat: return "IndexBinaryFlat";
-    case FaissKind::hash: return "IndexBinaryHash(b=" + std::to_string(b) + ",nflip=" + std::to_string(nflip) + ")";
-    case FaissKind::multihash:
-        return "IndexBinaryMultiHash(nhash=" + std::to_string(nhash) + ",b=" + std::to_string(b) +
-               ",nflip=" + std::to_string(nflip) + ")";
+        case FaissKind::flat:
+            return "IndexBinaryFlat";
+        case FaissKind::hash:
+            return "IndexBinaryHash(b=" + std::to_string(b) + ",nflip=" + std::to_string(nflip) + ")";
+        case FaissKind::multihash:
+            return "IndexBinaryMultiHash(nhash=" + std::to_string(nhash) + ",b=" + std::to_string(b) +
+                   ",nflip=" + std::to_string(nflip) + ")";
     }
     return "?";
 }
 
-FaissModule::FaissModule(std::string name, const std::string& path) : name_(std::move(name))
-{
+FaissModule::FaissModule(std::string name, const std::string& path) : name_(std::move(name)) {
     if (path.empty()) {
         why_ = "no module path";
         return;
@@ -50,8 +52,7 @@ FaissModule::FaissModule(std::string name, const std::string& path) : name_(std:
     if (!build_) why_ = path + ": factory returned nothing";
 }
 
-FaissModule::~FaissModule()
-{
+FaissModule::~FaissModule() {
     // The object's code lives in the module: destroy it first. The module itself stays mapped: FAISS and
     // libgomp keep static state (thread pools, TLS destructors) that must not vanish before exit.
     build_.reset();

@@ -16,14 +16,12 @@ namespace {
 
 using idx_t = faiss::IndexBinary::idx_t;
 
-const uint8_t* bytes(std::span<const vrex_fp> codes)
-{
+const uint8_t* bytes(std::span<const vrex_fp> codes) {
     static_assert(sizeof(vrex_fp) == 16, "a fingerprint is 16 bytes, FAISS's 128-bit code");
     return reinterpret_cast<const uint8_t*>(codes.data());
 }
 
-int probe_radius_offset()
-{
+int probe_radius_offset() {
     vrex_fp zero{};
     vrex_fp three{{0x7, 0}};
     faiss::IndexBinaryFlat flat(128);
@@ -34,30 +32,30 @@ int probe_radius_offset()
 }
 
 class Index final : public FaissIndexApi {
-public:
-    Index(const FaissConfig& cfg, std::span<const vrex_fp> codes, int offset) : offset_(offset)
-    {
+  public:
+    Index(const FaissConfig& cfg, std::span<const vrex_fp> codes, int offset) : offset_(offset) {
         switch (cfg.kind) {
-        case FaissKind::flat: index_ = std::make_unique<faiss::IndexBinaryFlat>(128); break;
-        case FaissKind::hash: {
-            auto h = std::make_unique<faiss::IndexBinaryHash>(128, cfg.b);
-            h->nflip = cfg.nflip;
-            index_ = std::move(h);
-            break;
-        }
-        case FaissKind::multihash: {
-            auto h = std::make_unique<faiss::IndexBinaryMultiHash>(128, cfg.nhash, cfg.b);
-            h->nflip = cfg.nflip;
-            index_ = std::move(h);
-            break;
-        }
+            case FaissKind::flat:
+                index_ = std::make_unique<faiss::IndexBinaryFlat>(128);
+                break;
+            case FaissKind::hash: {
+                auto h = std::make_unique<faiss::IndexBinaryHash>(128, cfg.b);
+                h->nflip = cfg.nflip;
+                index_ = std::move(h);
+                break;
+            }
+            case FaissKind::multihash: {
+                auto h = std::make_unique<faiss::IndexBinaryMultiHash>(128, cfg.nhash, cfg.b);
+                h->nflip = cfg.nflip;
+                index_ = std::move(h);
+                break;
+            }
         }
         index_->add(static_cast<idx_t>(codes.size()), bytes(codes));
     }
 
     size_t range(std::span<const vrex_fp> queries, uint32_t radius,
-                 std::vector<std::vector<uint32_t>>* out) const override
-    {
+                 std::vector<std::vector<uint32_t>>* out) const override {
         faiss::RangeSearchResult res(static_cast<idx_t>(queries.size()));
         index_->range_search(static_cast<idx_t>(queries.size()), bytes(queries),
                              static_cast<int>(radius) + offset_, &res);
@@ -73,34 +71,33 @@ public:
         return res.lims[queries.size()];
     }
 
-    void nearest(std::span<const vrex_fp> queries, std::span<int64_t> ids, std::span<int32_t> dists) const override
-    {
+    void nearest(std::span<const vrex_fp> queries, std::span<int64_t> ids,
+                 std::span<int32_t> dists) const override {
         if (ids.size() < queries.size() || dists.size() < queries.size())
             throw std::invalid_argument("nearest: output spans shorter than the queries");
         index_->search(static_cast<idx_t>(queries.size()), bytes(queries), 1, dists.data(), ids.data());
     }
 
-private:
+  private:
     int offset_;
     std::unique_ptr<faiss::IndexBinary> index_;
 };
 
 class Build final : public FaissBuild {
-public:
-    std::unique_ptr<FaissIndexApi> make(const FaissConfig& cfg, std::span<const vrex_fp> codes) const override
-    {
+  public:
+    std::unique_ptr<FaissIndexApi> make(const FaissConfig& cfg,
+                                        std::span<const vrex_fp> codes) const override {
         return std::make_unique<Index>(cfg, codes, offset_);
     }
     int radius_offset() const override { return offset_; }
 
-private:
+  private:
     int offset_ = probe_radius_offset();
 };
 
 }  // namespace
 }  // namespace vrex::bench
 
-extern "C" __attribute__((visibility("default"))) vrex::bench::FaissBuild* vrex_faiss_build()
-{
+extern "C" __attribute__((visibility("default"))) vrex::bench::FaissBuild* vrex_faiss_build() {
     return new vrex::bench::Build();
 }

@@ -17,8 +17,8 @@
 namespace vrex::bench {
 
 struct CacheSizes {
-    size_t l2 = 0;  // bytes per core
-    size_t l3 = 0;  // bytes (shared)
+    size_t l2 = 0;       // bytes per core
+    size_t l3 = 0;       // bytes (shared)
     std::string source;  // "sysfs" or "cpuid ..."
 };
 
@@ -31,7 +31,7 @@ Stats read_bandwidth(size_t bytes, size_t repeats, double min_seconds);
 struct Roofline {
     CacheSizes caches;
     size_t l2_bytes = 0, l3_bytes = 0, dram_bytes = 0;  // buffer sizes measured
-    Stats l2, l3, dram;                                  // bytes/s
+    Stats l2, l3, dram;                                 // bytes/s
 
     // The level a table of @bytes streams from, and that level's median bandwidth.
     const char* level(size_t bytes) const;

@@ -63,41 +63,46 @@ struct Size {
 
 struct Plan {
     std::vector<Size> sizes;
-    size_t repeats;      // >= 5
-    double min_repeat;   // seconds of CPU per repeat (a repeat runs the query set this long)
-    double budget;       // seconds of CPU a method may spend on one pass over its queries; slower methods
-                         // are timed on the first queries only (recorded as queries_timed)
-    size_t dram_bytes;   // read-bandwidth buffer beyond the caches
+    size_t repeats;     // >= 5
+    double min_repeat;  // seconds of CPU per repeat (a repeat runs the query set this long)
+    double budget;      // seconds of CPU a method may spend on one pass over its queries; slower methods
+                        // are timed on the first queries only (recorded as queries_timed)
+    size_t dram_bytes;  // read-bandwidth buffer beyond the caches
 };
 
-Plan plan_for(Mode m)
-{
+Plan plan_for(Mode m) {
     switch (m) {
-    case Mode::smoke: return {{{2000, 24, 24}}, 5, 0.0, 0.05, size_t{16} << 20};
-    case Mode::quick:
-        return {{{4096, 96, 24}, {16384, 96, 24}, {100000, 48, 8}, {1000000, 16, 4}}, 5, 0.002, 0.01,
-                size_t{256} << 20};
-    case Mode::full:
-        return {{{4096, 512, 128}, {16384, 512, 128}, {100000, 256, 32}, {1000000, 64, 12}}, 5, 0.01, 0.08,
-                size_t{512} << 20};
+        case Mode::smoke:
+            return {{{2000, 24, 24}}, 5, 0.0, 0.05, size_t{16} << 20};
+        case Mode::quick:
+            return {{{4096, 96, 24}, {16384, 96, 24}, {100000, 48, 8}, {1000000, 16, 4}},
+                    5,
+                    0.002,
+                    0.01,
+                    size_t{256} << 20};
+        case Mode::full:
+            return {{{4096, 512, 128}, {16384, 512, 128}, {100000, 256, 32}, {1000000, 64, 12}},
+                    5,
+                    0.01,
+                    0.08,
+                    size_t{512} << 20};
     }
     return {};
 }
 
 // Exact IndexBinaryMultiHash configurations at radius 20 (nhash * (nflip + 1) > 20, nhash * b <= 128),
 // from many small tables without flips to few wide tables with more flips. FAISS's default nflip is 0.
-std::vector<FaissConfig> sweep_configs(Mode m)
-{
+std::vector<FaissConfig> sweep_configs(Mode m) {
     auto mh = [](int nhash, int b, int nflip) { return FaissConfig{FaissKind::multihash, b, nhash, nflip}; };
     if (m == Mode::smoke) return {mh(7, 18, 2), mh(8, 16, 2)};
     // quick: the two configurations the issue names (bench-quick must stay short).
     if (m == Mode::quick) return {mh(8, 16, 2), mh(7, 18, 2)};
     // (16,8,1), (10,12,2) and (7,18,3) were measured too (2026-11-30) and never came near the best.
-    return {mh(21, 6, 0), mh(12, 10, 1), mh(11, 11, 1), mh(9, 14, 2), mh(8, 16, 2), mh(7, 18, 2), mh(6, 21, 3)};
+    return {mh(21, 6, 0), mh(12, 10, 1), mh(11, 11, 1), mh(9, 14, 2),
+            mh(8, 16, 2), mh(7, 18, 2),  mh(6, 21, 3)};
 }
 
-std::string size_label(size_t n)
-{
+std::string size_label(size_t n) {
     if (n >= 1000000 && n % 1000000 == 0) return std::to_string(n / 1000000) + "M";
     if (n == 4096 || n == 16384) return std::to_string(n / 1024) + "k";
     if (n >= 1000 && n % 1000 == 0) return std::to_string(n / 1000) + "k";
@@ -105,7 +110,9 @@ std::string size_label(size_t n)
 }
 
 enum class Op { range, nearest };
-const char* op_name(Op op) { return op == Op::range ? "range" : "nearest"; }
+const char* op_name(Op op) {
+    return op == Op::range ? "range" : "nearest";
+}
 
 // What a method returns for a batch of queries: range sets (sorted) or nearest (id, distance) pairs.
 struct Answer {
@@ -117,16 +124,14 @@ using RunFn = std::function<size_t(std::span<const vrex_fp>, Answer*)>;
 
 struct Method {
     Method(std::string n, std::string f, Op o, bool scan, RunFn fn)
-        : name(std::move(n)), family(std::move(f)), op(o), scan_type(scan), run(std::move(fn))
-    {
-    }
+        : name(std::move(n)), family(std::move(f)), op(o), scan_type(scan), run(std::move(fn)) {}
     std::string name;
     std::string family;  // shie, control, scan, faiss-debian, faiss-native
     Op op;
-    bool scan_type;      // streams the whole table per query group: has a roofline
+    bool scan_type;  // streams the whole table per query group: has a roofline
     RunFn run;
-    size_t k = 0;        // queries timed (set by prepare)
-    size_t passes = 1;   // passes over those queries per repeat
+    size_t k = 0;       // queries timed (set by prepare)
+    size_t passes = 1;  // passes over those queries per repeat
     std::vector<double> qps;
 };
 
@@ -142,18 +147,18 @@ struct Truth {
     Answer nearest;  // Debian FAISS Flat k=1, thresholded at the radius
 };
 
-uint32_t distance(const vrex_fp& a, const vrex_fp& b)
-{
-    return static_cast<uint32_t>(__builtin_popcountll(a.w[0] ^ b.w[0]) + __builtin_popcountll(a.w[1] ^ b.w[1]));
+uint32_t distance(const vrex_fp& a, const vrex_fp& b) {
+    return static_cast<uint32_t>(__builtin_popcountll(a.w[0] ^ b.w[0]) +
+                                 __builtin_popcountll(a.w[1] ^ b.w[1]));
 }
 
-RunFn faiss_range(const FaissIndexApi* idx)
-{
-    return [idx](std::span<const vrex_fp> qs, Answer* out) { return idx->range(qs, kRadius, out ? &out->sets : nullptr); };
+RunFn faiss_range(const FaissIndexApi* idx) {
+    return [idx](std::span<const vrex_fp> qs, Answer* out) {
+        return idx->range(qs, kRadius, out ? &out->sets : nullptr);
+    };
 }
 
-RunFn faiss_nearest(const FaissIndexApi* idx)
-{
+RunFn faiss_nearest(const FaissIndexApi* idx) {
     return [idx](std::span<const vrex_fp> qs, Answer* out) {
         std::vector<int64_t> ids(qs.size());
         std::vector<int32_t> d(qs.size());
@@ -176,15 +181,14 @@ RunFn faiss_nearest(const FaissIndexApi* idx)
 }
 
 // Checks @m's answers for the first @k queries against the truth. Prints the first difference.
-bool check(const Method& m, const Workload& w, const Truth& t, size_t k)
-{
+bool check(const Method& m, const Workload& w, const Truth& t, size_t k) {
     Answer got;
     m.run(std::span(w.queries).first(k), &got);
     for (size_t q = 0; q < k; q++) {
         if (m.op == Op::range) {
             if (got.sets[q] != t.range.sets[q]) {
-                std::fprintf(stderr, "MISMATCH %s: query %zu returns %zu ids, FAISS Flat %zu\n", m.name.c_str(), q,
-                             got.sets[q].size(), t.range.sets[q].size());
+                std::fprintf(stderr, "MISMATCH %s: query %zu returns %zu ids, FAISS Flat %zu\n",
+                             m.name.c_str(), q, got.sets[q].size(), t.range.sets[q].size());
                 return false;
             }
             continue;
@@ -195,8 +199,8 @@ bool check(const Method& m, const Workload& w, const Truth& t, size_t k)
             ok = got.ids[q] < w.db.size() && got.dists[q] == t.nearest.dists[q] &&
                  distance(w.db[got.ids[q]], w.queries[q]) == got.dists[q];
         if (!ok) {
-            std::fprintf(stderr, "MISMATCH %s: query %zu nearest %s (d %u), FAISS Flat %s (d %u)\n", m.name.c_str(),
-                         q, have ? std::to_string(got.ids[q]).c_str() : "none", got.dists[q],
+            std::fprintf(stderr, "MISMATCH %s: query %zu nearest %s (d %u), FAISS Flat %s (d %u)\n",
+                         m.name.c_str(), q, have ? std::to_string(got.ids[q]).c_str() : "none", got.dists[q],
                          want ? std::to_string(t.nearest.ids[q]).c_str() : "none", t.nearest.dists[q]);
             return false;
         }
@@ -209,8 +213,7 @@ void set_passes(Method& m, std::span<const vrex_fp> queries, const Plan& plan);
 // Sizes the timed work of @m: how many queries (all unless one pass would exceed the budget) and how many
 // passes per repeat (enough for the repeat to be timed reliably). The cost per query is estimated on up to
 // 8 queries after a warm-up query (the first query after a build pays cold caches).
-void prepare(Method& m, std::span<const vrex_fp> queries, const Plan& plan)
-{
+void prepare(Method& m, std::span<const vrex_fp> queries, const Plan& plan) {
     volatile size_t sink = 0;
     sink = sink + m.run(queries.first(1), nullptr);
     const size_t probe = std::min<size_t>(8, queries.size());
@@ -222,8 +225,7 @@ void prepare(Method& m, std::span<const vrex_fp> queries, const Plan& plan)
 }
 
 // Passes per repeat for m.k queries: enough for plan.min_repeat seconds.
-void set_passes(Method& m, std::span<const vrex_fp> queries, const Plan& plan)
-{
+void set_passes(Method& m, std::span<const vrex_fp> queries, const Plan& plan) {
     volatile size_t sink = 0;
     const double t0 = cpu_seconds();
     sink = sink + m.run(queries.first(m.k), nullptr);  // also warms caches for the first repeat
@@ -231,8 +233,7 @@ void set_passes(Method& m, std::span<const vrex_fp> queries, const Plan& plan)
     m.passes = std::max<size_t>(1, static_cast<size_t>(std::ceil(plan.min_repeat / pass)));
 }
 
-void time_once(Method& m, std::span<const vrex_fp> queries)
-{
+void time_once(Method& m, std::span<const vrex_fp> queries) {
     volatile size_t sink = 0;
     const double t0 = cpu_seconds();
     for (size_t p = 0; p < m.passes; p++) sink = sink + m.run(queries.first(m.k), nullptr);
@@ -261,9 +262,8 @@ struct SweepBest {
 };
 
 void sweep(const FaissModule& mod, const Workload& w, const Truth& truth, const Plan& plan,
-           const std::vector<FaissConfig>& cfgs, const std::string& prefix, RecordSink& sink, SweepBest best[2],
-           bool& ok)
-{
+           const std::vector<FaissConfig>& cfgs, const std::string& prefix, RecordSink& sink,
+           SweepBest best[2], bool& ok) {
     for (const auto& cfg : cfgs) {
         std::shared_ptr<FaissIndexApi> idx = mod.build().make(cfg, w.db);
         for (Op op : {Op::range, Op::nearest}) {
@@ -278,15 +278,18 @@ void sweep(const FaissModule& mod, const Workload& w, const Truth& truth, const 
             }
             for (size_t r = 0; r < plan.repeats; r++) time_once(m, w.queries);
             const Stats s = stats_of(m.qps);
-            std::printf("  sweep %-6s %-7s %-48s %12.1f q/s (min %.1f max %.1f, %zu queries)\n", mod.name().c_str(),
-                        op_name(op), cfg.describe().c_str(), s.median, s.min, s.max, m.k);
+            std::printf("  sweep %-6s %-7s %-48s %12.1f q/s (min %.1f max %.1f, %zu queries)\n",
+                        mod.name().c_str(), op_name(op), cfg.describe().c_str(), s.median, s.min, s.max, m.k);
             Record r;
             r.name = prefix + "/" + op_name(op) + ": sweep FAISS " + mod.name() + " " + cfg.describe();
             r.ours = s.median;
             r.ours_spread = s;
             r.unit = "queries/s";
-            r.tags = {{"kind", "sweep"}, {"workload", w.dist + "/" + size_label(w.db.size())}, {"op", op_name(op)},
-                      {"method", cfg.describe()}, {"family", "faiss-" + mod.name()}};
+            r.tags = {{"kind", "sweep"},
+                      {"workload", w.dist + "/" + size_label(w.db.size())},
+                      {"op", op_name(op)},
+                      {"method", cfg.describe()},
+                      {"family", "faiss-" + mod.name()}};
             r.values = {{"queries_timed", static_cast<double>(m.k)}};
             sink.add(r);
             auto& b = best[op == Op::range ? 0 : 1];
@@ -301,8 +304,7 @@ void sweep(const FaissModule& mod, const Workload& w, const Truth& truth, const 
 
 // Returns false when any method disagreed with FAISS Flat.
 bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const Roofs& roofs,
-                  const std::vector<FaissConfig>& cfgs, RecordSink& sink)
-{
+                  const std::vector<FaissConfig>& cfgs, RecordSink& sink) {
     const size_t n = w.db.size();
     const std::string wl = w.dist + "/" + size_label(n);
     const std::string prefix = "shie/" + wl;
@@ -320,8 +322,9 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         hit_queries += !s.empty();
     }
     for (auto id : truth.nearest.ids) nearest_hits += id != UINT32_MAX;
-    std::printf("  truth (Debian FAISS Flat): %zu range results, %zu of %zu queries non-empty, %zu nearest hits\n",
-                total_hits, hit_queries, w.queries.size(), nearest_hits);
+    std::printf(
+        "  truth (Debian FAISS Flat): %zu range results, %zu of %zu queries non-empty, %zu nearest hits\n",
+        total_hits, hit_queries, w.queries.size(), nearest_hits);
 
     // Sweep of exact MultiHash configurations, per build.
     SweepBest deb_best[2], nat_best[2];
@@ -348,39 +351,45 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
             };
         };
         methods.emplace_back(rg ? "SHIE find_range (MIH)" : "SHIE find_similar (MIH)", "shie", op, false,
-                           shie_fn(ShieIndex::Path::mih));
-        methods.emplace_back(rg ? "control: SHIE find_range_bruteforce" : "control: SHIE find_similar_bruteforce",
-                           "control", op, false, shie_fn(ShieIndex::Path::bruteforce));
+                             shie_fn(ShieIndex::Path::mih));
+        methods.emplace_back(
+            rg ? "control: SHIE find_range_bruteforce" : "control: SHIE find_similar_bruteforce", "control",
+            op, false, shie_fn(ShieIndex::Path::bruteforce));
         for (ScanIsa isa : {ScanIsa::avx512, ScanIsa::avx2, ScanIsa::scalar}) {
             if (!scan_isa_supported(isa)) continue;
-            const std::string name = (isa == ScanIsa::scalar ? "control: scan, " : "SIMD scan, ") + scan_isa_name(isa) +
-                                     " (" + std::to_string(kScanGroup) + " queries/pass)";
+            const std::string name = (isa == ScanIsa::scalar ? "control: scan, " : "SIMD scan, ") +
+                                     scan_isa_name(isa) + " (" + std::to_string(kScanGroup) +
+                                     " queries/pass)";
             methods.emplace_back(name, isa == ScanIsa::scalar ? "control" : "scan", op, true,
-                               [&w, isa, op](std::span<const vrex_fp> qs, Answer* out) -> size_t {
-                                   if (op == Op::range) {
-                                       Answer local;
-                                       return scan_range(isa, w.db, qs, kRadius, out ? out->sets : local.sets);
-                                   }
-                                   std::vector<uint32_t> ids(qs.size()), d(qs.size());
-                                   scan_nearest(isa, w.db, qs, kRadius, ids, d);
-                                   size_t hits = 0;
-                                   for (auto id : ids) hits += id != UINT32_MAX;
-                                   if (out) {
-                                       out->ids = std::move(ids);
-                                       out->dists = std::move(d);
-                                   }
-                                   return hits;
-                               });
+                                 [&w, isa, op](std::span<const vrex_fp> qs, Answer* out) -> size_t {
+                                     if (op == Op::range) {
+                                         Answer local;
+                                         return scan_range(isa, w.db, qs, kRadius,
+                                                           out ? out->sets : local.sets);
+                                     }
+                                     std::vector<uint32_t> ids(qs.size()), d(qs.size());
+                                     scan_nearest(isa, w.db, qs, kRadius, ids, d);
+                                     size_t hits = 0;
+                                     for (auto id : ids) hits += id != UINT32_MAX;
+                                     if (out) {
+                                         out->ids = std::move(ids);
+                                         out->dists = std::move(d);
+                                     }
+                                     return hits;
+                                 });
         }
-        auto add_faiss = [&](const std::string& build, const FaissIndexApi* idx, const std::string& what, bool scan) {
+        auto add_faiss = [&](const std::string& build, const FaissIndexApi* idx, const std::string& what,
+                             bool scan) {
             methods.emplace_back("FAISS " + build + " " + what, "faiss-" + build, op, scan,
-                               rg ? faiss_range(idx) : faiss_nearest(idx));
+                                 rg ? faiss_range(idx) : faiss_nearest(idx));
         };
         const int bi = rg ? 0 : 1;
         add_faiss("debian", deb_flat.get(), "IndexBinaryFlat", true);
-        if (deb_best[bi].index) add_faiss("debian", deb_best[bi].index.get(), "best " + deb_best[bi].cfg.describe(), false);
+        if (deb_best[bi].index)
+            add_faiss("debian", deb_best[bi].index.get(), "best " + deb_best[bi].cfg.describe(), false);
         if (nat_flat) add_faiss("native", nat_flat.get(), "IndexBinaryFlat", true);
-        if (nat_best[bi].index) add_faiss("native", nat_best[bi].index.get(), "best " + nat_best[bi].cfg.describe(), false);
+        if (nat_best[bi].index)
+            add_faiss("native", nat_best[bi].index.get(), "best " + nat_best[bi].cfg.describe(), false);
     }
 
     // One query set for all: the ratios compare the same queries. It is cut to what the slowest method
@@ -403,10 +412,11 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         for (auto& m : methods) time_once(m, w.queries);
 
     char notes[256];
-    std::snprintf(notes, sizeof(notes),
-                  "%s: radius %u, %zu queries (range: %zu non-empty, %.1f results/query; nearest: %zu hits), one core",
-                  wl.c_str(), kRadius, w.queries.size(), hit_queries,
-                  static_cast<double>(total_hits) / static_cast<double>(w.queries.size()), nearest_hits);
+    std::snprintf(
+        notes, sizeof(notes),
+        "%s: radius %u, %zu queries (range: %zu non-empty, %.1f results/query; nearest: %zu hits), one core",
+        wl.c_str(), kRadius, w.queries.size(), hit_queries,
+        static_cast<double>(total_hits) / static_cast<double>(w.queries.size()), nearest_hits);
     const size_t table_bytes = n * sizeof(vrex_fp);
     const double bw = roofs.mem.bandwidth(table_bytes);
     for (auto& m : methods) {
@@ -417,8 +427,8 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         r.ours_spread = s;
         r.unit = "queries/s";
         r.notes = notes;
-        r.tags = {{"kind", "measurement"}, {"workload", wl}, {"dist", w.dist}, {"op", op_name(m.op)},
-                  {"method", m.name}, {"family", m.family}};
+        r.tags = {{"kind", "measurement"}, {"workload", wl},   {"dist", w.dist},
+                  {"op", op_name(m.op)},   {"method", m.name}, {"family", m.family}};
         r.values = {{"n", static_cast<double>(n)}, {"queries_timed", static_cast<double>(m.k)}};
         if (m.family == "shie") r.values.emplace_back("arena_bytes", static_cast<double>(shie.arena_bytes()));
         if (m.scan_type) {
@@ -428,8 +438,8 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
             const double mem = bw * static_cast<double>(kScanGroup) / static_cast<double>(table_bytes);
             const double cpu = roofs.compute[oi].median / static_cast<double>(n);
             r.baseline = std::min(mem, cpu);
-            r.baseline_name = std::string("roofline: ") + (mem < cpu ? "memory" : "compute") + " bound, table in " +
-                              roofs.mem.level(table_bytes);
+            r.baseline_name = std::string("roofline: ") + (mem < cpu ? "memory" : "compute") +
+                              " bound, table in " + roofs.mem.level(table_bytes);
             r.target = 0.5;
             r.tags.emplace_back("roof_level", roofs.mem.level(table_bytes));
             r.tags.emplace_back("roof_bound", mem < cpu ? "memory" : "compute");
@@ -467,26 +477,29 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
             r.values = {{"n", static_cast<double>(n)}};
             sink.add(r);
         };
-        const std::string no_native = faiss.native ? "" : " [native FAISS not built: " + faiss.native_why + "]";
+        const std::string no_native =
+            faiss.native ? "" : " [native FAISS not built: " + faiss.native_why + "]";
         const bool at_device = n == kDeviceCapacity;
         compare("best of (native FAISS, SIMD scan)",
                 best_of([](const Method& m) { return m.family == "faiss-native" || m.family == "scan"; }),
                 at_device && op == Op::nearest ? std::optional<double>(3.0) : std::nullopt, no_native);
-        compare("best exact native FAISS", best_of([](const Method& m) { return m.family == "faiss-native"; }),
-                n >= 1000000 && w.dist == "uniform" && op == Op::range ? std::optional<double>(20.0) : std::nullopt,
+        compare("best exact native FAISS",
+                best_of([](const Method& m) { return m.family == "faiss-native"; }),
+                n >= 1000000 && w.dist == "uniform" && op == Op::range ? std::optional<double>(20.0)
+                                                                       : std::nullopt,
                 "");
-        compare("best exact Debian FAISS", best_of([](const Method& m) { return m.family == "faiss-debian"; }),
-                std::nullopt, "");
+        compare("best exact Debian FAISS",
+                best_of([](const Method& m) { return m.family == "faiss-debian"; }), std::nullopt, "");
         compare("control (brute force, MIH off)",
-                best_of([](const Method& m) { return m.name.starts_with("control: SHIE"); }), std::nullopt, "");
+                best_of([](const Method& m) { return m.name.starts_with("control: SHIE"); }), std::nullopt,
+                "");
     }
     return ok;
 }
 
 // Roof of each operation's kernel: the fastest scan kernel on a table that stays in L1 (1024 codes,
 // 16 KiB), in code-query pairs per second.
-void measure_compute_roofs(const Plan& plan, Roofs& roofs, RecordSink& sink)
-{
+void measure_compute_roofs(const Plan& plan, Roofs& roofs, RecordSink& sink) {
     const auto codes = uniform_codes(kScanBlock, 777);
     const auto queries = uniform_codes(256, 778);  // far from every code: range finds nothing
     for (Op op : {Op::range, Op::nearest}) {
@@ -501,8 +514,10 @@ void measure_compute_roofs(const Plan& plan, Roofs& roofs, RecordSink& sink)
                 const double t0 = cpu_seconds();
                 double t = 0.0;
                 do {
-                    if (op == Op::range) scan_range(isa, codes, queries, kRadius, sets);
-                    else scan_nearest(isa, codes, queries, kRadius, ids, d);
+                    if (op == Op::range)
+                        scan_range(isa, codes, queries, kRadius, sets);
+                    else
+                        scan_nearest(isa, codes, queries, kRadius, ids, d);
                     passes++;
                     t = cpu_seconds() - t0;
                 } while (t < std::max(plan.min_repeat, 0.002));
@@ -526,11 +541,11 @@ void measure_compute_roofs(const Plan& plan, Roofs& roofs, RecordSink& sink)
     }
 }
 
-void record_memory_roofs(const Roofline& rf, RecordSink& sink)
-{
+void record_memory_roofs(const Roofline& rf, RecordSink& sink) {
     auto bw = [&](const char* level, size_t bytes, const Stats& s) {
         Record r;
-        r.name = std::string("roofline/read bandwidth: ") + level + " (" + std::to_string(bytes >> 10) + " KiB buffer)";
+        r.name = std::string("roofline/read bandwidth: ") + level + " (" + std::to_string(bytes >> 10) +
+                 " KiB buffer)";
         r.ours = s.median / 1e9;
         r.ours_spread = Stats{s.min / 1e9, s.median / 1e9, s.max / 1e9, s.n};
         r.unit = "GB/s";
@@ -552,8 +567,7 @@ void record_memory_roofs(const Roofline& rf, RecordSink& sink)
     bw("DRAM", rf.dram_bytes, rf.dram);
 }
 
-Frame crop(const Frame& f, uint32_t x0, uint32_t y0, uint32_t w, uint32_t h)
-{
+Frame crop(const Frame& f, uint32_t x0, uint32_t y0, uint32_t w, uint32_t h) {
     Frame out{w, h, std::vector<uint8_t>(size_t{w} * h)};
     for (uint32_t y = 0; y < h; y++)
         std::copy_n(f.pix.begin() + static_cast<std::ptrdiff_t>((y0 + y) * f.width + x0), w,
@@ -567,14 +581,15 @@ struct Cameras {
     std::string single_about, multi_about;
 };
 
-Cameras footage_codes(const Options& opt)
-{
+Cameras footage_codes(const Options& opt) {
     Cameras c;
     if (!(opt.has_footage() && opt.mode != Mode::smoke)) {
-        c.single = fingerprint_sequence(200, [](size_t i) { return synthetic_frame(320, 240, static_cast<uint32_t>(i)); });
+        c.single = fingerprint_sequence(
+            200, [](size_t i) { return synthetic_frame(320, 240, static_cast<uint32_t>(i)); });
         for (uint32_t cam = 0; cam < 4; cam++) {
-            auto v = fingerprint_sequence(
-                60, [cam](size_t i) { return synthetic_frame(320, 240, static_cast<uint32_t>(i) + 100000 * (cam + 1), 1000); });
+            auto v = fingerprint_sequence(60, [cam](size_t i) {
+                return synthetic_frame(320, 240, static_cast<uint32_t>(i) + 100000 * (cam + 1), 1000);
+            });
             c.multi.insert(c.multi.end(), v.begin(), v.end());
         }
         c.single_about = "synthetic frames (smoke)";
@@ -594,8 +609,9 @@ Cameras footage_codes(const Options& opt)
     size_t views = 0;
     for (uint32_t qy = 0; qy < 2; qy++)
         for (uint32_t qx = 0; qx < 2; qx++, views++) {
-            auto v = fingerprint_sequence(clip.frames() / 2,
-                                          [&](size_t i) { return crop(clip.read(2 * i), qx * hw, qy * hh, hw, hh); });
+            auto v = fingerprint_sequence(clip.frames() / 2, [&](size_t i) {
+                return crop(clip.read(2 * i), qx * hw, qy * hh, hw, hh);
+            });
             c.multi.insert(c.multi.end(), v.begin(), v.end());
         }
     c.multi_about = "vtest.avi quadrants (4 views)";
@@ -616,8 +632,7 @@ Cameras footage_codes(const Options& opt)
     return c;
 }
 
-int run(const Options& opt)
-{
+int run(const Options& opt) {
     omp_set_num_threads(1);
     const Plan plan = plan_for(opt.mode);
     RecordSink sink(opt.out);
@@ -626,15 +641,21 @@ int run(const Options& opt)
     bool want_uniform = true, want_clustered = true;
     size_t only_n = 0;
     for (const auto& a : opt.rest) {
-        if (a == "--dist=uniform") want_clustered = false;
-        else if (a == "--dist=clustered") want_uniform = false;
-        else if (a.starts_with("--faiss-debian=")) deb_path = a.substr(15);
-        else if (a.starts_with("--faiss-native=")) nat_path = a.substr(15);
-        else if (a.starts_with("--n=")) only_n = std::strtoull(a.c_str() + 4, nullptr, 10);  // one size (profiling)
+        if (a == "--dist=uniform")
+            want_clustered = false;
+        else if (a == "--dist=clustered")
+            want_uniform = false;
+        else if (a.starts_with("--faiss-debian="))
+            deb_path = a.substr(15);
+        else if (a.starts_with("--faiss-native="))
+            nat_path = a.substr(15);
+        else if (a.starts_with("--n="))
+            only_n = std::strtoull(a.c_str() + 4, nullptr, 10);  // one size (profiling)
     }
     if (opt.mode != Mode::smoke && !opt.has_footage()) {
-        std::fprintf(stderr, "bench: clustered codes need real footage: run scripts/fetch-footage.sh --gray and "
-                             "pass --gray/--width/--height (scripts/bench.sh does)\n");
+        std::fprintf(stderr,
+                     "bench: clustered codes need real footage: run scripts/fetch-footage.sh --gray and "
+                     "pass --gray/--width/--height (scripts/bench.sh does)\n");
         return 2;
     }
     FaissModule deb("debian", deb_path), nat("native", nat_path);
@@ -643,7 +664,8 @@ int run(const Options& opt)
         return 2;
     }
     Faiss faiss{&deb, nat.ok() ? &nat : nullptr, nat.why()};
-    std::printf("FAISS: debian %s; native %s\n", deb_path.c_str(), nat.ok() ? nat_path.c_str() : nat.why().c_str());
+    std::printf("FAISS: debian %s; native %s\n", deb_path.c_str(),
+                nat.ok() ? nat_path.c_str() : nat.why().c_str());
     if (!nat.ok()) {
         Record r;
         r.name = "faiss-native/status: native FAISS not built, measured without it";
@@ -655,7 +677,8 @@ int run(const Options& opt)
     }
 
     Roofs roofs;
-    roofs.mem = measure_roofline(plan.dram_bytes, plan.repeats, std::max(plan.min_repeat, 0.002), opt.mode != Mode::smoke);
+    roofs.mem = measure_roofline(plan.dram_bytes, plan.repeats, std::max(plan.min_repeat, 0.002),
+                                 opt.mode != Mode::smoke);
     record_memory_roofs(roofs.mem, sink);
     measure_compute_roofs(plan, roofs, sink);
 
@@ -678,11 +701,15 @@ int run(const Options& opt)
             ok &= run_workload(u, plan, faiss, roofs, cfgs, sink);
         }
         if (want_clustered) {
-            Workload c{"clustered-vtest", noisy_copies(cams.single, s.n, kClusterFlips, seed + 200), {},
+            Workload c{"clustered-vtest",
+                       noisy_copies(cams.single, s.n, kClusterFlips, seed + 200),
+                       {},
                        cams.single_about};
             c.queries = noisy_copies(cams.single, s.clustered_queries, kClusterFlips, seed + 300);
             ok &= run_workload(c, plan, faiss, roofs, cfgs, sink);
-            Workload m{"clustered-multicam", noisy_copies(cams.multi, s.n, kClusterFlips, seed + 400), {},
+            Workload m{"clustered-multicam",
+                       noisy_copies(cams.multi, s.n, kClusterFlips, seed + 400),
+                       {},
                        cams.multi_about};
             m.queries = noisy_copies(cams.multi, s.clustered_queries, kClusterFlips, seed + 500);
             ok &= run_workload(m, plan, faiss, roofs, cfgs, sink);
@@ -696,8 +723,7 @@ int run(const Options& opt)
 }  // namespace
 }  // namespace vrex::bench
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows up in logs as it happens
     vrex::bench::Options opt;
     if (!vrex::bench::parse_options(argc, argv, opt)) return 2;

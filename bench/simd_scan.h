@@ -19,7 +19,7 @@ namespace vrex::bench {
 
 enum class ScanIsa { scalar, avx2, avx512 };
 
-constexpr size_t kScanGroup = 8;    // queries per pass over a block
+constexpr size_t kScanGroup = 8;     // queries per pass over a block
 constexpr size_t kScanBlock = 1024;  // codes per block (16 KiB, L1-resident)
 
 bool scan_isa_supported(ScanIsa isa);
@@ -27,12 +27,12 @@ std::string scan_isa_name(ScanIsa isa);
 
 // Range: out[i] (cleared first) gets the indices of every code within @radius of queries[i], ascending.
 // Returns the total number of results.
-size_t scan_range(ScanIsa isa, std::span<const vrex_fp> codes, std::span<const vrex_fp> queries, uint32_t radius,
-                  std::vector<std::vector<uint32_t>>& out);
+size_t scan_range(ScanIsa isa, std::span<const vrex_fp> codes, std::span<const vrex_fp> queries,
+                  uint32_t radius, std::vector<std::vector<uint32_t>>& out);
 
 // Nearest within radius: ids[i] = lowest index among the codes at the minimum distance from queries[i]
 // if that distance is <= @radius, else UINT32_MAX; dists[i] = that distance (undefined on a miss).
-void scan_nearest(ScanIsa isa, std::span<const vrex_fp> codes, std::span<const vrex_fp> queries, uint32_t radius,
-                  std::span<uint32_t> ids, std::span<uint32_t> dists);
+void scan_nearest(ScanIsa isa, std::span<const vrex_fp> codes, std::span<const vrex_fp> queries,
+                  uint32_t radius, std::span<uint32_t> ids, std::span<uint32_t> dists);
 
 }  // namespace vrex::bench

@@ -17,8 +17,7 @@ struct Stats {
     size_t n = 0;
 };
 
-inline Stats stats_of(std::vector<double> v)
-{
+inline Stats stats_of(std::vector<double> v) {
     Stats s;
     if (v.empty()) return s;
     std::sort(v.begin(), v.end());
@@ -31,8 +30,7 @@ inline Stats stats_of(std::vector<double> v)
 
 // CPU seconds of the process: every method runs on one thread, and CPU time (unlike wall time) is not
 // inflated while other jobs share the machine's cores (caches and memory bandwidth still are shared).
-inline double cpu_seconds()
-{
+inline double cpu_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;

@@ -216,14 +216,15 @@ void set_passes(Method& m, std::span<const vrex_fp> queries, const Plan& plan);
 // Sizes the timed work of @m: how many queries (all unless one pass would exceed the budget) and how many
 // passes per repeat (enough for the repeat to be timed reliably). The cost per query is estimated on up to
 // 8 queries after a warm-up query (the first query after a build pays cold caches).
-void prepare(Method& m, std::span<const vrex_fp> queries, const Plan& plan) {
+void prepare(Method& m, std::span<const vrex_fp> queries, const Plan& plan, size_t min_k) {
     volatile size_t sink = 0;
     sink = sink + m.run(queries.first(1), nullptr);
     const size_t probe = std::min<size_t>(8, queries.size());
     double t0 = cpu_seconds();
     sink = sink + m.run(queries.first(probe), nullptr);
     const double one = std::max((cpu_seconds() - t0) / static_cast<double>(probe), 1e-8);
-    m.k = std::clamp<size_t>(static_cast<size_t>(plan.budget / one), std::min(min_k, queries.size()), queries.size());
+    m.k = std::clamp<size_t>(static_cast<size_t>(plan.budget / one), std::min(min_k, queries.size()),
+                             queries.size());
     set_passes(m, queries, plan);
 }
 

@@ -70,6 +70,14 @@ std::string to_json(const Record& r)
     s += ", \"met\": " + std::string(met ? (*met ? "true" : "false") : "null");
     s += ", \"baseline_name\": " + quote(r.baseline_name);
     s += ", \"notes\": " + quote(r.notes);
+    auto spread = [](const Stats& st) {
+        return "{\"min\": " + number(st.min) + ", \"median\": " + number(st.median) + ", \"max\": " +
+               number(st.max) + ", \"n\": " + std::to_string(st.n) + "}";
+    };
+    if (r.ours_spread) s += ", \"ours_spread\": " + spread(*r.ours_spread);
+    if (r.baseline_spread) s += ", \"baseline_spread\": " + spread(*r.baseline_spread);
+    for (const auto& [k, v] : r.tags) s += ", " + quote(k) + ": " + quote(v);
+    for (const auto& [k, v] : r.values) s += ", " + quote(k) + ": " + number(v);
     return s + "}";
 }
 

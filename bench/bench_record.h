@@ -7,6 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "stats.h"
 
 namespace vrex::bench {
 
@@ -24,6 +28,12 @@ struct Record {
     bool at_most = false;             // the target is a ceiling (memory ratios), not a floor (speed-ups)
     std::string baseline_name;        // what the baseline is, e.g. "FAISS IndexBinaryFlat (1 thread)"
     std::string notes;                // configuration details a reader needs to interpret the figure
+    // Repeats: ours / baseline are the medians; the spreads give min, median, max and the repeat count.
+    std::optional<Stats> ours_spread;
+    std::optional<Stats> baseline_spread;
+    // Structured fields for the report's tables (e.g. workload, op, method, roof_fraction).
+    std::vector<std::pair<std::string, std::string>> tags;
+    std::vector<std::pair<std::string, double>> values;
 
     std::optional<double> ratio() const;
     std::optional<bool> met() const;

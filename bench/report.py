@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0 OR MIT)
-"""Merge bench JSON Lines parts into results.json and regenerate docs/benchmarks.md from it.
+"""Merge bench JSON Lines parts into results.json; generate docs/benchmarks.md and bench/analysis.md from it.
 
-usage: report.py --parts DIR --results FILE --markdown FILE --command CMD --mode MODE [--analysis FILE]
-                 [--revision REV]
+usage: report.py --parts DIR --results FILE --markdown FILE [--analysis FILE] [--causes FILE]
+                 --command CMD --mode MODE [--revision REV] [--load-start S] [--load-end S]
+       report.py --check --results bench/results.json --markdown docs/benchmarks.md --analysis bench/analysis.md
        report.py --self-test
 
-results.json is a plain list of records {"name", "ours", "baseline", "unit", "ratio", "target", "met", ...};
-the machine, date and command go in the Markdown header. Python 3 standard library only.
+results.json is {"meta": {...}, "records": [...]}; a record is {"name", "ours", "baseline", "unit", "ratio",
+"target", "met", ...} plus optional spreads ({"min", "median", "max", "n"}) and structured fields (kind,
+workload, op, method, family, roof_fraction, ...). Both Markdown files are pure functions of results.json
+(and bench/causes.json, the hand-written causes of misses), so --check can prove they are not stale.
+Python 3 standard library only.
 """
 import argparse
 import datetime
@@ -15,6 +19,7 @@ import glob
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,6 +79,18 @@ def fmt(v):
     return f"{v:.3g}"
 
 
+def spread(s):
+    """'median [min–max]' of a spread dict, or '' when absent."""
+    if not s:
+        return ""
+    return f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]"
+
+
+def value_text(r, which):
+    s = r.get(f"{which}_spread")
+    return spread(s) if s else fmt(r.get(which))
+
+
 def target_text(r):
     if r.get("target") is None:
         return "–"
@@ -87,10 +104,10 @@ def target_text(r):
 def table(records):
     out = ["| benchmark | ours | baseline | unit | ratio | target | met |", "|---|---:|---:|---|---:|---:|:---:|"]
     for r in records:
-        base = fmt(r["baseline"])
+        base = value_text(r, "baseline")
         if r.get("baseline_name"):
             base = f"{base} ({r['baseline_name']})" if r["baseline"] is not None else r["baseline_name"]
-        out.append(f"| {r['name']} | {fmt(r['ours'])} | {base} | {r['unit']} | {fmt(r['ratio'])} | "
+        out.append(f"| {r['name']} | {value_text(r, 'ours')} | {base} | {r['unit']} | {fmt(r['ratio'])} | "
                    f"{target_text(r)} | {fmt(r['met'])} |")
     return out
 
@@ -100,38 +117,223 @@ def group_of(name):
     return head.split("/", 1)[0]
 
 
-def markdown(records, command, mode, analysis, revision=None):
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def kind(r):
+    return r.get("kind", "")
+
+
+def is_roof_target(r):
+    return kind(r) == "measurement" and r.get("roof_fraction") is not None
+
+
+# ---- SHIE section -----------------------------------------------------------------------------------
+def workloads(records):
+    seen = []
+    for r in records:
+        w = r.get("workload")
+        if w and w not in seen:
+            seen.append(w)
+    return seen
+
+
+def shie_tables(records):
+    lines = []
+    for wl in workloads(records):
+        meas = [r for r in records if r.get("workload") == wl and kind(r) == "measurement"]
+        comp = [r for r in records if r.get("workload") == wl and kind(r) == "comparison"]
+        sweep = [r for r in records if r.get("workload") == wl and kind(r) == "sweep"]
+        if not meas:
+            continue
+        lines += [f"### {wl}", ""]
+        notes = sorted({r["notes"] for r in meas if r.get("notes")})
+        lines += [f"{n}" for n in notes] + [""]
+        lines += ["| method | range q/s median [min–max] | range roof | nearest q/s median [min–max] | nearest roof |",
+                  "|---|---:|---:|---:|---:|"]
+        methods = []
+        for r in meas:
+            if r["method"] not in methods:
+                methods.append(r["method"])
+        for m in methods:
+            cells = []
+            for op in ("range", "nearest"):
+                r = next((x for x in meas if x["method"] == m and x["op"] == op), None)
+                if r is None:
+                    cells += ["–", "–"]
+                    continue
+                roof = "–"
+                if r.get("roof_fraction") is not None:
+                    roof = f"{100 * r['roof_fraction']:.0f} % of {fmt(r['baseline'])} ({r.get('roof_bound')}, {r.get('roof_level')})"
+                cells += [spread(r.get("ours_spread")), roof]
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        lines.append("")
+        if comp:
+            lines += ["| comparison (medians of the same interleaved repeats) | ours | baseline | ratio | target | met |",
+                      "|---|---:|---:|---:|---:|:---:|"]
+            for r in comp:
+                what = r["name"].split(": ", 1)[1]
+                lines.append(f"| {r['op']}: {what} | {spread(r.get('ours_spread'))} | {spread(r.get('baseline_spread'))}"
+                             f" ({r['baseline_name']}) | {fmt(r['ratio'])} | {target_text(r)} | {fmt(r['met'])} |")
+            lines.append("")
+        if sweep:
+            cfgs = []
+            for r in sweep:
+                if r["method"] not in cfgs:
+                    cfgs.append(r["method"])
+            cols = [(fam, op) for op in ("range", "nearest") for fam in ("faiss-debian", "faiss-native")]
+            lines += ["<details><summary>Exact IndexBinaryMultiHash sweep (q/s, median of its own repeats)</summary>",
+                      "", "| configuration | " + " | ".join(f"{f.split('-')[1]} {o}" for f, o in cols) + " |",
+                      "|---|" + "---:|" * len(cols)]
+            for c in cfgs:
+                cells = []
+                for fam, op in cols:
+                    r = next((x for x in sweep if x["method"] == c and x["family"] == fam and x["op"] == op), None)
+                    cells.append(spread(r.get("ours_spread")) if r else "–")
+                lines.append(f"| {c} | " + " | ".join(cells) + " |")
+            lines += ["", "</details>", ""]
+    return lines
+
+
+# ---- analysis -----------------------------------------------------------------------------------------
+def load_causes(path):
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def cause_for(r, causes):
+    """The hand-written cause of a miss: the first entry whose regex matches the record name."""
+    for c in causes:
+        if re.search(c["match"], r["name"]):
+            return c["cause"]
+    return None
+
+
+def shie_facts(r, records):
+    """Figures of the same workload that explain a SHIE ratio: the arena against the caches, the scan's roof."""
+    wl, op = r.get("workload"), r.get("op")
+    if not wl:
+        return ""
+    out = []
+    ours = next((x for x in records if x.get("workload") == wl and x.get("op") == op and x.get("family") == "shie"
+                 and kind(x) == "measurement"), None)
+    caches = next((x for x in records if x["name"].startswith("roofline/cache sizes")), None)
+    if ours and ours.get("arena_bytes") and caches:
+        out.append(f"SHIE arena {ours['arena_bytes'] / 2**20:.1f} MiB against L2 {caches['ours'] / 1024:.2g} MiB"
+                   f" and L3 {caches['baseline'] / 1024:.3g} MiB (the codes alone: {ours['n'] * 16 / 2**20:.2g} MiB)")
+    scans = [x for x in records if x.get("workload") == wl and x.get("op") == op and x.get("roof_fraction") is not None
+             and x.get("family") == "scan"]
+    if scans:
+        best = max(scans, key=lambda x: x["ours"])
+        out.append(f"best SIMD scan {best['method']} at {100 * best['roof_fraction']:.0f} % of its roof "
+                   f"({best.get('roof_bound')} bound, table in {best.get('roof_level')})")
+    if ours:
+        out.append(f"SHIE {fmt(ours['ours'])} q/s = {1e6 / ours['ours']:.2g} µs per query")
+    return "; ".join(out) + "." if out else ""
+
+
+def analysis(results, causes):
+    records = results["records"]
+    meta = results.get("meta", {})
+    lines = ["## Analysis of the targets", "",
+             "<!-- Generated by bench/report.py from bench/results.json and bench/causes.json; do not edit by hand."
+             " `ctest -R bench_report_fresh` fails when this file disagrees with results.json. -->", "",
+             f"Run: `{meta.get('command', '?')}` at `{meta.get('revision', '?')}`, {meta.get('date', '?')}. "
+             f"Load average at start {meta.get('load_start', '?')}, at end {meta.get('load_end', '?')} "
+             "(2 cores shared with other engineers' builds: rates are per CPU second, but caches and memory "
+             "bandwidth are shared, so read every figure with its min–max spread).", ""]
+    roof = {r["name"]: r for r in records if kind(r) == "roof"}
+    if roof:
+        lines += ["Roofline of this run: " + "; ".join(f"{n.split(': ', 1)[1]} = {value_text(r, 'ours')} {r['unit']}"
+                                                        for n, r in roof.items() if "read bandwidth" in n or "cache" in n) + ".", ""]
+    targeted = [r for r in records if r.get("target") is not None and not is_roof_target(r)]
+    met = sum(1 for r in targeted if r.get("met"))
+    lines += [f"### Speed and memory targets: {met} of {len(targeted)} met", ""]
+    for r in targeted:
+        verdict = "MET" if r.get("met") else "MISSED"
+        lines.append(f"- **{r['name']}** {target_text(r)}: {fmt(r['ratio'])}x — {verdict}. "
+                     f"Ours {value_text(r, 'ours')} vs {value_text(r, 'baseline')} {r['unit']} "
+                     f"({r.get('baseline_name', '')}).")
+        if not r.get("met"):
+            c = cause_for(r, causes)
+            lines.append(f"  - Cause: {c}" if c else "  - Cause: not analysed yet (no entry in bench/causes.json).")
+        facts = shie_facts(r, records)
+        if facts:
+            lines.append(f"  - Measured alongside: {facts}")
+    lines.append("")
+    roofs = [r for r in records if is_roof_target(r)]
+    if roofs:
+        met = sum(1 for r in roofs if r.get("met"))
+        lines += [f"### Scan results against their roofline (>= 50 %): {met} of {len(roofs)} met", "",
+                  "| method | met / measured | roof fraction, min–max over workloads |", "|---|---:|---:|"]
+        by = {}
+        for r in roofs:
+            by.setdefault(r["method"], []).append(r)
+        for m, rs in by.items():
+            fr = [x["roof_fraction"] for x in rs]
+            lines.append(f"| {m} | {sum(1 for x in rs if x.get('met'))} / {len(rs)} | "
+                         f"{100 * min(fr):.0f} %–{100 * max(fr):.0f} % |")
+        lines.append("")
+        for m, rs in by.items():
+            missed = [x for x in rs if not x.get("met")]
+            if not missed:
+                continue
+            c = cause_for(missed[0], causes)
+            lines.append(f"- **{m}** missed on {len(missed)} of {len(rs)}: "
+                         + (c if c else "not analysed yet (no entry in bench/causes.json)."))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def markdown(results, analysis_text):
+    records = results["records"]
+    meta = results.get("meta", {})
     lines = [
         "# Benchmarks",
         "",
-        "<!-- Generated by bench/report.py from build/bench/results.json; do not edit by hand. -->",
+        "<!-- Generated by bench/report.py from results.json; do not edit by hand. -->",
         "",
-        f"- **Command:** `{command}` (mode `{mode}`)",
-        f"- **Date:** {now}" + (f"; source revision `{revision}`" if revision else ""),
-        f"- **Machine:** {machine()}",
-        "- **Method:** see bench/README.md. One core: FAISS pinned to one OpenMP thread, our code single-threaded;"
-        " rates are per CPU second of the process.",
-        "- **Footage:** vtest.avi from Debian's opencv-doc (OpenCV sample data, from a University of Reading"
-        " research dataset; credited as its terms ask), fetched by scripts/fetch-footage.sh, never committed.",
+        f"- **Command:** `{meta.get('command', '?')}` (mode `{meta.get('mode', '?')}`)",
+        f"- **Date:** {meta.get('date', '?')}; source revision `{meta.get('revision', '?')}`",
+        f"- **Machine:** {meta.get('machine', '?')}",
+        f"- **Load average:** {meta.get('load_start', '?')} at start, {meta.get('load_end', '?')} at end (shared machine)",
+        "- **Method:** see bench/README.md and docs/benchmarks.md's sources. One core: FAISS pinned to one OpenMP"
+        " thread, our code single-threaded; rates are per CPU second of the process; every figure is the median of"
+        " >= 5 repeats with [min–max]; the methods of a workload are timed interleaved, so ratios are medians"
+        " measured back to back.",
+        "- **Footage:** vtest.avi and tree.avi from Debian's opencv-doc (OpenCV sample data; vtest.avi comes from a"
+        " University of Reading research dataset, credited as its terms ask), fetched by scripts/fetch-footage.sh,"
+        " never committed.",
         "",
     ]
-    targeted = [r for r in records if r.get("target") is not None]
+    targeted = [r for r in records if r.get("target") is not None and not is_roof_target(r)]
     if targeted:
         met = sum(1 for r in targeted if r.get("met"))
-        lines += [f"## Targets ({met} of {len(targeted)} met)", ""] + table(targeted) + [""]
+        lines += [f"## Targets ({met} of {len(targeted)} met; roofline targets in the analysis)", ""] + table(targeted) + [""]
+    shie = [r for r in records if r.get("workload")]
+    other = [r for r in records if not r.get("workload")]
     groups = {}
-    for r in records:
+    for r in other:
         groups.setdefault(group_of(r["name"]), []).append(r)
     for g, recs in groups.items():
         lines += [f"## {g}", ""] + table(recs) + [""]
         notes = sorted({r["notes"] for r in recs if r.get("notes")})
         if notes:
             lines += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
-    if analysis and os.path.exists(analysis):
-        with open(analysis, encoding="utf-8") as f:
-            lines += [f.read().rstrip(), ""]
+    if shie:
+        lines += ["## shie: SHIE vs native/Debian FAISS and SIMD scans, per workload", ""] + shie_tables(records)
+    lines += [analysis_text.rstrip(), ""]
     return "\n".join(lines)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def render(results, causes_path):
+    a = analysis(results, load_causes(causes_path))
+    return a + "\n", markdown(results, a)
 
 
 def generate(args):
@@ -139,12 +341,15 @@ def generate(args):
     if not records:
         print(f"report: no records in {args.parts}", file=sys.stderr)
         return 1
-    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
-    with open(args.results, "w", encoding="utf-8") as f:
-        json.dump(records, f, indent=1)
-        f.write("\n")
-    with open(args.markdown, "w", encoding="utf-8") as f:
-        f.write(markdown(records, args.command, args.mode, args.analysis, args.revision))
+    meta = {"command": args.command, "mode": args.mode, "revision": args.revision or "unknown",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(), "load_start": args.load_start, "load_end": args.load_end}
+    results = {"meta": meta, "records": records}
+    write(args.results, json.dumps(results, indent=1) + "\n")
+    a, md = render(results, args.causes)
+    write(args.markdown, md)
+    if args.analysis:
+        write(args.analysis, a)
     targeted = [r for r in records if r.get("target") is not None]
     missed = [r["name"] for r in targeted if not r.get("met")]
     print(f"report: {len(records)} records -> {args.results}, {args.markdown}; "
@@ -154,37 +359,92 @@ def generate(args):
     return 0
 
 
+def check(args):
+    """Regenerates the Markdown from results.json and compares: stale or hand-edited files fail."""
+    with open(args.results, encoding="utf-8") as f:
+        results = json.load(f)
+    a, md = render(results, args.causes)
+    bad = 0
+    for path, want in ((args.analysis, a), (args.markdown, md)):
+        if not path:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                have = f.read()
+        except OSError as e:
+            print(f"report --check: {e}", file=sys.stderr)
+            bad += 1
+            continue
+        if have != want:
+            print(f"report --check: {path} differs from what {args.results} generates "
+                  f"(re-run `make bench` or bench/report.py --regenerate)", file=sys.stderr)
+            bad += 1
+    print(f"report --check: {'stale' if bad else 'up to date'}")
+    return 1 if bad else 0
+
+
+def regenerate(args):
+    with open(args.results, encoding="utf-8") as f:
+        results = json.load(f)
+    a, md = render(results, args.causes)
+    if args.analysis:
+        write(args.analysis, a)
+    write(args.markdown, md)
+    return 0
+
+
 def self_test():
     recs = [
-        {"name": "shie/uniform/N=1M: ours vs X", "ours": 2000.0, "baseline": 10.0, "unit": "queries/s",
-         "ratio": 200.0, "target": 100, "target_on": "ratio", "met": True, "baseline_name": "X", "notes": "n"},
+        {"name": "shie/uniform/16k/nearest: SHIE vs X", "ours": 2000.0, "baseline": 10.0, "unit": "queries/s",
+         "ratio": 200.0, "target": 3, "target_on": "ratio", "met": True, "baseline_name": "X", "notes": "n",
+         "ours_spread": {"min": 1900.0, "median": 2000.0, "max": 2100.0, "n": 5},
+         "baseline_spread": {"min": 9.0, "median": 10.0, "max": 11.0, "n": 5},
+         "kind": "comparison", "workload": "uniform/16k", "op": "nearest"},
+        {"name": "shie/uniform/16k/nearest: scan", "ours": 100.0, "baseline": 400.0, "unit": "queries/s",
+         "ratio": 0.25, "target": 0.5, "met": False, "baseline_name": "roofline", "notes": "n",
+         "ours_spread": {"min": 90.0, "median": 100.0, "max": 110.0, "n": 5}, "kind": "measurement",
+         "workload": "uniform/16k", "op": "nearest", "method": "scan", "family": "scan", "roof_fraction": 0.25,
+         "roof_bound": "compute", "roof_level": "L2"},
         {"name": "fcc/1080p: throughput", "ours": 900.0, "baseline": None, "unit": "frames/s", "ratio": None,
          "target": 1000, "target_on": "ours", "met": False, "baseline_name": "", "notes": ""},
         {"name": "alloc/trace: resident", "ours": 20.0, "baseline": 100.0, "unit": "MiB", "ratio": 0.2,
          "target": 0.5, "target_on": "ratio", "target_sense": "at_most", "met": True, "baseline_name": "B",
          "notes": ""},
     ]
+    causes = [{"match": "^fcc/", "cause": "CAUSE-FCC"}, {"match": ": scan$", "cause": "CAUSE-SCAN"}]
     with tempfile.TemporaryDirectory() as d:
         parts = os.path.join(d, "parts")
         os.makedirs(parts)
         with open(os.path.join(parts, "a.jsonl"), "w", encoding="utf-8") as f:
             for r in recs:
                 f.write(json.dumps(r) + "\n")
+        cpath = os.path.join(d, "causes.json")
+        write(cpath, json.dumps(causes))
         ns = argparse.Namespace(parts=parts, results=os.path.join(d, "r.json"), markdown=os.path.join(d, "b.md"),
-                                command="make bench", mode="full", analysis=None, revision="abc1234")
+                                analysis=os.path.join(d, "a.md"), causes=cpath, command="make bench", mode="full",
+                                revision="abc1234", load_start="5.0", load_end="7.0")
         if generate(ns) != 0:
             return 1
         with open(ns.results, encoding="utf-8") as f:
             back = json.load(f)
         with open(ns.markdown, encoding="utf-8") as f:
             md = f.read()
+        with open(ns.analysis, encoding="utf-8") as f:
+            an = f.read()
         checks = [
-            (back == recs, "results.json round-trips the records"),
-            ("## Targets (2 of 3 met)" in md, "targets summary counts met/missed"),
-            ("| fcc/1080p: throughput | 900 |" in md, "absolute record row"),
-            ("≥ 100x" in md and "≥ 1,000 frames/s" in md and "≤ 0.5x" in md, "target rendering"),
-            ("`make bench`" in md and "`abc1234`" in md, "command and revision recorded"),
+            (back["records"] == recs, "results.json round-trips the records"),
+            (back["meta"]["revision"] == "abc1234" and back["meta"]["load_start"] == "5.0", "meta recorded"),
+            ("## Targets (2 of 3 met" in md, "targets summary counts met/missed, roofline apart"),
+            ("2,000 [1,900–2,100]" in md, "spreads rendered"),
+            ("≥ 3x" in md and "≥ 1,000 frames/s" in md and "≤ 0.5x" in md, "target rendering"),
+            ("CAUSE-FCC" in an and "CAUSE-SCAN" in an, "causes of misses come from causes.json"),
+            ("0 of 1 met" in an and "25 %" in md, "roofline fractions"),
+            (an.strip() in md, "the analysis is part of the Markdown"),
+            (check(ns) == 0, "--check accepts freshly generated files"),
         ]
+        with open(ns.analysis, "a", encoding="utf-8") as f:
+            f.write("hand edit\n")
+        checks.append((check(ns) == 1, "--check rejects a hand-edited analysis"))
         with open(os.path.join(parts, "bad.jsonl"), "w", encoding="utf-8") as f:
             f.write('{"name": "x"}\n')
         try:
@@ -202,16 +462,25 @@ def self_test():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--check", action="store_true", help="fail if the Markdown files are stale")
+    ap.add_argument("--regenerate", action="store_true", help="rewrite the Markdown files from --results")
     ap.add_argument("--parts")
     ap.add_argument("--results")
     ap.add_argument("--markdown")
+    ap.add_argument("--analysis")
+    ap.add_argument("--causes", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "causes.json"))
     ap.add_argument("--command", default="make bench")
     ap.add_argument("--mode", default="full")
-    ap.add_argument("--analysis")
     ap.add_argument("--revision", help="source revision measured, e.g. git describe --always --dirty")
+    ap.add_argument("--load-start", default="?")
+    ap.add_argument("--load-end", default="?")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
+    if args.check or args.regenerate:
+        if not (args.results and args.markdown):
+            ap.error("--check/--regenerate need --results and --markdown")
+        return check(args) if args.check else regenerate(args)
     if not (args.parts and args.results and args.markdown):
         ap.error("--parts, --results and --markdown are required")
     return generate(args)

@@ -49,4 +49,25 @@ size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t ra
     return total;
 }
 
+size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t radius, std::span<uint32_t> ids,
+                          std::span<uint32_t> dists) const
+{
+    auto lookup = path == Path::mih ? vrex_shie_find_similar : vrex_shie_find_similar_bruteforce;
+    vrex_shie_query q{};
+    q.scope = VREX_SCOPE_STREAM;
+    q.radius = radius;
+    q.frame_limit = VREX_NIL;
+    size_t hits = 0;
+    for (size_t i = 0; i < queries.size(); i++) {
+        q.fp = queries[i];
+        u32 d = 0;
+        const u32 e = lookup(&table_, &q, &d);
+        const bool hit = e != VREX_NIL && e < entry_to_code_.size();
+        ids[i] = hit ? entry_to_code_[e] : UINT32_MAX;
+        dists[i] = hit ? d : 0;
+        hits += hit;
+    }
+    return hits;
+}
+
 }  // namespace vrex::bench

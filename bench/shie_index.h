@@ -22,6 +22,11 @@ public:
     size_t range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
                  std::vector<std::vector<uint32_t>>* out) const;
 
+    // k = 1 nearest within @radius (vrex_shie_find_similar, the product's lookup, or its brute-force
+    // reference): ids[i] = code index or UINT32_MAX, dists[i] = its distance. Returns the number of hits.
+    size_t nearest(Path path, std::span<const vrex_fp> queries, uint32_t radius, std::span<uint32_t> ids,
+                   std::span<uint32_t> dists) const;
+
     size_t arena_bytes() const { return arena_.size(); }
 
 private:

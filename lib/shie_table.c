@@ -559,7 +559,7 @@ static int mih_cursor_next(struct mih_cursor *c)
 }
 
 #define SHIE_RING 32		/* power of two */
-#define SHIE_AHEAD 12		/* buckets whose records are prefetched ahead of the scan */
+#define SHIE_AHEAD 12		/* buckets whose records are prefetched ahead of the scan (>= 8) */
 #define SHIE_STAGE_SHIFT 24	/* ring item: s << 24 | bucket head */
 
 /*
@@ -603,6 +603,7 @@ static void shie_scan_all(struct shie_search *sr, int hw)
 }
 
 #define SHIE_SCAN_BATCH 64	/* candidate ids collected before the filters run */
+#define SHIE_CROWD_DIV 8	/* stage-0 records > budget / this: scan at once */
 
 /*
  * The fallback scan: distances over the dense fingerprint array, candidates
@@ -675,7 +676,7 @@ static void mih_search_body(struct shie_search *sr, int hw)
 	u32 ring[SHIE_RING];
 	u32 qkey[VREX_MIH_TABLES];
 	u32 produced = 0, planned = 0, consumed = 0, more = 1, i;
-	u32 records = 0, budget = VREX_NIL;
+	u32 records = 0, budget = VREX_NIL, crowd_checked = 0;
 
 	for (i = 0; i < VREX_MIH_TABLES; i++)
 		qkey[i] = mih_key(&sr->q->fp, i);
@@ -694,6 +695,22 @@ static void mih_search_body(struct shie_search *sr, int hw)
 		}
 		while (planned < produced && planned - consumed < SHIE_AHEAD) {
 			item = ring[planned++ % SHIE_RING];
+			/*
+			 * Stage 0 (the query's own bucket in each table) is
+			 * planned before any bucket is scanned (SHIE_AHEAD >=
+			 * 8). It samples the neighbourhood: when it alone holds
+			 * more than budget / SHIE_CROWD_DIV records, the later
+			 * stages (up to 728 buckets around the same keys) all
+			 * but certainly exceed the budget, so scan now rather
+			 * than after reading that much.
+			 */
+			if ((item >> SHIE_STAGE_SHIFT) && !crowd_checked) {
+				crowd_checked = 1;
+				if (records > budget / SHIE_CROWD_DIV) {
+					shie_fall_back(sr, hw);
+					return;
+				}
+			}
 			records += mih_prefetch_records(t, item & ((1u << SHIE_STAGE_SHIFT) - 1));
 			if (records > budget) {
 				shie_fall_back(sr, hw);

@@ -13,8 +13,16 @@
 # vrex_bench_kernel is a guest program: it runs in the 6.12-amd64 QEMU guest (scripts/qemu-test.sh
 # --kernel 6.12-amd64 --programs <list from tests/kernel/bench-programs.txt>) and its records are taken
 # from the guest's serial log ("@@VREX-BENCH <json>" lines); never on the host.
+# vrex_bench_shie also measures FAISS built for this CPU: bench/faiss-native.sh builds it from Debian's
+# source package into /var/cache/vrex/faiss-native-<key> when missing (about 1.5 min at -j2 on the
+# shared 2-core machine, so bench-quick builds it too), then the build tree is reconfigured with
+# -DVREX_FAISS_NATIVE_DIR and the native module built. If that fails the benchmark still runs and reports
+# native FAISS as "not built" (a record and a line on the console).
+# A full run publishes bench/results.json, docs/benchmarks.md and bench/analysis.md (all three generated
+# from the same records; ctest -R bench_report_fresh checks they agree).
 # Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary,
-# VREX_BENCH_QEMU=0 skips the guest step (reported, not an error).
+# VREX_BENCH_QEMU=0 skips the guest step (reported, not an error), VREX_FAISS_NATIVE=0 skips the native
+# FAISS build (reported as not built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,13 +52,41 @@ footage=$(bash scripts/fetch-footage.sh --gray) || {
 	echo "bench: cannot fetch the footage (scripts/fetch-footage.sh); the clustered benchmarks need it" >&2
 	exit 1
 }
-eval "$(grep -E '^VREX_VTEST_(AVI|GRAY|WIDTH|HEIGHT)=' <<<"$footage")"
+eval "$(grep -E '^VREX_(VTEST|TREE)_(AVI|GRAY|WIDTH|HEIGHT)=' <<<"$footage")"
 export VREX_VTEST_AVI VREX_VTEST_GRAY VREX_VTEST_WIDTH VREX_VTEST_HEIGHT
+export VREX_TREE_AVI VREX_TREE_GRAY VREX_TREE_WIDTH VREX_TREE_HEIGHT
 
 rm -rf "$parts"
 mkdir -p "$parts"
 start=$SECONDS
 status=0
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# FAISS for this CPU (cached), and the module that loads it into vrex_bench_shie.
+if [[ -x $bindir/vrex_bench_shie && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench_shie) ]]; then
+	native=""
+	cached=1
+	if [[ ${VREX_FAISS_NATIVE:-1} == 0 ]]; then
+		echo "== native FAISS: not built (VREX_FAISS_NATIVE=0); the SHIE tables report it as not built"
+	else
+		bash bench/faiss-native.sh --check >/dev/null 2>&1 || cached=0
+		echo "== native FAISS: $( ((cached)) && echo cached || echo 'building (bench/faiss-native.sh)')"
+		t0=$SECONDS
+		if native=$(bash bench/faiss-native.sh 2>"$out/faiss-native.log" | tail -n 1) && [[ -n $native ]] &&
+			cmake -S . -B "$build" -DVREX_FAISS_NATIVE_DIR="$native" >>"$out/faiss-native.log" 2>&1 &&
+			cmake --build "$build" --target vrex_faiss_native vrex_bench_shie >>"$out/faiss-native.log" 2>&1; then
+			secs=$(cat "$native/build-seconds")
+			how="built in this run"
+			((cached)) && how="cached; build time measured when it was built"
+			printf '{"name": "faiss-native/build: FAISS 1.7.3 (Debian source) objects of the binary indexes, -march=native, -j2", "ours": %s, "baseline": null, "unit": "s", "ratio": null, "target": null, "met": null, "baseline_name": "", "notes": "%s; %s; load average at start %s"}\n' \
+				"$secs" "$(basename "$native")" "$how" "$load_start" >"$parts/faiss_native.jsonl"
+			echo "   $native (build $secs s, $how; step took $((SECONDS - t0)) s)"
+		else
+			echo "bench: native FAISS not built (log $out/faiss-native.log); the SHIE tables report it as not built" >&2
+			tail -n 5 "$out/faiss-native.log" >&2
+		fi
+	fi
+fi
 for bin in "${bins[@]}"; do
 	name=$(basename "$bin")
 	[[ -x $bin && ! -d $bin ]] || continue
@@ -98,13 +134,18 @@ if [[ -x $kbin && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench
 fi
 
 command="make bench"
+results=bench/results.json
 markdown=docs/benchmarks.md
-if [[ $mode == quick ]]; then
+analysis=bench/analysis.md
+if [[ $mode == quick ]]; then # a check, not the published figures
 	command="make bench-quick"
+	results=$out/results-quick.json
 	markdown=$out/benchmarks-quick.md
+	analysis=$out/analysis-quick.md
 fi
-python3 bench/report.py --parts "$parts" --results "$out/results.json" --markdown "$markdown" \
-	--command "$command" --mode "$mode" --analysis bench/analysis.md \
+python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
+	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
 	--revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" || status=1
+cp "$results" "$out/results.json" 2>/dev/null || true
 echo "bench: $mode run took $((SECONDS - start)) s"
 exit "$status"

@@ -190,6 +190,40 @@ int vrex_resv_add(struct vrex_resv_head *hd, u32 hash, u32 th, u32 *cluster_out,
 	return 0;
 }
 
+/*
+ * Clusters are numbered in the order of their first member, so the clusters a
+ * removed token opened are a suffix of the table. The survivors' last member
+ * is found again by one backward scan that stops once none is pending.
+ */
+int vrex_resv_truncate(struct vrex_resv_head *hd, u32 keep)
+{
+	struct vrex_resv_cluster *c;
+	u32 t, pending = 0;
+
+	if (keep > hd->ntokens)
+		return VREX_EINVAL;
+	for (t = keep; t < hd->ntokens; t++)
+		hd->c[hd->cluster[t]].count--;
+	while (hd->nclusters && hd->c[hd->nclusters - 1].first >= keep)
+		hd->nclusters--;
+	for (t = 0; t < hd->nclusters; t++) {
+		c = &hd->c[t];
+		if (c->last >= keep) {
+			c->last = VREX_NIL;
+			pending++;
+		}
+	}
+	for (t = keep; pending && t-- > 0;) {
+		c = &hd->c[hd->cluster[t]];
+		if (c->last == VREX_NIL) {
+			c->last = t;
+			pending--;
+		}
+	}
+	hd->ntokens = keep;
+	return 0;
+}
+
 static int resv_params_valid(const struct vrex_resv_params *p)
 {
 	return p && p->th <= VREX_RESV_MAX_TH && p->ratio <= VREX_RESV_RATIO_ONE &&

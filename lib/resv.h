@@ -116,6 +116,13 @@ void vrex_resv_head_clear(struct vrex_resv_head *hd);
 int vrex_resv_add(struct vrex_resv_head *hd, u32 hash, u32 th, u32 *cluster_out, u32 *opened);
 
 /*
+ * Keeps the first @keep tokens: the head is then exactly what adding only
+ * those tokens would have built (a batch that failed half way is undone this
+ * way). VREX_EINVAL for keep > ntokens.
+ */
+int vrex_resv_truncate(struct vrex_resv_head *hd, u32 keep);
+
+/*
  * WiCSum: marks the selected clusters (c[].selected) for the query hash.
  * VREX_EINVAL for invalid params. @sel (if not NULL) gets the summary.
  */

@@ -477,3 +477,44 @@ TEST(ResvSelect, WorkedExample) {
 }
 
 }  // namespace
+
+namespace {
+
+// Truncation undoes adds exactly: the head equals one built from the kept prefix alone.
+TEST_P(ResvProperty, TruncateEqualsRebuildingThePrefix) {
+    std::mt19937_64 rng(GetParam() * 131u + 7);
+    Workload w = make_workload(rng, GetParam());
+    uint32_t th = static_cast<uint32_t>(rng() % 10), n = 1 + static_cast<uint32_t>(rng() % 500);
+    std::vector<uint32_t> hashes(n);
+    for (auto& h : hashes) h = draw(rng, w);
+    OwnedHead full(n, n);
+    ASSERT_EQ(full.init(), VREX_OK);
+    for (uint32_t h : hashes) ASSERT_EQ(vrex_resv_add(full.get(), h, th, nullptr, nullptr), VREX_OK);
+    EXPECT_EQ(vrex_resv_truncate(full.get(), n + 1), VREX_EINVAL);
+    for (int round = 0; round < 4 && full->ntokens; round++) {
+        uint32_t keep = static_cast<uint32_t>(rng() % (full->ntokens + 1));
+        ASSERT_EQ(vrex_resv_truncate(full.get(), keep), VREX_OK);
+        OwnedHead ref(n, n);
+        ASSERT_EQ(ref.init(), VREX_OK);
+        for (uint32_t t = 0; t < keep; t++)
+            ASSERT_EQ(vrex_resv_add(ref.get(), hashes[t], th, nullptr, nullptr), VREX_OK);
+        ASSERT_EQ(full->ntokens, keep);
+        ASSERT_EQ(full->nclusters, ref->nclusters);
+        for (uint32_t c = 0; c < ref->nclusters; c++) {
+            EXPECT_EQ(full->c[c].rep, ref->c[c].rep);
+            EXPECT_EQ(full->c[c].count, ref->c[c].count);
+            EXPECT_EQ(full->c[c].first, ref->c[c].first);
+            EXPECT_EQ(full->c[c].last, ref->c[c].last) << "cluster " << c << " keep " << keep;
+        }
+        for (uint32_t t = 0; t < keep; t++) EXPECT_EQ(full->cluster[t], ref->cluster[t]);
+        // Growing again from the truncated state continues like the reference.
+        for (uint32_t t = keep; t < std::min(n, keep + 20); t++) {
+            uint32_t a = 0, b = 0;
+            ASSERT_EQ(vrex_resv_add(full.get(), hashes[t], th, &a, nullptr), VREX_OK);
+            ASSERT_EQ(vrex_resv_add(ref.get(), hashes[t], th, &b, nullptr), VREX_OK);
+            EXPECT_EQ(a, b);
+        }
+    }
+}
+
+}  // namespace

@@ -788,6 +788,7 @@ static int cmd_resv(struct vrex_model *m, u32 op)
 		m->REG(VREX_REG_RES_COUNT) = h.tokens;
 		m->REG(VREX_REG_RES_TOKENS) = count;
 		m->REG(VREX_REG_RES_CLUSTERS) = h.clusters;
+		m->REG(VREX_REG_RES_HEAD_TOKENS) = h.tokens;
 		return 0;
 	case VREX_CMD_RESV_SELECT:
 		ret = vrex_model_resv_select(m, head, src, m->REG(VREX_REG_ARG_FLAGS),
@@ -800,6 +801,7 @@ static int cmd_resv(struct vrex_model *m, u32 op)
 		m->REG(VREX_REG_RES_CLUSTERS) = s.sel.clusters;
 		m->REG(VREX_REG_RES_DISTANCE) = s.sel.cutoff;
 		m->REG(VREX_REG_RES_FP(0)) = s.qhash;
+		m->REG(VREX_REG_RES_HEAD_TOKENS) = m->resv.heads[head].ntokens;
 		return 0;
 	default:
 		ret = vrex_model_resv_truncate(m, head, count);
@@ -807,6 +809,7 @@ static int cmd_resv(struct vrex_model *m, u32 op)
 			return ret;
 		m->REG(VREX_REG_RES_COUNT) = count;
 		m->REG(VREX_REG_RES_CLUSTERS) = m->resv.heads[head].nclusters;
+		m->REG(VREX_REG_RES_HEAD_TOKENS) = count;
 		return 0;
 	}
 }

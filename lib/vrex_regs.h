@@ -124,7 +124,8 @@
 #define VREX_REG_RES_LAST_ACCESS	0x1cc	/* BLOCK_INFO */
 #define VREX_REG_RES_TOKENS		0x1d0	/* RESV_*: tokens added / selected */
 #define VREX_REG_RES_CLUSTERS		0x1d4	/* RESV_*: clusters of the head / selected */
-#define VREX_REG_RES_LAST		VREX_REG_RES_CLUSTERS
+#define VREX_REG_RES_HEAD_TOKENS	0x1d8	/* RESV_*: tokens the head holds */
+#define VREX_REG_RES_LAST		VREX_REG_RES_HEAD_TOKENS
 
 #define VREX_RESF_HIT			VREX_BIT(0)
 #define VREX_RESF_APPROX		VREX_BIT(1)	/* similarity hit at distance > 0 */

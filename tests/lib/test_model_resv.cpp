@@ -176,6 +176,7 @@ TEST_F(ResvRegs, HashAndSelectMatchTheLibraryDrivenDirectly) {
             EXPECT_EQ(r(VREX_REG_RES_TOKENS), sel.tokens);
             EXPECT_EQ(r(VREX_REG_RES_CLUSTERS), sel.clusters);
             EXPECT_EQ(r(VREX_REG_RES_DISTANCE), sel.cutoff);
+            EXPECT_EQ(r(VREX_REG_RES_HEAD_TOKENS), ref.ntokens);
             ASSERT_EQ(r(VREX_REG_RES_COUNT), nr);
             std::vector<vrex_resv_range> got = out(nr);
             for (uint32_t i = 0; i < nr; i++)

@@ -84,7 +84,9 @@ TEST(ResvHcu, MatrixIsAFunctionOfTheSeedAndDimensionPrefixStable) {
             EXPECT_EQ(vrex_resv_hcu_entry(&a, r, i), vrex_resv_hcu_entry(&b, r, i));
             differ += vrex_resv_hcu_entry(&a, r, i) != vrex_resv_hcu_entry(&c, r, i);
             negative += vrex_resv_hcu_entry(&a, r, i) < 0;
-            if (i < 64) EXPECT_EQ(vrex_resv_hcu_entry(&a, r, i), vrex_resv_hcu_entry(&small, r, i));
+            if (i < 64) {
+                EXPECT_EQ(vrex_resv_hcu_entry(&a, r, i), vrex_resv_hcu_entry(&small, r, i));
+            }
         }
     // 4096 entries: a fair +-1 stream has sd 32 around 2048.
     EXPECT_NEAR(differ, 2048, 200);
@@ -330,9 +332,12 @@ TEST_P(ResvProperty, WicsumEqualsSortedPrefixAndKvmuCoversExactlyTheSelection) {
         EXPECT_EQ(sel.tokens, sel_tokens);
         EXPECT_EQ(sel.total, total);
         EXPECT_EQ(sel.sum, sum);
-        if (p.ratio == VREX_RESV_RATIO_ONE && p.mode == VREX_RESV_MODE_TOKENS)
+        if (p.ratio == VREX_RESV_RATIO_ONE && p.mode == VREX_RESV_MODE_TOKENS) {
             EXPECT_EQ(sel.tokens, head->ntokens);
-        if (p.ratio == 0) EXPECT_EQ(sel.clusters, 0u);
+        }
+        if (p.ratio == 0) {
+            EXPECT_EQ(sel.clusters, 0u);
+        }
 
         // KVMU token ranges: ascending, separated (maximal), exactly the selected tokens.
         std::vector<vrex_resv_range> r(head->ntokens + 1);
@@ -340,7 +345,9 @@ TEST_P(ResvProperty, WicsumEqualsSortedPrefixAndKvmuCoversExactlyTheSelection) {
         std::vector<bool> covered(head->ntokens, false);
         for (uint32_t i = 0; i < n; i++) {
             ASSERT_GT(r[i].count, 0u);
-            if (i) ASSERT_GT(r[i].first, r[i - 1].first + r[i - 1].count);
+            if (i) {
+                ASSERT_GT(r[i].first, r[i - 1].first + r[i - 1].count);
+            }
             for (uint32_t t = r[i].first; t < r[i].first + r[i].count; t++) {
                 ASSERT_LT(t, head->ntokens);
                 covered[t] = true;
@@ -367,7 +374,9 @@ TEST_P(ResvProperty, WicsumEqualsSortedPrefixAndKvmuCoversExactlyTheSelection) {
         std::set<uint32_t> got_blocks;
         for (uint32_t i = 0; i < nb; i++) {
             ASSERT_GT(b[i].count, 0u);
-            if (i) ASSERT_GT(b[i].first, b[i - 1].first + b[i - 1].count);
+            if (i) {
+                ASSERT_GT(b[i].first, b[i - 1].first + b[i - 1].count);
+            }
             for (uint32_t k = b[i].first; k < b[i].first + b[i].count; k++) got_blocks.insert(k);
         }
         EXPECT_EQ(got_blocks, want_blocks);
@@ -397,7 +406,9 @@ TEST_P(ResvProperty, SelectionGrowsWithRatio) {
         vrex_resv_selection sel{};
         ASSERT_EQ(vrex_resv_select(head.get(), q, &p, &sel), VREX_OK);
         for (uint32_t c = 0; c < head->nclusters; c++) {
-            if (prev[c]) EXPECT_TRUE(head->c[c].selected) << "ratio " << ratio << " cluster " << c;
+            if (prev[c]) {
+                EXPECT_TRUE(head->c[c].selected) << "ratio " << ratio << " cluster " << c;
+            }
             prev[c] = head->c[c].selected;
         }
         EXPECT_GE(sel.tokens, prev_tokens);

@@ -81,6 +81,13 @@ public:
     // needs CAP_SYS_ADMIN (EPERM/EACCES otherwise).
     virtual Result<std::uint32_t> reg_read(std::uint32_t offset) = 0;
 
+    // Completion events. event_fd() is pollable (readable while events are queued; the kernel
+    // backend returns the DRM fd, the emulation an eventfd) and stays owned by the Backend.
+    // read_events() never blocks: it returns the number of events written (0 when none queued).
+    virtual int event_fd() const noexcept = 0;
+    virtual Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) = 0;
+
+    // Appended after the existing virtuals, so their vtable slots stay where they were.
     // ReSV (DRM_VREX_RESV_*, docs/hw/resv.md), present when device_info().caps has
     // DRM_VREX_CAP_RESV. Heads belong to the Backend instance like streams. A backend without the
     // unit keeps these defaults: std::errc::operation_not_supported.
@@ -99,12 +106,6 @@ public:
     virtual Result<drm_vrex_resv_stats> resv_stats() {
         return std::make_error_code(std::errc::operation_not_supported);
     }
-
-    // Completion events. event_fd() is pollable (readable while events are queued; the kernel
-    // backend returns the DRM fd, the emulation an eventfd) and stays owned by the Backend.
-    // read_events() never blocks: it returns the number of events written (0 when none queued).
-    virtual int event_fd() const noexcept = 0;
-    virtual Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) = 0;
 
 protected:
     Backend() = default;

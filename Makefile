@@ -7,7 +7,7 @@ KDIR      ?= /lib/modules/$(shell uname -r)/build
 CMAKE_ARGS ?=
 
 .PHONY: all deps build configure unit test demo module module-clean qemu-test lint bench bench-quick \
-	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help
+	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help model
 
 all: build
 
@@ -19,10 +19,17 @@ help:
 	@echo "make demo        V-Rex on real footage"
 	@echo "make qemu-test   vrex.ko in QEMU on Debian 6.12/6.1 amd64 and 6.12 arm64"
 	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
+	@echo "make model       train the builtin video transformer (cached; vrexctl run --model builtin)"
 	@echo "make bench       benchmarks against FAISS / vLLM-style baseline (not a test)"
 
 deps:
 	@bash scripts/deps.sh
+	@bash scripts/fetch-encoder.sh >/dev/null
+
+# The builtin model's weights (model/vrex/train.py), cached under /var/cache/vrex/model by a hash of
+# the training code, encoder and clips; a no-op when cached.
+model: build
+	PYTHONPATH=$(BUILD)/model:model /usr/bin/python3 -m vrex.train
 
 # Kconfig: the same symbols drive Kbuild and CMake.
 defconfig menuconfig: deps

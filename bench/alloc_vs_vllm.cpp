@@ -78,7 +78,7 @@ void bm_ours_alloc_free(benchmark::State& state) {
         for (const KvBlock& b : *blocks)
             if (!e.stream->release(b)) state.SkipWithError("release");
         auto n = e.stream->end_frame();
-        if (!n || *n != kRegions) {
+        if (!n || n->count != kRegions) {
             state.SkipWithError("end_frame did not release the frame's blocks");
             break;
         }

@@ -4,46 +4,56 @@
 # fetch-footage.sh: real camera footage for tests, benchmarks and the demo, cached OUTSIDE the repo.
 #
 # Usage:
-#   scripts/fetch-footage.sh          # fetch vtest.avi + tree.avi, print their paths
-#   scripts/fetch-footage.sh --gray   # also dump raw 8-bit luma (<clip>.gray) next to them
+#   scripts/fetch-footage.sh              # fetch every clip of the manifest, print their paths
+#   scripts/fetch-footage.sh --clip KEY   # only this clip (repeatable; KEY as in the manifest, e.g. VTEST)
+#   scripts/fetch-footage.sh --gray       # also dump raw 8-bit luma (<clip>.gray) next to them
+#
+# The clips, their Debian package, path inside it, sha256 pin and licence are listed in
+# tools/pipeline/footage-manifest.json (docs/footage.md explains them). Videos are extracted as
+# they are; image sequences (kind pgm-sequence) are checked frame by frame (sha256 of the frames
+# concatenated in name order) and then stored losslessly as FFV1 in Matroska so every tool can read
+# them as one video.
 #
 # Output (stdout, one KEY=VALUE per line, safe to `eval` or parse; all diagnostics go to stderr):
 #   VREX_FOOTAGE_DIR=/var/cache/vrex/footage
-#   VREX_VTEST_AVI=<dir>/vtest.avi          fixed-camera plaza, 768x576, 795 frames, 10 fps
-#   VREX_TREE_AVI=<dir>/tree.avi            handheld tree, 320x240, 68 frames
-# and with --gray, per clip (VTEST, TREE):
-#   VREX_VTEST_GRAY=<dir>/vtest.gray        frames back to back, width*height bytes each, no header
-#   VREX_VTEST_WIDTH=768  VREX_VTEST_HEIGHT=576  VREX_VTEST_FRAMES=795
+#   VREX_<KEY>_PATH=<dir>/<file>            for every clip (VTEST, MIRE, CUBE, TREE, VCUBE)
+#   VREX_<KEY>_AVI=<dir>/<file>             as well, for the .avi clips (VTEST, TREE)
+# and with --gray, per clip:
+#   VREX_<KEY>_GRAY=<dir>/<name>.gray        frames back to back, width*height bytes each, no header
+#   VREX_<KEY>_WIDTH=768  VREX_<KEY>_HEIGHT=576  VREX_<KEY>_FRAMES=795
 #
 # Environment: VREX_CACHE is the project's cache root (default /var/cache/vrex, shared with
 # scripts/kheaders.sh); footage goes to $VREX_CACHE/footage.
 # Exit status: 0 on success; 1 when the footage cannot be obtained (e.g. no network / no apt), with the
 # reason on stderr, so callers can skip cleanly.
 #
-# Source: Debian package opencv-doc (./usr/share/doc/opencv-doc/examples/data/). The footage comes from
-# a University of Reading research dataset whose terms ask for acknowledgement: never commit it, and
-# credit it wherever its frames are shown. Idempotent and safe to run concurrently (flock on the cache).
+# Never commit the clips, and credit them wherever their frames are shown (the manifest's "credit").
+# Idempotent and safe to run concurrently (flock on the cache).
 set -euo pipefail
 
-readonly VTEST_SHA256=45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
-readonly DATA_DIR=./usr/share/doc/opencv-doc/examples/data
-readonly CLIPS=(vtest tree)
-
+manifest=$(cd "$(dirname "$0")/.." && pwd)/tools/pipeline/footage-manifest.json
 cache=${VREX_CACHE:-/var/cache/vrex}/footage
 want_gray=0
+only=()
 
-for arg in "$@"; do
-	case "$arg" in
+while (($#)); do
+	case "$1" in
 	--gray) want_gray=1 ;;
+	--clip)
+		[[ $# -ge 2 ]] || { echo "fetch-footage: --clip needs a KEY" >&2; exit 2; }
+		only+=("${2^^}")
+		shift
+		;;
 	-h | --help)
 		sed -n '4,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
-		echo "fetch-footage: unknown argument '$arg' (try --help)" >&2
+		echo "fetch-footage: unknown argument '$1' (try --help)" >&2
 		exit 2
 		;;
 	esac
+	shift
 done
 
 die() {
@@ -51,34 +61,75 @@ die() {
 	exit 1
 }
 
-vtest_ok() {
-	[[ -s "$cache/vtest.avi" ]] &&
-		echo "$VTEST_SHA256  $cache/vtest.avi" | sha256sum --status -c - 2>/dev/null
+# One line per clip: KEY FILE PACKAGE KIND SHA256 FPS SOURCE (SOURCE last: it is a path).
+clip_table() {
+	python3 - "$manifest" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1]))["clips"]:
+    print(c["key"], c["file"], c["package"], c["kind"], c["sha256"], c["fps"] or 25, c["source"])
+PY
 }
 
-fetch_clips() {
-	local tmp deb
-	tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
+# sha256 of a clip's source: the file, or a sequence's frames concatenated in name order.
+source_sha() {
+	local kind=$1 path=$2
+	if [[ $kind == video ]]; then
+		sha256sum "$path" | cut -d' ' -f1
+	else
+		local dir pattern
+		dir=$(dirname "$path")
+		pattern=$(basename "$path" | sed 's/%04d/[0-9][0-9][0-9][0-9]/')
+		(cd "$dir" && find . -maxdepth 1 -name "$pattern" -printf '%f\n' | LC_ALL=C sort | xargs cat) |
+			sha256sum | cut -d' ' -f1
+	fi
+}
+
+# A clip is ready when its file exists; its stamp records the source sha256 it was made from.
+clip_ok() {
+	local file=$1 sha=$2
+	[[ -s "$cache/$file" && -s "$cache/$file.sha256" && $(cat "$cache/$file.sha256") == "$sha" ]]
+}
+
+# Tar members of a clip's source inside its package.
+members() {
+	local kind=$1 src=$2
+	if [[ $kind == video ]]; then
+		echo "$src"
+	else
+		echo "$(dirname "$src")/*.pgm"
+	fi
+}
+
+# Downloads @pkg into @tmp and extracts @members there, in one pass over the package.
+extract_from() {
+	local tmp=$1 pkg=$2 deb
+	shift 2
+	echo "fetch-footage: downloading $pkg into $cache" >&2
 	# apt-get download drops privileges to _apt when it can; the temp dir must let it write.
-	chmod 0777 "$tmp"
-	if ! (cd "$tmp" && apt-get download -q opencv-doc >&2); then
-		rm -rf "$tmp"
-		die "apt-get download opencv-doc failed (no network or no Debian archive?)"
-	fi
-	deb=$(ls "$tmp"/opencv-doc_*.deb)
-	if ! dpkg-deb --fsys-tarfile "$deb" |
-		tar -x -C "$tmp" "$DATA_DIR/vtest.avi" "$DATA_DIR/tree.avi"; then
-		rm -rf "$tmp"
-		die "could not extract the clips from $deb"
-	fi
-	if ! echo "$VTEST_SHA256  $tmp/$DATA_DIR/vtest.avi" | sha256sum --status -c -; then
-		rm -rf "$tmp"
-		die "vtest.avi sha256 mismatch (expected $VTEST_SHA256)"
+	(cd "$tmp" && apt-get download -q "$pkg" >&2) ||
+		die "apt-get download $pkg failed (no network or no Debian archive?)"
+	deb=$(ls "$tmp"/"${pkg}"_*.deb)
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards "$@" ||
+		die "could not extract $* from $deb"
+	rm -f "$deb"
+}
+
+# Verifies an extracted source against its pin and stores the clip in the cache.
+make_clip() {
+	local tmp=$1 key=$2 file=$3 pkg=$4 kind=$5 sha=$6 fps=$7 src=$8 got
+	got=$(source_sha "$kind" "$tmp/$src")
+	[[ $got == "$sha" ]] || die "$key ($src in $pkg): sha256 $got, expected $sha"
+	if [[ $kind == video ]]; then
+		cp -f "$tmp/$src" "$cache/$file.tmp"
+	else
+		command -v ffmpeg >/dev/null || die "ffmpeg not found (scripts/deps.sh installs it)"
+		# Lossless: FFV1 keeps every luma sample of the PGM frames.
+		ffmpeg -nostdin -v error -y -framerate "$fps" -i "$tmp/$src" -c:v ffv1 -pix_fmt gray \
+			-f matroska "$cache/$file.tmp" || die "ffmpeg could not encode $key"
 	fi
 	# Rename last so a reader never sees a half-written clip.
-	mv -f "$tmp/$DATA_DIR/tree.avi" "$cache/tree.avi"
-	mv -f "$tmp/$DATA_DIR/vtest.avi" "$cache/vtest.avi"
-	rm -rf "$tmp"
+	mv -f "$cache/$file.tmp" "$cache/$file"
+	echo "$sha" >"$cache/$file.sha256"
 }
 
 # Prints "WIDTH HEIGHT" of the first video stream.
@@ -88,49 +139,82 @@ clip_size() {
 }
 
 dump_gray() {
-	local clip=$1 avi="$cache/$1.avi" gray="$cache/$1.gray" size
-	size="$cache/$1.size"
-	if [[ -s "$gray" && -s "$size" && "$gray" -nt "$avi" ]]; then
+	local name=$1 clip="$cache/$2" gray="$cache/$1.gray" size="$cache/$1.size"
+	if [[ -s "$gray" && -s "$size" && "$gray" -nt "$clip" ]]; then
 		return 0
 	fi
 	command -v ffmpeg >/dev/null || die "ffmpeg not found (scripts/deps.sh installs it)"
 	# passthrough: one output frame per coded frame (tree.avi is variable-rate; the default
 	# constant-rate output would duplicate its 68 frames into 449).
-	ffmpeg -nostdin -v error -y -i "$avi" -fps_mode passthrough -f rawvideo -pix_fmt gray \
-		"$gray.tmp" || die "ffmpeg could not decode $avi"
-	clip_size "$avi" >"$size.tmp" || die "ffprobe could not read $avi"
+	ffmpeg -nostdin -v error -y -i "$clip" -fps_mode passthrough -f rawvideo -pix_fmt gray \
+		"$gray.tmp" || die "ffmpeg could not decode $clip"
+	clip_size "$clip" >"$size.tmp" || die "ffprobe could not read $clip"
 	mv -f "$size.tmp" "$size"
 	mv -f "$gray.tmp" "$gray"
-	echo "fetch-footage: dumped $clip luma to $gray" >&2
+	echo "fetch-footage: dumped $name luma to $gray" >&2
 }
 
+command -v python3 >/dev/null || die "python3 not found (it reads $manifest)"
+[[ -r $manifest ]] || die "no manifest at $manifest"
 mkdir -p "$cache" 2>/dev/null || die "cannot create $cache (set VREX_CACHE to a writable root)"
 [[ -w "$cache" ]] || die "$cache is not writable (set VREX_CACHE to a writable root)"
 
 exec 9>"$cache/.lock"
 flock 9
 
-if ! vtest_ok || [[ ! -s "$cache/tree.avi" ]]; then
-	echo "fetch-footage: downloading opencv-doc into $cache" >&2
-	fetch_clips
-fi
-
-if ((want_gray)); then
-	for clip in "${CLIPS[@]}"; do
-		dump_gray "$clip"
+table=$(clip_table) || die "cannot read $manifest"
+if ((${#only[@]})); then
+	for k in "${only[@]}"; do
+		grep -q "^$k " <<<"$table" || die "no clip $k in $manifest"
 	done
+fi
+selected() {
+	((${#only[@]} == 0)) && return 0
+	local k
+	for k in "${only[@]}"; do [[ $k == "$1" ]] && return 0; done
+	return 1
+}
+
+# Clips fetched before the manifest existed (vtest.avi, tree.avi) have no stamp: stamp them if they
+# match, so an old cache is not downloaded again.
+while read -r key file _pkg kind sha _fps _src; do
+	if [[ $kind == video && -s "$cache/$file" && ! -s "$cache/$file.sha256" ]] &&
+		[[ $(source_sha video "$cache/$file") == "$sha" ]]; then
+		echo "$sha" >"$cache/$file.sha256"
+	fi
+done <<<"$table"
+
+missing=$(while read -r key file pkg kind sha fps src; do
+	selected "$key" || continue
+	clip_ok "$file" "$sha" || echo "$key $file $pkg $kind $sha $fps $src"
+done <<<"$table")
+if [[ -n $missing ]]; then
+	tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	chmod 0777 "$tmp"
+	awk '{print $3}' <<<"$missing" | sort -u | while read -r pkg; do
+		mapfile -t want < <(awk -v p="$pkg" '$3 == p {print $4, $7}' <<<"$missing" |
+			while read -r kind src; do members "$kind" "$src"; done)
+		extract_from "$tmp" "$pkg" "${want[@]}"
+	done || exit 1
+	while read -r key file pkg kind sha fps src; do
+		make_clip "$tmp" "$key" "$file" "$pkg" "$kind" "$sha" "$fps" "$src"
+	done <<<"$missing"
 fi
 
 echo "VREX_FOOTAGE_DIR=$cache"
-for clip in "${CLIPS[@]}"; do
-	key=${clip^^}
-	echo "VREX_${key}_AVI=$cache/$clip.avi"
+while read -r key file _pkg _kind _sha _fps _src; do
+	selected "$key" || continue
+	echo "VREX_${key}_PATH=$cache/$file"
+	[[ $file == *.avi ]] && echo "VREX_${key}_AVI=$cache/$file"
 	if ((want_gray)); then
-		read -r w h <"$cache/$clip.size"
-		bytes=$(stat -c %s "$cache/$clip.gray")
-		echo "VREX_${key}_GRAY=$cache/$clip.gray"
+		name=${file%.*}
+		dump_gray "$name" "$file"
+		read -r w h <"$cache/$name.size"
+		bytes=$(stat -c %s "$cache/$name.gray")
+		echo "VREX_${key}_GRAY=$cache/$name.gray"
 		echo "VREX_${key}_WIDTH=$w"
 		echo "VREX_${key}_HEIGHT=$h"
 		echo "VREX_${key}_FRAMES=$((bytes / (w * h)))"
 	fi
-done
+done <<<"$table"

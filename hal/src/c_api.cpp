@@ -16,52 +16,45 @@ struct vrex_hal_allocator {
 };
 struct vrex_hal_stream {
     std::unique_ptr<vrex::Stream> stream;
+    std::vector<vrex_hal_released> last_released;  // of the last end_frame
 };
 
 namespace {
 
-vrex_hal_status to_status(std::error_code ec)
-{
-    if (!ec)
-        return VREX_HAL_OK;
+vrex_hal_status to_status(std::error_code ec) {
+    if (!ec) return VREX_HAL_OK;
     if (ec.category() == vrex::hal_category()) {
         switch (static_cast<vrex::errc>(ec.value())) {
-        case vrex::errc::device_lost:
-            return VREX_HAL_ERR_DEVICE_LOST;
-        case vrex::errc::no_device:
-        case vrex::errc::not_vrex_device:
-            return VREX_HAL_ERR_NO_DEVICE;
-        case vrex::errc::unknown_backend:
-            return VREX_HAL_ERR_UNKNOWN_BACKEND;
-        case vrex::errc::bad_geometry:
-            return VREX_HAL_ERR_BAD_GEOMETRY;
-        case vrex::errc::not_in_frame:
-            return VREX_HAL_ERR_NOT_IN_FRAME;
+            case vrex::errc::device_lost:
+                return VREX_HAL_ERR_DEVICE_LOST;
+            case vrex::errc::no_device:
+            case vrex::errc::not_vrex_device:
+                return VREX_HAL_ERR_NO_DEVICE;
+            case vrex::errc::unknown_backend:
+                return VREX_HAL_ERR_UNKNOWN_BACKEND;
+            case vrex::errc::bad_geometry:
+                return VREX_HAL_ERR_BAD_GEOMETRY;
+            case vrex::errc::not_in_frame:
+                return VREX_HAL_ERR_NOT_IN_FRAME;
+            case vrex::errc::stale_handle:
+                return VREX_HAL_ERR_STALE;
         }
         return VREX_HAL_ERR_IO;
     }
-    if (ec == std::errc::invalid_argument)
-        return VREX_HAL_ERR_INVALID;
-    if (ec == std::errc::no_such_file_or_directory)
-        return VREX_HAL_ERR_NOENT;
-    if (ec == std::errc::no_space_on_device)
-        return VREX_HAL_ERR_NOSPC;
-    if (ec == std::errc::result_out_of_range)
-        return VREX_HAL_ERR_RANGE;
-    if (ec == std::errc::file_exists)
-        return VREX_HAL_ERR_EXIST;
-    if (ec == std::errc::device_or_resource_busy)
-        return VREX_HAL_ERR_BUSY;
-    if (ec == std::errc::not_enough_memory)
-        return VREX_HAL_ERR_NOMEM;
-    if (ec == std::errc::no_such_device)
-        return VREX_HAL_ERR_DEVICE_LOST;
+    if (ec == std::errc::invalid_argument) return VREX_HAL_ERR_INVALID;
+    if (ec == std::errc::no_such_file_or_directory) return VREX_HAL_ERR_NOENT;
+    if (ec == std::errc::no_space_on_device) return VREX_HAL_ERR_NOSPC;
+    if (ec == std::errc::result_out_of_range) return VREX_HAL_ERR_RANGE;
+    if (ec == std::errc::file_exists) return VREX_HAL_ERR_EXIST;
+    if (ec == std::errc::device_or_resource_busy) return VREX_HAL_ERR_BUSY;
+    if (ec == std::errc::not_enough_memory) return VREX_HAL_ERR_NOMEM;
+    if (ec == std::errc::operation_not_permitted) return VREX_HAL_ERR_PERM;
+    if (ec == std::errc::no_such_device) return VREX_HAL_ERR_DEVICE_LOST;
     return VREX_HAL_ERR_IO;
 }
 
 template <class F>
-vrex_hal_status guarded(F&& f) noexcept
-{
+vrex_hal_status guarded(F&& f) noexcept {
     try {
         return f();
     } catch (const std::bad_alloc&) {
@@ -71,8 +64,7 @@ vrex_hal_status guarded(F&& f) noexcept
     }
 }
 
-void to_c(const vrex::KvBlock& b, vrex_hal_block* out)
-{
+void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     *out = vrex_hal_block{};
     out->data = b.data.data();
     out->size = b.data.size();
@@ -82,10 +74,26 @@ void to_c(const vrex::KvBlock& b, vrex_hal_block* out)
     out->handle = b.handle;
     out->frame = b.frame;
     out->region = b.region;
+    out->generation = b.generation;
+    out->first_token = b.first_token;
+    out->token_count = b.token_count;
+    out->flags = b.shared ? VREX_HAL_BLOCK_SHARED : 0u;
+    // C has no read-only pointer type to offer: the flag states the contract.
+    out->data = const_cast<std::byte*>(b.view.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+    out->size = b.view.size();
 }
 
-vrex::KvBlock from_c(const vrex_hal_block& b)
-{
+vrex_hal_released to_c(const vrex::ReleasedBlock& r) {
+    vrex_hal_released o{};
+    o.id = r.id;
+    o.generation = r.generation;
+    o.reason = static_cast<uint32_t>(r.reason);
+    o.bank = r.bank;
+    o.memory_freed = r.memory_freed;
+    return o;
+}
+
+vrex::KvBlock from_c(const vrex_hal_block& b) {
     vrex::KvBlock k;
     k.id = b.id;
     k.bank = b.bank;
@@ -93,14 +101,15 @@ vrex::KvBlock from_c(const vrex_hal_block& b)
     k.offset = b.offset;
     k.frame = b.frame;
     k.region = b.region;
-    k.data = std::span(static_cast<std::byte*>(b.data), b.size);
+    k.generation = b.generation;
+    k.shared = b.flags & VREX_HAL_BLOCK_SHARED;
+    k.view = std::span(static_cast<const std::byte*>(b.data), b.size);
+    if (!k.shared) k.data = std::span(static_cast<std::byte*>(b.data), b.size);
     return k;
 }
 
-vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retrieval* out)
-{
-    if (!r)
-        return to_status(r.error());
+vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retrieval* out) {
+    if (!r) return to_status(r.error());
     *out = vrex_hal_retrieval{};
     out->hit = r->hit;
     out->approximate = r->approximate;
@@ -109,8 +118,7 @@ vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_r
     out->stream = r->stream;
     out->fp[0] = r->fp.w[0];
     out->fp[1] = r->fp.w[1];
-    if (r->hit)
-        to_c(r->block, &out->block);
+    if (r->hit) to_c(r->block, &out->block);
     return VREX_HAL_OK;
 }
 
@@ -118,54 +126,53 @@ vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_r
 
 extern "C" {
 
-const char* vrex_hal_strerror(vrex_hal_status s)
-{
+const char* vrex_hal_strerror(vrex_hal_status s) {
     switch (s) {
-    case VREX_HAL_OK:
-        return "success";
-    case VREX_HAL_ERR_INVALID:
-        return "invalid argument";
-    case VREX_HAL_ERR_NOENT:
-        return "no such stream, block or buffer";
-    case VREX_HAL_ERR_NOSPC:
-        return "device memory, index or stream slots exhausted";
-    case VREX_HAL_ERR_RANGE:
-        return "offset or range out of bounds";
-    case VREX_HAL_ERR_EXIST:
-        return "this frame and region already have a block";
-    case VREX_HAL_ERR_BUSY:
-        return "busy (frame already open or buffer in use)";
-    case VREX_HAL_ERR_NOMEM:
-        return "out of host memory";
-    case VREX_HAL_ERR_DEVICE_LOST:
-        return "vrex device lost; reopen the device";
-    case VREX_HAL_ERR_NO_DEVICE:
-        return "no vrex device found";
-    case VREX_HAL_ERR_UNKNOWN_BACKEND:
-        return "unknown backend (expected auto, kernel or emulated)";
-    case VREX_HAL_ERR_BAD_GEOMETRY:
-        return "invalid model geometry (zero field, unknown dtype or block below 16 KiB)";
-    case VREX_HAL_ERR_NOT_IN_FRAME:
-        return "no open frame (call vrex_hal_begin_frame first)";
-    case VREX_HAL_ERR_IO:
-        return "device or system error";
+        case VREX_HAL_OK:
+            return "success";
+        case VREX_HAL_ERR_INVALID:
+            return "invalid argument";
+        case VREX_HAL_ERR_NOENT:
+            return "no such stream, block or buffer";
+        case VREX_HAL_ERR_NOSPC:
+            return "device memory, index or stream slots exhausted";
+        case VREX_HAL_ERR_RANGE:
+            return "offset or range out of bounds";
+        case VREX_HAL_ERR_EXIST:
+            return "this frame and region already have a block";
+        case VREX_HAL_ERR_BUSY:
+            return "busy (frame already open or buffer in use)";
+        case VREX_HAL_ERR_NOMEM:
+            return "out of host memory";
+        case VREX_HAL_ERR_DEVICE_LOST:
+            return "vrex device lost; reopen the device";
+        case VREX_HAL_ERR_NO_DEVICE:
+            return "no vrex device found";
+        case VREX_HAL_ERR_UNKNOWN_BACKEND:
+            return "unknown backend (expected auto, kernel or emulated)";
+        case VREX_HAL_ERR_BAD_GEOMETRY:
+            return "invalid model geometry (zero field, unknown dtype or block below 16 KiB)";
+        case VREX_HAL_ERR_NOT_IN_FRAME:
+            return "no open frame (call vrex_hal_begin_frame first)";
+        case VREX_HAL_ERR_IO:
+            return "device or system error";
+        case VREX_HAL_ERR_PERM:
+            return "not permitted (the stream does not own the block)";
+        case VREX_HAL_ERR_STALE:
+            return "stale block handle (the block was released; its id may belong to another block now)";
     }
     return "unknown status";
 }
 
-vrex_hal_status vrex_hal_device_open(const char* backend, vrex_hal_device** out)
-{
+vrex_hal_status vrex_hal_device_open(const char* backend, vrex_hal_device** out) {
     return guarded([&] {
-        if (!out)
-            return VREX_HAL_ERR_INVALID;
+        if (!out) return VREX_HAL_ERR_INVALID;
         vrex::DeviceOptions o;
         auto choice = vrex::parse_backend_choice(backend ? backend : "auto");
-        if (!choice)
-            return to_status(choice.error());
+        if (!choice) return to_status(choice.error());
         o.backend = *choice;
         auto dev = vrex::Device::open(o);
-        if (!dev)
-            return to_status(dev.error());
+        if (!dev) return to_status(dev.error());
         auto h = std::make_unique<vrex_hal_device>();
         h->backend = std::string((*dev)->backend_name());
         h->dev = std::move(*dev);
@@ -174,20 +181,44 @@ vrex_hal_status vrex_hal_device_open(const char* backend, vrex_hal_device** out)
     });
 }
 
-void vrex_hal_device_close(vrex_hal_device* dev) { std::unique_ptr<vrex_hal_device>{dev}; }
+void vrex_hal_device_close(vrex_hal_device* dev) {
+    std::unique_ptr<vrex_hal_device>{dev};
+}
 
-const char* vrex_hal_device_backend(const vrex_hal_device* dev) { return dev ? dev->backend.c_str() : ""; }
+const char* vrex_hal_device_backend(const vrex_hal_device* dev) {
+    return dev ? dev->backend.c_str() : "";
+}
 
-vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_geometry* g, vrex_hal_allocator** out)
-{
+uint32_t vrex_hal_version(void) {
+    return VREX_HAL_VERSION;
+}
+
+vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device* dev, const vrex_hal_geometry* g,
+                                               const vrex_hal_allocator_options* opts,
+                                               vrex_hal_allocator** out) {
     return guarded([&] {
-        if (!dev || !g || !out || g->pad)
-            return VREX_HAL_ERR_INVALID;
+        if (!dev || !g || !out || g->pad) return VREX_HAL_ERR_INVALID;
+        vrex::AllocatorOptions o;
+        if (opts) {
+            // Size-prefixed: fields past the caller's struct_size keep their defaults; bytes past
+            // ours must be zero (a newer caller asking for something this library cannot do).
+            vrex_hal_allocator_options known{};
+            const std::size_t size = opts->struct_size;
+            if (size < sizeof(uint32_t)) return VREX_HAL_ERR_INVALID;
+            std::memcpy(&known, opts, std::min(size, sizeof(known)));
+            const auto* tail = reinterpret_cast<const unsigned char*>(opts);
+            for (std::size_t i = sizeof(known); i < size; i++)
+                if (tail[i]) return VREX_HAL_ERR_INVALID;
+            if (known.flags & ~(VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS))
+                return VREX_HAL_ERR_INVALID;
+            o.blocks_per_slab = known.blocks_per_slab;
+            if (known.flags & VREX_HAL_ALLOC_SPARE_SLABS) o.spare_slabs = known.spare_slabs;
+            o.evict_under_pressure = known.flags & VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE;
+        }
         vrex::ModelGeometry geom{g->layers, g->kv_heads, g->head_dim, static_cast<vrex::DType>(g->dtype),
                                  g->tokens_per_block};
-        auto a = vrex::KvAllocator::create(dev->dev, geom);
-        if (!a)
-            return to_status(a.error());
+        auto a = vrex::KvAllocator::create(dev->dev, geom, o);
+        if (!a) return to_status(a.error());
         auto h = std::make_unique<vrex_hal_allocator>();
         h->alloc = std::move(*a);
         *out = h.release();
@@ -195,18 +226,25 @@ vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_g
     });
 }
 
-void vrex_hal_allocator_destroy(vrex_hal_allocator* a) { std::unique_ptr<vrex_hal_allocator>{a}; }
+vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_geometry* g,
+                                          vrex_hal_allocator** out) {
+    return vrex_hal_allocator_create_with(dev, g, nullptr, out);
+}
 
-uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator* a) { return a ? a->alloc->block_bytes() : 0; }
+void vrex_hal_allocator_destroy(vrex_hal_allocator* a) {
+    std::unique_ptr<vrex_hal_allocator>{a};
+}
 
-vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator* a, int pooled, uint32_t pool, vrex_hal_stream** out)
-{
+uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator* a) {
+    return a ? a->alloc->block_bytes() : 0;
+}
+
+vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator* a, int pooled, uint32_t pool,
+                                       vrex_hal_stream** out) {
     return guarded([&] {
-        if (!a || !out)
-            return VREX_HAL_ERR_INVALID;
+        if (!a || !out) return VREX_HAL_ERR_INVALID;
         auto s = a->alloc->create_stream(vrex::StreamOptions{pooled != 0, pool});
-        if (!s)
-            return to_status(s.error());
+        if (!s) return to_status(s.error());
         auto h = std::make_unique<vrex_hal_stream>();
         h->stream = std::move(*s);
         *out = h.release();
@@ -214,19 +252,20 @@ vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator* a, int pooled, uint32
     });
 }
 
-void vrex_hal_stream_destroy(vrex_hal_stream* s) { std::unique_ptr<vrex_hal_stream>{s}; }
+void vrex_hal_stream_destroy(vrex_hal_stream* s) {
+    std::unique_ptr<vrex_hal_stream>{s};
+}
 
-uint32_t vrex_hal_stream_id(const vrex_hal_stream* s) { return s ? s->stream->id() : 0; }
+uint32_t vrex_hal_stream_id(const vrex_hal_stream* s) {
+    return s ? s->stream->id() : 0;
+}
 
 vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, uint32_t width, uint32_t height,
-                                     uint32_t stride, vrex_hal_frame_info* info)
-{
+                                     uint32_t stride, vrex_hal_frame_info* info) {
     return guarded([&] {
-        if (!s)
-            return VREX_HAL_ERR_INVALID;
+        if (!s) return VREX_HAL_ERR_INVALID;
         auto f = s->stream->begin_frame(vrex::LumaView{luma, width, height, stride});
-        if (!f)
-            return to_status(f.error());
+        if (!f) return to_status(f.error());
         if (info) {
             *info = vrex_hal_frame_info{};
             info->fp[0] = f->fp.w[0];
@@ -242,42 +281,35 @@ vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, ui
     });
 }
 
-vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t frame_offset, vrex_hal_block* block)
-{
+vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
+                                  vrex_hal_block* block) {
     return guarded([&] {
-        if (!s || !block)
-            return VREX_HAL_ERR_INVALID;
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
         auto b = s->stream->allocate(region, frame_offset);
-        if (!b)
-            return to_status(b.error());
+        if (!b) return to_status(b.error());
         to_c(*b, block);
         return VREX_HAL_OK;
     });
 }
 
 vrex_hal_status vrex_hal_reuse(vrex_hal_stream* s, uint32_t region, const vrex_hal_block* block,
-                               int32_t frame_offset)
-{
+                               int32_t frame_offset) {
     return guarded([&] {
-        if (!s || !block)
-            return VREX_HAL_ERR_INVALID;
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
         return to_status(s->stream->reuse(region, from_c(*block), frame_offset).error());
     });
 }
 
 vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
-                                           vrex_hal_retrieval* out)
-{
+                                           vrex_hal_retrieval* out) {
     return guarded([&] {
-        if (!s || !out)
-            return VREX_HAL_ERR_INVALID;
+        if (!s || !out) return VREX_HAL_ERR_INVALID;
         return retrieval_out(s->stream->retrieve_temporal(region, frame_offset), out);
     });
 }
 
-vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2], uint32_t radius,
-                                          uint32_t flags, vrex_hal_retrieval* out)
-{
+vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2],
+                                          uint32_t radius, uint32_t flags, vrex_hal_retrieval* out) {
     return guarded([&] {
         if (!s || !fp || !out || (flags & ~(VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY)))
             return VREX_HAL_ERR_INVALID;
@@ -285,57 +317,117 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, c
         q.w[0] = fp[0];
         q.w[1] = fp[1];
         return retrieval_out(
-            s->stream->retrieve_similar(region, q, radius,
-                                        (flags & VREX_HAL_SCOPE_POOL) ? vrex::Scope::pool : vrex::Scope::stream,
-                                        flags & VREX_HAL_PAST_ONLY),
+            s->stream->retrieve_similar(
+                region, q, radius, (flags & VREX_HAL_SCOPE_POOL) ? vrex::Scope::pool : vrex::Scope::stream,
+                flags & VREX_HAL_PAST_ONLY),
             out);
     });
 }
 
-vrex_hal_status vrex_hal_release(vrex_hal_stream* s, const vrex_hal_block* block)
-{
+vrex_hal_status vrex_hal_release(vrex_hal_stream* s, const vrex_hal_block* block) {
     return guarded([&] {
-        if (!s || !block)
-            return VREX_HAL_ERR_INVALID;
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
         return to_status(s->stream->release(from_c(*block)).error());
     });
 }
 
-vrex_hal_status vrex_hal_end_frame(vrex_hal_stream* s, uint32_t* released)
-{
+vrex_hal_status vrex_hal_end_frame(vrex_hal_stream* s, uint32_t* released) {
     return guarded([&] {
-        if (!s)
-            return VREX_HAL_ERR_INVALID;
+        if (!s) return VREX_HAL_ERR_INVALID;
         auto n = s->stream->end_frame();
-        if (!n)
-            return to_status(n.error());
-        if (released)
-            *released = *n;
+        if (!n) return to_status(n.error());
+        s->last_released.clear();
+        for (const vrex::ReleasedBlock& r : n->released) s->last_released.push_back(to_c(r));
+        if (released) *released = n->count;
         return VREX_HAL_OK;
     });
 }
 
-vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream* s, const vrex_hal_block* block, int* fd)
-{
+vrex_hal_status vrex_hal_released_blocks(const vrex_hal_stream* s, vrex_hal_released* out, uint32_t capacity,
+                                         uint32_t* count) {
     return guarded([&] {
-        if (!s || !block || !fd)
-            return VREX_HAL_ERR_INVALID;
-        auto r = s->stream->export_dmabuf(from_c(*block));
-        if (!r)
-            return to_status(r.error());
+        if (!s || !count || (capacity && !out)) return VREX_HAL_ERR_INVALID;
+        *count = static_cast<uint32_t>(s->last_released.size());
+        std::copy_n(s->last_released.begin(), std::min<std::size_t>(capacity, s->last_released.size()), out);
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream* s, vrex_hal_release_fn fn, void* user) {
+    return guarded([&] {
+        if (!s) return VREX_HAL_ERR_INVALID;
+        if (!fn) {
+            s->stream->on_release({});
+            return VREX_HAL_OK;
+        }
+        s->stream->on_release([fn, user](std::span<const vrex::ReleasedBlock> rel) {
+            std::vector<vrex_hal_released> c;
+            c.reserve(rel.size());
+            for (const vrex::ReleasedBlock& r : rel) c.push_back(to_c(r));
+            fn(user, c.data(), static_cast<uint32_t>(c.size()));
+        });
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream* s, int* fd) {
+    return guarded([&] {
+        if (!s || !fd) return VREX_HAL_ERR_INVALID;
+        auto r = s->stream->release_event_fd();
+        if (!r) return to_status(r.error());
         *fd = *r;
         return VREX_HAL_OK;
     });
 }
 
-vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out)
-{
+vrex_hal_status vrex_hal_set_positions(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t first_token,
+                                       uint32_t token_count) {
     return guarded([&] {
-        if (!a || !out)
-            return VREX_HAL_ERR_INVALID;
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
+        return to_status(s->stream->set_positions(from_c(*block), first_token, token_count).error());
+    });
+}
+
+vrex_hal_status vrex_hal_pin(vrex_hal_stream* s, const vrex_hal_block* block) {
+    return guarded([&] {
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
+        return to_status(s->stream->pin(from_c(*block)).error());
+    });
+}
+
+vrex_hal_status vrex_hal_unpin(vrex_hal_stream* s, const vrex_hal_block* block) {
+    return guarded([&] {
+        if (!s || !block) return VREX_HAL_ERR_INVALID;
+        return to_status(s->stream->unpin(from_c(*block)).error());
+    });
+}
+
+vrex_hal_status vrex_hal_copy_on_write(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t region,
+                                       int32_t frame_offset, vrex_hal_block* out) {
+    return guarded([&] {
+        if (!s || !block || !out) return VREX_HAL_ERR_INVALID;
+        auto b = s->stream->copy_on_write(from_c(*block), region, frame_offset);
+        if (!b) return to_status(b.error());
+        to_c(*b, out);
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream* s, const vrex_hal_block* block, int* fd) {
+    return guarded([&] {
+        if (!s || !block || !fd) return VREX_HAL_ERR_INVALID;
+        auto r = s->stream->export_dmabuf(from_c(*block));
+        if (!r) return to_status(r.error());
+        *fd = *r;
+        return VREX_HAL_OK;
+    });
+}
+
+vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out) {
+    return guarded([&] {
+        if (!a || !out) return VREX_HAL_ERR_INVALID;
         auto st = a->alloc->stats();
-        if (!st)
-            return to_status(st.error());
+        if (!st) return to_status(st.error());
         *out = vrex_hal_stats{};
         out->hits = st->hits;
         out->approx_hits = st->approx_hits;

@@ -5,44 +5,33 @@
 
 namespace vrex {
 
-Result<BackendChoice> parse_backend_choice(std::string_view name)
-{
-    if (name.empty() || name == "auto")
-        return BackendChoice::automatic;
-    if (name == "kernel")
-        return BackendChoice::kernel;
-    if (name == "emulated" || name == "emu" || name == "emulation")
-        return BackendChoice::emulated;
+Result<BackendChoice> parse_backend_choice(std::string_view name) {
+    if (name.empty() || name == "auto") return BackendChoice::automatic;
+    if (name == "kernel") return BackendChoice::kernel;
+    if (name == "emulated" || name == "emu" || name == "emulation") return BackendChoice::emulated;
     return errc::unknown_backend;
 }
 
 Device::Device(Key, std::unique_ptr<Backend> backend, const drm_vrex_device_info& info)
-    : backend_(std::move(backend)), info_(info)
-{
-}
+    : backend_(std::move(backend)), info_(info) {}
 
-std::error_code Device::lost_or(std::error_code local)
-{
+std::error_code Device::lost_or(std::error_code local) {
     const std::error_code probe = backend_->device_info().error();
     return probe == errc::device_lost ? probe : local;
 }
 
-Result<std::shared_ptr<Device>> Device::adopt(std::unique_ptr<Backend> backend)
-{
+Result<std::shared_ptr<Device>> Device::adopt(std::unique_ptr<Backend> backend) {
     auto info = backend->device_info();
-    if (!info)
-        return info.error();
+    if (!info) return info.error();
     return std::make_shared<Device>(Key{}, std::move(backend), *info);
 }
 
-Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options)
-{
+Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options) {
     BackendChoice choice = options.backend;
     if (choice == BackendChoice::automatic) {
         if (const char* env = std::getenv("VREX_BACKEND")) {
             auto parsed = parse_backend_choice(env);
-            if (!parsed)
-                return parsed.error();
+            if (!parsed) return parsed.error();
             choice = *parsed;
         }
     }
@@ -57,36 +46,30 @@ Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options)
         }
     } else {
         factory = find_backend_factory(choice == BackendChoice::kernel ? "kernel" : "emulated");
-        if (!factory)
-            return choice == BackendChoice::kernel ? errc::no_device : errc::unknown_backend;
+        if (!factory) return choice == BackendChoice::kernel ? errc::no_device : errc::unknown_backend;
     }
-    if (!factory)
-        return errc::no_device;
+    if (!factory) return errc::no_device;
     auto backend = factory->open(options.backend_options);
-    if (!backend)
-        return backend.error();
+    if (!backend) return backend.error();
     return adopt(std::move(*backend));
 }
 
-std::uint32_t dtype_size(DType t) noexcept
-{
+std::uint32_t dtype_size(DType t) noexcept {
     switch (t) {
-    case DType::fp16:
-    case DType::bf16:
-        return 2;
-    case DType::fp32:
-        return 4;
-    case DType::int8:
-        return 1;
+        case DType::fp16:
+        case DType::bf16:
+            return 2;
+        case DType::fp32:
+            return 4;
+        case DType::int8:
+            return 1;
     }
     return 0;
 }
 
-Result<std::uint64_t> ModelGeometry::block_bytes() const
-{
+Result<std::uint64_t> ModelGeometry::block_bytes() const {
     const std::uint64_t es = dtype_size(dtype);
-    if (!layers || !kv_heads || !head_dim || !tokens_per_block || !es)
-        return errc::bad_geometry;
+    if (!layers || !kv_heads || !head_dim || !tokens_per_block || !es) return errc::bad_geometry;
     // Each factor is < 2^32: check every product against overflow.
     std::uint64_t bytes = 2 * es;
     for (std::uint64_t f : {std::uint64_t{layers}, std::uint64_t{kv_heads}, std::uint64_t{head_dim},
@@ -95,18 +78,16 @@ Result<std::uint64_t> ModelGeometry::block_bytes() const
             return errc::bad_geometry;  // a block must fit the device's 32-bit KV length
         bytes *= f;
     }
-    if (bytes < kMinBlockBytes)
-        return errc::bad_geometry;
+    if (bytes < kMinBlockBytes || bytes % kBlockAlign) return errc::bad_geometry;
     return bytes;
 }
 
-std::uint32_t Fingerprint::distance(const Fingerprint& o) const noexcept
-{
-    return static_cast<std::uint32_t>(__builtin_popcountll(w[0] ^ o.w[0]) + __builtin_popcountll(w[1] ^ o.w[1]));
+std::uint32_t Fingerprint::distance(const Fingerprint& o) const noexcept {
+    return static_cast<std::uint32_t>(__builtin_popcountll(w[0] ^ o.w[0]) +
+                                      __builtin_popcountll(w[1] ^ o.w[1]));
 }
 
-Query Query::temporal(std::uint32_t region, std::int32_t offset)
-{
+Query Query::temporal(std::uint32_t region, std::int32_t offset) {
     Query q;
     q.kind = Kind::temporal;
     q.region = region;
@@ -114,8 +95,8 @@ Query Query::temporal(std::uint32_t region, std::int32_t offset)
     return q;
 }
 
-Query Query::similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius, Scope scope, bool past_only)
-{
+Query Query::similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius, Scope scope,
+                     bool past_only) {
     Query q;
     q.kind = Kind::similar;
     q.region = region;

@@ -23,6 +23,8 @@ public:
             return "invalid model geometry (zero field, unknown dtype or KV block below 16 KiB)";
         case errc::not_in_frame:
             return "operation needs an open frame (call begin_frame first)";
+        case errc::stale_handle:
+            return "stale KV block handle: the block was released (its id may belong to another block now)";
         }
         return "unknown vrex error " + std::to_string(ev);
     }

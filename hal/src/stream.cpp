@@ -1,34 +1,81 @@
-#include <algorithm>
-#include <cstring>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "block_table.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrex {
 namespace {
 
-std::error_code item_error(std::int32_t result) { return {-result, std::generic_category()}; }
+std::error_code item_error(std::int32_t result) {
+    return {-result, std::generic_category()};
+}
 
 }  // namespace
 
-Stream::Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id) : alloc_(std::move(alloc)), id_(id) {}
+struct Stream::State {
+    std::vector<std::uint32_t> pending_release;             // owned device ids to remove at end_frame
+    std::unordered_set<std::uint64_t> holds;                // others' blocks referenced this frame
+    std::unordered_map<std::uint64_t, std::uint32_t> pins;  // block key -> pins of this stream
+    std::vector<ReleasedBlock> released;                    // since the previous end_frame
+    ReleaseCallback callback;
+    int event_fd = -1;
 
-Stream::~Stream()
-{
+    State() = default;
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
+    ~State() {
+        if (event_fd >= 0) close(event_fd);
+    }
+};
+
+Stream::Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id)
+    : alloc_(std::move(alloc)), id_(id), st_(std::make_unique<State>()) {}
+
+Stream::~Stream() {
     Backend& be = alloc_->device().backend();
-    // Closing the stream releases its blocks on the device; their slots return to the allocator.
+    // Closing the stream releases its blocks on the device. Their memory returns to the allocator
+    // unless another stream still references it; this stream's own references go now.
     (void)be.stream_destroy(id_);
-    for (const auto& [block, o] : owned_)
-        alloc_->give_slot(o.handle, o.offset);
-    if (staging_handle_)
-        (void)be.bo_destroy(staging_handle_);
+    {
+        std::lock_guard lock(alloc_->mu_);
+        BlockTable& t = *alloc_->blocks_;
+        std::vector<std::uint64_t> touched;
+        t.for_each([&](BlockRec& r) {
+            if (r.owner == id_ && r.device_live) {
+                r.device_live = false;
+                touched.push_back(BlockTable::key(r.id, r.gen));
+            }
+        });
+        for (std::uint64_t k : st_->holds)
+            if (BlockRec* r = t.find(k)) {
+                r->holds--;
+                touched.push_back(k);
+            }
+        for (const auto& [k, n] : st_->pins)
+            if (BlockRec* r = t.find(k)) {
+                r->pins -= n;
+                if (r->owner != id_) r->foreign_pins -= n;
+                touched.push_back(k);
+            }
+        for (std::uint64_t k : touched)
+            if (BlockRec* r = t.find(k)) (void)alloc_->free_if_unreferenced_locked(*r);
+    }
+    if (staging_handle_) (void)be.bo_destroy(staging_handle_);
 }
 
-std::error_code Stream::local_error(std::error_code ec) { return alloc_->device().lost_or(ec); }
+std::error_code Stream::local_error(std::error_code ec) {
+    return alloc_->device().lost_or(ec);
+}
 
-Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma)
-{
-    if (in_frame_)
-        return local_error(std::make_error_code(std::errc::device_or_resource_busy));
+Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma) {
+    if (in_frame_) return local_error(std::make_error_code(std::errc::device_or_resource_busy));
     if (!luma.data || luma.stride < luma.width || !luma.width || !luma.height)
         return local_error(std::make_error_code(std::errc::invalid_argument));
     Backend& be = alloc_->device().backend();
@@ -46,14 +93,12 @@ Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma)
         a.size = bytes;
         a.bank_mask = nbanks >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << nbanks) - 1;
         a.flags = DRM_VREX_BO_STAGING;
-        if (auto ec = be.bo_create(a))
-            return ec;
+        if (auto ec = be.bo_create(a)) return ec;
         staging_handle_ = a.handle;
         staging_size_ = bytes;
     }
     auto map = be.bo_map(staging_handle_);
-    if (!map)
-        return map.error();
+    if (!map) return map.error();
     for (std::uint32_t y = 0; y < luma.height; y++)
         std::memcpy(map->data() + std::uint64_t{y} * luma.width, luma.data + std::uint64_t{y} * luma.stride,
                     luma.width);
@@ -67,8 +112,7 @@ Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma)
     return f;
 }
 
-FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f)
-{
+FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f) {
     frame_.fp.w[0] = f.fp[0];
     frame_.fp.w[1] = f.fp[1];
     frame_.frame = f.frame;
@@ -81,38 +125,197 @@ FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f)
     return frame_;
 }
 
-Result<FrameInfo> Stream::begin_frame(const LumaView& luma)
-{
+Result<FrameInfo> Stream::begin_frame(const LumaView& luma) {
     auto f = stage_frame(luma);
-    if (!f)
-        return f.error();
-    if (auto ec = alloc_->device().backend().frame_submit(*f))
-        return ec;
+    if (!f) return f.error();
+    if (auto ec = alloc_->device().backend().frame_submit(*f)) return ec;
     return enter_frame(*f);
 }
 
-Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_t> regions, std::int32_t frame_offset)
-{
-    if (!in_frame_)
-        return local_error(errc::not_in_frame);
-    if (regions.empty()) {
-        if (auto ec = local_error({}))
+namespace {
+
+KvBlock make_block(const BlockRec& r, std::span<std::byte> mem, std::uint32_t stream, std::uint32_t frame,
+                   std::uint32_t region) {
+    KvBlock b;
+    b.id = r.id;
+    b.generation = r.gen;
+    b.view = mem;
+    b.shared = !r.writable_by(stream);
+    if (!b.shared) b.data = mem;
+    b.bank = r.bank;
+    b.handle = r.handle;
+    b.offset = r.offset;
+    b.frame = frame;
+    b.region = region;
+    b.first_token = r.first_token;
+    b.token_count = r.token_count;
+    return b;
+}
+
+}  // namespace
+
+Result<std::vector<drm_vrex_released_block>> Stream::retire(std::span<const std::uint32_t> remove) {
+    Backend& be = alloc_->device().backend();
+    std::size_t room;
+    {
+        std::lock_guard lock(alloc_->mu_);
+        room = alloc_->blocks_->owned_live(id_) + 16;
+    }
+    const std::size_t max_batch = std::max<std::uint32_t>(1, alloc_->device().info().max_batch);
+    std::vector<drm_vrex_released_block> out;
+    std::size_t start = 0;
+    do {
+        const auto chunk = remove.subspan(start, std::min(max_batch, remove.size() - start));
+        std::vector<drm_vrex_released_block> recs(room);
+        std::uint32_t count = 0;
+        auto ec = be.shie_retire(id_, chunk, recs, count);
+        if (ec == std::errc::no_space_on_device) {
+            // Blocks of a batch in flight are not in the table yet: the device says how many.
+            recs.resize(count);
+            ec = be.shie_retire(id_, chunk, recs, count);
+        }
+        if (ec) {
+            // What the device released before failing is applied by the caller: keep it.
+            if (!out.empty()) apply_releases(out, false);
             return ec;
+        }
+        out.insert(out.end(), recs.begin(), recs.begin() + count);
+        start += chunk.size();
+    } while (start < remove.size());
+    return out;
+}
+
+void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool pressure,
+                            std::span<const std::uint32_t> rolled_back) {
+    std::vector<ReleasedBlock> out;
+    {
+        std::lock_guard lock(alloc_->mu_);
+        BlockTable& t = *alloc_->blocks_;
+        for (const drm_vrex_released_block& d : recs) {
+            auto& pend = st_->pending_release;
+            pend.erase(std::remove(pend.begin(), pend.end(), d.block), pend.end());
+            if (std::find(rolled_back.begin(), rolled_back.end(), d.block) != rolled_back.end()) {
+                // Never handed out: the slot goes back as if the allocation had not happened.
+                alloc_->give_slot_locked(d.handle, d.offset);
+                alloc_->stats_.allocations--;
+                continue;
+            }
+            ReleasedBlock rb;
+            rb.id = d.block;
+            rb.reason = d.reason == DRM_VREX_RELEASE_ZOMBIE ? ReleaseReason::zombie
+                        : pressure                          ? ReleaseReason::pressure
+                                                            : ReleaseReason::removed;
+            BlockRec* r = t.live(d.block);
+            if (r && r->handle == d.handle && r->offset == d.offset) {
+                r->device_live = false;
+                rb.generation = r->gen;
+                rb.bank = r->bank;
+                rb.memory_freed = alloc_->free_if_unreferenced_locked(*r);
+                alloc_->stats_.deferred_frees += !rb.memory_freed;
+            } else {
+                if (auto p = alloc_->view_locked(d.handle, d.offset)) rb.bank = p->bank;
+                alloc_->give_slot_locked(d.handle, d.offset);
+            }
+            switch (rb.reason) {
+                case ReleaseReason::zombie:
+                    alloc_->stats_.evictions++;
+                    break;
+                case ReleaseReason::removed:
+                    alloc_->stats_.removed++;
+                    break;
+                case ReleaseReason::pressure:
+                    alloc_->stats_.pressure_evictions++;
+                    break;
+            }
+            out.push_back(rb);
+        }
+    }
+    st_->released.insert(st_->released.end(), out.begin(), out.end());
+    notify(out);
+}
+
+void Stream::notify(std::span<const ReleasedBlock> released) {
+    if (released.empty()) return;
+    if (st_->callback) st_->callback(released);
+    if (st_->event_fd >= 0) {
+        const std::uint64_t n = released.size();
+        // EAGAIN only when the counter would overflow: the fd stays readable then.
+        (void)!write(st_->event_fd, &n, sizeof(n));
+    }
+}
+
+void Stream::on_release(ReleaseCallback cb) {
+    st_->callback = std::move(cb);
+}
+
+Result<int> Stream::release_event_fd() {
+    if (st_->event_fd < 0) {
+        st_->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (st_->event_fd < 0) return std::error_code(errno, std::generic_category());
+    }
+    return st_->event_fd;
+}
+
+Result<bool> Stream::evict_one() {
+    // Zombies first: blocks already past the aging rule cost nothing to drop.
+    auto recs = retire({});
+    if (!recs) return recs.error();
+    if (!recs->empty()) {
+        apply_releases(*recs, true);
+        return true;
+    }
+    std::optional<std::uint32_t> victim;
+    {
+        std::lock_guard lock(alloc_->mu_);
+        victim = alloc_->blocks_->lru_victim(id_, frame_.frame);
+    }
+    if (!victim) return false;
+    const std::uint32_t v[1] = {*victim};
+    recs = retire(v);
+    if (!recs) return recs.error();
+    apply_releases(*recs, true);
+    return true;
+}
+
+Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_t> regions,
+                                                    std::int32_t frame_offset) {
+    if (!in_frame_) return local_error(errc::not_in_frame);
+    if (regions.empty()) {
+        if (auto ec = local_error({})) return ec;
         return std::vector<KvBlock>{};
     }
     const std::uint32_t max_batch = std::max<std::uint32_t>(1, alloc_->device().info().max_batch);
-    std::vector<KvBlock> out;
-    out.reserve(regions.size());
+    std::vector<drm_vrex_shie_insert_item> done;  // inserted, not yet handed out
+    std::vector<KvAllocator::Placement> done_places;
+    auto undo_slot = [&](const KvAllocator::Placement& p) {
+        std::lock_guard lock(alloc_->mu_);
+        alloc_->give_slot_locked(p.handle, p.offset);
+        alloc_->stats_.allocations--;
+    };
+    // All or nothing: on any failure the blocks this call inserted are removed again.
+    auto fail = [&](std::error_code ec) -> std::error_code {
+        if (done.empty()) return ec;
+        std::vector<std::uint32_t> ids;
+        for (const auto& it : done) ids.push_back(it.block);
+        auto recs = retire(ids);
+        if (recs) apply_releases(*recs, false, ids);
+        return ec;
+    };
     for (std::size_t start = 0; start < regions.size(); start += max_batch) {
         const std::size_t n = std::min<std::size_t>(max_batch, regions.size() - start);
         std::vector<KvAllocator::Placement> places;
         std::vector<drm_vrex_shie_insert_item> items(n);
         for (std::size_t i = 0; i < n; i++) {
             auto p = alloc_->take_slot(frame_.bank_first, frame_.bank_count);
+            while (!p && p.error() == std::errc::no_space_on_device &&
+                   alloc_->options_.evict_under_pressure) {
+                auto ev = evict_one();
+                if (!ev || !*ev) break;
+                p = alloc_->take_slot(frame_.bank_first, frame_.bank_count);
+            }
             if (!p) {
-                for (const auto& q : places)
-                    alloc_->give_slot(q.handle, q.offset);
-                return p.error();
+                for (const auto& q : places) undo_slot(q);
+                return fail(p.error());
             }
             places.push_back(*p);
             drm_vrex_shie_insert_item& it = items[i];
@@ -128,43 +331,42 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
         std::error_code first_error = ec;
         for (std::size_t i = 0; i < n; i++) {
             if (ec || items[i].result) {
-                alloc_->give_slot(places[i].handle, places[i].offset);
-                if (!first_error)
-                    first_error = item_error(items[i].result);
+                undo_slot(places[i]);
+                if (!first_error) first_error = item_error(items[i].result);
                 continue;
             }
-            owned_[items[i].block] = Owned{places[i].handle, places[i].offset};
-            KvBlock b;
-            b.id = items[i].block;
-            b.data = places[i].data;
-            b.bank = places[i].bank;
-            b.handle = places[i].handle;
-            b.offset = places[i].offset;
-            b.frame = static_cast<std::uint32_t>(static_cast<std::int64_t>(frame_.frame) + frame_offset);
-            b.region = items[i].region;
-            out.push_back(b);
+            done.push_back(items[i]);
+            done_places.push_back(places[i]);
         }
-        // A partial batch leaves the inserted blocks in place (they are owned and will age out);
-        // the caller learns about the first failure.
-        if (first_error)
-            return first_error;
+        if (first_error) return fail(first_error);
+    }
+    std::vector<KvBlock> out;
+    out.reserve(done.size());
+    const auto frame = static_cast<std::uint32_t>(static_cast<std::int64_t>(frame_.frame) + frame_offset);
+    std::lock_guard lock(alloc_->mu_);
+    for (std::size_t i = 0; i < done.size(); i++) {
+        const auto& p = done_places[i];
+        BlockRec& r = alloc_->blocks_->add(done[i].block, p.handle, p.offset, p.bank, id_);
+        alloc_->blocks_->touch(r, id_, frame_.frame);
+        out.push_back(make_block(r, p.data, id_, frame, done[i].region));
     }
     return out;
 }
 
-Result<KvBlock> Stream::allocate(std::uint32_t region, std::int32_t frame_offset)
-{
+Result<KvBlock> Stream::allocate(std::uint32_t region, std::int32_t frame_offset) {
     const std::uint32_t r[1] = {region};
     auto v = allocate_batch(r, frame_offset);
-    if (!v)
-        return v.error();
+    if (!v) return v.error();
     return v->front();
 }
 
-Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset)
-{
-    if (!in_frame_)
-        return local_error(errc::not_in_frame);
+Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
+    if (!in_frame_) return local_error(errc::not_in_frame);
+    {
+        std::lock_guard lock(alloc_->mu_);
+        const BlockRec* r = alloc_->blocks_->find(block.id, block.generation);
+        if (!r || !r->device_live) return errc::stale_handle;
+    }
     drm_vrex_shie_insert_item it{};
     it.fp[0] = frame_.fp.w[0];
     it.fp[1] = frame_.fp.w[1];
@@ -172,33 +374,31 @@ Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int3
     it.region = region;
     it.frame_offset = frame_offset;
     it.block = block.id;
-    if (auto ec = alloc_->device().backend().shie_insert(id_, std::span(&it, 1)))
-        return ec;
-    if (it.result)
-        return item_error(it.result);
+    if (auto ec = alloc_->device().backend().shie_insert(id_, std::span(&it, 1))) return ec;
+    if (it.result) return item_error(it.result);
+    std::lock_guard lock(alloc_->mu_);
+    const std::uint64_t key = BlockTable::key(block.id, block.generation);
+    if (BlockRec* r = alloc_->blocks_->find(key)) {
+        alloc_->blocks_->touch(*r, id_, frame_.frame);
+        if (r->owner != id_ && st_->holds.insert(key).second) r->holds++;
+    }
     return {};
 }
 
-KvBlock Stream::block_from_lookup(const drm_vrex_shie_lookup_item& it)
-{
-    KvBlock b;
-    b.id = it.block;
-    b.handle = it.handle;
-    b.offset = it.offset;
-    b.frame = it.frame;
-    b.region = it.region;
-    if (auto p = alloc_->view(it.handle, it.offset)) {
-        b.data = p->data;
-        b.bank = p->bank;
-    }
-    return b;
+std::optional<KvBlock> Stream::block_from_lookup(const drm_vrex_shie_lookup_item& it) {
+    std::lock_guard lock(alloc_->mu_);
+    BlockRec* r = alloc_->blocks_->live(it.block);
+    if (!r || r->handle != it.handle || r->offset != it.offset) return std::nullopt;
+    auto p = alloc_->view_locked(r->handle, r->offset);
+    if (!p) return std::nullopt;
+    alloc_->blocks_->touch(*r, id_, frame_.frame);
+    if (r->owner != id_ && st_->holds.insert(BlockTable::key(r->id, r->gen)).second) r->holds++;
+    return make_block(*r, p->data, id_, it.frame, it.region);
 }
 
-Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> queries)
-{
+Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> queries) {
     if (queries.empty()) {
-        if (auto ec = local_error({}))
-            return ec;
+        if (auto ec = local_error({})) return ec;
         return std::vector<Retrieval>{};
     }
     std::vector<Retrieval> out;
@@ -223,9 +423,14 @@ Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> que
                            (q.past_only ? DRM_VREX_LOOKUP_PAST_ONLY : 0u);
             }
         }
-        if (auto ec = alloc_->device().backend().shie_lookup(id_, items))
-            return ec;
-        for (const drm_vrex_shie_lookup_item& it : items) {
+        if (auto ec = alloc_->device().backend().shie_lookup(id_, items)) return ec;
+        for (drm_vrex_shie_lookup_item& it : items) {
+            std::optional<KvBlock> blk;
+            if (it.hit_flags & DRM_VREX_HIT) {
+                blk = block_from_lookup(it);
+                if (!blk)  // released on its owner's thread since the lookup: a miss
+                    it.hit_flags = 0;
+            }
             alloc_->count_lookup(it);
             Retrieval r;
             r.hit = it.hit_flags & DRM_VREX_HIT;
@@ -236,7 +441,7 @@ Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> que
                 r.stream = it.stream;
                 r.fp.w[0] = it.found_fp[0];
                 r.fp.w[1] = it.found_fp[1];
-                r.block = block_from_lookup(it);
+                r.block = *blk;
             }
             out.push_back(r);
         }
@@ -244,74 +449,142 @@ Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> que
     return out;
 }
 
-Result<Retrieval> Stream::retrieve_temporal(std::uint32_t region, std::int32_t frame_offset)
-{
+Result<Retrieval> Stream::retrieve_temporal(std::uint32_t region, std::int32_t frame_offset) {
     const Query q[1] = {Query::temporal(region, frame_offset)};
     auto v = retrieve_batch(q);
-    if (!v)
-        return v.error();
+    if (!v) return v.error();
     return v->front();
 }
 
 Result<Retrieval> Stream::retrieve_similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
-                                           Scope scope, bool past_only)
-{
+                                           Scope scope, bool past_only) {
     const Query q[1] = {Query::similar(region, fp, radius, scope, past_only)};
     auto v = retrieve_batch(q);
-    if (!v)
-        return v.error();
+    if (!v) return v.error();
     return v->front();
 }
 
-Result<void> Stream::release(const KvBlock& block)
-{
-    if (!in_frame_)
-        return local_error(errc::not_in_frame);
-    if (!owned_.count(block.id))
-        return local_error(std::make_error_code(std::errc::no_such_file_or_directory));
+Result<void> Stream::release(const KvBlock& block) {
+    const std::uint64_t key = BlockTable::key(block.id, block.generation);
+    bool owned = false;
+    {
+        std::lock_guard lock(alloc_->mu_);
+        BlockRec* r = alloc_->blocks_->find(key);
+        if (!r) return local_error(errc::stale_handle);
+        if (r->owner == id_) {
+            if (!r->device_live) return local_error(errc::stale_handle);
+            owned = true;
+        } else if (st_->holds.erase(key)) {
+            r->holds--;
+            (void)alloc_->free_if_unreferenced_locked(*r);
+            return {};
+        } else {
+            return local_error(std::make_error_code(std::errc::no_such_file_or_directory));
+        }
+    }
+    if (owned && !in_frame_) return local_error(errc::not_in_frame);
     // Nothing reaches the device before end_frame(): ask it, so a lost device is reported here.
-    if (auto ec = local_error({}))
-        return ec;
-    if (std::find(pending_release_.begin(), pending_release_.end(), block.id) == pending_release_.end())
-        pending_release_.push_back(block.id);
+    if (auto ec = local_error({})) return ec;
+    auto& pend = st_->pending_release;
+    if (std::find(pend.begin(), pend.end(), block.id) == pend.end()) pend.push_back(block.id);
     return {};
 }
 
-Result<std::uint32_t> Stream::end_frame()
-{
-    if (!in_frame_)
-        return local_error(errc::not_in_frame);
-    Backend& be = alloc_->device().backend();
-    std::vector<drm_vrex_released_block> released(owned_.size());
-    std::uint32_t count = 0;
-    auto ec = be.shie_retire(id_, pending_release_, released, count);
-    if (ec == std::errc::no_space_on_device) {
-        // owned_ mirrors the stream's live blocks; should they ever differ, the device says how many.
-        released.resize(count);
-        ec = be.shie_retire(id_, pending_release_, released, count);
-    }
-    if (ec)
-        return ec;
-    pending_release_.clear();
-    in_frame_ = false;
-    std::uint64_t zombies = 0;
-    std::uint64_t removed = 0;
-    for (std::uint32_t i = 0; i < count; i++) {
-        const drm_vrex_released_block& r = released[i];
-        owned_.erase(r.block);
-        alloc_->give_slot(r.handle, r.offset);
-        (r.reason == DRM_VREX_RELEASE_ZOMBIE ? zombies : removed)++;
-    }
-    {
-        std::lock_guard lock(alloc_->mu_);
-        alloc_->stats_.evictions += zombies;
-        alloc_->stats_.removed += removed;
-    }
-    return count;
+Result<void> Stream::set_positions(const KvBlock& block, std::uint32_t first_token,
+                                   std::uint32_t token_count) {
+    std::lock_guard lock(alloc_->mu_);
+    BlockRec* r = alloc_->blocks_->find(block.id, block.generation);
+    if (!r) return errc::stale_handle;
+    if (r->owner != id_) return std::make_error_code(std::errc::operation_not_permitted);
+    if (token_count > alloc_->geometry_.tokens_per_block)
+        return std::make_error_code(std::errc::invalid_argument);
+    r->first_token = first_token;
+    r->token_count = token_count;
+    return {};
 }
 
-Result<int> Stream::export_dmabuf(const KvBlock& block)
-{
+Result<void> Stream::pin(const KvBlock& block) {
+    const std::uint64_t key = BlockTable::key(block.id, block.generation);
+    std::lock_guard lock(alloc_->mu_);
+    BlockRec* r = alloc_->blocks_->find(key);
+    if (!r) return errc::stale_handle;
+    r->pins++;
+    r->foreign_pins += r->owner != id_;
+    st_->pins[key]++;
+    return {};
+}
+
+Result<void> Stream::unpin(const KvBlock& block) {
+    const std::uint64_t key = BlockTable::key(block.id, block.generation);
+    std::lock_guard lock(alloc_->mu_);
+    auto p = st_->pins.find(key);
+    if (p == st_->pins.end()) return std::make_error_code(std::errc::no_such_file_or_directory);
+    if (--p->second == 0) st_->pins.erase(p);
+    BlockRec* r = alloc_->blocks_->find(key);
+    if (r) {  // always: a pin keeps the record
+        r->pins--;
+        r->foreign_pins -= r->owner != id_;
+        (void)alloc_->free_if_unreferenced_locked(*r);
+    }
+    return {};
+}
+
+Result<KvBlock> Stream::copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset) {
+    const std::uint64_t key = BlockTable::key(block.id, block.generation);
+    std::span<const std::byte> src;
+    {
+        std::lock_guard lock(alloc_->mu_);
+        BlockRec* r = alloc_->blocks_->find(key);
+        if (!r) return local_error(errc::stale_handle);
+        auto p = alloc_->view_locked(r->handle, r->offset);
+        if (!p) return local_error(errc::stale_handle);
+        if (r->writable_by(id_)) return make_block(*r, p->data, id_, block.frame, block.region);
+        src = p->data;
+        // The source must outlive the copy even if its owner releases it meanwhile.
+        r->pins++;
+        r->foreign_pins += r->owner != id_;
+    }
+    auto copy = allocate(region, frame_offset);
+    if (copy) std::memcpy(copy->data.data(), src.data(), std::min(src.size(), copy->data.size()));
+    std::lock_guard lock(alloc_->mu_);
+    if (BlockRec* r = alloc_->blocks_->find(key)) {
+        r->pins--;
+        r->foreign_pins -= r->owner != id_;
+        (void)alloc_->free_if_unreferenced_locked(*r);
+    }
+    return copy;
+}
+
+Result<FrameEnd> Stream::end_frame() {
+    if (!in_frame_) return local_error(errc::not_in_frame);
+    const std::vector<std::uint32_t> remove = st_->pending_release;
+    auto recs = retire(remove);
+    if (!recs) return recs.error();
+    st_->pending_release.clear();
+    in_frame_ = false;
+    apply_releases(*recs, false);
+    {
+        // The references this stream took on other streams' blocks during the frame end here.
+        std::lock_guard lock(alloc_->mu_);
+        for (std::uint64_t k : st_->holds)
+            if (BlockRec* r = alloc_->blocks_->find(k)) {
+                r->holds--;
+                (void)alloc_->free_if_unreferenced_locked(*r);
+            }
+        st_->holds.clear();
+    }
+    FrameEnd fe;
+    fe.released = std::move(st_->released);
+    st_->released.clear();
+    fe.count = static_cast<std::uint32_t>(fe.released.size());
+    return fe;
+}
+
+Result<int> Stream::export_dmabuf(const KvBlock& block) {
+    {
+        std::lock_guard lock(alloc_->mu_);
+        if (!alloc_->blocks_->find(block.id, block.generation)) return local_error(errc::stale_handle);
+    }
     return alloc_->device().backend().bo_export_dmabuf(block.handle);
 }
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 w=${1:-192} h=${2:-144} n=${3:-60}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-env=$(bash "$repo/scripts/fetch-footage.sh")
+env=$(bash "$repo/scripts/fetch-footage.sh" --clip VTEST)
 avi=$(sed -n 's/^VREX_VTEST_AVI=//p' <<<"$env")
 [[ -f $avi ]] || {
 	echo "test_differential_clip: fetch-footage.sh gave no vtest.avi" >&2

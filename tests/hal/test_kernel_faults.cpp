@@ -220,7 +220,7 @@ TEST_F(KernelFaults, FailedCommandsAreCleanErrorsAndNothingLeaks)
     EXPECT_TRUE(hit->hit) << "still live after the failed removal";
     auto released = st.end_frame();
     ASSERT_TRUE(released) << released.error().message();
-    EXPECT_EQ(*released, 1u);
+    EXPECT_EQ(released->count, 1u);
     stats = alloc_->stats();
     ASSERT_TRUE(stats);
     EXPECT_EQ(stats->resident_blocks, 0u);

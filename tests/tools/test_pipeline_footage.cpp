@@ -32,7 +32,8 @@ std::string shell_out(const std::string& cmd) {
 std::string short_h264_clip() {
     const fs::path clip = fs::path(VREX_TEST_BINARY_DIR) / "vtest-60.mp4";
     if (fs::exists(clip)) return clip;
-    const std::string env = shell_out("bash " VREX_SOURCE_DIR "/scripts/fetch-footage.sh 2>/dev/null");
+    const std::string env =
+        shell_out("bash " VREX_SOURCE_DIR "/scripts/fetch-footage.sh --clip VTEST 2>/dev/null");
     const auto at = env.find("VREX_VTEST_AVI=");
     if (at == std::string::npos) return {};
     const std::string avi = env.substr(at + 15, env.find('\n', at) - at - 15);

@@ -77,8 +77,10 @@ TEST(ReusePolicy, GuardAgeAndBestCandidate) {
     sim.distance = 4;
     sim.block.id = 1;
     sim.block.data = a;
+    sim.block.view = a;
     tmp.block.id = 2;
     tmp.block.data = b;
+    tmp.block.view = b;
 
     ReusePolicy p{30.0, 30};
     auto d = decide_reuse(p, now, 3, 12, sim, tmp);
@@ -109,8 +111,10 @@ TEST(ReusePolicy, ChainKeepsThePreviousFramesBlockWhenItPasses) {
     sim.hit = tmp.hit = true;
     sim.block.id = 1;
     sim.block.data = a;
+    sim.block.view = a;
     tmp.block.id = 2;
     tmp.block.data = b;
+    tmp.block.view = b;
 
     ReusePolicy chain{30.0, 30, true};
     auto d = decide_reuse(chain, now, 3, 12, sim, tmp);

@@ -138,7 +138,7 @@ bench)
 	;;
 run)
 	make_clip clip.avi mpeg4 30
-	expect_rc 0 "${E[@]}" run clip.avi --max-frames 20 --no-progress
+	expect_rc 0 "${E[@]}" run clip.avi --max-frames 20 --no-progress --no-control
 	grep_out "streams            1 (20 frames"
 	grep_out "accounting         resident bytes = live blocks"
 	;;
@@ -149,7 +149,34 @@ run-json)
 		"j['resident_bytes_peak'] > 0" "j['baseline_bytes_peak'] == 36 * 16 * 8 * 57344" \
 		"0 < j['resident_bytes_ratio'] <= 1" "0 < j['managed_blocks_ratio'] <= 1" "'psnr_reused_p5_db' in j" \
 		"j['latency_us_p50'] > 0" "j['latency_us_p99'] >= j['latency_us_p50']" "j['backend'] == 'emulated'" \
-		"j['accounting_mismatches'] == 0" "j['model']['block_bytes'] == 8 * 57344"
+		"j['accounting_mismatches'] == 0" "j['model']['block_bytes'] == 8 * 57344" \
+		"j['headline']['run']['streams'] == 3" "j['headline']['radius0']['radius'] == 0" \
+		"j['headline']['single_stream']['streams'] == 1" "j['headline']['single_stream']['frames'] == 12" \
+		"j['headline']['single_stream_radius0']['radius'] == 0" \
+		"0 < j['headline']['run']['same_window']['resident_bytes_ratio'] <= 1.5" \
+		"j['headline']['run']['device_memory']['held_bytes_peak'] >= j['resident_bytes_peak']" \
+		"j['headline']['run']['device_memory']['baseline_pool_bytes'] >= j['window_baseline']['bytes_peak']" \
+		"0 <= j['headline']['run']['out_of_group']['rate'] <= 1" \
+		"j['headline']['run']['out_of_group']['allocations'] == j['counts']['allocations']" \
+		"j['headline']['run']['append_only_ratio'] == j['resident_bytes_ratio']" \
+		"sum(s['regions'] for s in j['stream_info']) == j['counts']['regions']"
+	# Controls can be switched off; a one-stream run is its own single-stream figure.
+	expect_rc 0 "${E[@]}" --json run clip.avi --max-frames 8 --no-control
+	json_check "j['headline']['radius0'] is None" "j['headline']['single_stream'] == j['headline']['run']"
+	;;
+run-headline)
+	# The human summary leads with the same-window comparison and the radius-0 control; the
+	# append-only ratio is a footnote at the end.
+	make_clip a.avi mpeg4 20
+	make_clip b.mp4 libx264 20
+	expect_rc 0 "${E[@]}" run a.avi b.mp4 --max-frames 15 --no-progress
+	head -n1 out | grep -q "same 6-frame window" || fail "first line is not the same-window comparison: $(head -n1 out)"
+	sed -n 2p out | grep -q "radius-0 control" || fail "no radius-0 control column"
+	for k in "resident KV, 2 streams / baseline" "resident KV, stream 0 alone / baseline" \
+		"device memory held (slabs) / baseline pool" "placed outside the frame's bank group"; do
+		head -n8 out | grep -qF "$k" || fail "headline lacks '$k'"
+	done
+	[[ $(grep -n "append-only" out | cut -d: -f1) -eq $(wc -l <out) ]] || fail "append-only is not the last line"
 	;;
 run-report)
 	make_clip clip.avi mpeg4 40
@@ -172,8 +199,16 @@ class P(HTMLParser):
         if tag == "image" and not a.get("href", "").startswith("data:image/png;base64,"): sys.exit("image not inline")
     def handle_data(self, d): self.text += d
 p = P(); p.feed(open("rep/index.html").read())
-for sec in ["summary", "inputs", "memory", "reuse", "banks", "frames", "credits"]:
+for sec in ["headline", "summary", "footnote", "inputs", "memory", "reuse", "banks", "frames", "credits"]:
     if sec not in p.ids: sys.exit(f"section {sec} missing")
+# The report leads with the same-window comparison and its radius-0 control; the append-only ratio
+# is only a footnote after it.
+t = p.text
+for needle in ["same-window baseline", "radius-0 control", "device memory held", "baseline pool",
+               "outside the frame's bank group", "stream 0 alone"]:
+    if needle not in t: sys.exit(f"headline lacks {needle}")
+if t.index("Same-window comparison") > t.index("Details"): sys.exit("headline is not first")
+if t.index("append-only") < t.index("Footnote"): sys.exit("append-only ratio before the footnote")
 if p.tags.get("svg", 0) < 6: sys.exit("expected >= 6 inline SVGs (4 plots + 2 frames)")
 if p.tags.get("figure", 0) < 2: sys.exit("expected annotated frames")
 for needle in ["reuse rate", "append-only", "PSNR", "University of Reading", "opencv-doc"]:
@@ -182,11 +217,14 @@ for f in ["memory", "blocks", "reuse", "banks"]:
     xml.dom.minidom.parse(f"rep/{f}.svg")  # well-formed SVG
 s = json.load(open("rep/summary.json"))
 if s["streams"] != 2 or s["frames"] != 60: sys.exit("summary.json")
+h = s["headline"]
+if h["run"]["streams"] != 2 or h["single_stream"]["streams"] != 1 or h["radius0"]["radius"] != 0:
+    sys.exit("summary.json headline")
 PY
 	;;
 run-h264)
 	make_clip clip.mp4 libx264 25
-	expect_rc 0 "${E[@]}" --json run clip.mp4 --max-frames 25
+	expect_rc 0 "${E[@]}" --json run clip.mp4 --max-frames 25 --no-control
 	json_check "j['frames'] == 25" "j['stream_info'][0]['codec'] == 'h264'"
 	;;
 serve)
@@ -256,12 +294,88 @@ err-missing-video)
 err-not-a-video)
 	echo "not a video" >notes.txt
 	expect_rc 4 "${E[@]}" run notes.txt
-	grep_err "notes.txt"
+	grep_err "notes.txt: not a video file"
+	head -c 4096 /dev/urandom >noise.mp4
+	expect_rc 4 "${E[@]}" run noise.mp4
+	grep_err "noise.mp4: not a video file"
+	;;
+err-directory)
+	mkdir clips
+	expect_rc 4 "${E[@]}" run clips
+	grep_err "clips: is a directory, not a video file"
+	;;
+err-frame-too-small)
+	# The FCC needs at least 64x64 pixels: a 48x48 clip is refused up front, naming the minimum.
+	command -v ffmpeg >/dev/null || { echo "SKIP: ffmpeg missing"; exit 77; }
+	ffmpeg -nostdin -v error -y -f lavfi -i "testsrc=size=48x48:rate=10" -frames:v 5 -c:v mpeg4 small.avi
+	expect_rc 4 "${E[@]}" run small.avi
+	grep_err "small.avi: frames are 48x48, below the FCC minimum of 64x64 pixels"
+	# 64x64 itself is accepted.
+	ffmpeg -nostdin -v error -y -f lavfi -i "testsrc=size=64x64:rate=10" -frames:v 5 -c:v mpeg4 min.avi
+	expect_rc 0 "${E[@]}" run min.avi --no-progress --no-control
+	;;
+global-flags-after-subcommand)
+	make_clip clip.avi mpeg4 10
+	expect_rc 0 run --json clip.avi --backend emu --max-frames 5 --no-control
+	json_check "j['frames'] == 5" "j['backend'] == 'emulated'"
+	expect_rc 0 info --backend emu --emu-banks 8 --json
+	json_check "j['bank_count'] == 8"
+	expect_rc 0 stats --json --backend emu
+	json_check "'live_entries' in j"
+	;;
+err-json)
+	# With --json (before or after the subcommand) errors are one JSON object on stdout.
+	expect_rc 4 --json --backend emu run /nonexistent/clip.mp4
+	json_check "j['error']['exit_code'] == 4" "j['error']['kind'] == 'bad_input'" "'no such file' in j['error']['message']"
+	mkdir d
+	expect_rc 4 run d --json --backend emu
+	json_check "j['error']['exit_code'] == 4" "'is a directory' in j['error']['message']"
+	echo "not a video" >notes.txt
+	expect_rc 4 run --backend emu notes.txt --json
+	json_check "j['error']['kind'] == 'bad_input'" "'not a video file' in j['error']['message']"
+	expect_rc 2 --backend emu run clip.avi --radius 40 --json
+	json_check "j['error']['exit_code'] == 2" "j['error']['kind'] == 'usage'"
+	expect_rc 2 --json frobnicate
+	json_check "j['error']['kind'] == 'usage'"
+	expect_rc 2 --json --backend gpu info
+	json_check "'unknown backend' in j['error']['message']"
+	# Without --json stdout stays empty on errors.
+	expect_rc 4 --backend emu run d
+	[[ ! -s out ]] || fail "stdout not empty without --json"
 	;;
 err-streams-with-two-videos)
 	make_clip clip.avi mpeg4 5
 	expect_rc 2 "${E[@]}" run clip.avi clip.avi --streams 2
 	grep_err "exactly one VIDEO"
+	;;
+run-model-builtin)
+	# The CLI side of --model builtin: the Python runner is spawned, its keys are merged, the report
+	# gets a model section. Random weights (VREX_MODEL_WEIGHTS=random): the model itself is tested
+	# by model/tests; training it here would cost minutes.
+	make_clip clip.avi mpeg4 6
+	export VREX_MODEL_WEIGHTS=random
+	expect_rc 0 "${E[@]}" --json run clip.avi --model builtin --max-frames 6 \
+		--report model-report
+	python3 - "$WORK/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+keys = ["kl_mean", "kl_p99", "top1_agreement", "attn_rel_err_p50", "prefill_ms_ratio", "reuse_rate",
+        "resident_bytes_ratio_window"]
+for obj in (j, j["control_radius0"], j["control_no_fcc"]):
+    missing = [k for k in keys if k not in obj]
+    assert not missing, missing
+assert j["frames"] == 6 and "pixel_reuse_rate" in j, j.keys()
+PY
+	grep -q 'id="model"' model-report/index.html || fail "no model section in the report"
+	;;
+err-model-unknown)
+	make_clip clip.avi mpeg4 5
+	expect_rc 2 "${E[@]}" run clip.avi --model gpt
+	;;
+err-model-with-streams)
+	make_clip clip.avi mpeg4 5
+	expect_rc 2 "${E[@]}" run clip.avi --model builtin --streams 2
+	grep_err "not --streams"
 	;;
 err-bad-listen)
 	expect_rc 2 "${E[@]}" serve --listen nonsense

@@ -55,13 +55,13 @@ VideoDecoder::VideoDecoder(const std::string& path) : path_(path), impl_(std::ma
     auto bad = [&](const std::string& why) { throw Failure(FailureKind::bad_input, path + ": " + why); };
     AVFormatContext* raw = nullptr;
     if (int e = avformat_open_input(&raw, path.c_str(), nullptr, nullptr); e < 0)
-        bad("cannot open (" + av_error(e) + ")");
+        bad("not a video file FFmpeg can read (" + av_error(e) + ")");
     impl_->fmt.reset(raw);
     if (int e = avformat_find_stream_info(raw, nullptr); e < 0)
         bad("cannot read stream info (" + av_error(e) + ")");
     const AVCodec* dec = nullptr;
     impl_->stream_index = av_find_best_stream(raw, AVMEDIA_TYPE_VIDEO, -1, -1, &dec, 0);
-    if (impl_->stream_index < 0 || !dec) bad("no decodable video stream");
+    if (impl_->stream_index < 0 || !dec) bad("no decodable video stream (not a video file?)");
     impl_->codec.reset(avcodec_alloc_context3(dec));
     if (!impl_->codec) throw Failure(FailureKind::runtime, "out of memory");
     if (int e =

@@ -51,6 +51,18 @@ std::uint64_t RunResult::window_blocks_peak() const {
     return peak(samples, [](const StepSample& x) { return x.window_blocks; });
 }
 
+std::uint64_t RunResult::held_bytes_peak() const {
+    return peak(samples, [](const StepSample& x) { return x.held_bytes; });
+}
+std::uint64_t RunResult::all_active_steps() const {
+    std::uint64_t n = 0;
+    for (const StepSample& x : samples) n += x.active_streams == streams.size();
+    return n;
+}
+double RunResult::out_of_group_rate() const {
+    return rate(fallback_allocations, allocations);
+}
+
 nlohmann::json RunResult::to_json() const {
     using nlohmann::json;
     json j;
@@ -71,9 +83,14 @@ nlohmann::json RunResult::to_json() const {
     j["similar_hit_rate"] = rate(similar_hits, similar_lookups);
     j["managed_blocks_peak"] = live_blocks_peak();
     j["baseline_blocks_peak"] = baseline_blocks_peak();
+    j["held_bytes_peak"] = held_bytes_peak();
+    j["out_of_group_rate"] = out_of_group_rate();
+    j["all_active_steps"] = all_active_steps();
     j["window_baseline"] = {{"bytes_peak", window_bytes_peak()},
                             {"blocks_peak", window_blocks_peak()},
                             {"resident_bytes_ratio", ratio(resident_bytes_peak(), window_bytes_peak())},
+                            {"pool_bytes", window_pool_bytes},
+                            {"held_bytes_ratio", ratio(held_bytes_peak(), window_pool_bytes)},
                             {"managed_blocks_ratio", ratio(live_blocks_peak(), window_blocks_peak())}};
     j["psnr_reused_min_db"] =
         reused_psnr.empty() ? 0.0 : *std::min_element(reused_psnr.begin(), reused_psnr.end());
@@ -120,7 +137,13 @@ nlohmann::json RunResult::to_json() const {
                       {"height", s.height},
                       {"fps", s.fps},
                       {"start_frame", s.start_frame},
-                      {"frames", s.frames}});
+                      {"frames", s.frames},
+                      {"cut_path", s.cut_path},
+                      {"cut_at", s.cut_at},
+                      {"regions", s.regions},
+                      {"reused", s.reused},
+                      {"reused_cross_stream", s.reused_cross_stream},
+                      {"reuse_rate", s.reuse_rate()}});
     j["stream_info"] = ss;
     return j;
 }

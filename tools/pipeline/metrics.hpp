@@ -24,6 +24,9 @@ struct StepSample {
     std::uint64_t baseline_blocks = 0;
     std::uint64_t window_bytes = 0;  // paged baseline with a sliding window of the same context
     std::uint64_t window_blocks = 0;
+    // Device memory the allocator holds: its slabs, free slots included (sum of BankStats::slab_bytes).
+    std::uint64_t held_bytes = 0;
+    std::uint32_t active_streams = 0;          // streams that processed a frame in this step
     std::uint32_t regions = 0;                 // regions processed in this step
     std::uint32_t reused = 0;                  // of which reused
     std::vector<std::uint64_t> bank_kv_bytes;  // per bank
@@ -54,6 +57,14 @@ struct StreamInfo {
     double fps = 0.0;
     std::uint32_t start_frame = 0;
     std::uint64_t frames = 0;
+    std::string cut_path;  // spliced-in clip (StreamSource::cut_path), empty if none
+    std::uint32_t cut_at = 0;
+    std::uint64_t regions = 0;  // this stream's regions, and of them reused
+    std::uint64_t reused = 0;
+    std::uint64_t reused_cross_stream = 0;
+    double reuse_rate() const {
+        return regions ? static_cast<double>(reused) / static_cast<double>(regions) : 0.0;
+    }
 };
 
 struct RunResult {
@@ -89,6 +100,9 @@ struct RunResult {
     std::uint64_t released = 0;
     std::uint64_t window_released = 0;  // of which asked for by the window ledger
     std::uint64_t fallback_allocations = 0;
+    // Device memory the same-window paged baseline reserved: its pool's high-water mark of physical
+    // blocks x block bytes (what an engine would have to provision to run these frames).
+    std::uint64_t window_pool_bytes = 0;
     std::uint64_t accounting_mismatches = 0;  // steps where device, allocator and pipeline disagreed
     std::string first_mismatch;
 
@@ -106,6 +120,11 @@ struct RunResult {
     std::uint64_t live_blocks_peak() const;
     std::uint64_t baseline_blocks_peak() const;
     std::uint64_t window_blocks_peak() const;
+    std::uint64_t held_bytes_peak() const;
+    // Steps in which every stream of the run processed a frame.
+    std::uint64_t all_active_steps() const;
+    // Allocations placed outside the frame's bank group / allocations.
+    double out_of_group_rate() const;
 
     // The --json object: the headline keys at the top level, details below.
     nlohmann::json to_json() const;

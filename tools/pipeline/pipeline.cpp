@@ -31,12 +31,19 @@ struct StreamState {
     std::uint32_t seq_append = 0;
     std::uint32_t seq_window = 0;
     std::vector<std::uint64_t> annotate_at;  // stream frame numbers to keep (stream 0)
+    std::optional<SceneCut> cut;
+    bool cut_done = false;
     LumaFrame luma;
 };
 
 // The next frame of @s into s.luma, honouring limit and wrap; false when the stream is done.
 bool next_frame(StreamState& s) {
     if (s.limit && s.done >= s.limit) return false;
+    if (s.cut && !s.cut_done && s.done == s.cut->at) {
+        s.decoder = std::make_unique<VideoDecoder>(s.cut->path);
+        s.src.path = s.cut->path;  // a wrap now restarts the spliced-in clip
+        s.cut_done = true;
+    }
     if (s.decoder->next(s.luma)) return true;
     if (!s.src.wrap || !s.limit) return false;
     s.decoder = std::make_unique<VideoDecoder>(s.src.path);
@@ -135,6 +142,10 @@ class Runner {
                     s.decoder = std::make_unique<VideoDecoder>(s.src.path);
                 }
             }
+            check_frame_size(s.src.path, *s.decoder);
+            for (const SceneCut& c : opt_.cuts)
+                if (c.stream == i) s.cut = c;
+            if (s.cut) check_frame_size(s.cut->path, VideoDecoder(s.cut->path));
             StreamOptions so;
             so.pooled = opt_.pooled;
             auto st = alloc_->create_stream(so);
@@ -155,9 +166,25 @@ class Runner {
             info.height = s.decoder->height();
             info.fps = s.decoder->fps();
             info.start_frame = s.src.start_frame;
+            info.cut_path = s.cut ? s.cut->path : "";
+            info.cut_at = s.cut ? s.cut->at : 0;
             res_.streams.push_back(info);
             streams_.push_back(std::move(s));
         }
+    }
+
+    // The FCC fingerprints frames of [fcc_min_dim, fcc_max_dim] pixels a side; anything else would
+    // fail at the first begin_frame with a bare EINVAL, so it is refused up front, naming the limits.
+    void check_frame_size(const std::string& path, const VideoDecoder& d) const {
+        const drm_vrex_device_info& di = device_->info();
+        if (d.width() < di.fcc_min_dim || d.height() < di.fcc_min_dim)
+            throw Failure(FailureKind::bad_input,
+                          fmt::format("{}: frames are {}x{}, below the FCC minimum of {}x{} pixels", path,
+                                      d.width(), d.height(), di.fcc_min_dim, di.fcc_min_dim));
+        if (d.width() > di.fcc_max_dim || d.height() > di.fcc_max_dim)
+            throw Failure(FailureKind::bad_input,
+                          fmt::format("{}: frames are {}x{}, above the FCC maximum of {}x{} pixels", path,
+                                      d.width(), d.height(), di.fcc_max_dim, di.fcc_max_dim));
     }
 
     void fill_header() {
@@ -226,6 +253,8 @@ class Runner {
                           ok.error());
             if (opt_.window_release) ledger_.referenced(d.block.id, step);
             res_.reused++;
+            res_.streams[idx].reused++;
+            res_.streams[idx].reused_cross_stream += d.origin.stream != idx;
             res_.reused_similar += d.from_similar;
             res_.reused_cross_stream += d.origin.stream != idx;
             res_.reused_psnr.push_back(d.psnr);
@@ -270,14 +299,14 @@ class Runner {
         auto released = st.end_frame();
         hal += us_since(t);
         if (!released) throw_hal(fmt::format("stream {} frame {}: end_frame", idx, s.done), released.error());
-        res_.released += *released;
+        res_.released += released->count;
         // The device's zombie rule can only fire later than the ledger's (a lookup is a use for the
         // device, not for the window): a block the ledger still tracks must not have gone.
-        if (opt_.window_release && *released != requested)
+        if (opt_.window_release && released->count != requested)
             throw Failure(FailureKind::runtime,
                           fmt::format("stream {} frame {}: end_frame released {} blocks, the window ledger "
                                       "asked for {}",
-                                      idx, s.done, *released, requested));
+                                      idx, s.done, released->count, requested));
 
         baseline_.append(s.seq_append, frame_tokens(opt_));
         window_.append(s.seq_window, frame_tokens(opt_));
@@ -288,7 +317,9 @@ class Runner {
         res_.fcc_1080p_us.push_back(fcc * (1920.0 * 1080.0) / px);
         res_.frames++;
         res_.regions += kRegions;
+        res_.streams[idx].regions += kRegions;
         sample.regions += kRegions;
+        sample.active_streams++;
         if (keep) {
             ann.stream = idx;
             ann.frame = fi->frame;
@@ -319,7 +350,9 @@ class Runner {
             sample.bank_kv_bytes.push_back(banks->kv_bytes[b]);
             bank_blocks += banks->kv_blocks[b];
         }
+        for (const BankStats& b : st->banks) sample.held_bytes += b.slab_bytes;
         res_.fallback_allocations = st->fallback_allocations;
+        res_.window_pool_bytes = window_.pool_blocks() * window_.block_bytes();
         const std::uint64_t tracked = res_.allocations - res_.released;
         if (st->resident_blocks != tracked || st->device.live_blocks != tracked || bank_blocks != tracked ||
             st->resident_bytes != tracked * alloc_->block_bytes()) {

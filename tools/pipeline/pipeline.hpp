@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "metrics.hpp"
 #include "reuse_policy.hpp"
@@ -41,11 +42,19 @@ struct StreamSource {
     bool wrap = false;              // at end of file restart from frame 0 until max_frames
 };
 
+// A scene cut spliced into one stream: after @at frames of stream @stream, the rest of it comes from
+// @path (from its first frame). The scene-cut isolation test splices one into a pooled stream.
+struct SceneCut {
+    std::uint32_t stream = 0;
+    std::uint32_t at = 0;
+    std::string path;
+};
+
 struct PipelineOptions {
     ModelConfig model;
     ReusePolicy policy;
-    std::uint32_t radius = 20;     // similarity lookup radius (Hamming)
-    bool pooled = true;            // streams share one pool: cross-stream similarity reuse
+    std::uint32_t radius = 20;  // similarity lookup radius (Hamming)
+    bool pooled = true;         // streams share one pool: cross-stream similarity reuse
     // Release a block as soon as no frame of the window (Z + 1 frames) references it, instead of
     // waiting for the device's zombie rule, which also counts lookups as uses (window_ledger.hpp).
     bool window_release = true;
@@ -53,6 +62,7 @@ struct PipelineOptions {
     std::uint32_t baseline_tokens_per_block = 16;
     std::uint32_t blocks_per_slab = 16;
     std::uint32_t annotate = 4;  // frames of stream 0 kept for the report
+    std::vector<SceneCut> cuts;  // at most one per stream
     // Called after every step with (frames done, frames expected; 0 if unknown).
     std::function<void(std::uint64_t, std::uint64_t)> progress;
 };

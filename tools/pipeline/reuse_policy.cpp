@@ -10,16 +10,16 @@ ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, st
     const Retrieval* cands[2] = {&similar, &temporal};
     for (int i = 0; i < 2; i++) {
         const Retrieval& c = *cands[i];
-        if (!c.hit || c.block.data.empty()) continue;
+        if (!c.hit || c.block.view.empty()) continue;
         if (i == 1 && similar.hit && similar.block.id == c.block.id) continue;  // the same block twice
-        const auto origin = read_payload_header(c.block.data);
+        const auto origin = read_payload_header(c.block.view);
         if (!origin) continue;
         seen = true;
         if (step - origin->step > policy.max_reuse_age) {
             too_old = true;
             continue;
         }
-        const auto p = payload_psnr(c.block.data, frame, region);
+        const auto p = payload_psnr(c.block.view, frame, region);
         if (!p) continue;
         if (*p < policy.psnr_guard_db) {
             best_rejected = std::max(best_rejected, *p);

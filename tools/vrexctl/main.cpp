@@ -2,6 +2,7 @@
 // only; the work happens in libvrex-hal and tools/pipeline. Exit codes: docs/vrexctl.md.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <iostream>
 
 #include "common.hpp"
@@ -9,10 +10,31 @@
 
 namespace {
 
+// Reports an error: always "vrexctl: <what>" on stderr; with --json also one object on stdout, so a
+// caller parsing stdout never has to fall back to scraping stderr. Returns @code.
+int report_error(bool json, int code, const std::string& kind, const std::string& what) {
+    std::cerr << "vrexctl: " << what << std::endl;
+    if (json) vrexctl::print_json({{"error", {{"kind", kind}, {"message", what}, {"exit_code", code}}}});
+    return code;
+}
+
+// --json anywhere on the command line (before or after the subcommand): a parse error happens before
+// the flag is stored, and must still come out as JSON.
+bool json_requested(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) {
+        if (std::strcmp(argv[i], "--") == 0) break;
+        if (std::strcmp(argv[i], "--json") == 0) return true;
+    }
+    return false;
+}
+
 int run(int argc, char** argv) {
     using namespace vrexctl;
     CLI::App app{"vrexctl: V-Rex device diagnostics and the real-video KV-reuse pipeline"};
     app.require_subcommand(1);
+    // Global options are accepted after the subcommand too (`vrexctl run --json clip.mp4`): a
+    // subcommand hands options it does not know to the main app.
+    app.fallthrough();
     GlobalOptions g;
     app.add_option("--backend", g.backend, "auto | emu | kernel (default auto: kernel device if present)")
         ->capture_default_str();
@@ -40,28 +62,33 @@ int run(int argc, char** argv) {
     add_run(app, g);
     add_serve(app, g);
 
+    const bool json = json_requested(argc, argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int rc = app.exit(e);
-        return rc == 0 ? kExitOk : kExitUsage;
+        if (e.get_exit_code() == 0 || !json) {
+            const int rc = app.exit(e);
+            return rc == 0 ? kExitOk : kExitUsage;
+        }
+        return report_error(true, kExitUsage, "usage", e.what());
     } catch (const ExitError& e) {
-        std::cerr << "vrexctl: " << e.what() << std::endl;
-        return e.code();
+        static const char* const kinds[] = {"ok",        "runtime",   "usage",
+                                            "no_device", "bad_input", "check_failed"};
+        const int c = e.code();
+        return report_error(json || g.json, c, c >= 0 && c <= kExitCheckFailed ? kinds[c] : "runtime",
+                            e.what());
     } catch (const vrex::pipeline::Failure& e) {
-        std::cerr << "vrexctl: " << e.what() << std::endl;
         switch (e.kind()) {
             case vrex::pipeline::FailureKind::bad_input:
-                return kExitBadInput;
+                return report_error(json || g.json, kExitBadInput, "bad_input", e.what());
             case vrex::pipeline::FailureKind::no_device:
-                return kExitNoDevice;
+                return report_error(json || g.json, kExitNoDevice, "no_device", e.what());
             case vrex::pipeline::FailureKind::runtime:
                 break;
         }
-        return kExitRuntime;
+        return report_error(json || g.json, kExitRuntime, "runtime", e.what());
     } catch (const std::exception& e) {
-        std::cerr << "vrexctl: " << e.what() << std::endl;
-        return kExitRuntime;
+        return report_error(json || g.json, kExitRuntime, "runtime", e.what());
     }
     return kExitOk;
 }

@@ -14,6 +14,7 @@ enum class errc {
     not_vrex_device,   // a DRM node whose driver is not "vrex"
     bad_geometry,      // ModelGeometry rejected (zero field, unknown dtype, block < 16 KiB, ...)
     not_in_frame,      // an operation that needs begin_frame() was called outside a frame
+    stale_handle,      // a block handle (id, generation) whose block was released or recycled
 };
 
 const std::error_category& hal_category() noexcept;

@@ -11,7 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,7 +42,7 @@ struct DeviceOptions {
 Result<BackendChoice> parse_backend_choice(std::string_view name);
 
 class Device {
-public:
+  public:
     static Result<std::shared_ptr<Device>> open(const DeviceOptions& options = {});
     // Wraps an already opened backend (tests, tools that pick a node themselves).
     static Result<std::shared_ptr<Device>> adopt(std::unique_ptr<Backend> backend);
@@ -63,7 +63,7 @@ public:
     };
     Device(Key, std::unique_ptr<Backend> backend, const drm_vrex_device_info& info);
 
-private:
+  private:
     std::unique_ptr<Backend> backend_;
     drm_vrex_device_info info_;
 };
@@ -83,9 +83,21 @@ struct ModelGeometry {
 
     static constexpr std::uint64_t kMinBlockBytes = 16 * 1024;
 
+    static constexpr std::uint64_t kBlockAlign = 64;
+
     // Bytes of one KV block: K and V for every layer, head, channel and token of the block.
-    // errc::bad_geometry for a zero field, an unknown dtype, overflow or < kMinBlockBytes.
+    // errc::bad_geometry for a zero field, an unknown dtype, overflow, < kMinBlockBytes or not a
+    // multiple of kBlockAlign (block bases are kBlockAlign-aligned: docs/hal.md "KV memory contract").
     Result<std::uint64_t> block_bytes() const;
+
+    // The fixed layout inside a block: [layer][K=0,V=1][kv_head][token][head_dim], elements of
+    // dtype tightly packed (no padding). Byte offset of element 0 of the head_dim vector of
+    // (@layer, @kv, @head, @token); the caller keeps the indices in range.
+    std::uint64_t element_offset(std::uint32_t layer, std::uint32_t kv, std::uint32_t head,
+                                 std::uint32_t token) const noexcept {
+        const std::uint64_t row = std::uint64_t{head_dim} * dtype_size(dtype);  // one token of one head
+        return (((std::uint64_t{layer} * 2 + kv) * kv_heads + head) * tokens_per_block + token) * row;
+    }
 };
 
 // ---- Frames, blocks, retrievals --------------------------------------------------------------
@@ -110,32 +122,75 @@ struct FrameInfo {
     std::uint32_t group = 0;       // bank group the frame's KV blocks go to
     std::uint32_t bank_first = 0;  // banks of the group
     std::uint32_t bank_count = 0;
-    bool opened_group = false;     // a new scene opened (or took over) the group
-    bool conflict = false;         // the group was taken from another pool
+    bool opened_group = false;  // a new scene opened (or took over) the group
+    bool conflict = false;      // the group was taken from another pool
 };
 
-// A block's data view (and handle/offset) is valid while the block is live: from allocate() or
-// the retrieval that returned it until the end_frame() of its owning stream that releases it (or
-// that stream's destruction). The slab's memory may go back to the device then (docs/hal.md), so
-// a view of a block another stream owns (pool scope) must not be kept across that stream's frames.
+// A handle to one KV block: (id, generation). The device recycles ids; the generation tells the
+// incarnations apart, so a call with a handle whose block is gone (released, recycled) fails with
+// errc::stale_handle and never reaches another block.
+//
+// Memory lifetime (docs/hal.md "Sharing"): a block's memory lives while it is referenced. Its owner
+// (the stream that allocated it) holds a reference until the device releases the block (release(),
+// zombie aging, pressure eviction, stream destruction). Another stream that retrieves or reuses the
+// block takes a reference held until that stream's next end_frame() (or its release() of the
+// block); pin() holds one until unpin(). @view is valid while a reference is held.
+//
+// Shared blocks are read-only: @data (the writable view) is set only when the calling stream owns
+// the block and no other stream references it; otherwise it is empty and copy_on_write() gives a
+// private, writable copy.
 struct KvBlock {
-    std::uint32_t id = 0;           // device block id (for reuse / release)
-    std::span<std::byte> data;      // writable host view, block_bytes() long, valid while live
+    std::uint32_t id = 0;             // device block id (for reuse / release)
+    std::uint32_t generation = 0;     // incarnation of @id (0 = never valid)
+    std::span<std::byte> data;        // writable host view, block_bytes() long; empty when shared
+    std::span<const std::byte> view;  // read-only host view, always set for a live block
+    bool shared = false;              // another stream owns or references the block
     std::uint32_t bank = 0;
-    std::uint32_t handle = 0;       // BO of the block (dma-buf export: Stream::export_dmabuf)
-    std::uint64_t offset = 0;       // byte offset of the block in the BO
-    std::uint32_t frame = 0;        // frame the SHIE entry was made for
+    std::uint32_t handle = 0;  // BO of the block (dma-buf export: Stream::export_dmabuf)
+    std::uint64_t offset = 0;  // byte offset of the block in the BO
+    std::uint32_t frame = 0;   // frame the SHIE entry was made for
     std::uint32_t region = 0;
+    // Position metadata (Stream::set_positions): the sequence position of the block's first token
+    // and how many of its tokens_per_block slots hold tokens. 0, 0 until set.
+    std::uint32_t first_token = 0;
+    std::uint32_t token_count = 0;
 };
+
+enum class ReleaseReason : std::uint32_t {
+    zombie = 1,    // cold for more than zombie_frames frames (the device's aging rule)
+    removed = 2,   // release() asked for it
+    pressure = 3,  // evicted to make room (AllocatorOptions::evict_under_pressure)
+};
+
+// A block the device released for a stream. Its handle (id, generation) is stale from now on. The
+// memory goes back to the allocator unless another stream still references it (@memory_freed).
+struct ReleasedBlock {
+    std::uint32_t id = 0;
+    std::uint32_t generation = 0;
+    ReleaseReason reason = ReleaseReason::zombie;
+    std::uint32_t bank = 0;
+    bool memory_freed = true;
+};
+
+// What end_frame() released: the blocks released since the previous end_frame() (pressure
+// evictions during the frame, then the frame's requested releases and zombies). count ==
+// released.size().
+struct FrameEnd {
+    std::uint32_t count = 0;
+    std::vector<ReleasedBlock> released;
+};
+
+// Called on the stream's thread with every batch of releases (end_frame, pressure eviction).
+using ReleaseCallback = std::function<void(std::span<const ReleasedBlock>)>;
 
 struct Retrieval {
     bool hit = false;
-    bool approximate = false;       // similarity hit at distance > 0
+    bool approximate = false;  // similarity hit at distance > 0
     std::uint32_t distance = 0;
-    std::uint32_t frame = 0;        // frame of the entry found
-    std::uint32_t stream = 0;       // device stream id of the entry (pool scope: may be another stream)
-    Fingerprint fp;                 // fingerprint of the entry found
-    KvBlock block;                  // valid when hit
+    std::uint32_t frame = 0;   // frame of the entry found
+    std::uint32_t stream = 0;  // device stream id of the entry (pool scope: may be another stream)
+    Fingerprint fp;            // fingerprint of the entry found
+    KvBlock block;             // valid when hit
 };
 
 enum class Scope { stream, pool };
@@ -144,11 +199,11 @@ enum class Scope { stream, pool };
 struct Query {
     enum class Kind { temporal, similar } kind = Kind::temporal;
     std::uint32_t region = 0;
-    std::int32_t frame_offset = 0;      // temporal
-    Fingerprint fp;                     // similar
-    std::uint32_t radius = 20;          // similar, 0..31
-    Scope scope = Scope::stream;        // similar
-    bool past_only = false;             // similar: frames before the current one only
+    std::int32_t frame_offset = 0;  // temporal
+    Fingerprint fp;                 // similar
+    std::uint32_t radius = 20;      // similar, 0..31
+    Scope scope = Scope::stream;    // similar
+    bool past_only = false;         // similar: frames before the current one only
 
     static Query temporal(std::uint32_t region, std::int32_t offset);
     static Query similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
@@ -158,33 +213,43 @@ struct Query {
 struct BankStats {
     std::uint64_t resident_blocks = 0;  // live KV blocks of this allocator in the bank
     std::uint64_t resident_bytes = 0;
-    std::uint64_t slab_bytes = 0;       // device memory this allocator holds in the bank
+    std::uint64_t slab_bytes = 0;  // device memory this allocator holds in the bank
 };
 
 struct Stats {
     // This allocator's view (all its streams).
-    std::uint64_t hits = 0;             // exact hits (temporal, or similarity at distance 0)
+    std::uint64_t hits = 0;  // exact hits (temporal, or similarity at distance 0)
     std::uint64_t approx_hits = 0;
     std::uint64_t misses = 0;
-    std::uint64_t evictions = 0;        // zombie blocks released at end_frame
-    std::uint64_t removed = 0;          // blocks released on request
+    std::uint64_t evictions = 0;           // zombie blocks released at end_frame
+    std::uint64_t pressure_evictions = 0;  // blocks evicted to make room (evict_under_pressure)
+    std::uint64_t deferred_frees = 0;      // released blocks whose memory another reference kept
+    std::uint64_t removed = 0;             // blocks released on request
     std::uint64_t allocations = 0;
     std::uint64_t fallback_allocations = 0;  // placed outside the frame's bank group (group full)
-    std::uint64_t slabs_created = 0;    // slab BOs created / destroyed since the allocator was made
+    std::uint64_t slabs_created = 0;         // slab BOs created / destroyed since the allocator was made
     std::uint64_t slabs_released = 0;
     std::uint64_t resident_blocks = 0;
     std::uint64_t resident_bytes = 0;
-    std::vector<BankStats> banks;       // index = bank
-    drm_vrex_stats device{};            // the device's own counters (device-wide)
+    std::vector<BankStats> banks;  // index = bank
+    drm_vrex_stats device{};       // the device's own counters (device-wide)
 };
 
 struct AllocatorOptions {
-    // Device memory is taken in slabs of this many blocks (one BO each, one bank each).
-    std::uint32_t blocks_per_slab = 16;
+    // Device memory is taken in slabs of this many blocks (one BO each, one bank each). 0 (the
+    // default): 16, or as many as fit in one bank when fewer do (large models: a 2 MiB Llama-3-8B
+    // block gives 2 a slab on 4 MiB banks). An explicit value that does not fit a bank is EINVAL.
+    std::uint32_t blocks_per_slab = 0;
     // Empty slabs kept (allocator-wide) when a slab's last block is freed; beyond these the slab's
     // BO is destroyed at once, so held memory follows the live blocks instead of every bank group's
     // high-water mark. One spare absorbs the free-then-refill pattern of consecutive frames.
     std::uint32_t spare_slabs = 1;
+    // When device memory runs out during allocate(), evict instead of failing with ENOSPC: first the
+    // stream's zombies (blocks already cold past zombie_frames), then its least recently used block
+    // that is unpinned, referenced by no other stream and not allocated or used in the current
+    // frame. Only the allocating stream's own blocks are evicted. Evictions are reported like any
+    // release (callback, event fd, the next end_frame()) with ReleaseReason::pressure.
+    bool evict_under_pressure = false;
 };
 
 struct StreamOptions {
@@ -193,11 +258,13 @@ struct StreamOptions {
 };
 
 class KvAllocator;
+class BlockTable;
+struct BlockRec;
 
 // ---- Stream ----------------------------------------------------------------------------------
 
 class Stream {
-public:
+  public:
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -224,13 +291,37 @@ public:
                                        Scope scope = Scope::stream, bool past_only = false);
     Result<std::vector<Retrieval>> retrieve_batch(std::span<const Query> queries);
 
-    // Asks for @block (of this stream) to be released at the next end_frame().
+    // A block this stream owns: released (with its SHIE entries) at the next end_frame(); needs an
+    // open frame. A block another stream owns: this stream's reference is dropped now. A stale
+    // handle: errc::stale_handle; a block this stream neither owns nor references: ENOENT.
     Result<void> release(const KvBlock& block);
 
+    // Records the positions @block's KV holds (first token's position, tokens filled, at most
+    // tokens_per_block); every later retrieval of the block returns them. The owner only
+    // (EPERM otherwise), EINVAL for token_count > tokens_per_block, errc::stale_handle.
+    Result<void> set_positions(const KvBlock& block, std::uint32_t first_token, std::uint32_t token_count);
+
+    // Keeps @block's memory (and views) alive until unpin(), even after the device releases it,
+    // and exempts it from pressure eviction. Pins nest. errc::stale_handle for a stale handle.
+    Result<void> pin(const KvBlock& block);
+    Result<void> unpin(const KvBlock& block);  // ENOENT when this stream has no pin on it
+
+    // A writable block with @block's contents: @block itself when this stream is its sole owner,
+    // else a new block for (current frame + @frame_offset, @region) holding a copy.
+    Result<KvBlock> copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset = 0);
+
     // Ends the frame: requested releases, then zombies (cold for more than zombie_frames frames)
-    // are released with their SHIE entries; their memory returns to the allocator. Returns the
-    // number of blocks released.
-    Result<std::uint32_t> end_frame();
+    // are released with their SHIE entries; their memory returns to the allocator once no other
+    // stream references it. References this stream took during the frame are dropped. Returns
+    // every block released since the previous end_frame().
+    Result<FrameEnd> end_frame();
+
+    // Release notification: @cb runs on this stream's thread for every batch of releases
+    // (replaces the previous callback; an empty function removes it).
+    void on_release(ReleaseCallback cb);
+    // An eventfd (owned by the stream, EFD_NONBLOCK) whose counter grows by the number of blocks
+    // released: poll it, or wait on it with asio::posix::stream_descriptor, for async users.
+    Result<int> release_event_fd();
 
     // dma-buf of the BO holding @block (caller owns the fd); the block is at block.offset in it.
     Result<int> export_dmabuf(const KvBlock& block);
@@ -241,7 +332,7 @@ public:
     };
     Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id);
 
-private:
+  private:
     friend class AsyncDevice;  // engine-level async (vrex/async.hpp) splits begin_frame in two
 
     // begin_frame() up to the submit: checks, plane staged; the returned request is not submitted.
@@ -250,7 +341,18 @@ private:
     FrameInfo enter_frame(const drm_vrex_frame_submit& f);
     // A failure decided without the device: device_lost instead when the device is gone.
     std::error_code local_error(std::error_code ec);
-    KvBlock block_from_lookup(const drm_vrex_shie_lookup_item& it);
+    // The block a lookup hit, with a reference when another stream owns it; nullopt when the block
+    // went between the lookup and the reference (a concurrent release on its owner's thread).
+    std::optional<KvBlock> block_from_lookup(const drm_vrex_shie_lookup_item& it);
+    // DRM_VREX_SHIE_RETIRE of @remove (plus the stream's zombies); the device's release records.
+    Result<std::vector<drm_vrex_released_block>> retire(std::span<const std::uint32_t> remove);
+    // Applies device release records: references dropped, memory freed, released_ extended,
+    // callback and event fd notified. Records of blocks in @rolled_back only free their slot.
+    void apply_releases(std::span<const drm_vrex_released_block> recs, bool pressure,
+                        std::span<const std::uint32_t> rolled_back = {});
+    // Makes room under memory pressure (zombies, then LRU); false when nothing could be evicted.
+    Result<bool> evict_one();
+    void notify(std::span<const ReleasedBlock> released);
 
     std::shared_ptr<KvAllocator> alloc_;
     std::uint32_t id_;
@@ -258,19 +360,16 @@ private:
     FrameInfo frame_;
     std::uint32_t staging_handle_ = 0;
     std::uint64_t staging_size_ = 0;
-    std::vector<std::uint32_t> pending_release_;
-    struct Owned {
-        std::uint32_t handle;
-        std::uint64_t offset;
-    };
-    std::map<std::uint32_t, Owned> owned_;  // live blocks this stream allocated, by block id
+    struct State;  // references, pending releases, notification (hal/src/stream.cpp)
+    std::unique_ptr<State> st_;
 };
 
 // ---- KvAllocator -----------------------------------------------------------------------------
 
 class KvAllocator : public std::enable_shared_from_this<KvAllocator> {
-public:
-    static Result<std::shared_ptr<KvAllocator>> create(std::shared_ptr<Device> device, const ModelGeometry& geometry,
+  public:
+    static Result<std::shared_ptr<KvAllocator>> create(std::shared_ptr<Device> device,
+                                                       const ModelGeometry& geometry,
                                                        const AllocatorOptions& options = {});
     ~KvAllocator();
     KvAllocator(const KvAllocator&) = delete;
@@ -280,6 +379,8 @@ public:
 
     std::uint64_t block_bytes() const noexcept { return block_bytes_; }
     const ModelGeometry& geometry() const noexcept { return geometry_; }
+    // The options in effect (blocks_per_slab resolved).
+    const AllocatorOptions& options() const noexcept { return options_; }
     Device& device() noexcept { return *device_; }
     Result<Stats> stats();
 
@@ -290,7 +391,7 @@ public:
     KvAllocator(Key, std::shared_ptr<Device> device, const ModelGeometry& geometry, std::uint64_t block_bytes,
                 const AllocatorOptions& options);
 
-private:
+  private:
     friend class Stream;
     struct Slab {
         std::uint32_t handle = 0;
@@ -309,18 +410,22 @@ private:
     Result<Placement> take_slot(std::uint32_t bank_first, std::uint32_t bank_count);
     // Frees a slot; an empty slab beyond options_.spare_slabs is destroyed.
     void give_slot(std::uint32_t handle, std::uint64_t offset);
-    Result<Placement> new_slab_slot(std::uint64_t bank_mask);  // callers hold mu_
-    void release_empty_slab(std::size_t index);                 // callers hold mu_
-    std::optional<Placement> view(std::uint32_t handle, std::uint64_t offset);
+    void give_slot_locked(std::uint32_t handle, std::uint64_t offset);                 // callers hold mu_
+    Result<Placement> new_slab_slot(std::uint64_t bank_mask);                          // callers hold mu_
+    void release_empty_slab(std::size_t index);                                        // callers hold mu_
+    std::optional<Placement> view_locked(std::uint32_t handle, std::uint64_t offset);  // callers hold mu_
+    // Frees @r's slot and forgets it when nothing references it any more (@r is gone then).
+    bool free_if_unreferenced_locked(BlockRec& r);  // callers hold mu_
     void count_lookup(const drm_vrex_shie_lookup_item& it);
 
     std::shared_ptr<Device> device_;
     ModelGeometry geometry_;
     std::uint64_t block_bytes_;
     AllocatorOptions options_;
-    std::mutex mu_;  // slabs_ and stats_
+    std::mutex mu_;  // slabs_, stats_, blocks_
     std::vector<Slab> slabs_;
     Stats stats_;
+    std::unique_ptr<BlockTable> blocks_;  // generations and references (hal/src/block_table.hpp)
 };
 
 }  // namespace vrex

@@ -7,11 +7,24 @@
 #ifndef VREX_HAL_H
 #define VREX_HAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
+ * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
+#define VREX_HAL_VERSION_MAJOR 0
+#define VREX_HAL_VERSION_MINOR 2
+#define VREX_HAL_VERSION_PATCH 0
+#define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
+#define VREX_HAL_VERSION \
+	VREX_HAL_VERSION_ENCODE(VREX_HAL_VERSION_MAJOR, VREX_HAL_VERSION_MINOR, VREX_HAL_VERSION_PATCH)
+
+/* VREX_HAL_VERSION of the library the program runs with. */
+uint32_t vrex_hal_version(void);
 
 typedef enum vrex_hal_status {
 	VREX_HAL_OK = 0,
@@ -28,6 +41,8 @@ typedef enum vrex_hal_status {
 	VREX_HAL_ERR_BAD_GEOMETRY = -11,	/* zero field, unknown dtype, block < 16 KiB */
 	VREX_HAL_ERR_NOT_IN_FRAME = -12,	/* needs vrex_hal_begin_frame() first */
 	VREX_HAL_ERR_IO = -13,		/* any other device or system error */
+	VREX_HAL_ERR_STALE = -14,	/* block handle of a released (possibly recycled) block */
+	VREX_HAL_ERR_PERM = -15,	/* EPERM: the stream does not own the block */
 } vrex_hal_status;
 
 /* Static English description of a status. */
@@ -57,6 +72,25 @@ struct vrex_hal_geometry {
 /* The allocator keeps @dev alive; close both in any order. */
 vrex_hal_status vrex_hal_allocator_create(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
 					  vrex_hal_allocator **out);
+/*
+ * Allocator options, size-prefixed: set struct_size = sizeof(struct vrex_hal_allocator_options).
+ * A smaller struct (older header) is accepted, missing fields take their defaults; a larger one
+ * (newer header) is accepted only when the bytes this library does not know are all zero, else
+ * VREX_HAL_ERR_INVALID. Zeroed fields are the defaults.
+ */
+struct vrex_hal_allocator_options {
+	uint32_t struct_size;
+	uint32_t blocks_per_slab;	/* 0: 16, or as many as fit a bank */
+	uint32_t spare_slabs;		/* empty slabs kept; ignored unless flags has SPARE_SLABS */
+	uint32_t flags;			/* VREX_HAL_ALLOC_* */
+};
+#define VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE (1u << 0)	/* zombies, then LRU, instead of NOSPC */
+#define VREX_HAL_ALLOC_SPARE_SLABS (1u << 1)		/* spare_slabs is set (default 1) */
+
+/* vrex_hal_allocator_create() with options (NULL = defaults). */
+vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
+					       const struct vrex_hal_allocator_options *options,
+					       vrex_hal_allocator **out);
 void vrex_hal_allocator_destroy(vrex_hal_allocator *alloc);
 uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator *alloc);
 
@@ -78,8 +112,11 @@ struct vrex_hal_frame_info {
 	uint32_t pad;
 };
 
+/* Block handle: (id, generation). A handle whose block was released gets VREX_HAL_ERR_STALE. */
+#define VREX_HAL_BLOCK_SHARED (1u << 0)	/* another stream owns or references it: read-only */
+
 struct vrex_hal_block {
-	void *data;		/* writable host view of size bytes */
+	void *data;		/* host view of size bytes; writable unless flags has BLOCK_SHARED */
 	uint64_t size;
 	uint64_t offset;	/* in the buffer @handle (dma-buf export) */
 	uint32_t id;
@@ -87,6 +124,10 @@ struct vrex_hal_block {
 	uint32_t handle;
 	uint32_t frame;
 	uint32_t region;
+	uint32_t generation;	/* incarnation of @id; 0 is never valid */
+	uint32_t flags;		/* VREX_HAL_BLOCK_* */
+	uint32_t first_token;	/* position metadata (vrex_hal_set_positions), 0 until set */
+	uint32_t token_count;
 	uint32_t pad;
 };
 
@@ -115,7 +156,46 @@ vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream *stream, uint32_t reg
 vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream *stream, uint32_t region, const uint64_t fp[2],
 					  uint32_t radius, uint32_t flags, struct vrex_hal_retrieval *out);
 vrex_hal_status vrex_hal_release(vrex_hal_stream *stream, const struct vrex_hal_block *block);
+/* Ends the frame; *released (may be NULL) gets the number of blocks released since the previous
+ * end_frame (vrex_hal_released_blocks() lists them). */
 vrex_hal_status vrex_hal_end_frame(vrex_hal_stream *stream, uint32_t *released);
+
+enum vrex_hal_release_reason {
+	VREX_HAL_RELEASE_ZOMBIE = 1,	/* aged out (zombie_frames) */
+	VREX_HAL_RELEASE_REMOVED = 2,	/* vrex_hal_release() */
+	VREX_HAL_RELEASE_PRESSURE = 3,	/* evicted to make room */
+};
+
+struct vrex_hal_released {
+	uint32_t id;
+	uint32_t generation;
+	uint32_t reason;	/* enum vrex_hal_release_reason */
+	uint32_t bank;
+	uint32_t memory_freed;	/* 0: another stream still references the memory */
+	uint32_t pad;
+};
+
+/* The blocks the last vrex_hal_end_frame() reported: *count gets their number, the first
+ * min(capacity, *count) are written to @out. */
+vrex_hal_status vrex_hal_released_blocks(const vrex_hal_stream *stream, struct vrex_hal_released *out,
+					 uint32_t capacity, uint32_t *count);
+
+/* Called on the stream's thread for every batch of releases (end_frame, pressure eviction); NULL
+ * removes it. */
+typedef void (*vrex_hal_release_fn)(void *user, const struct vrex_hal_released *blocks, uint32_t count);
+vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream *stream, vrex_hal_release_fn fn, void *user);
+/* An eventfd owned by the stream; its counter grows by the number of blocks released. */
+vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream *stream, int *fd);
+
+/* Position metadata of a block this stream owns (returned by every later retrieval). */
+vrex_hal_status vrex_hal_set_positions(vrex_hal_stream *stream, const struct vrex_hal_block *block,
+				       uint32_t first_token, uint32_t token_count);
+/* Keep a block's memory alive (and exempt from pressure eviction) until unpinned. */
+vrex_hal_status vrex_hal_pin(vrex_hal_stream *stream, const struct vrex_hal_block *block);
+vrex_hal_status vrex_hal_unpin(vrex_hal_stream *stream, const struct vrex_hal_block *block);
+/* A writable block with @block's contents (itself when this stream is its sole owner). */
+vrex_hal_status vrex_hal_copy_on_write(vrex_hal_stream *stream, const struct vrex_hal_block *block,
+				       uint32_t region, int32_t frame_offset, struct vrex_hal_block *out);
 /* The caller owns *fd; the block is at block->offset in it. */
 vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream *stream, const struct vrex_hal_block *block, int *fd);
 

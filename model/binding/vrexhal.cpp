@@ -1,0 +1,208 @@
+// _vrexhal: Python binding of libvrex-hal's engine API (Device, KvAllocator, Stream, KvBlock) for the
+// LCP layer (model/vrex). A KvBlock exposes its device memory through the buffer protocol, so
+// numpy/torch tensors alias the block without a copy. Lifetimes: a Block keeps its Stream (and so
+// the allocator and device) alive; the memory itself is valid while the HAL keeps the block live
+// (docs/hal.md: until the end_frame that releases it), which the caller's window ledger guarantees.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "vrex/hal.hpp"
+
+namespace py = pybind11;
+using namespace vrex;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, std::error_code ec) {
+    throw std::runtime_error(what + ": " + ec.message() + " (" + ec.category().name() + " " +
+                             std::to_string(ec.value()) + ")");
+}
+
+template <class T>
+T take(Result<T> r, const std::string& what) {
+    if (!r) fail(what, r.error());
+    return std::move(*r);
+}
+
+void check(Result<void> r, const std::string& what) {
+    if (!r) fail(what, r.error());
+}
+
+struct PyStream {
+    std::shared_ptr<KvAllocator> alloc;
+    std::unique_ptr<Stream> stream;
+};
+
+// A block as Python sees it: its HAL description plus a strong reference to its stream.
+struct PyBlock {
+    KvBlock b;
+    std::shared_ptr<PyStream> owner;
+};
+
+py::tuple fp_tuple(const Fingerprint& fp) {
+    return py::make_tuple(fp.w[0], fp.w[1]);
+}
+
+Fingerprint fp_from(const py::tuple& t) {
+    if (t.size() != 2) throw std::invalid_argument("fingerprint must be a (w0, w1) tuple");
+    Fingerprint fp;
+    fp.w[0] = t[0].cast<std::uint64_t>();
+    fp.w[1] = t[1].cast<std::uint64_t>();
+    return fp;
+}
+
+py::object retrieval(const Retrieval& r, const std::shared_ptr<PyStream>& owner) {
+    if (!r.hit) return py::none();
+    py::dict d;
+    d["approximate"] = r.approximate;
+    d["distance"] = r.distance;
+    d["frame"] = r.frame;
+    d["stream"] = r.stream;
+    d["fp"] = fp_tuple(r.fp);
+    d["block"] = PyBlock{r.block, owner};
+    return d;
+}
+
+Scope scope_from(const std::string& s) {
+    if (s == "stream") return Scope::stream;
+    if (s == "pool") return Scope::pool;
+    throw std::invalid_argument("scope must be 'stream' or 'pool', not '" + s + "'");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_vrexhal, m) {
+    m.doc() = "libvrex-hal engine API (KV blocks as zero-copy buffers)";
+
+    py::class_<Device, std::shared_ptr<Device>>(m, "Device")
+        .def_static(
+            "open",
+            [](const std::string& backend, std::uint32_t zombie_frames) {
+                DeviceOptions o;
+                o.backend = take(parse_backend_choice(backend), "backend '" + backend + "'");
+                o.backend_options.emu_zombie_frames = zombie_frames;
+                return take(Device::open(o), "open device (" + backend + ")");
+            },
+            py::arg("backend") = "emulated", py::arg("zombie_frames") = 0)
+        .def_property_readonly("backend_name", [](const Device& d) { return std::string(d.backend_name()); })
+        .def_property_readonly("zombie_frames", [](const Device& d) { return d.info().zombie_frames; })
+        .def("description", &Device::description);
+
+    py::class_<KvAllocator, std::shared_ptr<KvAllocator>>(m, "KvAllocator")
+        .def(py::init([](std::shared_ptr<Device> dev, std::uint32_t layers, std::uint32_t kv_heads,
+                         std::uint32_t head_dim, std::uint32_t tokens_per_block) {
+                 ModelGeometry g;
+                 g.layers = layers;
+                 g.kv_heads = kv_heads;
+                 g.head_dim = head_dim;
+                 g.tokens_per_block = tokens_per_block;
+                 g.dtype = DType::fp32;
+                 return take(KvAllocator::create(std::move(dev), g), "create KV allocator");
+             }),
+             py::arg("device"), py::arg("layers"), py::arg("kv_heads"), py::arg("head_dim"),
+             py::arg("tokens_per_block"))
+        .def_property_readonly("block_bytes", &KvAllocator::block_bytes)
+        .def("create_stream",
+             [](const std::shared_ptr<KvAllocator>& a) {
+                 auto s = std::make_shared<PyStream>();
+                 s->alloc = a;
+                 s->stream = take(a->create_stream(), "create stream");
+                 return s;
+             })
+        .def("stats", [](KvAllocator& a) {
+            const Stats s = take(a.stats(), "allocator stats");
+            py::dict d;
+            d["hits"] = s.hits;
+            d["approx_hits"] = s.approx_hits;
+            d["misses"] = s.misses;
+            d["evictions"] = s.evictions;
+            d["removed"] = s.removed;
+            d["allocations"] = s.allocations;
+            d["resident_blocks"] = s.resident_blocks;
+            d["resident_bytes"] = s.resident_bytes;
+            d["live_blocks"] = s.device.live_blocks;
+            return d;
+        });
+
+    py::class_<PyStream, std::shared_ptr<PyStream>>(m, "Stream")
+        .def_property_readonly("id", [](const PyStream& s) { return s.stream->id(); })
+        .def(
+            "begin_frame",
+            [](PyStream& s, py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> luma) {
+                if (luma.ndim() != 2) throw std::invalid_argument("luma must be a 2-D uint8 array (H x W)");
+                LumaView v;
+                v.data = luma.data();
+                v.height = static_cast<std::uint32_t>(luma.shape(0));
+                v.width = static_cast<std::uint32_t>(luma.shape(1));
+                v.stride = v.width;
+                const FrameInfo fi = take(s.stream->begin_frame(v), "begin_frame");
+                py::dict d;
+                d["frame"] = fi.frame;
+                d["fp"] = fp_tuple(fi.fp);
+                d["group"] = fi.group;
+                return d;
+            },
+            py::arg("luma"))
+        .def(
+            "allocate",
+            [](const std::shared_ptr<PyStream>& s, std::uint32_t region, std::int32_t offset) {
+                return PyBlock{
+                    take(s->stream->allocate(region, offset), "allocate region " + std::to_string(region)),
+                    s};
+            },
+            py::arg("region"), py::arg("frame_offset") = 0)
+        .def(
+            "reuse",
+            [](PyStream& s, std::uint32_t region, const PyBlock& b, std::int32_t offset) {
+                check(s.stream->reuse(region, b.b, offset),
+                      "reuse of block " + std::to_string(b.b.id) + " for region " + std::to_string(region));
+            },
+            py::arg("region"), py::arg("block"), py::arg("frame_offset") = 0)
+        .def(
+            "retrieve_temporal",
+            [](const std::shared_ptr<PyStream>& s, std::uint32_t region, std::int32_t offset) {
+                return retrieval(take(s->stream->retrieve_temporal(region, offset), "retrieve_temporal"), s);
+            },
+            py::arg("region"), py::arg("frame_offset"))
+        .def(
+            "retrieve_similar",
+            [](const std::shared_ptr<PyStream>& s, std::uint32_t region, const py::tuple& fp,
+               std::uint32_t radius, const std::string& scope, bool past_only) {
+                return retrieval(take(s->stream->retrieve_similar(region, fp_from(fp), radius,
+                                                                  scope_from(scope), past_only),
+                                      "retrieve_similar"),
+                                 s);
+            },
+            py::arg("region"), py::arg("fp"), py::arg("radius"), py::arg("scope") = "stream",
+            py::arg("past_only") = true)
+        .def(
+            "release", [](PyStream& s, const PyBlock& b) { check(s.stream->release(b.b), "release"); },
+            py::arg("block"))
+        .def("end_frame", [](PyStream& s) { return take(s.stream->end_frame(), "end_frame").count; });
+
+    py::class_<PyBlock>(m, "KvBlock", py::buffer_protocol())
+        .def_property_readonly("id", [](const PyBlock& b) { return b.b.id; })
+        .def_property_readonly("region", [](const PyBlock& b) { return b.b.region; })
+        .def_property_readonly("frame", [](const PyBlock& b) { return b.b.frame; })
+        .def_property_readonly("bank", [](const PyBlock& b) { return b.b.bank; })
+        .def_property_readonly("generation", [](const PyBlock& b) { return b.b.generation; })
+        .def_property_readonly("shared", [](const PyBlock& b) { return b.b.shared; })
+        .def_property_readonly("nbytes", [](const PyBlock& b) { return b.b.view.size(); })
+        .def_property_readonly(
+            "address", [](const PyBlock& b) { return reinterpret_cast<std::uintptr_t>(b.b.view.data()); })
+        .def_buffer([](PyBlock& b) {
+            // A block another stream owns or references is read-only (docs/hal.md "Sharing").
+            // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): buffer_info takes void*
+            return py::buffer_info(const_cast<std::byte*>(b.b.view.data()), 1,
+                                   py::format_descriptor<std::uint8_t>::format(), 1,
+                                   {static_cast<py::ssize_t>(b.b.view.size())}, {1}, b.b.shared);
+        });
+
+    m.def("fingerprint_distance",
+          [](const py::tuple& a, const py::tuple& b) { return fp_from(a).distance(fp_from(b)); });
+}

@@ -1,0 +1,128 @@
+"""Frames of a clip through FFmpeg, and the encoder's per-frame token features (cached per clip).
+
+Tokens: the encoder's 8x8 feature map, region-major: SHIE region r = (r // 4, r % 4) of the 4x4
+grid owns the 2x2 cells (2*ry + dy, 2*rx + dx), token index r * 4 + dy * 2 + dx.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import tfjs
+
+ENCODER_PACKAGE = "nsfwjs-4.3.0"
+ENCODER_LAYER = "block_12_add"  # stride 16, 96 channels: an 8x8 map at 128x128 input
+INPUT_SIZE = 128
+FEAT_DIM = 96
+GRID = 8
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("VREX_CACHE", "/var/cache/vrex")) / "model"
+
+
+def encoder_dir() -> Path:
+    d = cache_root() / ENCODER_PACKAGE
+    if not (d / "model.json").is_file():
+        raise FileNotFoundError(f"{d}/model.json missing: run scripts/fetch-encoder.sh (make deps does)")
+    return d
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def probe(path: Path) -> tuple[int, int]:
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                          "stream=width,height", "-of", "json", str(path)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError(f"{path}: ffprobe cannot read it: {out.stderr.strip()}")
+    streams = json.loads(out.stdout).get("streams", [])
+    if not streams:
+        raise ValueError(f"{path}: no video stream")
+    return int(streams[0]["width"]), int(streams[0]["height"])
+
+
+def frames(path: Path, pix_fmt: str, size: tuple[int, int] | None = None,
+           max_frames: int | None = None) -> Iterator[np.ndarray]:
+    """Decoded frames, one coded frame each (passthrough: tree.avi is variable-rate)."""
+    w, h = size if size else probe(path)
+    ch = {"gray": 1, "rgb24": 3}[pix_fmt]
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-fps_mode", "passthrough"]
+    if size:
+        cmd += ["-vf", f"scale={w}:{h}:flags=area"]
+    if max_frames:
+        cmd += ["-frames:v", str(max_frames)]
+    cmd += ["-f", "rawvideo", "-pix_fmt", pix_fmt, "-"]
+    n = w * h * ch
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        assert p.stdout is not None
+        while True:
+            buf = p.stdout.read(n)
+            if len(buf) < n:
+                break
+            a = np.frombuffer(buf, np.uint8)
+            yield a.reshape(h, w) if ch == 1 else a.reshape(h, w, 3)
+        err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+        if p.wait() != 0:
+            raise ValueError(f"{path}: ffmpeg failed: {err.strip()}")
+
+
+def region_major(fmap: torch.Tensor) -> torch.Tensor:
+    """[N, C, 8, 8] -> [N, 64, C] in region-major token order."""
+    n, c = fmap.shape[:2]
+    x = fmap.view(n, c, 4, 2, 4, 2)  # ry dy rx dx
+    return x.permute(0, 2, 4, 3, 5, 1).reshape(n, 64, c)
+
+
+def encode_clip(path: Path, max_frames: int | None = None, batch: int = 32) -> np.ndarray:
+    """[F, 64, C] float32 encoder tokens of a clip; cached under cache_root()/features."""
+    digest = file_sha256(path)
+
+    def cache_file(n: int | None) -> Path:
+        key = f"{digest}:{ENCODER_PACKAGE}:{ENCODER_LAYER}:{INPUT_SIZE}:{n}"
+        return cache_root() / "features" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
+
+    if max_frames and cache_file(None).is_file():  # the whole clip is cached already
+        return np.load(cache_file(None))[:max_frames]
+    cached = cache_file(max_frames)
+    if cached.is_file():
+        return np.load(cached)
+    enc = tfjs.load(encoder_dir(), ENCODER_LAYER)
+    out: list[np.ndarray] = []
+    pending: list[np.ndarray] = []
+
+    def flush() -> None:
+        x = torch.from_numpy(np.stack(pending)).permute(0, 3, 1, 2).float() / 255.0
+        with torch.no_grad():
+            f = enc(x)
+        if f.shape[-2:] != (GRID, GRID):
+            raise ValueError(f"encoder map is {tuple(f.shape[-2:])}, not {GRID}x{GRID}")
+        out.append(region_major(f).numpy())
+        pending.clear()
+
+    for fr in frames(path, "rgb24", (INPUT_SIZE, INPUT_SIZE), max_frames):
+        pending.append(fr)
+        if len(pending) == batch:
+            flush()
+    if pending:
+        flush()
+    if not out:
+        raise ValueError(f"{path}: no frames decoded")
+    feats = np.concatenate(out).astype(np.float32)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".tmp{os.getpid()}.npy")
+    np.save(tmp, feats)
+    tmp.replace(cached)
+    return feats

@@ -9,9 +9,9 @@
 
 #define ARENA_ALIGN 64u
 #define ARG_FIRST VREX_REG_ARG_STREAM
-#define ARG_LAST VREX_REG_ARG_POOL
+#define ARG_LAST VREX_REG_ARG_LAST
 #define RES_FIRST VREX_REG_RES_FLAGS
-#define RES_LAST VREX_REG_RES_LAST_ACCESS
+#define RES_LAST VREX_REG_RES_LAST
 #define SIMILAR_FLAGS (VREX_ARGF_SCOPE_POOL | VREX_ARGF_PAST_ONLY)
 #define REG(off) regs[(off) / 4]
 
@@ -21,6 +21,9 @@ struct model_layout {
 	u64 mv;
 	u64 shie;
 	u64 blocks;
+	u64 heads;		/* struct vrex_resv_head[resv_heads] */
+	u64 head_arena;		/* then one arena of head_size per head */
+	u64 head_size;
 	u64 total;
 };
 
@@ -38,6 +41,9 @@ void vrex_model_default_config(struct vrex_model_config *cfg)
 	cfg->shie_capacity = 16384;
 	cfg->block_capacity = 16384;
 	cfg->zombie_frames = VREX_DEFAULT_ZOMBIE_FRAMES;
+	cfg->resv_heads = VREX_DEFAULT_RESV_HEADS;
+	cfg->resv_tokens = VREX_DEFAULT_RESV_TOKENS;
+	cfg->resv_clusters = VREX_DEFAULT_RESV_TOKENS;
 }
 
 static int config_valid(const struct vrex_model_config *cfg)
@@ -56,6 +62,10 @@ static int config_valid(const struct vrex_model_config *cfg)
 	if (!cfg->block_capacity || cfg->block_capacity > VREX_SHIE_MAX_CAPACITY)
 		return 0;
 	if (!cfg->zombie_frames || cfg->zombie_frames > VREX_MAX_ZOMBIE_FRAMES)
+		return 0;
+	if (cfg->resv_heads > VREX_MAX_RESV_HEADS)
+		return 0;
+	if (cfg->resv_heads && !vrex_resv_head_arena_size(cfg->resv_tokens, cfg->resv_clusters))
 		return 0;
 	return 1;
 }
@@ -76,8 +86,12 @@ static int layout(const struct vrex_model_config *cfg, struct model_layout *l)
 	l->mv = l->cur + align_up(sizeof(struct vrex_fcc_image));
 	l->shie = l->mv + align_up(sizeof(struct vrex_fcc_motion));
 	l->blocks = l->shie + align_up(shie);
+	l->heads = l->blocks + align_up(blocks);
+	l->head_arena = l->heads + align_up((u64)cfg->resv_heads * sizeof(struct vrex_resv_head));
+	l->head_size = cfg->resv_heads ?
+		align_up(vrex_resv_head_arena_size(cfg->resv_tokens, cfg->resv_clusters)) : 0;
 	/* Slack so that any arena pointer can be aligned up. */
-	l->total = l->blocks + align_up(blocks) + ARENA_ALIGN - 1;
+	l->total = l->head_arena + cfg->resv_heads * l->head_size + ARENA_ALIGN - 1;
 	return l->total <= (u64)(size_t)-1;
 }
 
@@ -100,9 +114,11 @@ int vrex_model_init(struct vrex_model *m, const struct vrex_model_config *cfg, v
 		    size_t arena_size, u8 *mem, u64 mem_size)
 {
 	struct vrex_shie_table shie;
+	struct vrex_resv_head *heads;
 	struct vrex_blocks blocks;
 	struct model_layout l;
 	u8 *base;
+	u32 i;
 	int ret;
 
 	if (!m || !cfg || !layout(cfg, &l))
@@ -120,10 +136,16 @@ int vrex_model_init(struct vrex_model *m, const struct vrex_model_config *cfg, v
 	if (ret)
 		return ret;
 	ret = vrex_blocks_init(&blocks, cfg->block_capacity, cfg->shie_capacity,
-			       cfg->max_streams, base + l.blocks,
-			       l.total - (ARENA_ALIGN - 1) - l.blocks);
+			       cfg->max_streams, base + l.blocks, l.heads - l.blocks);
 	if (ret)
 		return ret;
+	heads = (struct vrex_resv_head *)(base + l.heads);
+	for (i = 0; i < cfg->resv_heads; i++) {
+		ret = vrex_resv_head_init(&heads[i], cfg->resv_tokens, cfg->resv_clusters,
+					  base + l.head_arena + i * l.head_size, l.head_size);
+		if (ret)
+			return ret;
+	}
 
 	/* The model is large (register latches): fill it in place, never copy it. */
 	vrex_memset(m, 0, sizeof(*m));
@@ -135,8 +157,25 @@ int vrex_model_init(struct vrex_model *m, const struct vrex_model_config *cfg, v
 	m->mv = (struct vrex_fcc_motion *)(base + l.mv);
 	m->shie = shie;
 	m->blocks = blocks;
+	m->resv.heads = heads;
 	vrex_model_reset(m);
 	return 0;
+}
+
+static void resv_reset(struct vrex_model *m)
+{
+	struct vrex_resv_unit *u = &m->resv;
+	u32 i;
+
+	for (i = 0; i < m->cfg.resv_heads; i++)
+		vrex_resv_head_clear(&u->heads[i]);
+	vrex_resv_default_params(&u->params);
+	u->seed = VREX_RESV_DEFAULT_SEED;
+	u->dim = VREX_RESV_DEFAULT_DIM;
+	u->hcu_stale = 1;
+	u->tokens_per_block = VREX_RESV_DEFAULT_TPB;
+	u->bytes_per_token = 2 * 2 * VREX_RESV_DEFAULT_DIM;	/* fp16 K and V */
+	vrex_memset(u->cnt, 0, sizeof(u->cnt));
 }
 
 void vrex_model_reset(struct vrex_model *m)
@@ -150,6 +189,7 @@ void vrex_model_reset(struct vrex_model *m)
 	vrex_memset(m->cnt, 0, sizeof(m->cnt));
 	vrex_memset(m->regs, 0, sizeof(m->regs));
 	m->REG(VREX_REG_ZOMBIE_FRAMES) = m->cfg.zombie_frames;
+	resv_reset(m);
 	m->status = 0;
 	m->irq_status = 0;
 	m->irq_mask = 0;
@@ -457,6 +497,113 @@ int vrex_model_block_info(const struct vrex_model *m, u32 block, struct vrex_blo
 	return 0;
 }
 
+/* ---- ReSV -------------------------------------------------------------------- */
+
+static struct vrex_resv_head *resv_head(struct vrex_model *m, u32 head)
+{
+	return head < m->cfg.resv_heads ? &m->resv.heads[head] : NULL;
+}
+
+/* A device range of @len bytes at @addr, aligned to @align, or NULL. */
+static u8 *resv_mem(struct vrex_model *m, u64 addr, u64 len, u32 align)
+{
+	if (!m->mem || addr % align || addr > m->mem_size || len > m->mem_size - addr)
+		return NULL;
+	return m->mem + addr;
+}
+
+static void resv_program(struct vrex_resv_unit *u)
+{
+	if (!u->hcu_stale)
+		return;
+	/* DIM is kept within 1..VREX_RESV_MAX_DIM by the register write. */
+	vrex_resv_hcu_init(&u->hcu, u->seed, u->dim);
+	u->hcu_stale = 0;
+}
+
+int vrex_model_resv_hash(struct vrex_model *m, u32 head, u64 src, u32 count,
+			 struct vrex_resv_hash_result *res)
+{
+	struct vrex_resv_unit *u = &m->resv;
+	struct vrex_resv_head *hd = resv_head(m, head);
+	u32 before, nc, i, opened, n = 0;
+	const u8 *keys;
+	int ret = 0;
+
+	if (!hd)
+		return VREX_EINVAL;
+	keys = resv_mem(m, src, (u64)count * u->dim * sizeof(s16), sizeof(s16));
+	if (!keys)
+		return VREX_ERANGE;
+	if (count > hd->max_tokens - hd->ntokens)
+		return VREX_ENOSPC;
+	resv_program(u);
+	before = hd->ntokens;
+	nc = hd->nclusters;
+	for (i = 0; i < count && !ret; i++) {
+		ret = vrex_resv_add(hd, vrex_resv_hash(&u->hcu, (const s16 *)keys +
+						       (size_t)i * u->dim),
+				    u->params.th, NULL, &opened);
+		n += !ret && opened;
+	}
+	if (ret) {
+		vrex_resv_truncate(hd, before);
+		return ret;
+	}
+	u->cnt[VREX_RESV_CNT_KEYS] += count;
+	u->cnt[VREX_RESV_CNT_CLUSTERS] += n;
+	if (res) {
+		res->tokens = hd->ntokens;
+		res->clusters = hd->nclusters;
+		res->opened = hd->nclusters - nc;
+	}
+	return 0;
+}
+
+int vrex_model_resv_select(struct vrex_model *m, u32 head, u64 src, u32 flags, u64 dst, u32 max,
+			   struct vrex_resv_select_result *res)
+{
+	struct vrex_resv_unit *u = &m->resv;
+	struct vrex_resv_head *hd = resv_head(m, head);
+	struct vrex_resv_select_result r;
+	struct vrex_resv_range *out;
+	const s16 *query;
+	int ret;
+
+	if (!hd || (flags & ~VREX_ARGF_RESV_BLOCKS))
+		return VREX_EINVAL;
+	query = (const s16 *)resv_mem(m, src, (u64)u->dim * sizeof(s16), sizeof(s16));
+	out = (struct vrex_resv_range *)resv_mem(m, dst, (u64)max * sizeof(*out), sizeof(u32));
+	if (!query || (max && !out))
+		return VREX_ERANGE;
+	resv_program(u);
+	r.qhash = vrex_resv_hash(&u->hcu, query);
+	ret = vrex_resv_select(hd, r.qhash, &u->params, &r.sel);
+	if (ret)
+		return ret;
+	if (flags & VREX_ARGF_RESV_BLOCKS)
+		r.ranges = vrex_resv_block_ranges(hd, u->tokens_per_block, out, max);
+	else
+		r.ranges = vrex_resv_token_ranges(hd, out, max);
+	u->cnt[VREX_RESV_CNT_SELECTS]++;
+	u->cnt[VREX_RESV_CNT_TOKENS_SCANNED] += hd->ntokens;
+	u->cnt[VREX_RESV_CNT_TOKENS_SELECTED] += r.sel.tokens;
+	u->cnt[VREX_RESV_CNT_BYTES_SELECTED] += (u64)r.sel.tokens * u->bytes_per_token;
+	u->cnt[VREX_RESV_CNT_RANGES] += r.ranges;
+	if (res)
+		*res = r;
+	return 0;
+}
+
+int vrex_model_resv_truncate(struct vrex_model *m, u32 head, u32 keep)
+{
+	struct vrex_resv_head *hd = resv_head(m, head);
+
+	if (!hd)
+		return VREX_EINVAL;
+	return vrex_resv_truncate(hd, keep);
+}
+
 /* ---- register file --------------------------------------------------------- */
 
 static u64 arg64(const struct vrex_model *m, u32 lo, u32 hi)
@@ -625,6 +772,48 @@ static int cmd_pop(struct vrex_model *m)
 	return 0;
 }
 
+static int cmd_resv(struct vrex_model *m, u32 op)
+{
+	u32 head = m->REG(VREX_REG_ARG_HEAD), count = m->REG(VREX_REG_ARG_COUNT);
+	u64 src = arg64(m, VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI);
+	struct vrex_resv_select_result s;
+	struct vrex_resv_hash_result h;
+	int ret;
+
+	switch (op) {
+	case VREX_CMD_RESV_HASH:
+		ret = vrex_model_resv_hash(m, head, src, count, &h);
+		if (ret)
+			return ret;
+		m->REG(VREX_REG_RES_COUNT) = h.tokens;
+		m->REG(VREX_REG_RES_TOKENS) = count;
+		m->REG(VREX_REG_RES_CLUSTERS) = h.clusters;
+		m->REG(VREX_REG_RES_HEAD_TOKENS) = h.tokens;
+		return 0;
+	case VREX_CMD_RESV_SELECT:
+		ret = vrex_model_resv_select(m, head, src, m->REG(VREX_REG_ARG_FLAGS),
+					     arg64(m, VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI),
+					     count, &s);
+		if (ret)
+			return ret;
+		m->REG(VREX_REG_RES_COUNT) = s.ranges;
+		m->REG(VREX_REG_RES_TOKENS) = s.sel.tokens;
+		m->REG(VREX_REG_RES_CLUSTERS) = s.sel.clusters;
+		m->REG(VREX_REG_RES_DISTANCE) = s.sel.cutoff;
+		m->REG(VREX_REG_RES_FP(0)) = s.qhash;
+		m->REG(VREX_REG_RES_HEAD_TOKENS) = m->resv.heads[head].ntokens;
+		return 0;
+	default:
+		ret = vrex_model_resv_truncate(m, head, count);
+		if (ret)
+			return ret;
+		m->REG(VREX_REG_RES_COUNT) = count;
+		m->REG(VREX_REG_RES_CLUSTERS) = m->resv.heads[head].nclusters;
+		m->REG(VREX_REG_RES_HEAD_TOKENS) = count;
+		return 0;
+	}
+}
+
 static int cmd_dispatch(struct vrex_model *m, u32 op)
 {
 	u32 stream = m->REG(VREX_REG_ARG_STREAM);
@@ -669,6 +858,10 @@ static int cmd_dispatch(struct vrex_model *m, u32 op)
 		return cmd_pop(m);
 	case VREX_CMD_BLOCK_INFO:
 		return cmd_block_info(m);
+	case VREX_CMD_RESV_HASH:
+	case VREX_CMD_RESV_SELECT:
+	case VREX_CMD_RESV_TRUNCATE:
+		return cmd_resv(m, op);
 	default:
 		return VREX_EINVAL;
 	}
@@ -701,10 +894,104 @@ static u32 read_counter(const struct vrex_model *m, u32 off)
 	return (off - VREX_REG_CNT_BASE) % 8 ? (u32)(v >> 32) : (u32)v;
 }
 
+static u32 read_resv(const struct vrex_model *m, u32 off)
+{
+	const struct vrex_resv_unit *u = &m->resv;
+	u64 v;
+
+	if (!m->cfg.resv_heads)
+		return 0;
+	if (off >= VREX_REG_RESV_LUT(0) && off <= VREX_REG_RESV_LUT(VREX_RESV_LUT_SIZE - 1))
+		return u->params.lut[(off - VREX_REG_RESV_LUT(0)) / 4];
+	if (off >= VREX_REG_RESV_CNT_LO(0) && off < VREX_REG_RESV_CNT_LO(VREX_RESV_CNT_NUM)) {
+		v = u->cnt[(off - VREX_REG_RESV_CNT_BASE) / 8];
+		return (off - VREX_REG_RESV_CNT_BASE) % 8 ? (u32)(v >> 32) : (u32)v;
+	}
+	switch (off) {
+	case VREX_REG_RESV_SEED_LO:
+		return (u32)u->seed;
+	case VREX_REG_RESV_SEED_HI:
+		return (u32)(u->seed >> 32);
+	case VREX_REG_RESV_DIM:
+		return u->dim;
+	case VREX_REG_RESV_TH:
+		return u->params.th;
+	case VREX_REG_RESV_RATIO:
+		return u->params.ratio;
+	case VREX_REG_RESV_MODE:
+		return u->params.mode;
+	case VREX_REG_RESV_TOKENS_PER_BLOCK:
+		return u->tokens_per_block;
+	case VREX_REG_RESV_BYTES_PER_TOKEN:
+		return u->bytes_per_token;
+	case VREX_REG_RESV_HEADS:
+		return m->cfg.resv_heads;
+	case VREX_REG_RESV_MAX_TOKENS:
+		return m->cfg.resv_tokens;
+	case VREX_REG_RESV_MAX_CLUSTERS:
+		return m->cfg.resv_clusters;
+	default:
+		return 0;
+	}
+}
+
+/* Out-of-range values are ignored: the register keeps its value. */
+static void write_resv(struct vrex_model *m, u32 off, u32 val)
+{
+	struct vrex_resv_unit *u = &m->resv;
+
+	if (!m->cfg.resv_heads)
+		return;
+	if (off >= VREX_REG_RESV_LUT(0) && off <= VREX_REG_RESV_LUT(VREX_RESV_LUT_SIZE - 1)) {
+		if (val <= 0xffff)
+			u->params.lut[(off - VREX_REG_RESV_LUT(0)) / 4] = (u16)val;
+		return;
+	}
+	switch (off) {
+	case VREX_REG_RESV_SEED_LO:
+		u->seed = (u->seed & ~0xffffffffull) | val;
+		u->hcu_stale = 1;
+		break;
+	case VREX_REG_RESV_SEED_HI:
+		u->seed = (u->seed & 0xffffffffull) | (u64)val << 32;
+		u->hcu_stale = 1;
+		break;
+	case VREX_REG_RESV_DIM:
+		if (val >= 1 && val <= VREX_RESV_MAX_DIM) {
+			u->dim = val;
+			u->hcu_stale = 1;
+		}
+		break;
+	case VREX_REG_RESV_TH:
+		if (val <= VREX_RESV_MAX_TH)
+			u->params.th = val;
+		break;
+	case VREX_REG_RESV_RATIO:
+		if (val <= VREX_RESV_RATIO_ONE)
+			u->params.ratio = val;
+		break;
+	case VREX_REG_RESV_MODE:
+		if (val <= VREX_RESV_MODE_MAX)
+			u->params.mode = val;
+		break;
+	case VREX_REG_RESV_TOKENS_PER_BLOCK:
+		if (val)
+			u->tokens_per_block = val;
+		break;
+	case VREX_REG_RESV_BYTES_PER_TOKEN:
+		u->bytes_per_token = val;
+		break;
+	default:
+		break;
+	}
+}
+
 static u32 read_tables(const struct vrex_model *m, u32 off)
 {
 	u32 i;
 
+	if (off >= VREX_REG_RESV_SEED_LO)
+		return read_resv(m, off);
 	if (off >= VREX_REG_BANK_KB(0) && off < VREX_REG_BANK_KB(VREX_MAX_BANKS)) {
 		i = (off - VREX_REG_BANK_KB(0)) / 4;
 		return i < m->cfg.nbanks ? m->REG(off) : 0;
@@ -739,7 +1026,8 @@ u32 vrex_model_read(struct vrex_model *m, u32 off)
 	case VREX_REG_VERSION:
 		return VREX_VERSION_VALUE;
 	case VREX_REG_CAPS:
-		return VREX_CAP_FCC | VREX_CAP_SHIE | VREX_CAP_POOLED | VREX_CAP_PREDICT_SLOTS;
+		return VREX_CAP_FCC | VREX_CAP_SHIE | VREX_CAP_POOLED | VREX_CAP_PREDICT_SLOTS |
+		       (m->cfg.resv_heads ? VREX_CAP_RESV : 0);
 	case VREX_REG_BANK_COUNT:
 		return m->cfg.nbanks;
 	case VREX_REG_BANK_SIZE_KB:
@@ -806,6 +1094,8 @@ void vrex_model_write(struct vrex_model *m, u32 off, u32 val)
 		cmd_run(m, val);
 		break;
 	default:
+		if (off >= VREX_REG_RESV_SEED_LO)
+			write_resv(m, off, val);
 		break;
 	}
 }

@@ -22,12 +22,18 @@
 #include "fcc_bankmap.h"
 #include "shie_table.h"
 #include "lifecycle.h"
+#include "resv.h"
 
 #define VREX_MAX_STREAMS 64
 #define VREX_DEFAULT_BANKS 16
 #define VREX_DEFAULT_GROUP_BANKS 2
 #define VREX_DEFAULT_ZOMBIE_FRAMES 5
 #define VREX_MAX_ZOMBIE_FRAMES 255
+#define VREX_DEFAULT_RESV_HEADS 16
+#define VREX_DEFAULT_RESV_TOKENS 4096
+#define VREX_MAX_RESV_HEADS 4096
+#define VREX_RESV_DEFAULT_DIM 128
+#define VREX_RESV_DEFAULT_TPB 16
 /* Private pools: stream s alone is in pool VREX_POOL_PRIVATE + s. */
 #define VREX_POOL_PRIVATE 0x10000u
 
@@ -39,6 +45,9 @@ struct vrex_model_config {
 	u32 shie_capacity;	/* entries */
 	u32 block_capacity;	/* blocks */
 	u32 zombie_frames;	/* 1..VREX_MAX_ZOMBIE_FRAMES */
+	u32 resv_heads;		/* 0 (no ReSV unit)..VREX_MAX_RESV_HEADS */
+	u32 resv_tokens;	/* per head */
+	u32 resv_clusters;	/* per head, <= resv_tokens */
 };
 
 struct vrex_stream {
@@ -71,6 +80,31 @@ struct vrex_lookup_result {
 	struct vrex_kv_ref kv;
 };
 
+/* The ReSV unit: HCU, parameter registers, heads, counters. */
+struct vrex_resv_unit {
+	struct vrex_resv_hcu hcu;
+	u32 hcu_stale;		/* SEED or DIM written since the HCU was programmed */
+	u64 seed;
+	u32 dim;
+	u32 tokens_per_block;
+	u32 bytes_per_token;
+	struct vrex_resv_params params;
+	struct vrex_resv_head *heads;	/* [cfg.resv_heads] */
+	u64 cnt[VREX_RESV_CNT_NUM];
+};
+
+struct vrex_resv_hash_result {
+	u32 tokens;		/* the head's tokens and clusters afterwards */
+	u32 clusters;
+	u32 opened;		/* clusters this batch opened */
+};
+
+struct vrex_resv_select_result {
+	u32 qhash;
+	u32 ranges;		/* ranges in total (at most @max were written) */
+	struct vrex_resv_selection sel;
+};
+
 struct vrex_model {
 	struct vrex_model_config cfg;
 	u8 *mem;
@@ -83,6 +117,7 @@ struct vrex_model {
 	struct vrex_shie_table shie;
 	struct vrex_blocks blocks;
 	u64 cnt[VREX_CNT_NUM];
+	struct vrex_resv_unit resv;
 	u32 regs[VREX_REG_WINDOW / 4];	/* argument and result latches */
 	u32 status;
 	u32 irq_status;
@@ -119,5 +154,18 @@ int vrex_model_retire(struct vrex_model *m, u32 stream, u32 *released);
 /* Returns 1 and fills @rec when a release record was queued, else 0. */
 int vrex_model_pop_released(struct vrex_model *m, struct vrex_released *rec);
 int vrex_model_block_info(const struct vrex_model *m, u32 block, struct vrex_block *out);
+
+/*
+ * ReSV (VREX_EINVAL without the unit). Keys are @count little-endian int16
+ * vectors of RESV_DIM values at device address @src (2-aligned); a batch
+ * that does not fit (VREX_ENOSPC) is undone. A selection hashes the query at
+ * @src and writes up to @max ranges (u32 first, u32 count) to @dst
+ * (4-aligned): token ranges, or block ranges with VREX_ARGF_RESV_BLOCKS.
+ */
+int vrex_model_resv_hash(struct vrex_model *m, u32 head, u64 src, u32 count,
+			 struct vrex_resv_hash_result *res);
+int vrex_model_resv_select(struct vrex_model *m, u32 head, u64 src, u32 flags, u64 dst, u32 max,
+			   struct vrex_resv_select_result *res);
+int vrex_model_resv_truncate(struct vrex_model *m, u32 head, u32 keep);
 
 #endif /* VREX_MODEL_H */

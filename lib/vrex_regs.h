@@ -42,6 +42,7 @@
 #define VREX_CAP_SHIE			VREX_BIT(1)
 #define VREX_CAP_POOLED			VREX_BIT(2)
 #define VREX_CAP_PREDICT_SLOTS		VREX_BIT(3)	/* temporal offsets +1, +2 */
+#define VREX_CAP_RESV			VREX_BIT(4)	/* ReSV key hashing and WiCSum */
 
 #define VREX_IRQ_CMD_DONE		VREX_BIT(0)
 #define VREX_IRQ_CMD_ERROR		VREX_BIT(1)
@@ -68,7 +69,10 @@
 #define VREX_CMD_RETIRE			8	/* STREAM; releases zombies (queued) */
 #define VREX_CMD_POP_RELEASED		9	/* pops one release record into RES_* */
 #define VREX_CMD_BLOCK_INFO		10	/* BLOCK */
-#define VREX_CMD_MAX			10
+#define VREX_CMD_RESV_HASH		11	/* HEAD, SRC, COUNT: hash and cluster keys */
+#define VREX_CMD_RESV_SELECT		12	/* HEAD, SRC, DST, COUNT, FLAGS */
+#define VREX_CMD_RESV_TRUNCATE		13	/* HEAD, COUNT: keep COUNT tokens */
+#define VREX_CMD_MAX			13
 
 /* Argument registers */
 #define VREX_REG_ARG_STREAM		0x108
@@ -88,11 +92,17 @@
 #define VREX_REG_ARG_RADIUS		0x14c
 #define VREX_REG_ARG_BLOCK		0x150
 #define VREX_REG_ARG_POOL		0x154
+#define VREX_REG_ARG_HEAD		0x158	/* ReSV head (layer, head, sequence) */
+#define VREX_REG_ARG_COUNT		0x15c
+#define VREX_REG_ARG_DST_LO		0x160
+#define VREX_REG_ARG_DST_HI		0x164
+#define VREX_REG_ARG_LAST		VREX_REG_ARG_DST_HI
 
 #define VREX_ARGF_SCOPE_POOL		VREX_BIT(0)	/* LOOKUP_SIMILAR: whole pool */
 #define VREX_ARGF_PAST_ONLY		VREX_BIT(1)	/* LOOKUP_SIMILAR: frames before current */
 #define VREX_ARGF_ALIAS			VREX_BIT(2)	/* INSERT: point at existing ARG_BLOCK */
-#define VREX_ARGF_VALID_MASK		0x7u
+#define VREX_ARGF_RESV_BLOCKS		VREX_BIT(3)	/* RESV_SELECT: block ranges */
+#define VREX_ARGF_VALID_MASK		0xfu
 
 /* Result registers */
 #define VREX_REG_RES_FLAGS		0x180	/* VREX_RESF_* */
@@ -112,6 +122,10 @@
 #define VREX_REG_RES_REGION		0x1c4
 #define VREX_REG_RES_REASON		0x1c8	/* POP_RELEASED: VREX_RELEASE_* */
 #define VREX_REG_RES_LAST_ACCESS	0x1cc	/* BLOCK_INFO */
+#define VREX_REG_RES_TOKENS		0x1d0	/* RESV_*: tokens added / selected */
+#define VREX_REG_RES_CLUSTERS		0x1d4	/* RESV_*: clusters of the head / selected */
+#define VREX_REG_RES_HEAD_TOKENS	0x1d8	/* RESV_*: tokens the head holds */
+#define VREX_REG_RES_LAST		VREX_REG_RES_HEAD_TOKENS
 
 #define VREX_RESF_HIT			VREX_BIT(0)
 #define VREX_RESF_APPROX		VREX_BIT(1)	/* similarity hit at distance > 0 */
@@ -148,5 +162,37 @@
 #define VREX_REG_BANK_BLOCKS(b)		(0x500 + 4 * (b))
 /* Bank groups: the pool owning group g, VREX_NIL when free */
 #define VREX_REG_GROUP_POOL(g)		(0x600 + 4 * (g))
+
+/*
+ * ReSV block (present when CAPS has VREX_CAP_RESV; otherwise reads 0 and
+ * ignores writes). Parameters are RW and take effect at the next command;
+ * SEED and DIM define the hyperplanes, so heads holding tokens must be
+ * truncated when they change (their hashes are no longer comparable).
+ */
+#define VREX_REG_RESV_SEED_LO		0x700	/* RW */
+#define VREX_REG_RESV_SEED_HI		0x704	/* RW */
+#define VREX_REG_RESV_DIM		0x708	/* RW: 1..256 int16 per key */
+#define VREX_REG_RESV_TH		0x70c	/* RW: 0..32, clustering radius */
+#define VREX_REG_RESV_RATIO		0x710	/* RW: 0..65536, Q16 WiCSum ratio */
+#define VREX_REG_RESV_MODE		0x714	/* RW: VREX_RESV_MODE_* */
+#define VREX_REG_RESV_TOKENS_PER_BLOCK	0x718	/* RW: >= 1, KVMU block size */
+#define VREX_REG_RESV_BYTES_PER_TOKEN	0x71c	/* RW: K+V bytes, for the byte counter */
+#define VREX_REG_RESV_HEADS		0x720	/* RO */
+#define VREX_REG_RESV_MAX_TOKENS	0x724	/* RO: per head */
+#define VREX_REG_RESV_MAX_CLUSTERS	0x728	/* RO: per head */
+#define VREX_REG_RESV_LUT(d)		(0x740 + 4 * (d))	/* RW: d = 0..32, 16 bits */
+
+/* ReSV counters (64-bit, LO then HI) */
+#define VREX_REG_RESV_CNT_BASE		0x800
+#define VREX_RESV_CNT_KEYS		0	/* keys hashed */
+#define VREX_RESV_CNT_CLUSTERS		1	/* clusters opened */
+#define VREX_RESV_CNT_SELECTS		2
+#define VREX_RESV_CNT_TOKENS_SCANNED	3	/* tokens held by the heads selected from */
+#define VREX_RESV_CNT_TOKENS_SELECTED	4
+#define VREX_RESV_CNT_BYTES_SELECTED	5	/* tokens selected * BYTES_PER_TOKEN */
+#define VREX_RESV_CNT_RANGES		6	/* ranges the KVMU emitted */
+#define VREX_RESV_CNT_NUM		7
+#define VREX_REG_RESV_CNT_LO(i)		(VREX_REG_RESV_CNT_BASE + 8 * (i))
+#define VREX_REG_RESV_CNT_HI(i)		(VREX_REG_RESV_CNT_BASE + 8 * (i) + 4)
 
 #endif /* VREX_REGS_H */

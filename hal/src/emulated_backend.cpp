@@ -473,6 +473,145 @@ Result<drm_vrex_stats> EmulatedBackend::stats()
     return s;
 }
 
+// ---- ReSV -----------------------------------------------------------------------------------------
+
+namespace {
+
+bool resv_params_valid(const drm_vrex_resv_params& p) {
+    return p.dim >= 1 && p.dim <= DRM_VREX_RESV_MAX_DIM && p.th <= DRM_VREX_RESV_MAX_TH &&
+           p.ratio <= DRM_VREX_RESV_RATIO_ONE && p.mode <= DRM_VREX_RESV_MODE_TOKENS &&
+           p.tokens_per_block >= 1 && p.pad[0] == 0 && p.pad[1] == 0 && p.pad[2] == 0;
+}
+
+}  // namespace
+
+#define VREX_EMU_OWN_HEAD(h)                                             \
+    if ((h) >= dev_->resv_heads.size() || !dev_->resv_heads[(h)].used || \
+        dev_->resv_heads[(h)].file != file_)                             \
+    return err(std::errc::no_such_file_or_directory)
+
+void EmulatedBackend::resv_program(std::uint32_t head) {
+    const RegisterFile& r = dev_->regs;
+    const drm_vrex_resv_params& p = dev_->resv_heads[head].params;
+    r.write64(VREX_REG_RESV_SEED_LO, VREX_REG_RESV_SEED_HI, p.seed);
+    r.write(VREX_REG_RESV_DIM, p.dim);
+    r.write(VREX_REG_RESV_TH, p.th);
+    r.write(VREX_REG_RESV_RATIO, p.ratio);
+    r.write(VREX_REG_RESV_MODE, p.mode);
+    r.write(VREX_REG_RESV_TOKENS_PER_BLOCK, p.tokens_per_block);
+    r.write(VREX_REG_RESV_BYTES_PER_TOKEN, p.bytes_per_token);
+    for (std::uint32_t d = 0; d < DRM_VREX_RESV_LUT_SIZE; d++) r.write(VREX_REG_RESV_LUT(d), p.lut[d]);
+    r.write(VREX_REG_ARG_HEAD, head);
+}
+
+std::error_code EmulatedBackend::resv_head_create(drm_vrex_resv_head_create& a) {
+    VREX_EMU_ENTER(errc::device_lost);
+    if (dev_->resv_heads.empty()) return err(std::errc::operation_not_supported);
+    if (a.flags || !resv_params_valid(a.params)) return err(std::errc::invalid_argument);
+    for (std::uint32_t h = 0; h < dev_->resv_heads.size(); h++) {
+        if (dev_->resv_heads[h].used) continue;
+        dev_->resv_heads[h] = EmulatedResvHead{true, file_, a.params};
+        a.head = h;
+        return {};
+    }
+    return err(std::errc::device_or_resource_busy);
+}
+
+std::error_code EmulatedBackend::resv_head_destroy(std::uint32_t head) {
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_HEAD(head);
+    dev_->release_resv_head(head);
+    return {};
+}
+
+std::error_code EmulatedBackend::resv_hash(drm_vrex_resv_hash& a) {
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_HEAD(a.head);
+    if (a.flags || a.count == 0 || a.offset % 2) return err(std::errc::invalid_argument);
+    auto bo = file.bos.find(a.handle);
+    if (bo == file.bos.end()) return err(std::errc::no_such_file_or_directory);
+    const std::uint64_t bytes = std::uint64_t{a.count} * dev_->resv_heads[a.head].params.dim * 2;
+    if (!range_inside(a.offset, bytes, bo->second.ext.size)) return err(std::errc::invalid_argument);
+    const RegisterFile& r = dev_->regs;
+    resv_program(a.head);
+    r.write64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI, bo->second.ext.addr + a.offset);
+    r.write(VREX_REG_ARG_COUNT, a.count);
+    if (const int e = r.command(VREX_CMD_RESV_HASH)) return errno_code(e);
+    a.tokens = r.read(VREX_REG_RES_COUNT);
+    a.clusters = r.read(VREX_REG_RES_CLUSTERS);
+    return {};
+}
+
+std::error_code EmulatedBackend::resv_select(std::span<drm_vrex_resv_select_item> items) {
+    VREX_EMU_ENTER(errc::device_lost);
+    if (items.empty() || items.size() > DRM_VREX_MAX_BATCH) return err(std::errc::invalid_argument);
+    // Validate the whole batch before selecting anything.
+    for (const drm_vrex_resv_select_item& it : items) {
+        VREX_EMU_OWN_HEAD(it.head);
+        if ((it.flags & ~DRM_VREX_RESV_SELECT_VALID_FLAGS) || it.pad || it.query_offset % 2 ||
+            (it.max_ranges && it.out_offset % 4))
+            return err(std::errc::invalid_argument);
+        auto q = file.bos.find(it.query_handle);
+        if (q == file.bos.end()) return err(std::errc::no_such_file_or_directory);
+        if (!range_inside(it.query_offset, std::uint64_t{dev_->resv_heads[it.head].params.dim} * 2,
+                          q->second.ext.size))
+            return err(std::errc::invalid_argument);
+        if (!it.max_ranges) continue;
+        auto o = file.bos.find(it.out_handle);
+        if (o == file.bos.end()) return err(std::errc::no_such_file_or_directory);
+        if (!range_inside(it.out_offset, std::uint64_t{it.max_ranges} * 8, o->second.ext.size))
+            return err(std::errc::invalid_argument);
+    }
+    const RegisterFile& r = dev_->regs;
+    for (drm_vrex_resv_select_item& it : items) {
+        resv_program(it.head);
+        r.write64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI,
+                  file.bos.at(it.query_handle).ext.addr + it.query_offset);
+        r.write64(VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI,
+                  it.max_ranges ? file.bos.at(it.out_handle).ext.addr + it.out_offset : 0);
+        r.write(VREX_REG_ARG_COUNT, it.max_ranges);
+        r.write(VREX_REG_ARG_FLAGS, (it.flags & DRM_VREX_RESV_SELECT_BLOCKS) ? VREX_ARGF_RESV_BLOCKS : 0u);
+        if (const int e = r.command(VREX_CMD_RESV_SELECT)) return errno_code(e);
+        it.ranges = r.read(VREX_REG_RES_COUNT);
+        it.tokens = r.read(VREX_REG_RES_TOKENS);
+        it.clusters = r.read(VREX_REG_RES_CLUSTERS);
+        it.qhash = r.read(VREX_REG_RES_FP(0));
+        it.cutoff = r.read(VREX_REG_RES_DISTANCE);
+        it.head_tokens = r.read(VREX_REG_RES_HEAD_TOKENS);
+    }
+    return {};
+}
+
+std::error_code EmulatedBackend::resv_truncate(std::uint32_t head, std::uint32_t keep) {
+    VREX_EMU_ENTER(errc::device_lost);
+    VREX_EMU_OWN_HEAD(head);
+    const RegisterFile& r = dev_->regs;
+    r.write(VREX_REG_ARG_HEAD, head);
+    r.write(VREX_REG_ARG_COUNT, keep);
+    if (const int e = r.command(VREX_CMD_RESV_TRUNCATE)) return errno_code(e);
+    return {};
+}
+
+Result<drm_vrex_resv_stats> EmulatedBackend::resv_stats() {
+    VREX_EMU_ENTER(errc::device_lost);
+    if (dev_->resv_heads.empty()) return err(std::errc::operation_not_supported);
+    const RegisterFile& r = dev_->regs;
+    auto cnt = [&r](std::uint32_t i) { return r.read64(VREX_REG_RESV_CNT_LO(i), VREX_REG_RESV_CNT_HI(i)); };
+    drm_vrex_resv_stats s{};
+    s.keys = cnt(VREX_RESV_CNT_KEYS);
+    s.clusters = cnt(VREX_RESV_CNT_CLUSTERS);
+    s.selects = cnt(VREX_RESV_CNT_SELECTS);
+    s.tokens_scanned = cnt(VREX_RESV_CNT_TOKENS_SCANNED);
+    s.tokens_selected = cnt(VREX_RESV_CNT_TOKENS_SELECTED);
+    s.bytes_selected = cnt(VREX_RESV_CNT_BYTES_SELECTED);
+    s.ranges = cnt(VREX_RESV_CNT_RANGES);
+    s.heads = r.read(VREX_REG_RESV_HEADS);
+    for (const EmulatedResvHead& h : dev_->resv_heads) s.heads_in_use += h.used;
+    s.max_tokens = r.read(VREX_REG_RESV_MAX_TOKENS);
+    s.max_clusters = r.read(VREX_REG_RESV_MAX_CLUSTERS);
+    return s;
+}
+
 Result<std::uint32_t> EmulatedBackend::reg_read(std::uint32_t offset)
 {
     VREX_EMU_ENTER(errc::device_lost);

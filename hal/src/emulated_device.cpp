@@ -23,7 +23,8 @@ std::string config_key(const vrex_model_config& c)
 }  // namespace
 
 EmulatedDevice::EmulatedDevice(Key, const vrex_model_config& c)
-    : cfg(c), mem(c.nbanks, c.bank_size), regs(&model), slots(c.max_streams), blocks(c.block_capacity)
+    : cfg(c), mem(c.nbanks, c.bank_size), regs(&model), slots(c.max_streams), blocks(c.block_capacity),
+      resv_heads(c.resv_heads)
 {
     const long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
@@ -83,10 +84,21 @@ void EmulatedDevice::remove_file(std::uint32_t file)
         for (std::uint32_t s = 0; s < slots.size(); s++)
             if (slots[s].open && slots[s].file == file)
                 close_stream(s);
+        for (std::uint32_t h = 0; h < resv_heads.size(); h++)
+            if (resv_heads[h].used && resv_heads[h].file == file)
+                release_resv_head(h);
     }
     for (auto& [handle, bo] : it->second.bos)
         mem.release(bo.ext);
     files.erase(it);
+}
+
+void EmulatedDevice::release_resv_head(std::uint32_t head)
+{
+    regs.write(VREX_REG_ARG_HEAD, head);
+    regs.write(VREX_REG_ARG_COUNT, 0);
+    regs.command(VREX_CMD_RESV_TRUNCATE);
+    resv_heads[head] = EmulatedResvHead{};
 }
 
 void EmulatedDevice::mark_lost()

@@ -44,6 +44,12 @@ struct EmulatedBlockOwner {
     std::uint32_t handle = 0;
 };
 
+struct EmulatedResvHead {
+    bool used = false;
+    std::uint32_t file = 0;
+    drm_vrex_resv_params params{};
+};
+
 class EmulatedDevice {
 public:
     // The shared device for this geometry (created on first use, or after a loss).
@@ -65,6 +71,8 @@ public:
     void drain_released(std::vector<drm_vrex_released_block>* out);
     // Closes a hardware stream slot, drains its release records and drops its pool reference.
     int close_stream(std::uint32_t slot);
+    // Empties a ReSV head and gives it back.
+    void release_resv_head(std::uint32_t head);
     std::uint32_t alloc_hw_pool();
 
     std::mutex mu;
@@ -80,6 +88,7 @@ public:
     std::vector<EmulatedStreamSlot> slots;
     std::vector<EmulatedBlockOwner> blocks;
     std::map<std::uint32_t, std::uint32_t> hw_pool_refs;  // pooled hardware pool -> streams
+    std::vector<EmulatedResvHead> resv_heads;             // ReSV hardware heads
 
     // Only get() constructs devices (make_shared needs a public constructor, the key keeps it private).
     class Key {

@@ -58,6 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.shie_capacity = 48;
 	cfg.block_capacity = BLOCKS;
 	cfg.zombie_frames = 2;
+	/* Small ReSV heads, so that RESV_HASH also runs into full tables. */
+	cfg.resv_heads = 2;
+	cfg.resv_tokens = 64;
+	cfg.resv_clusters = 32;
 	need = vrex_model_arena_size(&cfg);
 	if (!arena)
 		arena = malloc(need);

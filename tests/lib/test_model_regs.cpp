@@ -142,7 +142,7 @@ TEST_F(RegisterFile, ReadOnlyWriteOnlyAndUnmappedOffsetsIgnoreWrites) {
     for (uint32_t off = 0; off < VREX_REG_WINDOW; off += 4) {
         bool writable = off == VREX_REG_IRQ_STATUS || off == VREX_REG_IRQ_MASK || off == VREX_REG_RESET ||
                         off == VREX_REG_ZOMBIE_FRAMES || off == VREX_REG_SCRATCH || off == VREX_REG_CMD ||
-                        (off >= VREX_REG_ARG_STREAM && off <= VREX_REG_ARG_POOL);
+                        (off >= VREX_REG_ARG_STREAM && off <= VREX_REG_ARG_LAST);
         if (!writable) regs_.w(off, 0xa5a5a5a5u);
     }
     // Unaligned and out-of-window accesses: reads 0, writes dropped.
@@ -161,7 +161,7 @@ TEST_F(RegisterFile, ReadOnlyWriteOnlyAndUnmappedOffsetsIgnoreWrites) {
 TEST_F(RegisterFile, ScratchArgumentsAndZombieFramesAreReadWrite) {
     regs_.w(VREX_REG_SCRATCH, 0xdeadbeef);
     EXPECT_EQ(regs_.r(VREX_REG_SCRATCH), 0xdeadbeefu);
-    for (uint32_t off = VREX_REG_ARG_STREAM; off <= VREX_REG_ARG_POOL; off += 4) {
+    for (uint32_t off = VREX_REG_ARG_STREAM; off <= VREX_REG_ARG_LAST; off += 4) {
         regs_.w(off, off * 7919);
         EXPECT_EQ(regs_.r(off), off * 7919);
     }
@@ -456,8 +456,8 @@ Snapshot comparable(vrex_model* m) {
         for (uint32_t off = from; off <= to; off += 4) s.regs[off / 4] = 0;
     };
     blank(VREX_REG_IRQ_STATUS, VREX_REG_IRQ_STATUS);
-    blank(VREX_REG_STATUS, VREX_REG_ARG_POOL);
-    blank(VREX_REG_RES_FLAGS, VREX_REG_RES_LAST_ACCESS);
+    blank(VREX_REG_STATUS, VREX_REG_ARG_LAST);
+    blank(VREX_REG_RES_FLAGS, VREX_REG_RES_LAST);
     blank(VREX_REG_CNT_LO(VREX_CNT_CMD_ERRORS), VREX_REG_CNT_HI(VREX_CNT_CMD_ERRORS));
     return s;
 }

@@ -95,6 +95,22 @@ int main(void)
 		      M(drm_vrex_event_frame, stream) + M(drm_vrex_event_frame, frame) +
 		      M(drm_vrex_event_frame, group) + M(drm_vrex_event_frame, pad));
 
+	CHECK(drm_vrex_resv_params,
+	      M(drm_vrex_resv_params, seed) + 6 * sizeof(__u32) + M(drm_vrex_resv_params, lut) +
+		      M(drm_vrex_resv_params, pad));
+	CHECK(drm_vrex_resv_head_create, sizeof(struct drm_vrex_resv_params) + 2 * sizeof(__u32));
+	CHECK(drm_vrex_resv_head_destroy, 2 * sizeof(__u32));
+	CHECK(drm_vrex_resv_hash, 4 * sizeof(__u32) + sizeof(__u64) + 2 * sizeof(__u32));
+	CHECK(drm_vrex_resv_select_item, 4 * sizeof(__u32) + 2 * sizeof(__u64) + 8 * sizeof(__u32));
+	CHECK(drm_vrex_resv_batch, 4 * sizeof(__u32) + M(drm_vrex_resv_batch, items));
+	CHECK(drm_vrex_resv_truncate, 2 * sizeof(__u32));
+	CHECK(drm_vrex_resv_stats, 7 * sizeof(__u64) + 4 * sizeof(__u32));
+	/* Appended ids: the existing ones keep their numbers. */
+	if (DRM_VREX_RESV_HEAD_CREATE != 11 || DRM_VREX_RESV_TRUNCATE != 15)
+		failed++;
+	else
+		passed++;
+
 	/* The ioctl numbers encode the struct size: a silent layout change would change them. */
 	if (DRM_IOCTL_VREX_QUERY != DRM_IOWR(DRM_COMMAND_BASE + 0, struct drm_vrex_query) ||
 	    DRM_VREX_RESERVED_10 != 10)

@@ -29,7 +29,8 @@ std::string f_caps(std::uint32_t v) {
     return bits(v, {{VREX_CAP_FCC, "FCC"},
                     {VREX_CAP_SHIE, "SHIE"},
                     {VREX_CAP_POOLED, "POOLED"},
-                    {VREX_CAP_PREDICT_SLOTS, "PREDICT_SLOTS"}});
+                    {VREX_CAP_PREDICT_SLOTS, "PREDICT_SLOTS"},
+                    {VREX_CAP_RESV, "RESV"}});
 }
 std::string f_irq(std::uint32_t v) {
     return bits(
@@ -51,6 +52,9 @@ std::string f_resflags(std::uint32_t v) {
 }
 std::string f_signed(std::uint32_t v) {
     return fmt::format("{}", static_cast<std::int32_t>(v));
+}
+std::string f_ratio(std::uint32_t v) {
+    return fmt::format("{:.4f}", v / 65536.0);
 }
 std::string f_pool(std::uint32_t v) {
     if (v == 0xffffffffu) return "free";
@@ -93,6 +97,28 @@ std::vector<RegDesc> register_map(std::uint32_t banks, std::uint32_t groups) {
     for (std::uint32_t i = 0; i < VREX_CNT_NUM; i++) {
         m.push_back({VREX_REG_CNT_LO(i), fmt::format("CNT_{}_LO", counters[i]), nullptr});
         m.push_back({VREX_REG_CNT_HI(i), fmt::format("CNT_{}_HI", counters[i]), nullptr});
+    }
+    // ReSV unit (docs/hw/resv.md): reads 0 on a device without it (CAPS lacks RESV).
+    m.insert(m.end(), {{VREX_REG_RES_TOKENS, "RES_TOKENS", nullptr},
+                       {VREX_REG_RES_CLUSTERS, "RES_CLUSTERS", nullptr},
+                       {VREX_REG_RES_HEAD_TOKENS, "RES_HEAD_TOKENS", nullptr},
+                       {VREX_REG_RESV_SEED_LO, "RESV_SEED_LO", nullptr},
+                       {VREX_REG_RESV_SEED_HI, "RESV_SEED_HI", nullptr},
+                       {VREX_REG_RESV_DIM, "RESV_DIM", nullptr},
+                       {VREX_REG_RESV_TH, "RESV_TH", nullptr},
+                       {VREX_REG_RESV_RATIO, "RESV_RATIO", f_ratio},
+                       {VREX_REG_RESV_MODE, "RESV_MODE", nullptr},
+                       {VREX_REG_RESV_TOKENS_PER_BLOCK, "RESV_TOKENS_PER_BLOCK", nullptr},
+                       {VREX_REG_RESV_BYTES_PER_TOKEN, "RESV_BYTES_PER_TOKEN", nullptr},
+                       {VREX_REG_RESV_HEADS, "RESV_HEADS", nullptr},
+                       {VREX_REG_RESV_MAX_TOKENS, "RESV_MAX_TOKENS", nullptr},
+                       {VREX_REG_RESV_MAX_CLUSTERS, "RESV_MAX_CLUSTERS", nullptr}});
+    static const char* resv_counters[VREX_RESV_CNT_NUM] = {"KEYS",           "CLUSTERS",       "SELECTS",
+                                                           "TOKENS_SCANNED", "TOKENS_SELECTED", "BYTES_SELECTED",
+                                                           "RANGES"};
+    for (std::uint32_t i = 0; i < VREX_RESV_CNT_NUM; i++) {
+        m.push_back({VREX_REG_RESV_CNT_LO(i), fmt::format("RESV_CNT_{}_LO", resv_counters[i]), nullptr});
+        m.push_back({VREX_REG_RESV_CNT_HI(i), fmt::format("RESV_CNT_{}_HI", resv_counters[i]), nullptr});
     }
     for (std::uint32_t b = 0; b < banks && b < 64; b++)
         m.push_back({VREX_REG_BANK_KB(b), fmt::format("BANK_KB({})", b), nullptr});

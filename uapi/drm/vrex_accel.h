@@ -39,6 +39,11 @@ enum drm_vrex_ioctl_id {
 	 * debugfs (regs, window) now.
 	 */
 	DRM_VREX_RESERVED_10,
+	DRM_VREX_RESV_HEAD_CREATE,
+	DRM_VREX_RESV_HEAD_DESTROY,
+	DRM_VREX_RESV_HASH,
+	DRM_VREX_RESV_SELECT,
+	DRM_VREX_RESV_TRUNCATE,
 	/* Place new ioctls here; never reorder or reuse an id. */
 };
 
@@ -47,6 +52,7 @@ enum drm_vrex_ioctl_id {
 enum drm_vrex_query_param {
 	DRM_VREX_QUERY_DEVICE_INFO = 0,	/* struct drm_vrex_device_info */
 	DRM_VREX_QUERY_BANKS = 1,	/* struct drm_vrex_bank_info */
+	DRM_VREX_QUERY_RESV_STATS = 2,	/* struct drm_vrex_resv_stats */
 };
 
 /**
@@ -67,6 +73,7 @@ struct drm_vrex_query {
 #define DRM_VREX_CAP_SHIE		(1u << 1)
 #define DRM_VREX_CAP_POOLED		(1u << 2)
 #define DRM_VREX_CAP_PREDICT_SLOTS	(1u << 3)
+#define DRM_VREX_CAP_RESV		(1u << 4)	/* ReSV ioctls */
 
 #define DRM_VREX_MAX_BANKS 64
 
@@ -458,6 +465,151 @@ struct drm_vrex_stats_query {
 	__u64 ptr;
 };
 
+/* ---- ReSV: key hashing and WiCSum selection (docs/hw/resv.md) ----------- */
+
+#define DRM_VREX_RESV_MAX_DIM		256
+#define DRM_VREX_RESV_MAX_TH		32
+#define DRM_VREX_RESV_RATIO_ONE		65536	/* ratio is Q16 */
+#define DRM_VREX_RESV_LUT_SIZE		33
+#define DRM_VREX_RESV_MODE_MASS		0	/* sum of count * lut[distance] */
+#define DRM_VREX_RESV_MODE_TOKENS	1	/* sum of count: a token budget */
+
+/**
+ * struct drm_vrex_resv_params - how a head hashes, clusters and selects
+ * @seed: seed of the +-1 hyperplanes; keys of one head are only comparable
+ *        under one seed and dim, so they are fixed for the head's lifetime
+ * @dim: int16 values per key and query, 1..DRM_VREX_RESV_MAX_DIM
+ * @th: clustering radius (Hamming), 0..DRM_VREX_RESV_MAX_TH
+ * @ratio: WiCSum ratio, 0..DRM_VREX_RESV_RATIO_ONE
+ * @mode: DRM_VREX_RESV_MODE_*
+ * @tokens_per_block: block size for block ranges, >= 1
+ * @bytes_per_token: K+V bytes per token (statistics only)
+ * @lut: MASS weight per Hamming distance 0..32
+ * @pad: must be zero
+ */
+struct drm_vrex_resv_params {
+	__u64 seed;
+	__u32 dim;
+	__u32 th;
+	__u32 ratio;
+	__u32 mode;
+	__u32 tokens_per_block;
+	__u32 bytes_per_token;
+	__u16 lut[DRM_VREX_RESV_LUT_SIZE];
+	__u16 pad[3];
+};
+
+/**
+ * struct drm_vrex_resv_head_create - claims a head (one layer and attention
+ * head of one sequence); -EBUSY when every hardware head is in use
+ * @params: in
+ * @flags: must be zero
+ * @head: out: head id
+ */
+struct drm_vrex_resv_head_create {
+	struct drm_vrex_resv_params params;
+	__u32 flags;
+	__u32 head;
+};
+
+struct drm_vrex_resv_head_destroy {
+	__u32 head;
+	__u32 pad;
+};
+
+/**
+ * struct drm_vrex_resv_hash - hash @count keys and append them to the head
+ * @head: head id
+ * @count: keys, >= 1
+ * @handle: BO holding @count * dim little-endian int16 at @offset (2-aligned)
+ * @flags: must be zero
+ * @offset: byte offset in the BO
+ * @tokens: out: tokens the head holds
+ * @clusters: out: clusters of the head
+ *
+ * -ENOSPC when the head's token or cluster table cannot take the batch;
+ * nothing is added then.
+ */
+struct drm_vrex_resv_hash {
+	__u32 head;
+	__u32 count;
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u32 tokens;
+	__u32 clusters;
+};
+
+#define DRM_VREX_RESV_SELECT_BLOCKS	(1u << 0)	/* block ranges, not token ranges */
+#define DRM_VREX_RESV_SELECT_VALID_FLAGS DRM_VREX_RESV_SELECT_BLOCKS
+
+/**
+ * struct drm_vrex_resv_select_item - one WiCSum selection
+ * @head: head id
+ * @flags: DRM_VREX_RESV_SELECT_*
+ * @query_handle: BO holding the query (dim int16) at @query_offset, 2-aligned
+ * @out_handle: BO receiving up to @max_ranges (__u32 first, __u32 count)
+ *              pairs at @out_offset, 4-aligned (unused when @max_ranges is 0)
+ * @max_ranges: room at @out_offset in ranges
+ * @ranges: out: ranges in total (more than @max_ranges: only those written)
+ * @tokens: out: tokens selected
+ * @clusters: out: clusters selected
+ * @qhash: out: the query's hash
+ * @cutoff: out: Hamming distance of the last selected cluster
+ * @head_tokens: out: tokens the head holds
+ * @pad: must be zero
+ */
+struct drm_vrex_resv_select_item {
+	__u32 head;
+	__u32 flags;
+	__u32 query_handle;
+	__u32 out_handle;
+	__u64 query_offset;
+	__u64 out_offset;
+	__u32 max_ranges;
+	__u32 ranges;
+	__u32 tokens;
+	__u32 clusters;
+	__u32 qhash;
+	__u32 cutoff;
+	__u32 head_tokens;
+	__u32 pad;
+};
+
+/**
+ * struct drm_vrex_resv_batch - DRM_VREX_RESV_SELECT: one decode step's
+ * selections (e.g. every layer and head), validated as a whole like
+ * drm_vrex_shie_batch; @count 1..DRM_VREX_MAX_BATCH, @flags and @pad zero
+ */
+struct drm_vrex_resv_batch {
+	__u32 count;
+	__u32 elem_size;
+	__u32 flags;
+	__u32 pad;
+	__u64 items;
+};
+
+/** struct drm_vrex_resv_truncate - the head keeps its first @keep tokens */
+struct drm_vrex_resv_truncate {
+	__u32 head;
+	__u32 keep;
+};
+
+/* DRM_VREX_QUERY_RESV_STATS: device-wide ReSV counters */
+struct drm_vrex_resv_stats {
+	__u64 keys;
+	__u64 clusters;
+	__u64 selects;
+	__u64 tokens_scanned;
+	__u64 tokens_selected;
+	__u64 bytes_selected;
+	__u64 ranges;
+	__u32 heads;		/* hardware heads */
+	__u32 heads_in_use;
+	__u32 max_tokens;	/* per head */
+	__u32 max_clusters;	/* per head */
+};
+
 /* ---- Events (read() on the device fd) ---------------------------------- */
 
 #define DRM_VREX_EVENT_FRAME_DONE 0x80000000
@@ -502,6 +654,16 @@ struct drm_vrex_event_frame {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_SHIE_RETIRE, struct drm_vrex_shie_retire)
 #define DRM_IOCTL_VREX_STATS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_STATS, struct drm_vrex_stats_query)
+#define DRM_IOCTL_VREX_RESV_HEAD_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_RESV_HEAD_CREATE, struct drm_vrex_resv_head_create)
+#define DRM_IOCTL_VREX_RESV_HEAD_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VREX_RESV_HEAD_DESTROY, struct drm_vrex_resv_head_destroy)
+#define DRM_IOCTL_VREX_RESV_HASH \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VREX_RESV_HASH, struct drm_vrex_resv_hash)
+#define DRM_IOCTL_VREX_RESV_SELECT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VREX_RESV_SELECT, struct drm_vrex_resv_batch)
+#define DRM_IOCTL_VREX_RESV_TRUNCATE \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VREX_RESV_TRUNCATE, struct drm_vrex_resv_truncate)
 
 #if defined(__cplusplus)
 }

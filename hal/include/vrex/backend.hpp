@@ -88,8 +88,34 @@ public:
     virtual int event_fd() const noexcept = 0;
     virtual Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) = 0;
 
+    // Appended after the existing virtuals, so their vtable slots stay where they were.
+    // ReSV (DRM_VREX_RESV_*, docs/hw/resv.md), present when device_info().caps has
+    // DRM_VREX_CAP_RESV. Heads belong to the Backend instance like streams. A backend without the
+    // unit keeps these defaults: std::errc::operation_not_supported.
+    virtual std::error_code resv_head_create(drm_vrex_resv_head_create& args) { return unsupported(args); }
+    virtual std::error_code resv_head_destroy(std::uint32_t head) { return unsupported(head); }
+    // DRM_VREX_RESV_HASH: in head..offset; out tokens, clusters.
+    virtual std::error_code resv_hash(drm_vrex_resv_hash& args) { return unsupported(args); }
+    // DRM_VREX_RESV_SELECT: 1..max_batch items validated as a whole; out fields per item.
+    virtual std::error_code resv_select(std::span<drm_vrex_resv_select_item> items) {
+        return unsupported(items);
+    }
+    virtual std::error_code resv_truncate(std::uint32_t head, std::uint32_t keep) {
+        return unsupported(head + keep);
+    }
+    // DRM_VREX_QUERY with DRM_VREX_QUERY_RESV_STATS.
+    virtual Result<drm_vrex_resv_stats> resv_stats() {
+        return std::make_error_code(std::errc::operation_not_supported);
+    }
+
 protected:
     Backend() = default;
+
+private:
+    template <typename T>
+    static std::error_code unsupported(const T&) {
+        return std::make_error_code(std::errc::operation_not_supported);
+    }
 };
 
 // Options for opening a backend. Fields a backend does not use are ignored.

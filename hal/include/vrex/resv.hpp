@@ -1,0 +1,97 @@
+// ReSV at the engine level (docs/hw/resv.md): a ResvHead is one (layer, attention head) of one
+// sequence on the device. append() hashes keys into it (the HCU clusters them), select() asks the
+// WiCSum unit which tokens a query should attend to and returns them as merged ranges.
+//
+// Threading: a ResvHead is used by one thread at a time (like a Stream). Nothing throws.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vrex/hal.hpp"
+
+namespace vrex {
+
+enum class ResvMode : std::uint32_t { mass = DRM_VREX_RESV_MODE_MASS, tokens = DRM_VREX_RESV_MODE_TOKENS };
+
+struct ResvParams {
+    std::uint64_t seed = 0x5245535631323334ull;  // the device's default
+    std::uint32_t dim = 128;                     // values per key, 1..256
+    std::uint32_t th = 7;                        // clustering radius (Hamming)
+    double ratio = 0.3;                          // WiCSum ratio, 0..1 (Q16 on the device)
+    ResvMode mode = ResvMode::mass;
+    std::uint32_t tokens_per_block = 16;
+    std::uint32_t bytes_per_token = 0;  // 0: fp16 K and V, 4 * dim
+    // MASS weight per Hamming distance; empty = the device default (docs/hw/resv.md §2.3).
+    std::vector<std::uint16_t> lut;
+};
+
+struct ResvRange {
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+};
+
+struct ResvSelection {
+    std::vector<ResvRange> ranges;  // ascending, merged: tokens, or blocks with blocks = true
+    std::uint32_t tokens = 0;       // tokens selected
+    std::uint32_t clusters = 0;     // clusters selected
+    std::uint32_t head_tokens = 0;  // tokens the head holds
+    std::uint32_t qhash = 0;
+    std::uint32_t cutoff = 0;  // Hamming distance of the last selected cluster
+};
+
+// float -> the int16 fixed point the hash unit reads, scaled per vector to the full int16 range
+// (the sign-projection hash does not depend on a positive scale). @out.size() == @in.size().
+void resv_quantize(std::span<const float> in, std::span<std::int16_t> out);
+
+class ResvHead {
+  public:
+    // EOPNOTSUPP when the device has no ReSV unit; EINVAL for bad params; EBUSY when every hardware
+    // head is in use. @max_batch: keys staged per device command (larger appends are split).
+    static Result<std::unique_ptr<ResvHead>> create(std::shared_ptr<Device> device, const ResvParams& params,
+                                                    std::uint32_t max_batch = 1024);
+    ~ResvHead();
+    ResvHead(const ResvHead&) = delete;
+    ResvHead& operator=(const ResvHead&) = delete;
+
+    std::uint32_t id() const noexcept { return head_; }
+    std::uint32_t dim() const noexcept { return dim_; }
+    std::uint32_t tokens() const noexcept { return tokens_; }
+
+    // Appends keys.size() / dim() keys (a multiple of dim()); all or nothing (ENOSPC: head full).
+    // Returns the tokens the head holds afterwards.
+    Result<std::uint32_t> append(std::span<const std::int16_t> keys);
+    Result<std::uint32_t> append(std::span<const float> keys);
+    // The WiCSum selection for one query of dim() values.
+    Result<ResvSelection> select(std::span<const std::int16_t> query, bool blocks = false);
+    Result<ResvSelection> select(std::span<const float> query, bool blocks = false);
+    // Keeps the first @keep tokens (EINVAL beyond tokens()).
+    Result<void> truncate(std::uint32_t keep);
+
+    class Key {
+        friend class ResvHead;
+        Key() = default;
+    };
+    ResvHead(Key, std::shared_ptr<Device> device, std::uint32_t head, std::uint32_t dim, std::uint32_t bo,
+             std::span<std::byte> map, std::uint32_t max_batch, std::uint32_t max_ranges);
+
+  private:
+    std::error_code fail(std::error_code ec);
+
+    std::shared_ptr<Device> device_;
+    std::uint32_t head_;
+    std::uint32_t dim_;
+    std::uint32_t bo_;  // staging: keys, then the query, then the ranges
+    std::span<std::byte> map_;
+    std::uint32_t max_batch_;
+    std::uint32_t max_ranges_;
+    std::uint32_t tokens_ = 0;
+};
+
+// Device-wide ReSV counters (EOPNOTSUPP without the unit).
+Result<drm_vrex_resv_stats> resv_stats(Device& device);
+
+}  // namespace vrex

@@ -155,7 +155,8 @@ Result<ResvSelection> ResvHead::select(std::span<const std::int16_t> query, bool
     const std::uint32_t n = std::min(it.ranges, max_ranges_);
     if (n != it.ranges) return fail(err(std::errc::no_buffer_space));  // cannot happen: room for every range
     s.ranges.resize(n);
-    std::memcpy(s.ranges.data(), map_.data() + out, n * sizeof(ResvRange));
+    // An empty selection leaves data() null, which memcpy must never see (UBSan: nonnull).
+    if (n) std::memcpy(s.ranges.data(), map_.data() + out, n * sizeof(ResvRange));
     return s;
 }
 

@@ -296,6 +296,7 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
     auto fail = [&](std::error_code ec) -> std::error_code {
         if (done.empty()) return ec;
         std::vector<std::uint32_t> ids;
+        ids.reserve(done.size());
         for (const auto& it : done) ids.push_back(it.block);
         auto recs = retire(ids);
         if (recs) apply_releases(*recs, false, ids);

@@ -80,48 +80,37 @@ exec 9>"$CACHE/.lock"
 flock 9
 
 # --- APT front ends: the host's for amd64, a private state directory for arm64 ------------------
-apt_arm64_dir=$CACHE/apt-arm64
-apt_arm64_ready=0
-apt_arm64() {
-	if ((!apt_arm64_ready)); then
-		mkdir -p "$apt_arm64_dir"/{state/lists/partial,cache/archives/partial,etc/sources.list.d}
-		sed "s|@DIR@|$apt_arm64_dir|g" "$here/qemu/apt-arm64.conf.in" >"$apt_arm64_dir/apt.conf"
-		# Only Debian's archive: the same suites the host uses, arm64 indexes.
-		sed "s|@MIRROR@|${VREX_DEBIAN_MIRROR:-http://deb.debian.org}|g" \
-			"$here/qemu/apt-arm64.sources.in" >"$apt_arm64_dir/etc/sources.list"
-		: >"$apt_arm64_dir/state/status"
-		local stamp=$apt_arm64_dir/state/updated
-		# Re-read the indexes once a day: fresh enough to follow ABI bumps, cheap otherwise.
-		if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]]; then
-			log "apt-get update (private arm64 config)"
-			APT_CONFIG=$apt_arm64_dir/apt.conf apt-get update -qq >&2
-			touch "$stamp"
-		fi
-		apt_arm64_ready=1
-	fi
-	APT_CONFIG=$apt_arm64_dir/apt.conf "$@"
-}
-
-# Another suite (bullseye), either architecture: one private state directory per suite and arch.
-declare -A apt_suite_ready=()
-apt_suite() { # arch cmd...
-	local a=$1 dir=$CACHE/apt-$suite-$1
-	shift
-	if [[ -z ${apt_suite_ready[$a]:-} ]]; then
+# One private state directory per suite and architecture, from scripts/qemu/<name>.{conf,sources}.in
+# (@DIR@, @MIRROR@, @ARCH@); the host's dpkg architectures are never touched.
+declare -A private_apt_ready=()
+private_apt() { # dir name arch cmd...
+	local dir=$1 name=$2 a=$3
+	shift 3
+	if [[ -z ${private_apt_ready[$dir]:-} ]]; then
 		mkdir -p "$dir"/{state/lists/partial,cache/archives/partial,etc/sources.list.d}
-		sed -e "s|@DIR@|$dir|g" -e "s|@ARCH@|$a|g" "$here/qemu/apt-$suite.conf.in" >"$dir/apt.conf"
+		sed -e "s|@DIR@|$dir|g" -e "s|@ARCH@|$a|g" "$here/qemu/$name.conf.in" >"$dir/apt.conf"
+		# Only Debian's archive: the suite's arm64/amd64 indexes.
 		sed -e "s|@MIRROR@|${VREX_DEBIAN_MIRROR:-http://deb.debian.org}|g" -e "s|@ARCH@|$a|g" \
-			"$here/qemu/apt-$suite.sources.in" >"$dir/etc/sources.list"
+			"$here/qemu/$name.sources.in" >"$dir/etc/sources.list"
 		: >"$dir/state/status"
 		local stamp=$dir/state/updated
+		# Re-read the indexes once a day: fresh enough to follow ABI bumps, cheap otherwise.
 		if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]]; then
-			log "apt-get update (private $suite $a config)"
+			log "apt-get update (private $name $a config)"
 			APT_CONFIG=$dir/apt.conf apt-get update -qq >&2
 			touch "$stamp"
 		fi
-		apt_suite_ready[$a]=1
+		private_apt_ready[$dir]=1
 	fi
 	APT_CONFIG=$dir/apt.conf "$@"
+}
+# bookworm arm64 (the host's suite, another architecture).
+apt_arm64() { private_apt "$CACHE/apt-arm64" apt-arm64 arm64 "$@"; }
+# Another suite (bullseye), either architecture.
+apt_suite() { # arch cmd...
+	local a=$1
+	shift
+	private_apt "$CACHE/apt-$suite-$a" "apt-$suite" "$a" "$@"
 }
 
 apt_for() { # arch cmd...

@@ -221,7 +221,6 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
     c->add_flag("--no-progress", a->no_progress, "no progress bar");
     c->callback([a, &g, c]() {
-        const bool offset_given = c->count("--stream-offset") > 0;
         a->opt.pooled = !c->get_option("--no-pool")->as<bool>();
         a->opt.model.dtype = parse_dtype(a->dtype);
         a->opt.policy.prefer_chain = a->reuse_pick == "chain";
@@ -247,16 +246,16 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         auto on_pass = [a](const char* name) {
             if (a->opt.progress) std::cerr << fmt::format("\r{:60}\r{}:\n", "", name) << std::flush;
         };
-        const vrex::pipeline::Comparison c =
+        const vrex::pipeline::Comparison cmp =
             vrex::pipeline::run_comparison([&g]() { return open_device(g); }, sources, a->opt, copt, on_pass);
         if (a->opt.progress) std::cerr << std::endl;
-        const vrex::pipeline::RunResult& r = c.run;
+        const vrex::pipeline::RunResult& r = cmp.run;
         nlohmann::json j = r.to_json();
-        j["headline"] = c.to_json();
+        j["headline"] = cmp.to_json();
         nlohmann::json m;
         if (a->model == "builtin") {
             // --stream-offset staggers the model's streams only when given (VIDEO... = one stream each).
-            const std::uint32_t offset = offset_given ? a->stream_offset : 0;
+            const std::uint32_t offset = c->count("--stream-offset") > 0 ? a->stream_offset : 0;
             m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, offset});
             for (const auto& [k, v] : m.items()) {
                 if (j.contains(k)) j["pixel_" + k] = j[k];
@@ -264,14 +263,14 @@ void add_run(CLI::App& app, GlobalOptions& g) {
             }
         }
         if (!a->report.empty()) {
-            const std::string page = vrex::pipeline::write_report(a->report, c);
+            const std::string page = vrex::pipeline::write_report(a->report, cmp);
             if (!m.is_null()) add_model_section(page, m);
             j["report"] = page;
         }
         if (g.json) {
             print_json(j);
         } else {
-            print_human(c, j);
+            print_human(cmp, j);
             if (a->model == "builtin") {
                 fmt::print(
                     "model builtin      KL mean {:.4f} nats (p99 {:.4f}), top-1 agreement {:.2f} %, "
@@ -290,7 +289,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         }
         std::uint64_t mismatches = r.accounting_mismatches;
         std::string first = r.first_mismatch;
-        for (const auto* x : {&c.radius0, &c.single, &c.single_radius0})
+        for (const auto* x : {&cmp.radius0, &cmp.single, &cmp.single_radius0})
             if (*x && (*x)->accounting_mismatches && !mismatches++) first = (*x)->first_mismatch;
         if (mismatches) throw ExitError(kExitRuntime, "KV accounting mismatch: " + first);
     });

@@ -53,7 +53,7 @@ def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
 
 
 def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
-        stream_offset: int = 0) -> dict[str, Any]:
+        stream_offset: int = 0, max_age: int = 0) -> dict[str, Any]:
     """@stream_offset: the i-th clip's stream starts at frame i * stream_offset (so that several
     streams of one clip show different footage)."""
     torch.set_num_threads(1)  # see train.py: one thread on a shared 2-core machine
@@ -74,7 +74,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
         feats.append((f - norm["mean"]) / norm["std"])
     sessions = {}
     for name, kw in MODES.items():
-        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits}
+        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
         opts.update(kw)
         sessions[name] = lcp.Session(model, lcp.Options(**opts))
     runners = {name: [s.stream() for _ in clips] for name, s in sessions.items()}
@@ -156,6 +156,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
         "window_frames": c.window,
         "radius": radius,
         "guard_hamming": guard_bits,
+        "guard_max_age": max_age,
         "hash_bits": lcp.HASH_BITS,
         "block_bytes": block_bytes,
         "exact_prefill_ms_mean": float(np.mean(exact_ms)),
@@ -179,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("clips", nargs="+", type=Path, help="video files FFmpeg reads (one stream each)")
     ap.add_argument("--max-frames", type=int, default=None)
     ap.add_argument("--radius", type=int, default=20, help="fingerprint Hamming radius (0..31)")
-    ap.add_argument("--guard-bits", type=int, default=7, help="key-hash Hamming threshold (0..32)")
+    ap.add_argument("--guard-bits", type=int, default=lcp.Options.guard_bits, help="key-hash Hamming threshold (0..32)")
+    ap.add_argument("--max-age", type=int, default=lcp.Options.max_age,
+                    help="reuse a block at most this many frames after it was computed (0: no cap)")
     ap.add_argument("--stream-offset", type=int, default=0, help="the i-th clip starts at frame i * this")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
@@ -188,11 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         if not p.is_file():
             print(f"vrex.run: {p}: no such file", file=sys.stderr)
             return 2
-    if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32:
-        print("vrex.run: --radius must be 0..31 and --guard-bits 0..32", file=sys.stderr)
+    if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
+        print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
     try:
-        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset)
+        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset, args.max_age)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

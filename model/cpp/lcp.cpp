@@ -12,30 +12,27 @@ namespace vrex::lcp {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what, std::error_code ec)
-{
+[[noreturn]] void fail(const std::string& what, std::error_code ec) {
     throw Error(what + ": " + ec.message() + " (" + ec.category().name() + " " + std::to_string(ec.value()) +
                 ")");
 }
 
 template <class T>
-T take(Result<T> r, const std::string& what)
-{
+T take(Result<T> r, const std::string& what) {
     if (!r) fail(what, r.error());
     return std::move(*r);
 }
 
-double thread_seconds()
-{
+double thread_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-Geometry read_geometry(torch::jit::Module& m, const std::string& path)
-{
+Geometry read_geometry(torch::jit::Module& m, const std::string& path) {
     const auto g = m.get_method("geometry")({}).toIntVector();
-    if (g.size() != 8 || std::any_of(g.begin(), g.end(), [](std::int64_t v) { return v <= 0 || v > 1 << 20; }))
+    if (g.size() != 8 ||
+        std::any_of(g.begin(), g.end(), [](std::int64_t v) { return v <= 0 || v > 1 << 20; }))
         throw Error(path + ": geometry() is not 8 positive sizes (not a vrex.export module?)");
     Geometry geo;
     geo.layers = static_cast<std::uint32_t>(g[0]);
@@ -53,13 +50,10 @@ Geometry read_geometry(torch::jit::Module& m, const std::string& path)
 
 Session::Session(Key, torch::jit::Module module, std::shared_ptr<KvAllocator> alloc, const Geometry& geo,
                  const Options& options)
-    : module_(std::move(module)), alloc_(std::move(alloc)), geo_(geo), opts_(options)
-{
-}
+    : module_(std::move(module)), alloc_(std::move(alloc)), geo_(geo), opts_(options) {}
 
 std::shared_ptr<Session> Session::enable(const std::string& module_path, std::shared_ptr<Device> device,
-                                         const Options& options)
-{
+                                         const Options& options) {
     if (!device) throw Error("vrex::lcp::Session::enable: no device");
     if (options.radius > 31 || options.guard_bits > 32)
         throw Error("vrex::lcp: radius must be 0..31 and guard_bits 0..32");
@@ -67,7 +61,8 @@ std::shared_ptr<Session> Session::enable(const std::string& module_path, std::sh
     try {
         m = torch::jit::load(module_path);
     } catch (const c10::Error& e) {
-        throw Error("vrex::lcp: cannot load TorchScript module " + module_path + ": " + e.what_without_backtrace());
+        throw Error("vrex::lcp: cannot load TorchScript module " + module_path + ": " +
+                    e.what_without_backtrace());
     }
     m.eval();
     const Geometry geo = read_geometry(m, module_path);
@@ -75,8 +70,9 @@ std::shared_ptr<Session> Session::enable(const std::string& module_path, std::sh
     // sooner would free memory the model still reads.
     const std::uint32_t zombie = device->info().zombie_frames;
     if (geo.window > zombie)
-        throw Error("vrex::lcp: window " + std::to_string(geo.window) + " frames exceeds the device's zombie threshold " +
-                    std::to_string(zombie) + ": blocks would be evicted under the window");
+        throw Error("vrex::lcp: window " + std::to_string(geo.window) +
+                    " frames exceeds the device's zombie threshold " + std::to_string(zombie) +
+                    ": blocks would be evicted under the window");
     ModelGeometry g;
     g.layers = geo.layers;
     g.kv_heads = geo.kv_heads;
@@ -87,20 +83,20 @@ std::shared_ptr<Session> Session::enable(const std::string& module_path, std::sh
     return std::make_shared<Session>(Key{}, std::move(m), std::move(alloc), geo, options);
 }
 
-std::unique_ptr<StreamRunner> Session::stream()
-{
-    return std::make_unique<StreamRunner>(shared_from_this(), take(alloc_->create_stream(), "vrex::lcp: create stream"));
+std::unique_ptr<StreamRunner> Session::stream() {
+    return std::make_unique<StreamRunner>(shared_from_this(),
+                                          take(alloc_->create_stream(), "vrex::lcp: create stream"));
 }
 
-torch::Tensor Session::view(const KvBlock& block, bool writable) const
-{
+torch::Tensor Session::view(const KvBlock& block, bool writable) const {
     const std::int64_t want = std::int64_t{geo_.layers} * 2 * geo_.kv_heads * geo_.tokens_per_region *
                               geo_.head_dim * static_cast<std::int64_t>(sizeof(float));
     if (static_cast<std::int64_t>(block.view.size()) != want)
-        throw Error("vrex::lcp: block " + std::to_string(block.id) + " is " + std::to_string(block.view.size()) +
-                    " B, the model needs " + std::to_string(want));
+        throw Error("vrex::lcp: block " + std::to_string(block.id) + " is " +
+                    std::to_string(block.view.size()) + " B, the model needs " + std::to_string(want));
     if (writable && block.data.empty())
-        throw Error("vrex::lcp: block " + std::to_string(block.id) + " is shared (read-only); cannot prefill into it");
+        throw Error("vrex::lcp: block " + std::to_string(block.id) +
+                    " is shared (read-only); cannot prefill into it");
     // from_blob takes void*; a read-only block is only ever read (the module writes fresh blocks).
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast)
     void* p = writable ? static_cast<void*>(block.data.data()) : const_cast<std::byte*>(block.view.data());
@@ -109,24 +105,19 @@ torch::Tensor Session::view(const KvBlock& block, bool writable) const
 }
 
 StreamRunner::StreamRunner(std::shared_ptr<Session> session, std::unique_ptr<Stream> stream)
-    : s_(std::move(session)), st_(std::move(stream))
-{
-}
+    : s_(std::move(session)), st_(std::move(stream)) {}
 
-const std::vector<KvBlock>& StreamRunner::last_frame() const
-{
+const std::vector<KvBlock>& StreamRunner::last_frame() const {
     if (frames_.empty()) throw Error("vrex::lcp: no frame stepped yet");
     return frames_.back();
 }
 
-std::int64_t StreamRunner::computed_at(std::uint32_t block_id) const
-{
+std::int64_t StreamRunner::computed_at(std::uint32_t block_id) const {
     const auto it = ledger_.find(block_id);
     return it == ledger_.end() ? -1 : std::int64_t{it->second.born};
 }
 
-std::vector<KvBlock> StreamRunner::candidates(std::uint32_t region, const Fingerprint& fp)
-{
+std::vector<KvBlock> StreamRunner::candidates(std::uint32_t region, const Fingerprint& fp) {
     const Options& o = s_->options();
     std::vector<KvBlock> out;
     const Retrieval tmp = take(st_->retrieve_temporal(region, -1), "vrex::lcp: retrieve_temporal");
@@ -139,25 +130,24 @@ std::vector<KvBlock> StreamRunner::candidates(std::uint32_t region, const Finger
     return out;
 }
 
-bool StreamRunner::guard(const KvBlock& cand, std::uint32_t hash) const
-{
+bool StreamRunner::guard(const KvBlock& cand, std::uint32_t hash) const {
     const Options& o = s_->options();
     const auto it = ledger_.find(cand.id);
     // A block this runner did not compute, or an id the device recycled since: never trusted.
-    if (it == ledger_.end() || !it->second.hashed || it->second.block.generation != cand.generation) return false;
+    if (it == ledger_.end() || !it->second.hashed || it->second.block.generation != cand.generation)
+        return false;
     if (o.max_age != 0 && t_ - it->second.born > o.max_age) return false;
     return static_cast<std::uint32_t>(std::popcount(it->second.hash ^ hash)) <= o.guard_bits;
 }
 
-StepResult StreamRunner::step(const LumaView& luma, const torch::Tensor& tokens)
-{
+StepResult StreamRunner::step(const LumaView& luma, const torch::Tensor& tokens) {
     const Geometry& g = s_->geometry();
     const Options& o = s_->options();
     const std::int64_t visual = std::int64_t{g.regions} * g.tokens_per_region;
     if (tokens.dim() != 2 || tokens.size(0) != visual || tokens.size(1) != g.feat_dim ||
         tokens.scalar_type() != torch::kFloat32)
-        throw Error("vrex::lcp: tokens must be a [" + std::to_string(visual) + ", " + std::to_string(g.feat_dim) +
-                    "] float32 tensor");
+        throw Error("vrex::lcp: tokens must be a [" + std::to_string(visual) + ", " +
+                    std::to_string(g.feat_dim) + "] float32 tensor");
     torch::NoGradGuard no_grad;
     torch::jit::Module& m = s_->module();
     const FrameInfo info = take(st_->begin_frame(luma), "vrex::lcp: begin_frame");
@@ -171,7 +161,8 @@ StepResult StreamRunner::step(const LumaView& luma, const torch::Tensor& tokens)
     std::vector<KvBlock> blocks(g.regions);
     if (o.reuse) {
         const torch::Tensor h = m.get_method("key_hash")({vis}).toTensor();
-        for (std::uint32_t r = 0; r < g.regions; ++r) hashes[r] = static_cast<std::uint32_t>(h[r].item<std::int64_t>());
+        for (std::uint32_t r = 0; r < g.regions; ++r)
+            hashes[r] = static_cast<std::uint32_t>(h[r].item<std::int64_t>());
     }
     double hal_s = 0;  // HAL calls are not the model's prefill: taken out of prefill_s
     const double h0 = thread_seconds();

@@ -16,7 +16,9 @@ Reuse of region r at frame t:
               candidate whatever the fingerprints say.
   guard       model-side: sign-random-projection hash (32 hyperplanes) of the region's layer-0 keys,
               computed from the frame's embeddings (one K projection, far cheaper than the prefill),
-              against the hash recorded when the candidate block was computed; Hamming <= 7 passes.
+              against the hash recorded when the candidate block was computed (what the block
+              holds, so drift cannot accumulate); Hamming <= 2 passes, and the block must be at most
+              max_age = 4 frames old (values chosen by measurement: docs/model.md "Guard").
   reuse       Stream.reuse(r, block): the frame's entry points at the old block; the region's visual
               tokens are not computed (no K/V projections, attention or MLP for them).
 The window ledger releases a block once no frame of the last W references it.
@@ -46,8 +48,8 @@ class Options:
     reuse: bool = True
     fcc: bool = True            # filter candidates by the FCC fingerprint radius
     radius: int = 20            # fingerprint Hamming radius (0..31)
-    guard_bits: int = 7         # max Hamming distance of the key hashes
-    max_age: int = 0            # reuse a block only this many frames after it was computed (0: no cap)
+    guard_bits: int = 2         # max Hamming distance of the key hashes (docs/model.md "Guard")
+    max_age: int = 4            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
     backend: str = "emulated"
 

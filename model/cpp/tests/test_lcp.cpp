@@ -24,8 +24,7 @@ struct Golden {
     torch::Tensor tokens, luma, exact_ref, lcp_logits, lcp_reused, lcp_tokens, opts;
 };
 
-const Golden& golden()
-{
+const Golden& golden() {
     static const Golden g = [] {
         const char* dir = std::getenv("VREX_LCP_GOLDEN");
         if (dir == nullptr) throw std::runtime_error("VREX_LCP_GOLDEN is not set (ctest sets it)");
@@ -44,10 +43,11 @@ const Golden& golden()
     return g;
 }
 
-std::int64_t frames() { return golden().tokens.size(0); }
+std::int64_t frames() {
+    return golden().tokens.size(0);
+}
 
-LumaView luma(std::int64_t t)
-{
+LumaView luma(std::int64_t t) {
     const torch::Tensor& l = golden().luma;
     LumaView v;
     v.data = l[t].data_ptr<std::uint8_t>();
@@ -57,8 +57,7 @@ LumaView luma(std::int64_t t)
     return v;
 }
 
-std::shared_ptr<Device> device(std::uint32_t zombie_frames = 0)
-{
+std::shared_ptr<Device> device(std::uint32_t zombie_frames = 0) {
     DeviceOptions o;
     o.backend = BackendChoice::emulated;
     o.backend_options.emu_zombie_frames = zombie_frames;
@@ -67,8 +66,7 @@ std::shared_ptr<Device> device(std::uint32_t zombie_frames = 0)
     return *d;
 }
 
-lcp::Options golden_options()
-{
+lcp::Options golden_options() {
     lcp::Options o;
     o.radius = static_cast<std::uint32_t>(golden().opts[0].item<std::int64_t>());
     o.guard_bits = static_cast<std::uint32_t>(golden().opts[1].item<std::int64_t>());
@@ -76,20 +74,20 @@ lcp::Options golden_options()
     return o;
 }
 
-std::shared_ptr<lcp::Session> session(const lcp::Options& o, std::uint32_t zombie_frames = 0)
-{
+std::shared_ptr<lcp::Session> session(const lcp::Options& o, std::uint32_t zombie_frames = 0) {
     return lcp::Session::enable(golden().dir + "/decoder.ts", device(zombie_frames), o);
 }
 
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
+    return (a - b).abs().max().item<double>();
+}
 
 class LcpCpp : public ::testing::Test {
   protected:
     void SetUp() override { at::set_num_threads(1); }
 };
 
-TEST_F(LcpCpp, ExactKvEqualsReference)
-{
+TEST_F(LcpCpp, ExactKvEqualsReference) {
     lcp::Options o;
     o.reuse = false;
     auto s = session(o);
@@ -102,8 +100,7 @@ TEST_F(LcpCpp, ExactKvEqualsReference)
     }
 }
 
-TEST_F(LcpCpp, ReuseRunEqualsPythonEnable)
-{
+TEST_F(LcpCpp, ReuseRunEqualsPythonEnable) {
     auto s = session(golden_options());
     auto r = s->stream();
     std::int64_t reused = 0;
@@ -118,8 +115,7 @@ TEST_F(LcpCpp, ReuseRunEqualsPythonEnable)
     EXPECT_GT(reused, 0);
 }
 
-TEST_F(LcpCpp, KvTensorsAliasBlockMemory)
-{
+TEST_F(LcpCpp, KvTensorsAliasBlockMemory) {
     lcp::Options o;
     o.reuse = false;
     auto s = session(o);
@@ -134,8 +130,7 @@ TEST_F(LcpCpp, KvTensorsAliasBlockMemory)
 
 // Reuse skips prefill: a reused region's block is an earlier frame's, its bytes are not rewritten,
 // and only the fresh regions' tokens go through the model.
-TEST_F(LcpCpp, ReusedRegionsSkipPrefill)
-{
+TEST_F(LcpCpp, ReusedRegionsSkipPrefill) {
     auto s = session(golden_options());
     auto r = s->stream();
     const auto bytes = s->allocator().block_bytes();
@@ -151,7 +146,8 @@ TEST_F(LcpCpp, ReusedRegionsSkipPrefill)
             if (out.stats.reused_region[reg]) {
                 ASSERT_TRUE(snap.count(b.id)) << "reused block " << b.id << " was never computed";
                 EXPECT_LT(r->computed_at(b.id), t);
-                EXPECT_EQ(std::memcmp(snap[b.id].data(), b.view.data(), bytes), 0) << "reused block rewritten";
+                EXPECT_EQ(std::memcmp(snap[b.id].data(), b.view.data(), bytes), 0)
+                    << "reused block rewritten";
                 ++checked;
             } else {
                 EXPECT_EQ(r->computed_at(b.id), t);
@@ -162,8 +158,7 @@ TEST_F(LcpCpp, ReusedRegionsSkipPrefill)
     EXPECT_GT(checked, 0);
 }
 
-TEST_F(LcpCpp, AgeCapBoundsReuse)
-{
+TEST_F(LcpCpp, AgeCapBoundsReuse) {
     lcp::Options o = golden_options();
     o.max_age = 1;
     auto s = session(o);
@@ -179,8 +174,7 @@ TEST_F(LcpCpp, AgeCapBoundsReuse)
 
 // The window ledger: the HAL holds exactly the blocks the window references; blocks leaving it are
 // released, and their handles are stale from then on (never reused).
-TEST_F(LcpCpp, WindowLedgerReleasesAndStaleHandlesAreRefused)
-{
+TEST_F(LcpCpp, WindowLedgerReleasesAndStaleHandlesAreRefused) {
     auto s = session(golden_options());
     auto r = s->stream();
     std::vector<KvBlock> first;
@@ -205,8 +199,7 @@ TEST_F(LcpCpp, WindowLedgerReleasesAndStaleHandlesAreRefused)
     EXPECT_GT(gone, 0U);
 }
 
-TEST_F(LcpCpp, ZombieThresholdBelowWindowIsRefused)
-{
+TEST_F(LcpCpp, ZombieThresholdBelowWindowIsRefused) {
     try {
         session(golden_options(), 1);
         FAIL() << "a device that ages blocks out inside the window was accepted";
@@ -215,8 +208,7 @@ TEST_F(LcpCpp, ZombieThresholdBelowWindowIsRefused)
     }
 }
 
-TEST_F(LcpCpp, BadInputIsAnError)
-{
+TEST_F(LcpCpp, BadInputIsAnError) {
     auto s = session(golden_options());
     auto r = s->stream();
     EXPECT_THROW(r->step(luma(0), torch::zeros({3, 3})), lcp::Error);

@@ -36,11 +36,11 @@ struct Error : std::runtime_error {
 
 struct Options {
     bool reuse = true;
-    bool fcc = true;                // a temporal candidate counts only within @radius of the frame's fingerprint
-    std::uint32_t radius = 20;      // FCC fingerprint Hamming radius (0..31)
-    std::uint32_t guard_bits = 7;   // max Hamming distance of the 32-bit key hashes
-    std::uint32_t max_age = 0;      // frames a block may be reused after it was computed (0: no cap)
-    bool similar = true;            // also ask the similarity lookup
+    bool fcc = true;            // a temporal candidate counts only within @radius of the frame's fingerprint
+    std::uint32_t radius = 20;  // FCC fingerprint Hamming radius (0..31)
+    std::uint32_t guard_bits = 2;  // max Hamming distance of the 32-bit key hashes
+    std::uint32_t max_age = 4;     // frames a block may be reused after it was computed (0: no cap)
+    bool similar = true;           // also ask the similarity lookup
 };
 
 // The module's shape (ScriptStep.geometry()).
@@ -50,11 +50,11 @@ struct Geometry {
 };
 
 struct StepStats {
-    std::uint32_t reused = 0;             // regions whose KV came from an earlier block
-    std::uint32_t tokens = 0;             // tokens prefilled: fresh regions' visual tokens + queries
-    std::uint32_t stale_fallbacks = 0;    // candidates the HAL refused as stale (recomputed instead)
-    std::vector<bool> reused_region;      // per region
-    double prefill_s = 0;                 // thread CPU time of the model's part of the step
+    std::uint32_t reused = 0;           // regions whose KV came from an earlier block
+    std::uint32_t tokens = 0;           // tokens prefilled: fresh regions' visual tokens + queries
+    std::uint32_t stale_fallbacks = 0;  // candidates the HAL refused as stale (recomputed instead)
+    std::vector<bool> reused_region;    // per region
+    double prefill_s = 0;               // thread CPU time of the model's part of the step
 };
 
 struct StepResult {

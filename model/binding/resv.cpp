@@ -2,6 +2,8 @@
 // layer's decode-time retrieval (model/vrex/retrieval.py). Keys and queries go in as float32 numpy
 // arrays; the HAL quantizes them per vector (resv_quantize) and the device hashes them, so Python
 // never re-implements the hash, the clustering or WiCSum.
+#include "vrex/resv.hpp"
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -13,8 +15,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "vrex/resv.hpp"
 
 namespace py = pybind11;
 using namespace vrex;
@@ -42,7 +42,8 @@ ResvMode mode_from(const std::string& s) {
 
 std::span<const float> rows(const F32& a, std::uint32_t dim, const char* what) {
     if (a.ndim() != 2 || static_cast<std::uint32_t>(a.shape(1)) != dim)
-        throw std::invalid_argument(std::string(what) + " must be a 2-D array [n, " + std::to_string(dim) + "]");
+        throw std::invalid_argument(std::string(what) + " must be a 2-D array [n, " + std::to_string(dim) +
+                                    "]");
     return {a.data(), static_cast<std::size_t>(a.size())};
 }
 
@@ -96,7 +97,8 @@ void bind_resv(py::module_& m) {
             },
             py::arg("keys"), "hashes keys [n, dim] into the head (all or nothing); returns its token count")
         .def(
-            "truncate", [](ResvHead& h, std::uint32_t keep) {
+            "truncate",
+            [](ResvHead& h, std::uint32_t keep) {
                 auto r = h.truncate(keep);
                 if (!r) fail("ReSV truncate to " + std::to_string(keep), r.error());
             },

@@ -5,9 +5,11 @@
 // the Python exact reference. A measurement tool (docs/model.md "C++"), not a test.
 #include <ATen/Parallel.h>
 #include <fmt/core.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,14 @@ int main(int argc, char** argv) {
     }
     try {
         at::set_num_threads(1);
+        // VREX_LCP_JIT_OPT=0: the TorchScript graph executor without its optimisation passes.
+        if (const char* e = std::getenv("VREX_LCP_JIT_OPT"); e != nullptr && std::string(e) == "0")
+            torch::jit::setGraphExecutorOptimize(false);
+        // VREX_LCP_JIT_PROFILING=0: the simple executor instead of the profiling one.
+        if (const char* e = std::getenv("VREX_LCP_JIT_PROFILING"); e != nullptr && std::string(e) == "0") {
+            torch::jit::getProfilingMode() = false;
+            torch::jit::getExecutorMode() = false;
+        }
         const std::string dir = argv[1];
         torch::jit::Module g = torch::jit::load(dir + "/golden.pt");
         const torch::Tensor tokens = g.attr("tokens").toTensor();

@@ -45,6 +45,8 @@
 #define MAX_MAPS 6
 #define MAX_ITEMS 64
 #define NIDS (DRM_VREX_RESERVED_10 + 1)
+/* The ReSV ids (11..15) are not fuzzed here yet; "past the table" starts after them. */
+#define FIRST_PAST (DRM_VREX_RESV_TRUNCATE + 1)
 /* Buckets of the per-id table: the vrex ids, then "past the table", then DRM core ioctls. */
 #define ID_PAST NIDS
 #define ID_CORE (NIDS + 1)
@@ -606,7 +608,7 @@ static void fuzz_other_ioctl(struct worker *w)
 		memset(raw, 0, sizeof(raw));
 		mutate(w, raw, sizeof(raw));
 		r = do_ioctl(s.fd, _IOC(below(w, 4), DRM_IOCTL_BASE,
-					DRM_COMMAND_BASE + NIDS + below(w, 0x60 - NIDS),
+					DRM_COMMAND_BASE + FIRST_PAST + below(w, 0x60 - FIRST_PAST),
 					below(w, sizeof(raw))), raw);
 		count_result(ID_PAST, r);
 		if (!r)

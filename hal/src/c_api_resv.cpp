@@ -36,8 +36,10 @@ bool read_params(const vrex_hal_resv_params* in, vrex_hal_resv_params& out) {
     vrex_hal_resv_default_params(&out);
     const std::size_t size = in->struct_size;
     if (size < sizeof(in->struct_size)) return false;
-    const auto* bytes = reinterpret_cast<const unsigned char*>(in);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
-    if (size > sizeof(out) && std::any_of(bytes + sizeof(out), bytes + size, [](unsigned char b) { return b != 0; }))
+    const auto* bytes =
+        reinterpret_cast<const unsigned char*>(in);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+    if (size > sizeof(out) &&
+        std::any_of(bytes + sizeof(out), bytes + size, [](unsigned char b) { return b != 0; }))
         return false;
     std::memcpy(&out, in, std::min(size, sizeof(out)));
     out.struct_size = sizeof(out);
@@ -55,7 +57,8 @@ vrex_hal_status selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_h
     sel->qhash = s->qhash;
     sel->cutoff = s->cutoff;
     const std::size_t n = std::min<std::size_t>(capacity, s->ranges.size());
-    for (std::size_t i = 0; i < n; i++) ranges[i] = vrex_hal_resv_range{s->ranges[i].first, s->ranges[i].count};
+    for (std::size_t i = 0; i < n; i++)
+        ranges[i] = vrex_hal_resv_range{s->ranges[i].first, s->ranges[i].count};
     return VREX_HAL_OK;
 }
 
@@ -75,8 +78,9 @@ vrex_hal_status select(vrex_hal_resv_head* h, const T* query, uint32_t flags, vr
                        uint32_t capacity, vrex_hal_resv_selection* sel) {
     if (!h || !query || !sel || (capacity && !ranges) || (flags & ~VREX_HAL_RESV_BLOCKS))
         return VREX_HAL_ERR_INVALID;
-    return selection_out(h->head->select(std::span<const T>(query, h->head->dim()), flags & VREX_HAL_RESV_BLOCKS),
-                         ranges, capacity, sel);
+    return selection_out(
+        h->head->select(std::span<const T>(query, h->head->dim()), flags & VREX_HAL_RESV_BLOCKS), ranges,
+        capacity, sel);
 }
 
 }  // namespace
@@ -119,9 +123,13 @@ vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device* dev, const vrex_hal_r
     });
 }
 
-void vrex_hal_resv_head_destroy(vrex_hal_resv_head* head) { delete head; }
+void vrex_hal_resv_head_destroy(vrex_hal_resv_head* head) {
+    delete head;
+}
 
-uint32_t vrex_hal_resv_head_tokens(const vrex_hal_resv_head* head) { return head ? head->head->tokens() : 0; }
+uint32_t vrex_hal_resv_head_tokens(const vrex_hal_resv_head* head) {
+    return head ? head->head->tokens() : 0;
+}
 
 vrex_hal_status vrex_hal_resv_append_f32(vrex_hal_resv_head* head, const float* keys, size_t count,
                                          uint32_t* tokens) {

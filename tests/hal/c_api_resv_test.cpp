@@ -122,8 +122,9 @@ TEST_P(CApiResv, SelectionsMatchTheCxxApi) {
         const bool blocks = round % 2;
         std::vector<vrex_hal_resv_range> r(700);
         vrex_hal_resv_selection sel{};
-        ASSERT_EQ(vrex_hal_resv_select_f32(h, q.data(), blocks ? VREX_HAL_RESV_BLOCKS : 0, r.data(), 700, &sel),
-                  VREX_HAL_OK);
+        ASSERT_EQ(
+            vrex_hal_resv_select_f32(h, q.data(), blocks ? VREX_HAL_RESV_BLOCKS : 0, r.data(), 700, &sel),
+            VREX_HAL_OK);
         auto want = (*ref)->select(std::span<const float>(q), blocks);
         ASSERT_TRUE(want);
         EXPECT_EQ(sel.tokens, want->tokens);
@@ -140,8 +141,9 @@ TEST_P(CApiResv, SelectionsMatchTheCxxApi) {
         if (sel.ranges >= 2) {
             std::vector<vrex_hal_resv_range> two(3, vrex_hal_resv_range{0xdead, 0xbeef});
             vrex_hal_resv_selection s2{};
-            ASSERT_EQ(vrex_hal_resv_select_f32(h, q.data(), blocks ? VREX_HAL_RESV_BLOCKS : 0, two.data(), 1, &s2),
-                      VREX_HAL_OK);
+            ASSERT_EQ(
+                vrex_hal_resv_select_f32(h, q.data(), blocks ? VREX_HAL_RESV_BLOCKS : 0, two.data(), 1, &s2),
+                VREX_HAL_OK);
             EXPECT_EQ(s2.ranges, sel.ranges);
             EXPECT_EQ(two[0].first, r[0].first);
             EXPECT_EQ(two[1].first, 0xdeadu);

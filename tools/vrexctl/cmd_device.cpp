@@ -244,7 +244,8 @@ void add_stats(CLI::App& app, GlobalOptions& g) {
         }
         for (const auto& [k, v] : j.items()) {
             if (v.is_object()) {  // a unit's block: "resv.keys" etc.
-                for (const auto& [k2, v2] : v.items()) fmt::print("{:<22} {}\n", k + "." + k2, v2.dump());
+                for (const auto& [k2, v2] : v.items())
+                    fmt::print("{:<22} {}\n", fmt::format("{}.{}", k, k2), v2.dump());
                 continue;
             }
             fmt::print("{:<22} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());

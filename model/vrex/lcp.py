@@ -49,6 +49,12 @@ class Options:
     guard_bits: int = 7         # max Hamming distance of the key hashes
     similar: bool = True        # also ask the similarity lookup
     backend: str = "emulated"
+    # Decode-time token retrieval (retrieval.py): "none", "wicsum" (ReSV on the device), or the
+    # anchors "oracle" / "quest" / "random" at WiCSum's budget; ratio = the WiCSum ratio register.
+    retrieval: str = "none"
+    ratio: float = 0.3
+    resv_th: int = 7
+    resv_lut_scale: float = 6.0
 
 
 @dataclass
@@ -110,6 +116,13 @@ class Session:
         if c.window + 1 > self.device.zombie_frames + 1:
             raise RuntimeError(f"window {c.window} frames exceeds the device's zombie threshold "
                                f"{self.device.zombie_frames}: blocks would be evicted under the window")
+        self.retrieval = None
+        if opts.retrieval != "none":
+            from . import retrieval
+
+            self.retrieval = retrieval.Retrieval(self.device, c.layers, c.kv_heads, c.head_dim,
+                                                 retrieval.RetrievalOptions(opts.retrieval, opts.ratio, opts.resv_th,
+                                                                            opts.resv_lut_scale))
 
     def stream(self) -> "StreamRunner":
         return StreamRunner(self, self.alloc.create_stream())
@@ -226,7 +239,11 @@ class StreamRunner:
             if past_n:
                 ks.insert(0, past[li, 0])
                 vs.insert(0, past[li, 1])
-            a = attend(blk.attn, h, q_rope, torch.cat(ks, 1)[None], torch.cat(vs, 1)[None], k_rope, bias)
+            kk, vv = torch.cat(ks, 1)[None], torch.cat(vs, 1)[None]
+            if self.s.retrieval is not None:  # the query tokens read only the selected cached tokens
+                a = self.s.retrieval.attend(blk.attn, li, h, q_rope, kk, vv, k_rope, bias, nf, (past_n + 1) * c.visual)
+            else:
+                a = attend(blk.attn, h, q_rope, kk, vv, k_rope, bias)
             if keep_attn:
                 fs.attn_out.append(a[0, nf:].clone())
             x = blk.mlp(x + a)

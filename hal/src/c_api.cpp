@@ -496,7 +496,7 @@ namespace {
 vrex::Error check_batch(const vrex_hal_batch* b, bool allocate) {
     if (!b) return invalid("batch is NULL");
     const std::size_t size = b->struct_size;
-    if (size < offsetof(vrex_hal_batch, blocks) + sizeof(b->blocks))
+    if (size < sizeof(vrex_hal_batch))  // 0.3, the first version with batches
         return invalid("batch: struct_size " + std::to_string(size) + " is below the " +
                        std::to_string(sizeof(vrex_hal_batch)) + " of version 0.3");
     const auto* bytes = reinterpret_cast<const unsigned char*>(b);

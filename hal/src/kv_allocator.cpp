@@ -4,6 +4,8 @@
 // new slab once the allocator holds at least a slab's worth of free slots outside the group; a new
 // slab goes to the group if it has room, else to any bank (a fallback). A slab whose last block is
 // freed is destroyed unless it is one of the spare_slabs empty slabs kept against churn.
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
@@ -57,7 +59,10 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
 
 KvAllocator::~KvAllocator() {
     // Streams hold a reference to the allocator, so every block is released by now.
-    for (const Impl::Slab& s : impl_->slabs) (void)device_->backend().bo_destroy(s.handle);
+    for (const Impl::Slab& s : impl_->slabs) {
+        if (s.dmabuf >= 0) ::close(s.dmabuf);
+        (void)device_->backend().bo_destroy(s.handle);
+    }
 }
 
 Result<std::unique_ptr<Stream>> KvAllocator::create_stream(const StreamOptions& options) {
@@ -95,7 +100,11 @@ Result<KvAllocator::Placement> KvAllocator::new_slab_slot(std::uint64_t bank_mas
 }
 
 void KvAllocator::release_empty_slab(std::size_t index) {
-    const Impl::Slab& s = impl_->slabs[index];
+    Impl::Slab& s = impl_->slabs[index];
+    if (s.dmabuf >= 0) {  // exporters hold their own dups; this one only served later exports
+        ::close(s.dmabuf);
+        s.dmabuf = -1;
+    }
     // Only a slab without live blocks gets here, so the device holds no address into it; should the
     // backend refuse anyway (EBUSY, device lost), the slab stays and is reused or destroyed later.
     if (device_->backend().bo_destroy(s.handle)) return;

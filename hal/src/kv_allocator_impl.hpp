@@ -17,6 +17,9 @@ struct KvAllocator::Impl {
         std::uint32_t bank = 0;
         std::span<std::byte> map;
         std::vector<std::uint32_t> free_slots;  // block indices, popped from the back
+        // The slab's dma-buf, exported on the first Stream::export_dmabuf() of one of its blocks and
+        // closed with the slab; every export hands out a dup of it (one buffer per slab).
+        int dmabuf = -1;
     };
 
     std::mutex mu;  // slabs, stats, blocks

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -602,11 +603,23 @@ Result<FrameEnd> Stream::do_end_frame() {
 }
 
 Result<int> Stream::do_export_dmabuf(const KvBlock& block) {
-    {
-        std::lock_guard lock(alloc_->impl_->mu);
-        if (!alloc_->impl_->blocks->find(block.id, block.generation)) return local_error(errc::stale_handle);
+    // One dma-buf per slab, exported once and cached: every block of the slab (at block.offset) and
+    // every repeated export share the same buffer (and open file description); the caller gets a dup.
+    std::lock_guard lock(alloc_->impl_->mu);
+    const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
+    if (!r) return local_error(errc::stale_handle);
+    auto& slabs = alloc_->impl_->slabs;
+    auto slab =
+        std::find_if(slabs.begin(), slabs.end(), [&](const auto& s) { return s.handle == r->handle; });
+    if (slab == slabs.end()) return local_error(errc::stale_handle);
+    if (slab->dmabuf < 0) {
+        auto fd = alloc_->device().backend().bo_export_dmabuf(slab->handle);
+        if (!fd) return Error{fd.error(), "PRIME export of slab " + std::to_string(slab->handle)};
+        slab->dmabuf = *fd;
     }
-    return alloc_->device().backend().bo_export_dmabuf(block.handle);
+    const int dup = ::fcntl(slab->dmabuf, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return Error{std::error_code(errno, std::generic_category()), "dup of the slab's dma-buf"};
+    return dup;
 }
 
 }  // namespace vrex

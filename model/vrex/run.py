@@ -57,7 +57,7 @@ def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
 
 
 def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
-        stream_offset: int = 0, resv_ratio: float = RESV_RATIO) -> dict[str, Any]:
+        stream_offset: int = 0, resv_ratio: float = RESV_RATIO, max_age: int = 0) -> dict[str, Any]:
     """@stream_offset: the i-th clip's stream starts at frame i * stream_offset (so that several
     streams of one clip show different footage)."""
     torch.set_num_threads(1)  # see train.py: one thread on a shared 2-core machine
@@ -78,7 +78,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
         feats.append((f - norm["mean"]) / norm["std"])
     sessions = {}
     for name, kw in MODES.items():
-        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits}
+        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
         opts.update(kw)
         if name == "resv":
             opts["ratio"] = resv_ratio
@@ -167,6 +167,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
         "window_frames": c.window,
         "radius": radius,
         "guard_hamming": guard_bits,
+        "guard_max_age": max_age,
         "hash_bits": lcp.HASH_BITS,
         "block_bytes": block_bytes,
         "exact_prefill_ms_mean": float(np.mean(exact_ms)),
@@ -217,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("clips", nargs="+", type=Path, help="video files FFmpeg reads (one stream each)")
     ap.add_argument("--max-frames", type=int, default=None)
     ap.add_argument("--radius", type=int, default=20, help="fingerprint Hamming radius (0..31)")
-    ap.add_argument("--guard-bits", type=int, default=7, help="key-hash Hamming threshold (0..32)")
+    ap.add_argument("--guard-bits", type=int, default=lcp.Options.guard_bits, help="key-hash Hamming threshold (0..32)")
+    ap.add_argument("--max-age", type=int, default=lcp.Options.max_age,
+                    help="reuse a block at most this many frames after it was computed (0: no cap)")
     ap.add_argument("--stream-offset", type=int, default=0, help="the i-th clip starts at frame i * this")
     ap.add_argument("--resv-ratio", type=float, default=RESV_RATIO, help="WiCSum ratio of the resv run (0..1)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
@@ -230,11 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 <= args.resv_ratio <= 1.0:
         print("vrex.run: --resv-ratio must be 0..1", file=sys.stderr)
         return 2
-    if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32:
-        print("vrex.run: --radius must be 0..31 and --guard-bits 0..32", file=sys.stderr)
+    if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
+        print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
     try:
-        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset, args.resv_ratio)
+        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset, args.resv_ratio,
+                  args.max_age)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

@@ -1,8 +1,10 @@
 // The C ABI over the C++ engine API. Every entry point catches everything: a C caller only ever
 // sees a status code.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "vrex/hal.hpp"
 #include "vrex/vrex_hal.h"
@@ -17,6 +19,7 @@ struct vrex_hal_allocator {
 struct vrex_hal_stream {
     std::unique_ptr<vrex::Stream> stream;
     std::vector<vrex_hal_released> last_released;  // of the last end_frame
+    mutable std::string last_error;                // vrex_hal_stream_last_error()
 };
 
 namespace {
@@ -53,14 +56,40 @@ vrex_hal_status to_status(std::error_code ec) {
     return VREX_HAL_ERR_IO;
 }
 
-template <class F>
-vrex_hal_status guarded(F&& f) noexcept {
+thread_local std::string t_last_error;  // vrex_hal_last_error()
+
+vrex::Error ok() {
+    return {};
+}
+
+vrex::Error invalid(std::string what) {
+    return {std::errc::invalid_argument, std::move(what)};
+}
+
+// Records "@fn: <message>" as the thread's (and @s's) last error and maps the code to a status.
+vrex_hal_status record(const char* fn, const vrex_hal_stream* s, const vrex::Error& e) noexcept {
+    const vrex_hal_status st = e ? to_status(e.code()) : VREX_HAL_OK;
+    if (!e) return st;
     try {
-        return f();
+        std::string msg = std::string(fn) + ": " + e.message();
+        if (s) s->last_error = msg;
+        t_last_error = std::move(msg);
+    } catch (...) {  // no room for the message: the status still says what happened
+    }
+    return st;
+}
+
+// Runs @f (returning a vrex::Error, empty on success); nothing escapes to the C caller.
+template <class F>
+vrex_hal_status guarded(const char* fn, const vrex_hal_stream* s, F&& f) noexcept {
+    try {
+        return record(fn, s, f());
     } catch (const std::bad_alloc&) {
-        return VREX_HAL_ERR_NOMEM;
+        return record(fn, s, vrex::Error{std::errc::not_enough_memory, "out of host memory"});
+    } catch (const std::exception& e) {
+        return record(fn, s, vrex::Error{std::errc::io_error, e.what()});
     } catch (...) {
-        return VREX_HAL_ERR_IO;
+        return record(fn, s, vrex::Error{std::errc::io_error, "unknown exception"});
     }
 }
 
@@ -108,8 +137,8 @@ vrex::KvBlock from_c(const vrex_hal_block& b) {
     return k;
 }
 
-vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retrieval* out) {
-    if (!r) return to_status(r.error());
+vrex::Error retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retrieval* out) {
+    if (!r) return r.error_info();
     *out = vrex_hal_retrieval{};
     out->hit = r->hit;
     out->approximate = r->approximate;
@@ -119,7 +148,7 @@ vrex_hal_status retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_r
     out->fp[0] = r->fp.w[0];
     out->fp[1] = r->fp.w[1];
     if (r->hit) to_c(r->block, &out->block);
-    return VREX_HAL_OK;
+    return {};
 }
 
 }  // namespace
@@ -165,19 +194,19 @@ const char* vrex_hal_strerror(vrex_hal_status s) {
 }
 
 vrex_hal_status vrex_hal_device_open(const char* backend, vrex_hal_device** out) {
-    return guarded([&] {
-        if (!out) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, nullptr, [&] {
+        if (!out) return invalid("NULL pointer, nonzero pad or unknown flag");
         vrex::DeviceOptions o;
         auto choice = vrex::parse_backend_choice(backend ? backend : "auto");
-        if (!choice) return to_status(choice.error());
+        if (!choice) return choice.error_info();
         o.backend = *choice;
         auto dev = vrex::Device::open(o);
-        if (!dev) return to_status(dev.error());
+        if (!dev) return dev.error_info();
         auto h = std::make_unique<vrex_hal_device>();
         h->backend = std::string((*dev)->backend_name());
         h->dev = std::move(*dev);
         *out = h.release();
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
@@ -196,21 +225,24 @@ uint32_t vrex_hal_version(void) {
 vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device* dev, const vrex_hal_geometry* g,
                                                const vrex_hal_allocator_options* opts,
                                                vrex_hal_allocator** out) {
-    return guarded([&] {
-        if (!dev || !g || !out || g->pad) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, nullptr, [&] {
+        if (!dev || !g || !out || g->pad) return invalid("NULL pointer, nonzero pad or unknown flag");
         vrex::AllocatorOptions o;
         if (opts) {
             // Size-prefixed: fields past the caller's struct_size keep their defaults; bytes past
             // ours must be zero (a newer caller asking for something this library cannot do).
             vrex_hal_allocator_options known{};
             const std::size_t size = opts->struct_size;
-            if (size < sizeof(uint32_t)) return VREX_HAL_ERR_INVALID;
+            if (size < sizeof(uint32_t))
+                return invalid("allocator options: struct_size " + std::to_string(size) + " is below 4");
             std::memcpy(&known, opts, std::min(size, sizeof(known)));
             const auto* tail = reinterpret_cast<const unsigned char*>(opts);
             for (std::size_t i = sizeof(known); i < size; i++)
-                if (tail[i]) return VREX_HAL_ERR_INVALID;
+                if (tail[i])
+                    return invalid("allocator options: byte " + std::to_string(i) + " past the " +
+                                   std::to_string(sizeof(known)) + " this library knows is not zero");
             if (known.flags & ~(VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS))
-                return VREX_HAL_ERR_INVALID;
+                return invalid("allocator options: unknown flags " + std::to_string(known.flags));
             o.blocks_per_slab = known.blocks_per_slab;
             if (known.flags & VREX_HAL_ALLOC_SPARE_SLABS) o.spare_slabs = known.spare_slabs;
             o.evict_under_pressure = known.flags & VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE;
@@ -218,11 +250,11 @@ vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device* dev, const vrex_
         vrex::ModelGeometry geom{g->layers, g->kv_heads, g->head_dim, static_cast<vrex::DType>(g->dtype),
                                  g->tokens_per_block};
         auto a = vrex::KvAllocator::create(dev->dev, geom, o);
-        if (!a) return to_status(a.error());
+        if (!a) return a.error_info();
         auto h = std::make_unique<vrex_hal_allocator>();
         h->alloc = std::move(*a);
         *out = h.release();
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
@@ -241,14 +273,14 @@ uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator* a) {
 
 vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator* a, int pooled, uint32_t pool,
                                        vrex_hal_stream** out) {
-    return guarded([&] {
-        if (!a || !out) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, nullptr, [&] {
+        if (!a || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto s = a->alloc->create_stream(vrex::StreamOptions{pooled != 0, pool});
-        if (!s) return to_status(s.error());
+        if (!s) return s.error_info();
         auto h = std::make_unique<vrex_hal_stream>();
         h->stream = std::move(*s);
         *out = h.release();
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
@@ -262,10 +294,10 @@ uint32_t vrex_hal_stream_id(const vrex_hal_stream* s) {
 
 vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, uint32_t width, uint32_t height,
                                      uint32_t stride, vrex_hal_frame_info* info) {
-    return guarded([&] {
-        if (!s) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto f = s->stream->begin_frame(vrex::LumaView{luma, width, height, stride});
-        if (!f) return to_status(f.error());
+        if (!f) return f.error_info();
         if (info) {
             *info = vrex_hal_frame_info{};
             info->fp[0] = f->fp.w[0];
@@ -277,42 +309,42 @@ vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, ui
             info->flags = (f->opened_group ? VREX_HAL_FRAME_OPENED_GROUP : 0u) |
                           (f->conflict ? VREX_HAL_FRAME_CONFLICT : 0u);
         }
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
                                   vrex_hal_block* block) {
-    return guarded([&] {
-        if (!s || !block) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto b = s->stream->allocate(region, frame_offset);
-        if (!b) return to_status(b.error());
+        if (!b) return b.error_info();
         to_c(*b, block);
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_reuse(vrex_hal_stream* s, uint32_t region, const vrex_hal_block* block,
                                int32_t frame_offset) {
-    return guarded([&] {
-        if (!s || !block) return VREX_HAL_ERR_INVALID;
-        return to_status(s->stream->reuse(region, from_c(*block), frame_offset).error());
+    return guarded(__func__, s, [&] {
+        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        return vrex::Result<void>(s->stream->reuse(region, from_c(*block), frame_offset)).error_info();
     });
 }
 
 vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
                                            vrex_hal_retrieval* out) {
-    return guarded([&] {
-        if (!s || !out) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
         return retrieval_out(s->stream->retrieve_temporal(region, frame_offset), out);
     });
 }
 
 vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2],
                                           uint32_t radius, uint32_t flags, vrex_hal_retrieval* out) {
-    return guarded([&] {
+    return guarded(__func__, s, [&] {
         if (!s || !fp || !out || (flags & ~(VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY)))
-            return VREX_HAL_ERR_INVALID;
+            return invalid("NULL pointer, nonzero pad or unknown flag");
         vrex::Fingerprint q;
         q.w[0] = fp[0];
         q.w[1] = fp[1];
@@ -325,40 +357,40 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, c
 }
 
 vrex_hal_status vrex_hal_release(vrex_hal_stream* s, const vrex_hal_block* block) {
-    return guarded([&] {
-        if (!s || !block) return VREX_HAL_ERR_INVALID;
-        return to_status(s->stream->release(from_c(*block)).error());
+    return guarded(__func__, s, [&] {
+        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        return vrex::Result<void>(s->stream->release(from_c(*block))).error_info();
     });
 }
 
 vrex_hal_status vrex_hal_end_frame(vrex_hal_stream* s, uint32_t* released) {
-    return guarded([&] {
-        if (!s) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto n = s->stream->end_frame();
-        if (!n) return to_status(n.error());
+        if (!n) return n.error_info();
         s->last_released.clear();
         for (const vrex::ReleasedBlock& r : n->released) s->last_released.push_back(to_c(r));
         if (released) *released = n->count;
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_released_blocks(const vrex_hal_stream* s, vrex_hal_released* out, uint32_t capacity,
                                          uint32_t* count) {
-    return guarded([&] {
-        if (!s || !count || (capacity && !out)) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s || !count || (capacity && !out)) return invalid("NULL pointer, nonzero pad or unknown flag");
         *count = static_cast<uint32_t>(s->last_released.size());
         std::copy_n(s->last_released.begin(), std::min<std::size_t>(capacity, s->last_released.size()), out);
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream* s, vrex_hal_release_fn fn, void* user) {
-    return guarded([&] {
-        if (!s) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s) return invalid("NULL pointer, nonzero pad or unknown flag");
         if (!fn) {
             s->stream->on_release({});
-            return VREX_HAL_OK;
+            return ok();
         }
         s->stream->on_release([fn, user](std::span<const vrex::ReleasedBlock> rel) {
             std::vector<vrex_hal_released> c;
@@ -366,68 +398,69 @@ vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream* s, vrex_hal_release_
             for (const vrex::ReleasedBlock& r : rel) c.push_back(to_c(r));
             fn(user, c.data(), static_cast<uint32_t>(c.size()));
         });
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream* s, int* fd) {
-    return guarded([&] {
-        if (!s || !fd) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s || !fd) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto r = s->stream->release_event_fd();
-        if (!r) return to_status(r.error());
+        if (!r) return r.error_info();
         *fd = *r;
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_set_positions(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t first_token,
                                        uint32_t token_count) {
-    return guarded([&] {
-        if (!s || !block) return VREX_HAL_ERR_INVALID;
-        return to_status(s->stream->set_positions(from_c(*block), first_token, token_count).error());
+    return guarded(__func__, s, [&] {
+        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        return vrex::Result<void>(s->stream->set_positions(from_c(*block), first_token, token_count))
+            .error_info();
     });
 }
 
 vrex_hal_status vrex_hal_pin(vrex_hal_stream* s, const vrex_hal_block* block) {
-    return guarded([&] {
-        if (!s || !block) return VREX_HAL_ERR_INVALID;
-        return to_status(s->stream->pin(from_c(*block)).error());
+    return guarded(__func__, s, [&] {
+        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        return vrex::Result<void>(s->stream->pin(from_c(*block))).error_info();
     });
 }
 
 vrex_hal_status vrex_hal_unpin(vrex_hal_stream* s, const vrex_hal_block* block) {
-    return guarded([&] {
-        if (!s || !block) return VREX_HAL_ERR_INVALID;
-        return to_status(s->stream->unpin(from_c(*block)).error());
+    return guarded(__func__, s, [&] {
+        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        return vrex::Result<void>(s->stream->unpin(from_c(*block))).error_info();
     });
 }
 
 vrex_hal_status vrex_hal_copy_on_write(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t region,
                                        int32_t frame_offset, vrex_hal_block* out) {
-    return guarded([&] {
-        if (!s || !block || !out) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s || !block || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto b = s->stream->copy_on_write(from_c(*block), region, frame_offset);
-        if (!b) return to_status(b.error());
+        if (!b) return b.error_info();
         to_c(*b, out);
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream* s, const vrex_hal_block* block, int* fd) {
-    return guarded([&] {
-        if (!s || !block || !fd) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, s, [&] {
+        if (!s || !block || !fd) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto r = s->stream->export_dmabuf(from_c(*block));
-        if (!r) return to_status(r.error());
+        if (!r) return r.error_info();
         *fd = *r;
-        return VREX_HAL_OK;
+        return ok();
     });
 }
 
 vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out) {
-    return guarded([&] {
-        if (!a || !out) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, nullptr, [&] {
+        if (!a || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
         auto st = a->alloc->stats();
-        if (!st) return to_status(st.error());
+        if (!st) return st.error_info();
         *out = vrex_hal_stats{};
         out->hits = st->hits;
         out->approx_hits = st->approx_hits;
@@ -443,7 +476,75 @@ vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out) {
             out->bank_resident_blocks[b] = st->banks[b].resident_blocks;
             out->bank_resident_bytes[b] = st->banks[b].resident_bytes;
         }
-        return VREX_HAL_OK;
+        return ok();
+    });
+}
+
+const char* vrex_hal_last_error(void) {
+    return t_last_error.c_str();
+}
+
+const char* vrex_hal_stream_last_error(const vrex_hal_stream* s) {
+    return s ? s->last_error.c_str() : "";
+}
+
+}  // extern "C"
+
+namespace {
+
+// Checks a size-prefixed batch: NULL checks, struct_size and block_size, trailing bytes zero.
+vrex::Error check_batch(const vrex_hal_batch* b, bool allocate) {
+    if (!b) return invalid("batch is NULL");
+    const std::size_t size = b->struct_size;
+    if (size < sizeof(vrex_hal_batch))  // 0.3, the first version with batches
+        return invalid("batch: struct_size " + std::to_string(size) + " is below the " +
+                       std::to_string(sizeof(vrex_hal_batch)) + " of version 0.3");
+    const auto* bytes = reinterpret_cast<const unsigned char*>(b);
+    for (std::size_t i = sizeof(vrex_hal_batch); i < size; i++)
+        if (bytes[i])
+            return invalid("batch: byte " + std::to_string(i) + " past the " +
+                           std::to_string(sizeof(vrex_hal_batch)) + " this library knows is not zero");
+    if (b->flags || b->pad) return invalid("batch: flags and pad must be 0");
+    if (b->block_size < sizeof(vrex_hal_block))
+        return invalid("batch: block_size " + std::to_string(b->block_size) +
+                       " is below sizeof(struct vrex_hal_block) " + std::to_string(sizeof(vrex_hal_block)));
+    if (b->count && (!b->blocks || (allocate && !b->regions)))
+        return invalid("batch: " + std::to_string(b->count) + " entries but " +
+                       (b->blocks ? "regions" : "blocks") + " is NULL");
+    return {};
+}
+
+vrex_hal_block* batch_block(const vrex_hal_batch* b, std::size_t i) {
+    return reinterpret_cast<vrex_hal_block*>(reinterpret_cast<unsigned char*>(b->blocks) + i * b->block_size);
+}
+
+}  // namespace
+
+extern "C" {
+
+vrex_hal_status vrex_hal_allocate_batch(vrex_hal_stream* s, const vrex_hal_batch* b) {
+    return guarded(__func__, s, [&] {
+        if (!s) return invalid("stream is NULL");
+        if (auto e = check_batch(b, true)) return e;
+        auto v = s->stream->allocate_batch(std::span(b->regions, b->count), b->frame_offset);
+        if (!v) return v.error_info();
+        for (std::size_t i = 0; i < v->size(); i++) {
+            // Bytes of a larger (newer) block struct this library does not know stay zero.
+            std::memset(batch_block(b, i), 0, b->block_size);
+            to_c((*v)[i], batch_block(b, i));
+        }
+        return ok();
+    });
+}
+
+vrex_hal_status vrex_hal_release_batch(vrex_hal_stream* s, const vrex_hal_batch* b) {
+    return guarded(__func__, s, [&] {
+        if (!s) return invalid("stream is NULL");
+        if (auto e = check_batch(b, false)) return e;
+        std::vector<vrex::KvBlock> blocks;
+        blocks.reserve(b->count);
+        for (std::size_t i = 0; i < b->count; i++) blocks.push_back(from_c(*batch_block(b, i)));
+        return vrex::Result<void>(s->stream->release_batch(blocks)).error_info();
     });
 }
 

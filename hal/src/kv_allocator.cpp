@@ -4,10 +4,12 @@
 // new slab once the allocator holds at least a slab's worth of free slots outside the group; a new
 // slab goes to the group if it has room, else to any bank (a fallback). A slab whose last block is
 // freed is destroyed unless it is one of the spare_slabs empty slabs kept against churn.
-#include <algorithm>
+#include <unistd.h>
 
-#include "block_table.hpp"
-#include "vrex/hal.hpp"
+#include <algorithm>
+#include <string>
+
+#include "kv_allocator_impl.hpp"
 
 namespace vrex {
 namespace {
@@ -22,23 +24,34 @@ KvAllocator::KvAllocator(Key, std::shared_ptr<Device> device, const ModelGeometr
       geometry_(geometry),
       block_bytes_(block_bytes),
       options_(options),
-      blocks_(std::make_unique<BlockTable>()) {
-    stats_.banks.resize(device_->info().bank_count);
+      impl_(std::make_unique<Impl>()) {
+    impl_->blocks = std::make_unique<BlockTable>();
+    impl_->stats.banks.resize(device_->info().bank_count);
 }
 
 Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device> device,
                                                          const ModelGeometry& geometry,
                                                          const AllocatorOptions& options) {
-    if (!device) return std::make_error_code(std::errc::invalid_argument);
+    if (!device) return Error{std::errc::invalid_argument, "create KV allocator: no device"};
     auto bytes = geometry.block_bytes();
-    if (!bytes) return device->lost_or(bytes.error());
+    if (!bytes)
+        return Error{device->lost_or(bytes.error()),
+                     "create KV allocator: geometry (layers " + std::to_string(geometry.layers) +
+                         ", kv_heads " + std::to_string(geometry.kv_heads) + ", head_dim " +
+                         std::to_string(geometry.head_dim) + ", dtype " +
+                         std::to_string(static_cast<std::uint32_t>(geometry.dtype)) + ", tokens_per_block " +
+                         std::to_string(geometry.tokens_per_block) + ")"};
     AllocatorOptions opts = options;
     const std::uint64_t fit = device->info().bank_size / *bytes;
     if (opts.blocks_per_slab == 0)
         opts.blocks_per_slab =
             static_cast<std::uint32_t>(std::min<std::uint64_t>(kDefaultBlocksPerSlab, fit));
     if (opts.blocks_per_slab == 0 || opts.blocks_per_slab > fit)
-        return device->lost_or(std::make_error_code(std::errc::invalid_argument));
+        return Error{device->lost_or(std::make_error_code(std::errc::invalid_argument)),
+                     "create KV allocator: " + std::to_string(opts.blocks_per_slab) + " blocks of " +
+                         std::to_string(*bytes) + " bytes per slab do not fit a bank of " +
+                         std::to_string(device->info().bank_size) + " bytes (at most " + std::to_string(fit) +
+                         ")"};
     // Nothing else here reaches the device: an allocator on a lost device is refused now, not later.
     if (auto ec = device->lost_or({})) return ec;
     return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, opts);
@@ -46,14 +59,19 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
 
 KvAllocator::~KvAllocator() {
     // Streams hold a reference to the allocator, so every block is released by now.
-    for (const Slab& s : slabs_) (void)device_->backend().bo_destroy(s.handle);
+    for (const Impl::Slab& s : impl_->slabs) {
+        if (s.dmabuf >= 0) ::close(s.dmabuf);
+        (void)device_->backend().bo_destroy(s.handle);
+    }
 }
 
 Result<std::unique_ptr<Stream>> KvAllocator::create_stream(const StreamOptions& options) {
     drm_vrex_stream_create a{};
     a.flags = options.pooled ? DRM_VREX_STREAM_POOLED : 0u;
     a.pool = options.pool;
-    if (auto ec = device_->backend().stream_create(a)) return ec;
+    if (auto ec = device_->backend().stream_create(a))
+        return Error{ec, options.pooled ? "create stream (pool " + std::to_string(options.pool) + ")"
+                                        : "create stream"};
     return std::make_unique<Stream>(Stream::Key{}, shared_from_this(), a.stream);
 }
 
@@ -69,63 +87,67 @@ Result<KvAllocator::Placement> KvAllocator::new_slab_slot(std::uint64_t bank_mas
         (void)be.bo_destroy(a.handle);
         return map.error();
     }
-    Slab s;
+    Impl::Slab s;
     s.handle = a.handle;
     s.bank = a.bank;
     s.map = *map;
     // Popped from the back: the lowest slot first, so placement is deterministic.
     for (std::uint32_t i = options_.blocks_per_slab; i-- > 1;) s.free_slots.push_back(i);
-    slabs_.push_back(std::move(s));
-    stats_.banks[a.bank].slab_bytes += a.size;
-    stats_.slabs_created++;
+    impl_->slabs.push_back(std::move(s));
+    impl_->stats.banks[a.bank].slab_bytes += a.size;
+    impl_->stats.slabs_created++;
     return Placement{a.handle, 0, a.bank, map->subspan(0, block_bytes_)};
 }
 
 void KvAllocator::release_empty_slab(std::size_t index) {
-    const Slab& s = slabs_[index];
+    Impl::Slab& s = impl_->slabs[index];
+    if (s.dmabuf >= 0) {  // exporters hold their own dups; this one only served later exports
+        ::close(s.dmabuf);
+        s.dmabuf = -1;
+    }
     // Only a slab without live blocks gets here, so the device holds no address into it; should the
     // backend refuse anyway (EBUSY, device lost), the slab stays and is reused or destroyed later.
     if (device_->backend().bo_destroy(s.handle)) return;
-    stats_.banks[s.bank].slab_bytes -= block_bytes_ * options_.blocks_per_slab;
-    stats_.slabs_released++;
-    slabs_.erase(slabs_.begin() + static_cast<std::ptrdiff_t>(index));
+    impl_->stats.banks[s.bank].slab_bytes -= block_bytes_ * options_.blocks_per_slab;
+    impl_->stats.slabs_released++;
+    impl_->slabs.erase(impl_->slabs.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
 Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, std::uint32_t bank_count) {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(impl_->mu);
     const std::uint32_t nbanks = device_->info().bank_count;
     auto in_group = [&](std::uint32_t bank) { return bank >= bank_first && bank < bank_first + bank_count; };
     // The fullest slab with a free slot (lowest index on a tie): packing blocks lets the emptier
     // slabs drain and be released.
-    auto fullest = [&](bool group) -> Slab* {
-        Slab* best = nullptr;
-        for (Slab& s : slabs_)
+    auto fullest = [&](bool group) -> Impl::Slab* {
+        Impl::Slab* best = nullptr;
+        for (Impl::Slab& s : impl_->slabs)
             if (in_group(s.bank) == group && !s.free_slots.empty() &&
                 (!best || s.free_slots.size() < best->free_slots.size()))
                 best = &s;
         return best;
     };
-    auto from_slab = [&](Slab& s) {
+    auto from_slab = [&](Impl::Slab& s) {
         const std::uint32_t slot = s.free_slots.back();
         s.free_slots.pop_back();
         const std::uint64_t off = std::uint64_t{slot} * block_bytes_;
         return Placement{s.handle, off, s.bank, s.map.subspan(off, block_bytes_)};
     };
     auto account = [&](const Placement& p, bool fallback) {
-        stats_.allocations++;
-        stats_.fallback_allocations += fallback;
-        stats_.banks[p.bank].resident_blocks++;
-        stats_.banks[p.bank].resident_bytes += block_bytes_;
+        impl_->stats.allocations++;
+        impl_->stats.fallback_allocations += fallback;
+        impl_->stats.banks[p.bank].resident_blocks++;
+        impl_->stats.banks[p.bank].resident_bytes += block_bytes_;
         return p;
     };
 
-    if (Slab* s = fullest(true)) return account(from_slab(*s), false);
+    if (Impl::Slab* s = fullest(true)) return account(from_slab(*s), false);
     // The group is full. Free slots stranded in other groups are taken before a new slab once they
     // add up to a slab: the memory held beyond the live blocks stays below about two slabs, and
     // placement stays in the group while the idle memory is smaller than that.
-    Slab* other = fullest(false);
+    Impl::Slab* other = fullest(false);
     std::uint64_t idle_outside = 0;
-    for (const Slab& s : slabs_) idle_outside += in_group(s.bank) ? 0 : s.free_slots.size();
+    for (const Impl::Slab& s : impl_->slabs) idle_outside += in_group(s.bank) ? 0 : s.free_slots.size();
     if (other && idle_outside >= options_.blocks_per_slab) return account(from_slab(*other), true);
 
     std::uint64_t group_mask = 0;
@@ -139,26 +161,34 @@ Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, 
     if (other) return account(from_slab(*other), true);
     const std::uint64_t all = nbanks >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << nbanks) - 1;
     fresh = new_slab_slot(all);
-    if (!fresh) return fresh.error();
+    if (!fresh) {
+        const std::string group = "bank group (banks " + std::to_string(bank_first) + ".." +
+                                  std::to_string(bank_first + bank_count - 1) + ")";
+        if (fresh.error() == std::errc::no_space_on_device)
+            return Error{fresh.error(), group + " full and no device memory left for a slab of " +
+                                            std::to_string(block_bytes_ * options_.blocks_per_slab) +
+                                            " bytes"};
+        return Error{fresh.error(), group + ": create slab"};
+    }
     return account(*fresh, true);
 }
 
 void KvAllocator::give_slot(std::uint32_t handle, std::uint64_t offset) {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(impl_->mu);
     give_slot_locked(handle, offset);
 }
 
 void KvAllocator::give_slot_locked(std::uint32_t handle, std::uint64_t offset) {
-    for (std::size_t i = 0; i < slabs_.size(); i++) {
-        Slab& s = slabs_[i];
+    for (std::size_t i = 0; i < impl_->slabs.size(); i++) {
+        Impl::Slab& s = impl_->slabs[i];
         if (s.handle != handle) continue;
         s.free_slots.push_back(static_cast<std::uint32_t>(offset / block_bytes_));
         // Keep the lowest slot on top so reuse is deterministic across backends.
         std::sort(s.free_slots.begin(), s.free_slots.end(), std::greater<>());
-        stats_.banks[s.bank].resident_blocks--;
-        stats_.banks[s.bank].resident_bytes -= block_bytes_;
+        impl_->stats.banks[s.bank].resident_blocks--;
+        impl_->stats.banks[s.bank].resident_bytes -= block_bytes_;
         if (s.free_slots.size() < options_.blocks_per_slab) return;
-        const auto empty = std::count_if(slabs_.begin(), slabs_.end(), [&](const Slab& e) {
+        const auto empty = std::count_if(impl_->slabs.begin(), impl_->slabs.end(), [&](const Impl::Slab& e) {
             return e.free_slots.size() == options_.blocks_per_slab;
         });
         if (static_cast<std::uint64_t>(empty) > options_.spare_slabs) release_empty_slab(i);
@@ -167,7 +197,7 @@ void KvAllocator::give_slot_locked(std::uint32_t handle, std::uint64_t offset) {
 }
 
 std::optional<KvAllocator::Placement> KvAllocator::view_locked(std::uint32_t handle, std::uint64_t offset) {
-    for (const Slab& s : slabs_)
+    for (const Impl::Slab& s : impl_->slabs)
         if (s.handle == handle && offset + block_bytes_ <= s.map.size())
             return Placement{s.handle, offset, s.bank, s.map.subspan(offset, block_bytes_)};
     return std::nullopt;
@@ -176,25 +206,25 @@ std::optional<KvAllocator::Placement> KvAllocator::view_locked(std::uint32_t han
 bool KvAllocator::free_if_unreferenced_locked(BlockRec& r) {
     if (r.refs()) return false;
     give_slot_locked(r.handle, r.offset);
-    blocks_->erase(r);
+    impl_->blocks->erase(r);
     return true;
 }
 
 void KvAllocator::count_lookup(const drm_vrex_shie_lookup_item& it) {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(impl_->mu);
     if (!(it.hit_flags & DRM_VREX_HIT))
-        stats_.misses++;
+        impl_->stats.misses++;
     else if (it.hit_flags & DRM_VREX_HIT_APPROX)
-        stats_.approx_hits++;
+        impl_->stats.approx_hits++;
     else
-        stats_.hits++;
+        impl_->stats.hits++;
 }
 
 Result<Stats> KvAllocator::stats() {
     auto dev = device_->backend().stats();
     if (!dev) return dev.error();
-    std::lock_guard lock(mu_);
-    Stats s = stats_;
+    std::lock_guard lock(impl_->mu);
+    Stats s = impl_->stats;
     s.device = *dev;
     s.resident_blocks = 0;
     s.resident_bytes = 0;

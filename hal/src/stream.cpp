@@ -1,14 +1,15 @@
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "block_table.hpp"
-#include "vrex/hal.hpp"
+#include "kv_allocator_impl.hpp"
 
 namespace vrex {
 namespace {
@@ -44,8 +45,8 @@ Stream::~Stream() {
     // unless another stream still references it; this stream's own references go now.
     (void)be.stream_destroy(id_);
     {
-        std::lock_guard lock(alloc_->mu_);
-        BlockTable& t = *alloc_->blocks_;
+        std::lock_guard lock(alloc_->impl_->mu);
+        BlockTable& t = *alloc_->impl_->blocks;
         std::vector<std::uint64_t> touched;
         t.for_each([&](BlockRec& r) {
             if (r.owner == id_ && r.device_live) {
@@ -75,9 +76,13 @@ std::error_code Stream::local_error(std::error_code ec) {
 }
 
 Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma) {
-    if (in_frame_) return local_error(std::make_error_code(std::errc::device_or_resource_busy));
+    if (in_frame_)
+        return Error{local_error(std::make_error_code(std::errc::device_or_resource_busy)),
+                     "frame " + std::to_string(frame_.frame) + " is still open (end_frame first)"};
     if (!luma.data || luma.stride < luma.width || !luma.width || !luma.height)
-        return local_error(std::make_error_code(std::errc::invalid_argument));
+        return Error{local_error(std::make_error_code(std::errc::invalid_argument)),
+                     "luma plane " + std::to_string(luma.width) + "x" + std::to_string(luma.height) +
+                         ", stride " + std::to_string(luma.stride) + (luma.data ? "" : ", no data")};
     Backend& be = alloc_->device().backend();
 
     // The FCC reads the plane from device memory: stage it, packed (stride = width).
@@ -125,10 +130,12 @@ FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f) {
     return frame_;
 }
 
-Result<FrameInfo> Stream::begin_frame(const LumaView& luma) {
+Result<FrameInfo> Stream::do_begin_frame(const LumaView& luma) {
     auto f = stage_frame(luma);
-    if (!f) return f.error();
-    if (auto ec = alloc_->device().backend().frame_submit(*f)) return ec;
+    if (!f) return f.error_info();
+    if (auto ec = alloc_->device().backend().frame_submit(*f))
+        return Error{ec,
+                     "submit " + std::to_string(luma.width) + "x" + std::to_string(luma.height) + " frame"};
     return enter_frame(*f);
 }
 
@@ -158,8 +165,8 @@ Result<std::vector<drm_vrex_released_block>> Stream::retire(std::span<const std:
     Backend& be = alloc_->device().backend();
     std::size_t room;
     {
-        std::lock_guard lock(alloc_->mu_);
-        room = alloc_->blocks_->owned_live(id_) + 16;
+        std::lock_guard lock(alloc_->impl_->mu);
+        room = alloc_->impl_->blocks->owned_live(id_) + 16;
     }
     const std::size_t max_batch = std::max<std::uint32_t>(1, alloc_->device().info().max_batch);
     std::vector<drm_vrex_released_block> out;
@@ -189,15 +196,15 @@ void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool 
                             std::span<const std::uint32_t> rolled_back) {
     std::vector<ReleasedBlock> out;
     {
-        std::lock_guard lock(alloc_->mu_);
-        BlockTable& t = *alloc_->blocks_;
+        std::lock_guard lock(alloc_->impl_->mu);
+        BlockTable& t = *alloc_->impl_->blocks;
         for (const drm_vrex_released_block& d : recs) {
             auto& pend = st_->pending_release;
             pend.erase(std::remove(pend.begin(), pend.end(), d.block), pend.end());
             if (std::find(rolled_back.begin(), rolled_back.end(), d.block) != rolled_back.end()) {
                 // Never handed out: the slot goes back as if the allocation had not happened.
                 alloc_->give_slot_locked(d.handle, d.offset);
-                alloc_->stats_.allocations--;
+                alloc_->impl_->stats.allocations--;
                 continue;
             }
             ReleasedBlock rb;
@@ -211,20 +218,20 @@ void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool 
                 rb.generation = r->gen;
                 rb.bank = r->bank;
                 rb.memory_freed = alloc_->free_if_unreferenced_locked(*r);
-                alloc_->stats_.deferred_frees += !rb.memory_freed;
+                alloc_->impl_->stats.deferred_frees += !rb.memory_freed;
             } else {
                 if (auto p = alloc_->view_locked(d.handle, d.offset)) rb.bank = p->bank;
                 alloc_->give_slot_locked(d.handle, d.offset);
             }
             switch (rb.reason) {
                 case ReleaseReason::zombie:
-                    alloc_->stats_.evictions++;
+                    alloc_->impl_->stats.evictions++;
                     break;
                 case ReleaseReason::removed:
-                    alloc_->stats_.removed++;
+                    alloc_->impl_->stats.removed++;
                     break;
                 case ReleaseReason::pressure:
-                    alloc_->stats_.pressure_evictions++;
+                    alloc_->impl_->stats.pressure_evictions++;
                     break;
             }
             out.push_back(rb);
@@ -266,8 +273,8 @@ Result<bool> Stream::evict_one() {
     }
     std::optional<std::uint32_t> victim;
     {
-        std::lock_guard lock(alloc_->mu_);
-        victim = alloc_->blocks_->lru_victim(id_, frame_.frame);
+        std::lock_guard lock(alloc_->impl_->mu);
+        victim = alloc_->impl_->blocks->lru_victim(id_, frame_.frame);
     }
     if (!victim) return false;
     const std::uint32_t v[1] = {*victim};
@@ -277,8 +284,8 @@ Result<bool> Stream::evict_one() {
     return true;
 }
 
-Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_t> regions,
-                                                    std::int32_t frame_offset) {
+Result<std::vector<KvBlock>> Stream::do_allocate_batch(std::span<const std::uint32_t> regions,
+                                                       std::int32_t frame_offset) {
     if (!in_frame_) return local_error(errc::not_in_frame);
     if (regions.empty()) {
         if (auto ec = local_error({})) return ec;
@@ -288,12 +295,16 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
     std::vector<drm_vrex_shie_insert_item> done;  // inserted, not yet handed out
     std::vector<KvAllocator::Placement> done_places;
     auto undo_slot = [&](const KvAllocator::Placement& p) {
-        std::lock_guard lock(alloc_->mu_);
+        std::lock_guard lock(alloc_->impl_->mu);
         alloc_->give_slot_locked(p.handle, p.offset);
-        alloc_->stats_.allocations--;
+        alloc_->impl_->stats.allocations--;
     };
     // All or nothing: on any failure the blocks this call inserted are removed again.
-    auto fail = [&](std::error_code ec) -> std::error_code {
+    const auto target = static_cast<std::int64_t>(frame_.frame) + frame_offset;
+    auto item = [&](std::size_t i) {
+        return "block for frame " + std::to_string(target) + ", region " + std::to_string(regions[i]);
+    };
+    auto fail = [&](Error ec) -> Error {
         if (done.empty()) return ec;
         std::vector<std::uint32_t> ids;
         ids.reserve(done.size());
@@ -316,7 +327,7 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
             }
             if (!p) {
                 for (const auto& q : places) undo_slot(q);
-                return fail(p.error());
+                return fail(p.error_info().within(item(start + i)));
             }
             places.push_back(*p);
             drm_vrex_shie_insert_item& it = items[i];
@@ -329,14 +340,15 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
             it.frame_offset = frame_offset;
         }
         auto ec = alloc_->device().backend().shie_insert(id_, items);
-        std::error_code first_error = ec;
+        Error first_error{ec, ec ? "SHIE insert of " + std::to_string(n) + " blocks" : std::string{}};
         // ETIMEDOUT/EIO: the kernel stopped the batch at a failed command; items before it were
         // applied (result 0) and their blocks exist. Any other error applied nothing.
         const bool per_item = !ec || ec == std::errc::timed_out || ec == std::errc::io_error;
         for (std::size_t i = 0; i < n; i++) {
             if (!per_item || items[i].result) {
                 undo_slot(places[i]);
-                if (!first_error) first_error = item_error(items[i].result);
+                if (!first_error)
+                    first_error = Error{item_error(items[i].result), item(start + i) + ": SHIE insert"};
                 continue;
             }
             done.push_back(items[i]);
@@ -347,28 +359,21 @@ Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_
     std::vector<KvBlock> out;
     out.reserve(done.size());
     const auto frame = static_cast<std::uint32_t>(static_cast<std::int64_t>(frame_.frame) + frame_offset);
-    std::lock_guard lock(alloc_->mu_);
+    std::lock_guard lock(alloc_->impl_->mu);
     for (std::size_t i = 0; i < done.size(); i++) {
         const auto& p = done_places[i];
-        BlockRec& r = alloc_->blocks_->add(done[i].block, p.handle, p.offset, p.bank, id_);
-        alloc_->blocks_->touch(r, id_, frame_.frame);
+        BlockRec& r = alloc_->impl_->blocks->add(done[i].block, p.handle, p.offset, p.bank, id_);
+        alloc_->impl_->blocks->touch(r, id_, frame_.frame);
         out.push_back(make_block(r, p.data, id_, frame, done[i].region));
     }
     return out;
 }
 
-Result<KvBlock> Stream::allocate(std::uint32_t region, std::int32_t frame_offset) {
-    const std::uint32_t r[1] = {region};
-    auto v = allocate_batch(r, frame_offset);
-    if (!v) return v.error();
-    return v->front();
-}
-
-Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
+Result<void> Stream::do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
     if (!in_frame_) return local_error(errc::not_in_frame);
     {
-        std::lock_guard lock(alloc_->mu_);
-        const BlockRec* r = alloc_->blocks_->find(block.id, block.generation);
+        std::lock_guard lock(alloc_->impl_->mu);
+        const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
         if (!r || !r->device_live) return errc::stale_handle;
     }
     drm_vrex_shie_insert_item it{};
@@ -378,29 +383,33 @@ Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int3
     it.region = region;
     it.frame_offset = frame_offset;
     it.block = block.id;
-    if (auto ec = alloc_->device().backend().shie_insert(id_, std::span(&it, 1))) return ec;
-    if (it.result) return item_error(it.result);
-    std::lock_guard lock(alloc_->mu_);
+    if (auto ec = alloc_->device().backend().shie_insert(id_, std::span(&it, 1)))
+        return Error{ec, "SHIE insert (alias)"};
+    if (it.result)
+        return Error{item_error(it.result), "SHIE insert (alias of block " + std::to_string(block.id) +
+                                                " at frame offset " + std::to_string(frame_offset) +
+                                                ", region " + std::to_string(region) + ")"};
+    std::lock_guard lock(alloc_->impl_->mu);
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
-    if (BlockRec* r = alloc_->blocks_->find(key)) {
-        alloc_->blocks_->touch(*r, id_, frame_.frame);
+    if (BlockRec* r = alloc_->impl_->blocks->find(key)) {
+        alloc_->impl_->blocks->touch(*r, id_, frame_.frame);
         if (r->owner != id_ && st_->holds.insert(key).second) r->holds++;
     }
     return {};
 }
 
 std::optional<KvBlock> Stream::block_from_lookup(const drm_vrex_shie_lookup_item& it) {
-    std::lock_guard lock(alloc_->mu_);
-    BlockRec* r = alloc_->blocks_->live(it.block);
+    std::lock_guard lock(alloc_->impl_->mu);
+    BlockRec* r = alloc_->impl_->blocks->live(it.block);
     if (!r || r->handle != it.handle || r->offset != it.offset) return std::nullopt;
     auto p = alloc_->view_locked(r->handle, r->offset);
     if (!p) return std::nullopt;
-    alloc_->blocks_->touch(*r, id_, frame_.frame);
+    alloc_->impl_->blocks->touch(*r, id_, frame_.frame);
     if (r->owner != id_ && st_->holds.insert(BlockTable::key(r->id, r->gen)).second) r->holds++;
     return make_block(*r, p->data, id_, it.frame, it.region);
 }
 
-Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> queries) {
+Result<std::vector<Retrieval>> Stream::do_retrieve_batch(std::span<const Query> queries) {
     if (queries.empty()) {
         if (auto ec = local_error({})) return ec;
         return std::vector<Retrieval>{};
@@ -453,51 +462,57 @@ Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> que
     return out;
 }
 
-Result<Retrieval> Stream::retrieve_temporal(std::uint32_t region, std::int32_t frame_offset) {
-    const Query q[1] = {Query::temporal(region, frame_offset)};
-    auto v = retrieve_batch(q);
-    if (!v) return v.error();
-    return v->front();
-}
-
-Result<Retrieval> Stream::retrieve_similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
-                                           Scope scope, bool past_only) {
-    const Query q[1] = {Query::similar(region, fp, radius, scope, past_only)};
-    auto v = retrieve_batch(q);
-    if (!v) return v.error();
-    return v->front();
-}
-
-Result<void> Stream::release(const KvBlock& block) {
-    const std::uint64_t key = BlockTable::key(block.id, block.generation);
-    bool owned = false;
+Result<void> Stream::do_release(std::span<const KvBlock> blocks) {
+    auto which = [&](std::size_t i) {
+        const KvBlock& b = blocks[i];
+        return (blocks.size() > 1 ? "block " + std::to_string(i) + " " : std::string("block ")) + "(id " +
+               std::to_string(b.id) + ", generation " + std::to_string(b.generation) + ")";
+    };
+    // All or nothing: every handle is checked before anything changes.
+    std::vector<std::uint64_t> foreign;  // others' blocks whose reference this stream drops
+    std::vector<std::uint32_t> owned;    // own blocks to remove at end_frame()
     {
-        std::lock_guard lock(alloc_->mu_);
-        BlockRec* r = alloc_->blocks_->find(key);
-        if (!r) return local_error(errc::stale_handle);
-        if (r->owner == id_) {
-            if (!r->device_live) return local_error(errc::stale_handle);
-            owned = true;
-        } else if (st_->holds.erase(key)) {
-            r->holds--;
-            (void)alloc_->free_if_unreferenced_locked(*r);
-            return {};
-        } else {
-            return local_error(std::make_error_code(std::errc::no_such_file_or_directory));
+        std::lock_guard lock(alloc_->impl_->mu);
+        for (std::size_t i = 0; i < blocks.size(); i++) {
+            const std::uint64_t key = BlockTable::key(blocks[i].id, blocks[i].generation);
+            const BlockRec* r = alloc_->impl_->blocks->find(key);
+            if (!r || (r->owner == id_ && !r->device_live))
+                return Error{local_error(errc::stale_handle), which(i)};
+            if (r->owner == id_) {
+                if (!in_frame_)
+                    return Error{local_error(errc::not_in_frame), which(i) + " is owned by this stream"};
+                owned.push_back(blocks[i].id);
+            } else if (st_->holds.contains(key) &&
+                       std::find(foreign.begin(), foreign.end(), key) == foreign.end()) {
+                foreign.push_back(key);
+            } else {
+                return Error{local_error(std::make_error_code(std::errc::no_such_file_or_directory)),
+                             which(i) + " is neither owned nor referenced by this stream"};
+            }
         }
     }
-    if (owned && !in_frame_) return local_error(errc::not_in_frame);
     // Nothing reaches the device before end_frame(): ask it, so a lost device is reported here.
     if (auto ec = local_error({})) return ec;
+    {
+        std::lock_guard lock(alloc_->impl_->mu);
+        for (std::uint64_t key : foreign) {
+            st_->holds.erase(key);
+            if (BlockRec* r = alloc_->impl_->blocks->find(key)) {
+                r->holds--;
+                (void)alloc_->free_if_unreferenced_locked(*r);
+            }
+        }
+    }
     auto& pend = st_->pending_release;
-    if (std::find(pend.begin(), pend.end(), block.id) == pend.end()) pend.push_back(block.id);
+    for (std::uint32_t id : owned)
+        if (std::find(pend.begin(), pend.end(), id) == pend.end()) pend.push_back(id);
     return {};
 }
 
-Result<void> Stream::set_positions(const KvBlock& block, std::uint32_t first_token,
-                                   std::uint32_t token_count) {
-    std::lock_guard lock(alloc_->mu_);
-    BlockRec* r = alloc_->blocks_->find(block.id, block.generation);
+Result<void> Stream::do_set_positions(const KvBlock& block, std::uint32_t first_token,
+                                      std::uint32_t token_count) {
+    std::lock_guard lock(alloc_->impl_->mu);
+    BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
     if (!r) return errc::stale_handle;
     if (r->owner != id_) return std::make_error_code(std::errc::operation_not_permitted);
     if (token_count > alloc_->geometry_.tokens_per_block)
@@ -507,10 +522,10 @@ Result<void> Stream::set_positions(const KvBlock& block, std::uint32_t first_tok
     return {};
 }
 
-Result<void> Stream::pin(const KvBlock& block) {
+Result<void> Stream::do_pin(const KvBlock& block) {
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
-    std::lock_guard lock(alloc_->mu_);
-    BlockRec* r = alloc_->blocks_->find(key);
+    std::lock_guard lock(alloc_->impl_->mu);
+    BlockRec* r = alloc_->impl_->blocks->find(key);
     if (!r) return errc::stale_handle;
     r->pins++;
     r->foreign_pins += r->owner != id_;
@@ -518,13 +533,13 @@ Result<void> Stream::pin(const KvBlock& block) {
     return {};
 }
 
-Result<void> Stream::unpin(const KvBlock& block) {
+Result<void> Stream::do_unpin(const KvBlock& block) {
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
-    std::lock_guard lock(alloc_->mu_);
+    std::lock_guard lock(alloc_->impl_->mu);
     auto p = st_->pins.find(key);
     if (p == st_->pins.end()) return std::make_error_code(std::errc::no_such_file_or_directory);
     if (--p->second == 0) st_->pins.erase(p);
-    BlockRec* r = alloc_->blocks_->find(key);
+    BlockRec* r = alloc_->impl_->blocks->find(key);
     if (r) {  // always: a pin keeps the record
         r->pins--;
         r->foreign_pins -= r->owner != id_;
@@ -533,12 +548,13 @@ Result<void> Stream::unpin(const KvBlock& block) {
     return {};
 }
 
-Result<KvBlock> Stream::copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset) {
+Result<KvBlock> Stream::do_copy_on_write(const KvBlock& block, std::uint32_t region,
+                                         std::int32_t frame_offset) {
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
     std::span<const std::byte> src;
     {
-        std::lock_guard lock(alloc_->mu_);
-        BlockRec* r = alloc_->blocks_->find(key);
+        std::lock_guard lock(alloc_->impl_->mu);
+        BlockRec* r = alloc_->impl_->blocks->find(key);
         if (!r) return local_error(errc::stale_handle);
         auto p = alloc_->view_locked(r->handle, r->offset);
         if (!p) return local_error(errc::stale_handle);
@@ -548,10 +564,12 @@ Result<KvBlock> Stream::copy_on_write(const KvBlock& block, std::uint32_t region
         r->pins++;
         r->foreign_pins += r->owner != id_;
     }
-    auto copy = allocate(region, frame_offset);
+    const std::uint32_t regions[1] = {region};
+    auto batch = do_allocate_batch(regions, frame_offset);
+    Result<KvBlock> copy = batch ? Result<KvBlock>(batch->front()) : Result<KvBlock>(batch.error_info());
     if (copy) std::memcpy(copy->data.data(), src.data(), std::min(src.size(), copy->data.size()));
-    std::lock_guard lock(alloc_->mu_);
-    if (BlockRec* r = alloc_->blocks_->find(key)) {
+    std::lock_guard lock(alloc_->impl_->mu);
+    if (BlockRec* r = alloc_->impl_->blocks->find(key)) {
         r->pins--;
         r->foreign_pins -= r->owner != id_;
         (void)alloc_->free_if_unreferenced_locked(*r);
@@ -559,7 +577,7 @@ Result<KvBlock> Stream::copy_on_write(const KvBlock& block, std::uint32_t region
     return copy;
 }
 
-Result<FrameEnd> Stream::end_frame() {
+Result<FrameEnd> Stream::do_end_frame() {
     if (!in_frame_) return local_error(errc::not_in_frame);
     const std::vector<std::uint32_t> remove = st_->pending_release;
     auto recs = retire(remove);
@@ -569,9 +587,9 @@ Result<FrameEnd> Stream::end_frame() {
     apply_releases(*recs, false);
     {
         // The references this stream took on other streams' blocks during the frame end here.
-        std::lock_guard lock(alloc_->mu_);
+        std::lock_guard lock(alloc_->impl_->mu);
         for (std::uint64_t k : st_->holds)
-            if (BlockRec* r = alloc_->blocks_->find(k)) {
+            if (BlockRec* r = alloc_->impl_->blocks->find(k)) {
                 r->holds--;
                 (void)alloc_->free_if_unreferenced_locked(*r);
             }
@@ -584,12 +602,24 @@ Result<FrameEnd> Stream::end_frame() {
     return fe;
 }
 
-Result<int> Stream::export_dmabuf(const KvBlock& block) {
-    {
-        std::lock_guard lock(alloc_->mu_);
-        if (!alloc_->blocks_->find(block.id, block.generation)) return local_error(errc::stale_handle);
+Result<int> Stream::do_export_dmabuf(const KvBlock& block) {
+    // One dma-buf per slab, exported once and cached: every block of the slab (at block.offset) and
+    // every repeated export share the same buffer (and open file description); the caller gets a dup.
+    std::lock_guard lock(alloc_->impl_->mu);
+    const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
+    if (!r) return local_error(errc::stale_handle);
+    auto& slabs = alloc_->impl_->slabs;
+    auto slab =
+        std::find_if(slabs.begin(), slabs.end(), [&](const auto& s) { return s.handle == r->handle; });
+    if (slab == slabs.end()) return local_error(errc::stale_handle);
+    if (slab->dmabuf < 0) {
+        auto fd = alloc_->device().backend().bo_export_dmabuf(slab->handle);
+        if (!fd) return Error{fd.error(), "PRIME export of slab " + std::to_string(slab->handle)};
+        slab->dmabuf = *fd;
     }
-    return alloc_->device().backend().bo_export_dmabuf(block.handle);
+    const int dup = ::fcntl(slab->dmabuf, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return Error{std::error_code(errno, std::generic_category()), "dup of the slab's dma-buf"};
+    return dup;
 }
 
 }  // namespace vrex

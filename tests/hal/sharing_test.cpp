@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "backends.hpp"
 #include "frames.hpp"
@@ -444,6 +445,77 @@ TEST_P(Sharing, PressureEvictsLeastRecentlyUsedUnpinnedBlocks) {
     ASSERT_TRUE(st);
     EXPECT_EQ(st->pressure_evictions, seen.size());
     ASSERT_TRUE(s->unpin(frames[0][1]));
+}
+
+// Pressure eviction takes only the allocating stream's own unpinned, unshared blocks: another
+// stream's blocks (old, unpinned, never used again) survive, and a stream with nothing of its own
+// to evict gets ENOSPC rather than someone else's memory.
+TEST_P(Sharing, PressureEvictsOnlyTheCallingStreamsOwnBlocks) {
+    AllocatorOptions o;
+    o.blocks_per_slab = 1;
+    o.spare_slabs = 0;
+    o.evict_under_pressure = true;
+    auto a = allocator(big(), o);
+    auto victim = stream(*a);
+    auto greedy = stream(*a);
+    std::vector<ReleasedBlock> victim_seen;
+    victim->on_release(
+        [&](std::span<const ReleasedBlock> r) { victim_seen.insert(victim_seen.end(), r.begin(), r.end()); });
+    auto px = synthetic_frame(128, 96, 58, 0);
+    // The victim fills about half of device memory in one frame and then idles.
+    const std::uint32_t half = dev_->info().bank_count;  // two half-bank blocks a bank: half the device
+    std::vector<std::uint32_t> regions;
+    for (std::uint32_t r = 0; r < half; r++) regions.push_back(r);
+    auto vf = victim->begin_frame(view_of(px));
+    ASSERT_TRUE(vf);
+    auto kept = victim->allocate_batch(regions);
+    ASSERT_TRUE(kept) << kept.error_message();
+    for (const KvBlock& b : *kept) std::memset(b.data.data(), 0x5a, 64);
+    ASSERT_TRUE(victim->end_frame());
+    // The greedy stream allocates frame after frame: it may only ever evict its own blocks.
+    std::vector<ReleasedBlock> greedy_seen;
+    greedy->on_release(
+        [&](std::span<const ReleasedBlock> r) { greedy_seen.insert(greedy_seen.end(), r.begin(), r.end()); });
+    std::set<std::uint32_t> greedy_ids;
+    std::error_code failed;
+    for (int f = 0; f < 6 && !failed; f++) {
+        ASSERT_TRUE(greedy->begin_frame(view_of(px)));
+        for (std::uint32_t r = 0; r < 8; r++) {
+            auto b = greedy->allocate(r);
+            if (!b) {
+                failed = b.error();
+                break;
+            }
+            greedy_ids.insert(b->id);
+        }
+        ASSERT_TRUE(greedy->end_frame());
+    }
+    EXPECT_TRUE(victim_seen.empty()) << "the victim lost " << victim_seen.size()
+                                     << " blocks to another stream";
+    for (const ReleasedBlock& r : greedy_seen) {
+        EXPECT_EQ(r.reason, ReleaseReason::pressure);
+        EXPECT_TRUE(greedy_ids.contains(r.id)) << "evicted block " << r.id << " is not the greedy stream's";
+    }
+    EXPECT_FALSE(greedy_seen.empty())
+        << "the greedy stream never needed to evict: the test did not apply pressure";
+    for (const KvBlock& b : *kept) {
+        auto t = victim->retrieve_similar(b.region, vf->fp, 0);
+        ASSERT_TRUE(t);
+        EXPECT_TRUE(t->hit) << "the victim's region " << b.region << " is gone";
+        EXPECT_EQ(b.view[10], std::byte{0x5a});
+    }
+    // A stream with no block of its own cannot evict anything: ENOSPC, never the others' memory.
+    greedy.reset();  // room for the new stream's staging buffer
+    auto empty = stream(*a);
+    ASSERT_TRUE(empty->begin_frame(view_of(px)));
+    std::error_code last;
+    for (std::uint32_t r = 0; r < 4 * half && !last; r++) {
+        auto b = empty->allocate(r);
+        if (!b) last = b.error();
+    }
+    EXPECT_EQ(last, std::errc::no_space_on_device);
+    EXPECT_TRUE(victim_seen.empty());
+    ASSERT_TRUE(empty->end_frame());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Sharing, ::testing::ValuesIn(test::available_backends()),

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "discovery.hpp"
 #include "prometheus.hpp"
 #include "reg_map.hpp"
 
@@ -46,7 +45,7 @@ void cmd_list(const GlobalOptions& g) {
     for (const vrex::BackendFactory& f : vrex::backend_factories()) {
         const bool avail = f.available();
         nlohmann::json b = {{"name", f.name}, {"available", avail}};
-        if (f.name == "kernel") b["nodes"] = vrex::discovery::find_vrex_nodes();
+        if (f.name == "kernel") b["nodes"] = vrex::find_device_nodes();
         if (avail && selected.empty()) selected = f.name;
         backends.push_back(b);
     }

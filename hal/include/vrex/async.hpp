@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "vrex/export.h"
 #include "vrex/hal.hpp"
 
 namespace vrex {
@@ -81,7 +82,7 @@ private:
 
 }  // namespace detail
 
-class AsyncDevice {
+class VREX_API AsyncDevice {
 public:
     using FrameOp = detail::AsyncOp<FrameCompletion>;
     using LookupOp = detail::AsyncOp<std::vector<drm_vrex_shie_lookup_item>>;

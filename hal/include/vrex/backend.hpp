@@ -23,12 +23,13 @@
 #include <string_view>
 #include <vector>
 
+#include "vrex/export.h"
 #include "vrex/errors.hpp"
 #include "vrex/result.hpp"
 
 namespace vrex {
 
-class Backend {
+class VREX_API Backend {
 public:
     virtual ~Backend() = default;
     Backend(const Backend&) = delete;
@@ -139,8 +140,8 @@ struct BackendFactory {
 
 // Every backend built into this library, in auto-selection priority order (kernel first, then the
 // emulation; hal/src/backend_registry.cpp). Tests parameterise over this list.
-std::span<const BackendFactory> backend_factories();
+VREX_API std::span<const BackendFactory> backend_factories();
 // The factory named @name, or nullptr.
-const BackendFactory* find_backend_factory(std::string_view name);
+VREX_API const BackendFactory* find_backend_factory(std::string_view name);
 
 }  // namespace vrex

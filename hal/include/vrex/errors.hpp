@@ -5,6 +5,8 @@
 
 #include <system_error>
 
+#include "vrex/export.h"
+
 namespace vrex {
 
 enum class errc {
@@ -17,7 +19,7 @@ enum class errc {
     stale_handle,      // a block handle (id, generation) whose block was released or recycled
 };
 
-const std::error_category& hal_category() noexcept;
+VREX_API const std::error_category& hal_category() noexcept;
 
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), hal_category()}; }
 

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,6 +21,7 @@
 
 #include "vrex/backend.hpp"
 #include "vrex/errors.hpp"
+#include "vrex/export.h"
 #include "vrex/result.hpp"
 
 namespace vrex {
@@ -39,9 +39,13 @@ struct DeviceOptions {
 };
 
 // Parses "auto", "kernel", "emulated" (also "emu"); nullopt-like error for anything else.
-Result<BackendChoice> parse_backend_choice(std::string_view name);
+VREX_API Result<BackendChoice> parse_backend_choice(std::string_view name);
 
-class Device {
+// The vrex device nodes of this machine (/dev/accel/accelN, /dev/dri/renderDN), accel nodes first:
+// udev, else a scan of /dev asking each node's DRM driver name. Empty when there is none.
+VREX_API std::vector<std::string> find_device_nodes();
+
+class VREX_API Device {
   public:
     static Result<std::shared_ptr<Device>> open(const DeviceOptions& options = {});
     // Wraps an already opened backend (tests, tools that pick a node themselves).
@@ -72,9 +76,9 @@ class Device {
 
 enum class DType : std::uint32_t { fp16 = 0, bf16 = 1, fp32 = 2, int8 = 3 };
 
-std::uint32_t dtype_size(DType t) noexcept;  // 0 for an unknown value
+VREX_API std::uint32_t dtype_size(DType t) noexcept;  // 0 for an unknown value
 
-struct ModelGeometry {
+struct VREX_API ModelGeometry {
     std::uint32_t layers = 0;
     std::uint32_t kv_heads = 0;
     std::uint32_t head_dim = 0;
@@ -102,7 +106,7 @@ struct ModelGeometry {
 
 // ---- Frames, blocks, retrievals --------------------------------------------------------------
 
-struct Fingerprint {
+struct VREX_API Fingerprint {
     std::uint64_t w[2] = {0, 0};
     std::uint32_t distance(const Fingerprint& o) const noexcept;
     bool operator==(const Fingerprint&) const = default;
@@ -196,7 +200,7 @@ struct Retrieval {
 enum class Scope { stream, pool };
 
 // One lookup of a batch: temporal (offset -3..+2) or similarity (fp within radius).
-struct Query {
+struct VREX_API Query {
     enum class Kind { temporal, similar } kind = Kind::temporal;
     std::uint32_t region = 0;
     std::int32_t frame_offset = 0;  // temporal
@@ -263,7 +267,7 @@ struct BlockRec;
 
 // ---- Stream ----------------------------------------------------------------------------------
 
-class Stream {
+class VREX_API Stream {
   public:
     ~Stream();
     Stream(const Stream&) = delete;
@@ -295,6 +299,9 @@ class Stream {
     // open frame. A block another stream owns: this stream's reference is dropped now. A stale
     // handle: errc::stale_handle; a block this stream neither owns nor references: ENOENT.
     Result<void> release(const KvBlock& block);
+    // release() of every block, all or nothing: every handle is checked first (stale, not this
+    // stream's, owned outside a frame) and on any failure nothing is released.
+    Result<void> release_batch(std::span<const KvBlock> blocks);
 
     // Records the positions @block's KV holds (first token's position, tokens filled, at most
     // tokens_per_block); every later retrieval of the block returns them. The owner only
@@ -335,6 +342,22 @@ class Stream {
   private:
     friend class AsyncDevice;  // engine-level async (vrex/async.hpp) splits begin_frame in two
 
+    // The public calls without their error context (hal/src/stream_context.cpp adds it).
+    Result<FrameInfo> do_begin_frame(const LumaView& luma);
+    Result<std::vector<KvBlock>> do_allocate_batch(std::span<const std::uint32_t> regions,
+                                                   std::int32_t frame_offset);
+    Result<void> do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset);
+    Result<std::vector<Retrieval>> do_retrieve_batch(std::span<const Query> queries);
+    Result<void> do_release(std::span<const KvBlock> blocks);
+    Result<void> do_set_positions(const KvBlock& block, std::uint32_t first_token, std::uint32_t token_count);
+    Result<void> do_pin(const KvBlock& block);
+    Result<void> do_unpin(const KvBlock& block);
+    Result<KvBlock> do_copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset);
+    Result<FrameEnd> do_end_frame();
+    Result<int> do_export_dmabuf(const KvBlock& block);
+    // "<what> (stream S, frame F)": the context every error of this stream starts with.
+    std::string where(std::string_view what) const;
+
     // begin_frame() up to the submit: checks, plane staged; the returned request is not submitted.
     Result<drm_vrex_frame_submit> stage_frame(const LumaView& luma);
     // begin_frame() after a successful submit (@f carries the ioctl's out fields).
@@ -366,7 +389,7 @@ class Stream {
 
 // ---- KvAllocator -----------------------------------------------------------------------------
 
-class KvAllocator : public std::enable_shared_from_this<KvAllocator> {
+class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
   public:
     static Result<std::shared_ptr<KvAllocator>> create(std::shared_ptr<Device> device,
                                                        const ModelGeometry& geometry,
@@ -393,12 +416,6 @@ class KvAllocator : public std::enable_shared_from_this<KvAllocator> {
 
   private:
     friend class Stream;
-    struct Slab {
-        std::uint32_t handle = 0;
-        std::uint32_t bank = 0;
-        std::span<std::byte> map;
-        std::vector<std::uint32_t> free_slots;  // block indices, popped from the back
-    };
     struct Placement {
         std::uint32_t handle;
         std::uint64_t offset;
@@ -410,22 +427,22 @@ class KvAllocator : public std::enable_shared_from_this<KvAllocator> {
     Result<Placement> take_slot(std::uint32_t bank_first, std::uint32_t bank_count);
     // Frees a slot; an empty slab beyond options_.spare_slabs is destroyed.
     void give_slot(std::uint32_t handle, std::uint64_t offset);
-    void give_slot_locked(std::uint32_t handle, std::uint64_t offset);                 // callers hold mu_
-    Result<Placement> new_slab_slot(std::uint64_t bank_mask);                          // callers hold mu_
-    void release_empty_slab(std::size_t index);                                        // callers hold mu_
-    std::optional<Placement> view_locked(std::uint32_t handle, std::uint64_t offset);  // callers hold mu_
+    void give_slot_locked(std::uint32_t handle, std::uint64_t offset);  // callers hold impl_->mu
+    Result<Placement> new_slab_slot(std::uint64_t bank_mask);           // callers hold impl_->mu
+    void release_empty_slab(std::size_t index);                         // callers hold impl_->mu
+    std::optional<Placement> view_locked(std::uint32_t handle,
+                                         std::uint64_t offset);  // callers hold impl_->mu
     // Frees @r's slot and forgets it when nothing references it any more (@r is gone then).
-    bool free_if_unreferenced_locked(BlockRec& r);  // callers hold mu_
+    bool free_if_unreferenced_locked(BlockRec& r);  // callers hold impl_->mu
     void count_lookup(const drm_vrex_shie_lookup_item& it);
 
     std::shared_ptr<Device> device_;
     ModelGeometry geometry_;
     std::uint64_t block_bytes_;
     AllocatorOptions options_;
-    std::mutex mu_;  // slabs_, stats_, blocks_
-    std::vector<Slab> slabs_;
-    Stats stats_;
-    std::unique_ptr<BlockTable> blocks_;  // generations and references (hal/src/block_table.hpp)
+    // Lock, slabs, statistics and the block table (generations, references): hal/src/kv_allocator_impl.hpp.
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace vrex

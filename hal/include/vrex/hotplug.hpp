@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 
+#include "vrex/export.h"
 #include "vrex/result.hpp"
 
 namespace vrex {
@@ -26,7 +27,7 @@ struct HotplugEvent {
 };
 
 // The decision logic, kept apart from udev so it can be tested on synthetic records.
-class HotplugFilter {
+class VREX_API HotplugFilter {
 public:
     struct Record {
         std::string action;     // "add", "remove", "change", ...
@@ -53,7 +54,7 @@ private:
     std::map<std::string, std::string> known_;
 };
 
-class HotplugMonitor {
+class VREX_API HotplugMonitor {
 public:
     using Callback = std::function<void(const HotplugEvent&)>;
 

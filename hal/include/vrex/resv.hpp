@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "vrex/export.h"
 #include "vrex/hal.hpp"
 
 namespace vrex {
@@ -45,9 +46,9 @@ struct ResvSelection {
 
 // float -> the int16 fixed point the hash unit reads, scaled per vector to the full int16 range
 // (the sign-projection hash does not depend on a positive scale). @out.size() == @in.size().
-void resv_quantize(std::span<const float> in, std::span<std::int16_t> out);
+VREX_API void resv_quantize(std::span<const float> in, std::span<std::int16_t> out);
 
-class ResvHead {
+class VREX_API ResvHead {
   public:
     // EOPNOTSUPP when the device has no ReSV unit; EINVAL for bad params; EBUSY when every hardware
     // head is in use. @max_batch: keys staged per device command (larger appends are split).
@@ -92,6 +93,6 @@ class ResvHead {
 };
 
 // Device-wide ReSV counters (EOPNOTSUPP without the unit).
-Result<drm_vrex_resv_stats> resv_stats(Device& device);
+VREX_API Result<drm_vrex_resv_stats> resv_stats(Device& device);
 
 }  // namespace vrex

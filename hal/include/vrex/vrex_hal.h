@@ -10,14 +10,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vrex/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Everything declared up to the matching pop is exported (VREX_API for the whole C ABI). */
+#pragma GCC visibility push(default)
+
 /* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
  * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
 #define VREX_HAL_VERSION_MAJOR 0
-#define VREX_HAL_VERSION_MINOR 2
+#define VREX_HAL_VERSION_MINOR 3
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -47,6 +52,19 @@ typedef enum vrex_hal_status {
 
 /* Static English description of a status. */
 const char *vrex_hal_strerror(vrex_hal_status status);
+
+/*
+ * Error messages with context. Every failing call records a message naming what failed and where,
+ * e.g. "vrex_hal_allocate: allocate (stream 1, frame 12): block for frame 12, region 3: bank group
+ * (banks 4..5) full and no device memory left for a slab of 1048576 bytes: No space left on device".
+ * vrex_hal_last_error(): the last failure of any vrex_hal_* call on the calling thread (thread-local;
+ * covers calls that have no handle yet, such as vrex_hal_device_open).
+ * vrex_hal_stream_last_error(): the last failure of a call on @stream. A stream is used by one
+ * thread at a time, so read it on the thread that made the call.
+ * Both are "" until a call fails; a successful call does not clear them (like errno). The string
+ * stays valid until the next failing call on the same thread / stream (or the stream's destruction).
+ */
+const char *vrex_hal_last_error(void);
 
 typedef struct vrex_hal_device vrex_hal_device;
 typedef struct vrex_hal_allocator vrex_hal_allocator;
@@ -98,6 +116,7 @@ vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator *alloc, int pooled, ui
 				       vrex_hal_stream **out);
 void vrex_hal_stream_destroy(vrex_hal_stream *stream);
 uint32_t vrex_hal_stream_id(const vrex_hal_stream *stream);
+const char *vrex_hal_stream_last_error(const vrex_hal_stream *stream);
 
 #define VREX_HAL_FRAME_OPENED_GROUP (1u << 0)
 #define VREX_HAL_FRAME_CONFLICT (1u << 1)
@@ -156,6 +175,26 @@ vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream *stream, uint32_t reg
 vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream *stream, uint32_t region, const uint64_t fp[2],
 					  uint32_t radius, uint32_t flags, struct vrex_hal_retrieval *out);
 vrex_hal_status vrex_hal_release(vrex_hal_stream *stream, const struct vrex_hal_block *block);
+/*
+ * Batches, all or nothing (like the C++ Stream::allocate_batch / release_batch): on failure nothing
+ * was allocated / released and the status and last error name the first item that failed.
+ * Size-prefixed: struct_size = sizeof(struct vrex_hal_batch); block_size = sizeof(struct
+ * vrex_hal_block) (the stride of @blocks, so the block struct can grow). Unknown trailing bytes of a
+ * newer caller's struct must be zero; flags must be 0.
+ */
+struct vrex_hal_batch {
+	uint32_t struct_size;
+	uint32_t block_size;
+	uint32_t count;			/* entries of @regions / @blocks */
+	int32_t frame_offset;		/* allocate: relative to the open frame */
+	uint32_t flags;			/* 0 */
+	uint32_t pad;			/* 0 */
+	const uint32_t *regions;	/* allocate: @count regions */
+	struct vrex_hal_block *blocks;	/* allocate: out, @count blocks; release: in */
+};
+vrex_hal_status vrex_hal_allocate_batch(vrex_hal_stream *stream, const struct vrex_hal_batch *batch);
+vrex_hal_status vrex_hal_release_batch(vrex_hal_stream *stream, const struct vrex_hal_batch *batch);
+
 /* Ends the frame; *released (may be NULL) gets the number of blocks released since the previous
  * end_frame (vrex_hal_released_blocks() lists them). */
 vrex_hal_status vrex_hal_end_frame(vrex_hal_stream *stream, uint32_t *released);
@@ -312,6 +351,8 @@ vrex_hal_status vrex_hal_resv_select_i16(vrex_hal_resv_head *head, const int16_t
 vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head *head, uint32_t keep);
 /* Device-wide ReSV counters (VREX_HAL_ERR_NO_DEVICE without the unit). */
 vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device *dev, struct vrex_hal_resv_stats *stats);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -359,6 +359,9 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         methods.emplace_back(
             rg ? "control: SHIE find_range_bruteforce" : "control: SHIE find_similar_bruteforce", "control",
             op, false, shie_fn(ShieIndex::Path::bruteforce));
+        methods.emplace_back(std::string("control: ") + (rg ? "find_range" : "find_similar") +
+                                 " before the probe budget (probes free, scalar fallback scan)",
+                             "control", op, false, shie_fn(ShieIndex::Path::mih_prechange));
         for (ScanIsa isa : {ScanIsa::avx512, ScanIsa::avx2, ScanIsa::scalar}) {
             if (!scan_isa_supported(isa)) continue;
             const std::string name = (isa == ScanIsa::scalar ? "control: scan, " : "SIMD scan, ") +
@@ -494,6 +497,9 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
                 "");
         compare("best exact Debian FAISS",
                 best_of([](const Method& m) { return m.family == "faiss-debian"; }), std::nullopt, "");
+        compare("the same lookup before the probe budget and vector scan (control)",
+                best_of([](const Method& m) { return m.name.find("before the probe budget") != std::string::npos; }),
+                std::nullopt, "");
         compare("control (brute force, MIH off)",
                 best_of([](const Method& m) { return m.name.starts_with("control: SHIE"); }), std::nullopt,
                 "");

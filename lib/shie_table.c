@@ -629,17 +629,23 @@ static void shie_scan_all(struct shie_search *sr, int hw)
  * then the indices (from @base) of those within @limit appended to @cand
  * without a branch (the index is always written, the count advances by the
  * comparison): on clustered tables half the entries match, so a branch per
- * entry would mispredict half the time. Two loops so that the first one
- * vectorises.
+ * entry would mispredict half the time. The distance loop (with the batch's
+ * minimum) vectorises; the append loop runs only when the minimum is within
+ * the limit.
  */
 static inline u32 shie_collect_body(const struct vrex_fp *p, u32 n, u32 base, u64 q0, u64 q1,
 				    u32 limit, u32 *cand, int hw)
 {
 	u32 d[SHIE_SCAN_BATCH];
-	u32 j, c = 0;
+	u32 j, c = 0, low = VREX_NIL;
 
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
 		d[j] = shie_popcount_hw(p[j].w[0] ^ q0, hw) + shie_popcount_hw(p[j].w[1] ^ q1, hw);
+		low = d[j] < low ? d[j] : low;
+	}
+	/* Most batches hold no candidate (always on uniform codes, once a near hit set the limit). */
+	if (low > limit)
+		return 0;
 	for (j = 0; j < n; j++) {
 		cand[c] = base + j;
 		c += d[j] <= limit;

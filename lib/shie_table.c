@@ -643,7 +643,7 @@ static inline u32 shie_collect_body(const struct vrex_fp *p, u32 n, u32 base, u6
 		d[j] = shie_popcount_hw(p[j].w[0] ^ q0, hw) + shie_popcount_hw(p[j].w[1] ^ q1, hw);
 		low = d[j] < low ? d[j] : low;
 	}
-	/* Most batches hold no candidate (always on uniform codes, once a near hit set the limit). */
+	/* Most batches hold no candidate (uniform codes; any once a near hit set the limit). */
 	if (low > limit)
 		return 0;
 	for (j = 0; j < n; j++) {
@@ -654,8 +654,8 @@ static inline u32 shie_collect_body(const struct vrex_fp *p, u32 n, u32 base, u6
 }
 
 #ifdef SHIE_VECTOR_DISPATCH
-/* noinline: the popcnt clone's flatten must not pull this into a non-AVX-512 frame. */
-__attribute__((target("popcnt,avx512f,avx512vl,avx512bw,avx512vpopcntdq"), noinline)) static u32
+/* Never inlined into a caller without these target flags (GCC refuses to; so does flatten). */
+__attribute__((target("popcnt,avx512f,avx512vl,avx512bw,avx512vpopcntdq"))) static u32
 shie_collect_vector(const struct vrex_fp *p, u32 n, u32 base, u64 q0, u64 q1, u32 limit, u32 *cand)
 {
 	return shie_collect_body(p, n, base, q0, q1, limit, cand, 1);
@@ -802,8 +802,8 @@ static void mih_search_generic(struct shie_search *sr)
 
 #ifdef SHIE_POPCNT_DISPATCH
 /* flatten: the whole probe loop is compiled for popcnt, not just this frame. */
-__attribute__((target("popcnt"), flatten)) static void mih_search_popcnt(struct shie_search *sr,
-									  int vec)
+__attribute__((target("popcnt"), flatten)) static void
+mih_search_popcnt(struct shie_search *sr, int vec)
 {
 	mih_search_body(sr, 1, vec);
 }

@@ -319,6 +319,9 @@ int vrex_device_probe(struct vrex_device *vdev)
 	ret = vrex_read_config(vdev);
 	if (ret)
 		return ret;
+	ret = vrex_resv_init(vdev);
+	if (ret)
+		return ret;
 
 	for (b = 0; b < vdev->nbanks; b++)
 		drm_mm_init(&vdev->bank_mm[b], b * vdev->bank_size, vdev->bank_size);

@@ -39,6 +39,15 @@ struct vrex_mem {
 	bool has_pages;		/* struct pages back it: dma-buf export can build an sg_table */
 };
 
+/* The ReSV unit (vrex_resv.c): hardware heads, handed to files by id. */
+struct vrex_resv_dev {
+	u32 heads;		/* RESV_HEADS, 0: no unit */
+	u32 max_tokens;		/* per head */
+	u32 max_clusters;	/* per head */
+	u32 in_use;		/* under vrex_device.lock */
+	struct ida ida;		/* hardware head slots */
+};
+
 struct vrex_device {
 	struct drm_device drm;
 
@@ -76,6 +85,7 @@ struct vrex_device {
 	struct vrex_file_stream *hw_streams[VREX_MAX_STREAMS_HW];
 	struct ida stream_ida;		/* hardware stream slots */
 	struct ida pool_ida;		/* hardware pool ids of pooled streams */
+	struct vrex_resv_dev resv;
 
 	/* Bank allocator, one range manager per bank. */
 	struct mutex mm_lock;

@@ -41,6 +41,7 @@ static int vrex_open(struct drm_device *drm, struct drm_file *file)
 	vfile->vdev = to_vrex_device(drm);
 	xa_init_flags(&vfile->streams, XA_FLAGS_ALLOC1);
 	xa_init(&vfile->pools);
+	vrex_resv_file_init(vfile);
 	file->driver_priv = vfile;
 	return 0;
 }
@@ -49,6 +50,7 @@ static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct vrex_file *vfile = to_vrex_file(file);
 
+	vrex_resv_release_all(vfile);
 	vrex_stream_release_all(vfile);
 	xa_destroy(&vfile->streams);
 	xa_destroy(&vfile->pools);
@@ -68,7 +70,12 @@ static const struct drm_ioctl_desc vrex_ioctls[] = {
 	VREX_IOCTL(SHIE_LOOKUP, shie_lookup),
 	VREX_IOCTL(SHIE_RETIRE, shie_retire),
 	VREX_IOCTL(STATS, stats),
-	/* DRM_VREX_RESERVED_10 (was REG_READ): past the table, the DRM core returns -EINVAL. */
+	/* DRM_VREX_RESERVED_10 (was REG_READ): no handler, the DRM core returns -EINVAL. */
+	VREX_IOCTL(RESV_HEAD_CREATE, resv_head_create),
+	VREX_IOCTL(RESV_HEAD_DESTROY, resv_head_destroy),
+	VREX_IOCTL(RESV_HASH, resv_hash),
+	VREX_IOCTL(RESV_SELECT, resv_select),
+	VREX_IOCTL(RESV_TRUNCATE, resv_truncate),
 #undef VREX_IOCTL
 };
 

@@ -19,6 +19,7 @@
 struct drm_device;
 struct drm_file;
 struct drm_gem_object;
+struct drm_vrex_query;
 struct vrex_device;
 
 /* Per-file limits (module parameters, 0: none); read at each allocation. */
@@ -39,6 +40,7 @@ struct vrex_file {
 	struct vrex_device *vdev;
 	struct xarray streams;	/* user stream id -> struct vrex_file_stream */
 	struct xarray pools;	/* user pool id -> struct vrex_file_pool */
+	struct xarray heads;	/* user head id -> struct vrex_file_head (vrex_resv.c) */
 	u32 nstreams;		/* under vdev->lock */
 	struct vrex_quota *quota;
 };
@@ -110,6 +112,21 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 void vrex_blocks_drain(struct vrex_device *vdev);
 void vrex_blocks_reset(struct vrex_device *vdev);
 void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream *stream);
+
+/* vrex_shie.c: size-negotiated element arrays, shared by every batched ioctl */
+void *vrex_elems_copy_in(u64 uptr, u32 count, u32 elem_size, size_t ksize);
+int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, size_t ksize);
+
+/* vrex_resv.c */
+int vrex_resv_init(struct vrex_device *vdev);
+void vrex_resv_file_init(struct vrex_file *vfile);
+void vrex_resv_release_all(struct vrex_file *vfile);
+int vrex_resv_query_stats(struct vrex_device *vdev, struct drm_vrex_query *args);
+int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_resv_head_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *file);
+int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file *file);
 
 /* vrex_query.c */
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);

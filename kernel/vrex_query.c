@@ -43,7 +43,7 @@ static void vrex_fill_device_info(struct vrex_device *vdev, struct drm_vrex_devi
 	info->hw_id = vdev->hw_id;
 	info->hw_version = vdev->hw_version;
 	info->caps = vdev->caps & (DRM_VREX_CAP_FCC | DRM_VREX_CAP_SHIE | DRM_VREX_CAP_POOLED |
-				   DRM_VREX_CAP_PREDICT_SLOTS);
+				   DRM_VREX_CAP_PREDICT_SLOTS | DRM_VREX_CAP_RESV);
 	info->bank_count = vdev->nbanks;
 	info->bank_size = vdev->bank_size;
 	info->group_banks = vdev->group_banks;
@@ -104,6 +104,8 @@ int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
 		}
 		kfree(bi);
 		return ret;
+	case DRM_VREX_QUERY_RESV_STATS:
+		return vrex_resv_query_stats(vdev, args);
 	default:
 		return -EINVAL;
 	}

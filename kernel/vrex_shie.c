@@ -140,24 +140,20 @@ void vrex_blocks_forget_stream(struct vrex_device *vdev, struct vrex_file_stream
 }
 
 /*
- * Checks the batch header (vrex_check_batch()), then copies its @count elements of
- * @elem_size bytes from user space into an array of @ksize ones with
- * copy_struct_from_user() semantics: a smaller element (an older binary) is
- * zero-extended, a larger one (a newer binary) is accepted only if every byte
- * past @ksize is zero, else -E2BIG, so no field a newer caller set is ever
- * silently ignored.
+ * Copies @count elements of @elem_size bytes at user address @uptr into a new
+ * array of @ksize-byte ones with copy_struct_from_user() semantics: a smaller
+ * element (an older binary) is zero-extended, a larger one (a newer binary) is
+ * accepted only if every byte past @ksize is zero, else -E2BIG, so no field a
+ * newer caller set is ever silently ignored. The caller has bounded @count and
+ * @elem_size (vrex_check_batch(), vrex_check_resv_batch()). kvfree() the result.
  */
-static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t ksize)
+void *vrex_elems_copy_in(u64 uptr, u32 count, u32 elem_size, size_t ksize)
 {
-	void __user *src = u64_to_user_ptr(args->items);
-	u32 count = args->count, elem_size = args->elem_size;
+	void __user *src = u64_to_user_ptr(uptr);
 	void *buf;
 	int ret;
 	u32 i;
 
-	ret = vrex_check_batch(args, ksize);
-	if (ret)
-		return ERR_PTR(ret);
 	buf = kvmalloc_array(count, ksize, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
@@ -181,11 +177,22 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/* A SHIE batch: the header (vrex_check_batch()), then its elements. */
+static void *vrex_batch_copy_in(const struct drm_vrex_shie_batch *args, size_t ksize)
+{
+	int ret;
+
+	ret = vrex_check_batch(args, ksize);
+	if (ret)
+		return ERR_PTR(ret);
+	return vrex_elems_copy_in(args->items, args->count, args->elem_size, ksize);
+}
+
 /*
  * Writes back min(@elem_size, @ksize) bytes of each element: an older caller
  * gets the fields it knows, a newer one's bytes past ours are untouched.
  */
-static int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, size_t ksize)
+int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, size_t ksize)
 {
 	void __user *dst = u64_to_user_ptr(uptr);
 	size_t n = min_t(size_t, elem_size, ksize);

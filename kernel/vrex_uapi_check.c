@@ -125,6 +125,50 @@ int vrex_check_retire(const struct drm_vrex_shie_retire *args)
 	return 0;
 }
 
+int vrex_check_resv_head_create(const struct drm_vrex_resv_head_create *args)
+{
+	const struct drm_vrex_resv_params *p = &args->params;
+
+	if (args->flags || p->pad[0] || p->pad[1] || p->pad[2])
+		return -EINVAL;
+	if (!p->dim || p->dim > DRM_VREX_RESV_MAX_DIM || p->th > DRM_VREX_RESV_MAX_TH ||
+	    p->ratio > DRM_VREX_RESV_RATIO_ONE || p->mode > DRM_VREX_RESV_MODE_TOKENS ||
+	    !p->tokens_per_block)
+		return -EINVAL;
+	return 0;
+}
+
+int vrex_check_resv_hash(const struct drm_vrex_resv_hash *args)
+{
+	/* The keys are int16: a 2-aligned device address. */
+	if (args->flags || !args->count || args->offset % 2)
+		return -EINVAL;
+	return 0;
+}
+
+int vrex_check_resv_batch(const struct drm_vrex_resv_batch *args, __u32 item_size)
+{
+	struct drm_vrex_shie_batch b = {
+		.count = args->count,
+		.elem_size = args->elem_size,
+		.flags = args->flags,
+	};
+
+	if (args->pad)
+		return -EINVAL;
+	return vrex_check_batch(&b, item_size);
+}
+
+int vrex_check_resv_select_item(const struct drm_vrex_resv_select_item *it)
+{
+	if ((it->flags & ~DRM_VREX_RESV_SELECT_VALID_FLAGS) || it->pad || it->query_offset % 2)
+		return -EINVAL;
+	/* Ranges are pairs of u32; no output buffer is looked at without room. */
+	if (it->max_ranges && it->out_offset % 4)
+		return -EINVAL;
+	return 0;
+}
+
 int vrex_check_unique_ids(const __u32 *ids, __u32 n, __u32 *scratch)
 {
 	__u32 gap, i, j, v;

@@ -57,6 +57,18 @@ int vrex_check_lookup_item(const struct drm_vrex_shie_lookup_item *it);
 /* SHIE_RETIRE header (the ids are checked against the stream's blocks by the caller). */
 int vrex_check_retire(const struct drm_vrex_shie_retire *args);
 
+/* ReSV: RESV_HEAD_CREATE (flags and parameters). */
+int vrex_check_resv_head_create(const struct drm_vrex_resv_head_create *args);
+
+/* RESV_HASH without the head and the BO: flags, count, alignment. */
+int vrex_check_resv_hash(const struct drm_vrex_resv_hash *args);
+
+/* RESV_SELECT batch header, like vrex_check_batch(). */
+int vrex_check_resv_batch(const struct drm_vrex_resv_batch *args, __u32 item_size);
+
+/* One selection without its head and BOs: flags, padding, alignment. */
+int vrex_check_resv_select_item(const struct drm_vrex_resv_select_item *it);
+
 /* Every id in @ids[0..@n) is distinct; @scratch holds @n ids and is clobbered. */
 int vrex_check_unique_ids(const __u32 *ids, __u32 n, __u32 *scratch);
 

@@ -448,3 +448,11 @@ vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out) {
 }
 
 }  // extern "C"
+
+// For the other C ABI files (c_api_internal.hpp).
+namespace vrex::capi {
+
+std::shared_ptr<Device> device_of(vrex_hal_device* dev) { return dev ? dev->dev : nullptr; }
+vrex_hal_status status_of(std::error_code ec) { return to_status(ec); }
+
+}  // namespace vrex::capi

@@ -284,6 +284,48 @@ Result<drm_vrex_stats> KernelBackend::stats()
     return s;
 }
 
+// ---- ReSV: one ioctl each; the driver validates, owns the heads per file and maps errnos. ------
+
+std::error_code KernelBackend::resv_head_create(drm_vrex_resv_head_create& args)
+{
+    return ioctl(DRM_IOCTL_VREX_RESV_HEAD_CREATE, &args);
+}
+
+std::error_code KernelBackend::resv_head_destroy(std::uint32_t head)
+{
+    drm_vrex_resv_head_destroy args{head, 0};
+    return ioctl(DRM_IOCTL_VREX_RESV_HEAD_DESTROY, &args);
+}
+
+std::error_code KernelBackend::resv_hash(drm_vrex_resv_hash& args)
+{
+    return ioctl(DRM_IOCTL_VREX_RESV_HASH, &args);
+}
+
+std::error_code KernelBackend::resv_select(std::span<drm_vrex_resv_select_item> items)
+{
+    if (items.size() > std::numeric_limits<std::uint32_t>::max())
+        return std::make_error_code(std::errc::invalid_argument);
+    drm_vrex_resv_batch b{static_cast<std::uint32_t>(items.size()), sizeof(drm_vrex_resv_select_item), 0, 0,
+                          user_ptr(items.data())};
+    return ioctl(DRM_IOCTL_VREX_RESV_SELECT, &b);
+}
+
+std::error_code KernelBackend::resv_truncate(std::uint32_t head, std::uint32_t keep)
+{
+    drm_vrex_resv_truncate args{head, keep};
+    return ioctl(DRM_IOCTL_VREX_RESV_TRUNCATE, &args);
+}
+
+Result<drm_vrex_resv_stats> KernelBackend::resv_stats()
+{
+    drm_vrex_resv_stats s{};
+    drm_vrex_query q{DRM_VREX_QUERY_RESV_STATS, sizeof(s), user_ptr(&s)};
+    if (auto ec = ioctl(DRM_IOCTL_VREX_QUERY, &q))
+        return ec;
+    return s;
+}
+
 // The REG_READ ioctl is retired: registers come from the device's debugfs "window" file (root
 // only), /sys/kernel/debug/vrex/<device>/window, the directory whose "dev" names our node.
 Result<std::uint32_t> KernelBackend::reg_read(std::uint32_t offset)

@@ -50,6 +50,12 @@ public:
                                 std::span<drm_vrex_released_block> released,
                                 std::uint32_t& released_count) override;
     Result<drm_vrex_stats> stats() override;
+    std::error_code resv_head_create(drm_vrex_resv_head_create& args) override;
+    std::error_code resv_head_destroy(std::uint32_t head) override;
+    std::error_code resv_hash(drm_vrex_resv_hash& args) override;
+    std::error_code resv_select(std::span<drm_vrex_resv_select_item> items) override;
+    std::error_code resv_truncate(std::uint32_t head, std::uint32_t keep) override;
+    Result<drm_vrex_resv_stats> resv_stats() override;
     Result<std::uint32_t> reg_read(std::uint32_t offset) override;
     // The DRM fd itself: readable while the file has queued events.
     int event_fd() const noexcept override { return fd_; }

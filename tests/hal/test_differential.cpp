@@ -10,6 +10,7 @@
 // downscaled 4x in-process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -262,6 +263,138 @@ std::string run_workload(Backend& be, const Clip& c)
     return out.str();
 }
 
+// The ReSV workload: keys are 32-pixel patches (8 x 4, mean removed) of the clip's first frames, a
+// grid of them per frame hashed into two heads with different seeds, radii, ratios and modes; each
+// frame, a batch selects for a query patch on both heads as token and as block ranges. A truncation
+// and a batch that overflows a head (ENOSPC, nothing added) are part of it. Printed: tokens and
+// clusters after every batch, every selection's outputs and the ranges it wrote, counter deltas.
+std::string run_resv_workload(Backend& be, const Clip& c)
+{
+    std::ostringstream out;
+    constexpr std::uint32_t kDim = 32, kPw = 8, kPh = 4, kGx = 12, kGy = 9, kResvFrames = 20;
+    constexpr std::uint64_t kMaxRanges = 2048;
+    auto stats0 = be.resv_stats();
+    if (!stats0)
+        return "ERROR resv_stats: " + stats0.error().message();
+    // Room for a whole head's keys (the overflowing batch), then the query, then the ranges.
+    const std::uint64_t kQuery = std::uint64_t{stats0->max_tokens} * kDim * 2, kOut = kQuery + 4096;
+    out << "resv heads=" << stats0->heads << " max_tokens=" << stats0->max_tokens
+        << " max_clusters=" << stats0->max_clusters << "\n";
+    drm_vrex_bo_create bo{};
+    bo.size = kOut + kMaxRanges * 8;
+    bo.bank_mask = 1;
+    WL_CHECK(be.bo_create(bo));
+    auto map = be.bo_map(bo.handle);
+    if (!map)
+        return out.str() + "ERROR map\n";
+
+    // Patch (x, y) of frame @px, 2-byte little-endian int16 at @dst.
+    auto patch = [&c](const std::vector<std::uint8_t>& px, std::uint32_t x, std::uint32_t y, std::byte* dst) {
+        int sum = 0;
+        for (std::uint32_t dy = 0; dy < kPh; dy++)
+            for (std::uint32_t dx = 0; dx < kPw; dx++)
+                sum += px[std::size_t{y + dy} * c.width + x + dx];
+        const int mean = sum / static_cast<int>(kDim);
+        for (std::uint32_t i = 0; i < kDim; i++) {
+            const int v = (px[std::size_t{y + i / kPw} * c.width + x + i % kPw] - mean) * 128;
+            const auto q = static_cast<std::int16_t>(std::clamp(v, -32767, 32767));
+            std::memcpy(dst + 2 * i, &q, 2);
+        }
+    };
+
+    drm_vrex_resv_head_create heads[2]{};
+    heads[0].params.seed = 11;
+    heads[0].params.th = 7;
+    heads[0].params.ratio = 19661;  // 0.3
+    heads[0].params.mode = DRM_VREX_RESV_MODE_MASS;
+    heads[0].params.tokens_per_block = 16;
+    heads[1].params.seed = 99;
+    heads[1].params.th = 4;
+    heads[1].params.ratio = 32768;  // 0.5
+    heads[1].params.mode = DRM_VREX_RESV_MODE_TOKENS;
+    heads[1].params.tokens_per_block = 8;
+    for (auto& h : heads) {
+        h.params.dim = kDim;
+        h.params.bytes_per_token = 4 * kDim;
+        for (std::uint32_t d = 0; d < DRM_VREX_RESV_LUT_SIZE; d++)
+            h.params.lut[d] = static_cast<std::uint16_t>(65535u >> std::min(d, 16u));
+        WL_CHECK(be.resv_head_create(h));
+    }
+
+    const std::uint32_t sx = (c.width - kPw) / (kGx - 1), sy = (c.height - kPh) / (kGy - 1);
+    const auto frames = std::min<std::uint32_t>(kResvFrames, static_cast<std::uint32_t>(c.frames.size()));
+    for (std::uint32_t f = 0; f < frames; f++) {
+        const auto& px = c.frames[f];
+        std::uint32_t n = 0;
+        for (std::uint32_t gy = 0; gy < kGy; gy++)
+            for (std::uint32_t gx = 0; gx < kGx; gx++)
+                patch(px, gx * sx, gy * sy, map->data() + std::size_t{n++} * kDim * 2);
+        for (std::uint32_t hi = 0; hi < 2; hi++) {
+            drm_vrex_resv_hash h{};
+            h.head = heads[hi].head;
+            h.count = n;
+            h.handle = bo.handle;
+            WL_CHECK(be.resv_hash(h));
+            out << "H f" << f << " h" << hi << " tokens=" << h.tokens << " clusters=" << h.clusters << "\n";
+        }
+        if (f == 10) {
+            WL_CHECK(be.resv_truncate(heads[0].head, 500));
+            out << "T h0 keep=500\n";
+            // More keys than head 1 has room for: refused whole.
+            drm_vrex_resv_hash h{};
+            h.head = heads[1].head;
+            h.count = stats0->max_tokens;
+            h.handle = bo.handle;
+            const std::error_code ec = be.resv_hash(h);
+            out << "O h1 " << (ec ? ec.message() : "accepted") << "\n";
+        }
+        // The query: the patch at the frame's centre, moving with the frame index.
+        patch(px, (c.width - kPw) / 2 + f % 8, (c.height - kPh) / 2, map->data() + kQuery);
+        drm_vrex_resv_select_item items[4]{};
+        for (std::uint32_t i = 0; i < 4; i++) {
+            auto& it = items[i];
+            it.head = heads[i / 2].head;
+            it.flags = i % 2 ? DRM_VREX_RESV_SELECT_BLOCKS : 0;
+            it.query_handle = bo.handle;
+            it.query_offset = kQuery;
+            it.out_handle = bo.handle;
+            it.out_offset = kOut + i * (kMaxRanges / 4) * 8;
+            it.max_ranges = kMaxRanges / 4;
+        }
+        WL_CHECK(be.resv_select(items));
+        for (std::uint32_t i = 0; i < 4; i++) {
+            const auto& it = items[i];
+            out << "S f" << f << " h" << i / 2 << (it.flags ? " blocks" : " tokens") << " ranges=" << it.ranges
+                << " tokens=" << it.tokens << " clusters=" << it.clusters << " qhash=" << it.qhash
+                << " cutoff=" << it.cutoff << " head_tokens=" << it.head_tokens << " :";
+            for (std::uint32_t r = 0; r < std::min(it.ranges, it.max_ranges); r++) {
+                std::uint32_t fc[2];
+                std::memcpy(fc, map->data() + it.out_offset + r * 8, 8);
+                out << " " << fc[0] << "+" << fc[1];
+            }
+            out << "\n";
+        }
+    }
+    auto stats = be.resv_stats();
+    if (!stats)
+        return out.str() + "ERROR final resv_stats\n";
+    const std::pair<const char*, __u64 drm_vrex_resv_stats::*> counters[] = {
+        {"keys", &drm_vrex_resv_stats::keys},
+        {"clusters", &drm_vrex_resv_stats::clusters},
+        {"selects", &drm_vrex_resv_stats::selects},
+        {"tokens_scanned", &drm_vrex_resv_stats::tokens_scanned},
+        {"tokens_selected", &drm_vrex_resv_stats::tokens_selected},
+        {"bytes_selected", &drm_vrex_resv_stats::bytes_selected},
+        {"ranges", &drm_vrex_resv_stats::ranges}};
+    for (const auto& [name, field] : counters)
+        out << "counter " << name << " " << ((*stats).*field - (*stats0).*field) << "\n";
+    out << "heads_in_use " << stats->heads_in_use - stats0->heads_in_use << "\n";
+    for (const auto& h : heads)
+        WL_CHECK(be.resv_head_destroy(h.head));
+    WL_CHECK(be.bo_destroy(bo.handle));
+    return out.str();
+}
+
 std::size_t count(const std::string& text, const std::string& needle)
 {
     std::size_t n = 0;
@@ -351,6 +484,55 @@ TEST(Differential, KernelAndEmulationProduceIdenticalResults)
                 static_cast<unsigned long long>(fnv1a(e)));
     EXPECT_EQ(first_difference(k, e), "") << "A = kernel, B = emulated";
     EXPECT_EQ(k.size(), e.size());
+    EXPECT_TRUE(k == e);
+}
+
+TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation)
+{
+    if (!clip())
+        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+    std::string runs[2];
+    for (auto& r : runs) {
+        auto be = test::open_backend("emulated");
+        ASSERT_NE(be, nullptr);
+        r = run_resv_workload(*be, *clip());
+    }
+    ASSERT_EQ(runs[0].find("ERROR"), std::string::npos) << runs[0].substr(runs[0].find("ERROR"));
+    EXPECT_EQ(first_difference(runs[0], runs[1]), "");
+    EXPECT_EQ(count(runs[0], "S f"), 80u);
+    EXPECT_EQ(count(runs[0], "O h1 No space left on device"), 1u) << "the overflowing batch is refused";
+    // Selections are proper subsets: neither nothing nor everything.
+    std::size_t proper = 0;
+    std::istringstream in(runs[0]);
+    for (std::string line; std::getline(in, line);) {
+        unsigned tokens = 0, head = 0;
+        const auto t = line.find(" tokens="), h = line.find("head_tokens=");
+        if (line.rfind("S f", 0) != 0 || t == std::string::npos || h == std::string::npos)
+            continue;
+        tokens = static_cast<unsigned>(std::stoul(line.substr(t + 8)));
+        head = static_cast<unsigned>(std::stoul(line.substr(h + 12)));
+        proper += tokens > 0 && tokens < head;
+    }
+    EXPECT_GT(proper, 60u);
+}
+
+TEST(Differential, ResvKernelAndEmulationProduceIdenticalResults)
+{
+    if (!clip())
+        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+    if (!kernel_backend_factory().available())
+        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
+    auto kernel = test::open_backend("kernel");
+    ASSERT_NE(kernel, nullptr);
+    auto emu = test::open_backend("emulated");
+    ASSERT_NE(emu, nullptr);
+    const std::string k = run_resv_workload(*kernel, *clip());
+    const std::string e = run_resv_workload(*emu, *clip());
+    ASSERT_EQ(k.find("ERROR"), std::string::npos) << k.substr(k.find("ERROR"));
+    ASSERT_EQ(e.find("ERROR"), std::string::npos) << e.substr(e.find("ERROR"));
+    std::printf("differential resv: canonical output %zu bytes, fnv1a kernel %016llx emulated %016llx\n", k.size(),
+                static_cast<unsigned long long>(fnv1a(k)), static_cast<unsigned long long>(fnv1a(e)));
+    EXPECT_EQ(first_difference(k, e), "") << "A = kernel, B = emulated";
     EXPECT_TRUE(k == e);
 }
 

@@ -45,16 +45,20 @@
 #define MAX_MAPS 6
 #define MAX_ITEMS 64
 #define NIDS (DRM_VREX_RESERVED_10 + 1)
-/* Buckets of the per-id table: the vrex ids, then "past the table", then DRM core ioctls. */
+/* The ReSV ids (11..15, fuzz_resv_ioctl()); "past the table" starts after them. */
+#define FIRST_PAST (DRM_VREX_RESV_TRUNCATE + 1)
+#define MAX_HEADS 8
+/* Buckets of the per-id table: the vrex ids, "past the table", DRM core ioctls, the ReSV ids. */
 #define ID_PAST NIDS
 #define ID_CORE (NIDS + 1)
-#define NBUCKETS (NIDS + 2)
+#define ID_RESV (NIDS + 2)
+#define NBUCKETS (NIDS + 3)
 #define NERR 140
 
 static const char *const id_names[NBUCKETS] = {
 	"QUERY", "BO_CREATE", "BO_MMAP_OFFSET", "STREAM_CREATE", "STREAM_DESTROY",
 	"FRAME_SUBMIT", "SHIE_INSERT", "SHIE_LOOKUP", "SHIE_RETIRE", "STATS", "RESERVED_10",
-	"(past table)", "(drm core)",
+	"(past table)", "(drm core)", "(resv)",
 };
 
 struct file_slot {
@@ -67,6 +71,8 @@ struct file_slot {
 	unsigned int nstreams;
 	uint32_t blocks[MAX_BLOCKS];
 	unsigned int nblocks;
+	uint32_t heads[MAX_HEADS];
+	unsigned int nheads;
 };
 
 struct mapping {
@@ -329,7 +335,7 @@ static int known_errno(int id, int err)
 		return __atomic_load_n(&faults_armed, __ATOMIC_RELAXED);
 	case E2BIG:	/* a larger batch element with a non-zero tail, or too large */
 		return id == DRM_VREX_SHIE_INSERT || id == DRM_VREX_SHIE_LOOKUP ||
-		       id == DRM_VREX_SHIE_RETIRE;
+		       id == DRM_VREX_SHIE_RETIRE || id == ID_RESV;
 	default:
 		return 0;
 	}
@@ -359,7 +365,7 @@ static void count_result_of(int bucket, int r, struct snap *s)
 	if (!r)
 		bump(&oks[bucket]);
 	bump(&errs[bucket][r < NERR ? r : NERR - 1]);
-	if (bucket < NIDS && !raced && !known_errno(bucket, r)) {
+	if ((bucket < NIDS || bucket == ID_RESV) && !raced && !known_errno(bucket, r)) {
 		if (__atomic_fetch_add(&n_unexpected, 1, __ATOMIC_RELAXED) < 10)
 			printf("unexpected: %s -> %s\n", id_names[bucket], strerror(r));
 	}
@@ -590,6 +596,105 @@ static void fuzz_vrex_ioctl(struct worker *w)
 	}
 }
 
+/*
+ * ReSV: head create/destroy, hash, select batches and truncate on the file's
+ * heads (sometimes another file's or a made-up id), keys and queries in the
+ * file's BOs at random offsets, sizes and element sizes sometimes wrong,
+ * arguments sometimes mutated. Results go to the "(resv)" bucket.
+ */
+static void fuzz_resv_ioctl(struct worker *w)
+{
+	union {
+		struct drm_vrex_resv_head_create hc;
+		struct drm_vrex_resv_head_destroy hd;
+		struct drm_vrex_resv_hash h;
+		struct drm_vrex_resv_batch b;
+		struct drm_vrex_resv_truncate t;
+		unsigned char raw[256];
+	} a;
+	static const unsigned long cmds[] = {
+		DRM_IOCTL_VREX_RESV_HEAD_CREATE, DRM_IOCTL_VREX_RESV_HEAD_DESTROY,
+		DRM_IOCTL_VREX_RESV_HASH, DRM_IOCTL_VREX_RESV_SELECT, DRM_IOCTL_VREX_RESV_TRUNCATE,
+	};
+	unsigned int op = below(w, 5), resized, d;
+	uint32_t head, n, i, esz;
+	uint64_t ptr = 0;
+	struct snap s;
+	int r;
+
+	take_snap(w, &s);
+	pthread_mutex_lock(&s.slot->lock);
+	head = s.slot->nheads && !chance(w, 8) ? s.slot->heads[below(w, s.slot->nheads)] :
+						 below(w, 20);
+	pthread_mutex_unlock(&s.slot->lock);
+	memset(&a, 0, sizeof(a));
+	switch (op) {
+	case 0:
+		a.hc.params.seed = rnd(w);
+		a.hc.params.dim = 1 + below(w, chance(w, 4) ? 300 : 64);
+		a.hc.params.th = below(w, 34);
+		a.hc.params.ratio = chance(w, 2) ? below(w, 65538) : 19661;
+		a.hc.params.mode = below(w, 3);
+		a.hc.params.tokens_per_block = below(w, 20);
+		a.hc.params.bytes_per_token = (uint32_t)rnd(w);
+		for (d = 0; d < DRM_VREX_RESV_LUT_SIZE; d++)
+			a.hc.params.lut[d] = (__u16)rnd(w);
+		break;
+	case 1:
+		a.hd.head = head;
+		break;
+	case 2:
+		a.h.head = head;
+		a.h.count = chance(w, 8) ? (uint32_t)interesting(w) : 1 + below(w, 64);
+		a.h.handle = s.handle;
+		a.h.offset = chance(w, 8) ? interesting(w) : 2 * below(w, 1024);
+		break;
+	case 3:
+		n = 1 + below(w, chance(w, 4) ? MAX_ITEMS : 4);
+		esz = sizeof(struct drm_vrex_resv_select_item);
+		if (chance(w, 6))
+			esz = chance(w, 2) ? esz + 8 * below(w, 4) : 4 + 4 * below(w, esz / 4);
+		memset(w->items, 0, (size_t)n * esz);
+		for (i = 0; i < n; i++) {
+			struct drm_vrex_resv_select_item *it = (void *)(w->items + (size_t)i * esz);
+			struct drm_vrex_resv_select_item tmp = {
+				.head = head,
+				.flags = below(w, 2),
+				.query_handle = s.handle,
+				.out_handle = chance(w, 2) ? s.handle : s.handle2,
+				.query_offset = 2 * below(w, 2048),
+				.out_offset = 4 * below(w, 2048),
+				.max_ranges = chance(w, 4) ? 0 : below(w, 512),
+			};
+
+			memcpy(it, &tmp, esz < sizeof(tmp) ? esz : sizeof(tmp));
+			if (chance(w, 8))
+				mutate(w, it, esz);
+		}
+		a.b.count = n;
+		a.b.elem_size = esz;
+		a.b.items = ptr = user_ptr(w, w->items, (size_t)n * esz);
+		break;
+	default:
+		a.t.head = head;
+		a.t.keep = chance(w, 2) ? below(w, 64) : (uint32_t)interesting(w);
+		break;
+	}
+	if (chance(w, 3))
+		mutate(w, &a, _IOC_SIZE(cmds[op]));
+	if (op == 3)
+		a.b.items = safe_extent(ptr, (uint64_t)a.b.count * a.b.elem_size, w->items,
+					ITEMS_BYTES);
+	r = do_ioctl(s.fd, cmd_for(w, cmds[op], (int *)&resized), &a);
+	count_result_of(ID_RESV, r, &s);
+	if (r || resized)
+		return;
+	if (op == 0)
+		learn(&s, s.slot->heads, &s.slot->nheads, MAX_HEADS, a.hc.head, NULL, 0);
+	else if (op == 1)
+		forget(&s, s.slot->heads, &s.slot->nheads, a.hd.head, NULL);
+}
+
 /* Ids past the driver's table, and the DRM core's GEM/PRIME ioctls on our handles. */
 static void fuzz_other_ioctl(struct worker *w)
 {
@@ -606,7 +711,7 @@ static void fuzz_other_ioctl(struct worker *w)
 		memset(raw, 0, sizeof(raw));
 		mutate(w, raw, sizeof(raw));
 		r = do_ioctl(s.fd, _IOC(below(w, 4), DRM_IOCTL_BASE,
-					DRM_COMMAND_BASE + NIDS + below(w, 0x60 - NIDS),
+					DRM_COMMAND_BASE + FIRST_PAST + below(w, 0x60 - FIRST_PAST),
 					below(w, sizeof(raw))), raw);
 		count_result(ID_PAST, r);
 		if (!r)
@@ -702,6 +807,7 @@ static void fuzz_reopen(struct worker *w)
 	f->nhandles = 0;
 	f->nstreams = 0;
 	f->nblocks = 0;
+	f->nheads = 0;
 	pthread_mutex_unlock(&f->lock);
 	close(old);
 	bump(&n_reopens);
@@ -744,8 +850,10 @@ static void *worker_main(void *arg)
 		op = below(w, 1000);
 		if (op < 800)
 			fuzz_vrex_ioctl(w);
-		else if (op < 900)
+		else if (op < 860)
 			fuzz_other_ioctl(w);
+		else if (op < 900)
+			fuzz_resv_ioctl(w);
 		else if (op < 960)
 			fuzz_mmap(w);
 		else if (op < 985)

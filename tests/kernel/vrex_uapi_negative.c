@@ -101,12 +101,15 @@ static const unsigned long cmds[] = {
 	DRM_IOCTL_VREX_QUERY, DRM_IOCTL_VREX_BO_CREATE, DRM_IOCTL_VREX_BO_MMAP_OFFSET,
 	DRM_IOCTL_VREX_STREAM_CREATE, DRM_IOCTL_VREX_STREAM_DESTROY, DRM_IOCTL_VREX_FRAME_SUBMIT,
 	DRM_IOCTL_VREX_SHIE_INSERT, DRM_IOCTL_VREX_SHIE_LOOKUP, DRM_IOCTL_VREX_SHIE_RETIRE,
-	DRM_IOCTL_VREX_STATS, VT_IOCTL_RESERVED_10,
+	DRM_IOCTL_VREX_STATS, VT_IOCTL_RESERVED_10, DRM_IOCTL_VREX_RESV_HEAD_CREATE,
+	DRM_IOCTL_VREX_RESV_HEAD_DESTROY, DRM_IOCTL_VREX_RESV_HASH, DRM_IOCTL_VREX_RESV_SELECT,
+	DRM_IOCTL_VREX_RESV_TRUNCATE,
 };
 
 static const char *const names[] = {
 	"QUERY", "BO_CREATE", "BO_MMAP_OFFSET", "STREAM_CREATE", "STREAM_DESTROY", "FRAME_SUBMIT",
 	"SHIE_INSERT", "SHIE_LOOKUP", "SHIE_RETIRE", "STATS", "RESERVED_10 (was REG_READ)",
+	"RESV_HEAD_CREATE", "RESV_HEAD_DESTROY", "RESV_HASH", "RESV_SELECT", "RESV_TRUNCATE",
 };
 
 /*
@@ -125,6 +128,11 @@ static const int zero_errno[] = {
 	EINVAL,		/* SHIE_RETIRE: elem_size 0 */
 	0,		/* STATS: ptr 0: size only */
 	EINVAL,		/* RESERVED_10: retired REG_READ, never answered */
+	EINVAL,		/* RESV_HEAD_CREATE: dim 0 */
+	ENOENT,		/* RESV_HEAD_DESTROY: head ids start at 1 */
+	EINVAL,		/* RESV_HASH: count 0 */
+	EINVAL,		/* RESV_SELECT: count 0 */
+	ENOENT,		/* RESV_TRUNCATE: head 0 */
 };
 
 static unsigned long resize(unsigned long cmd, unsigned int size)
@@ -226,7 +234,7 @@ static void test_sizes(struct ctx *c)
 	/* Ids past the table, and the table's last slot of the driver range. */
 	memset(buf, 0, sizeof(buf));
 	NEG(c, "ioctl id right past the table", vt_ioctl(c->fd, DRM_IOWR(DRM_COMMAND_BASE +
-		DRM_VREX_RESERVED_10 + 1, struct drm_vrex_query), buf), EINVAL);
+		DRM_VREX_RESV_TRUNCATE + 1, struct drm_vrex_query), buf), EINVAL);
 	NEG(c, "ioctl id at the end of the driver range",
 	    vt_ioctl(c->fd, DRM_IOWR(DRM_COMMAND_END - 1, struct drm_vrex_query), buf), EINVAL);
 	NEG(c, "argument pointer unmapped", vt_ioctl(c->fd, DRM_IOCTL_VREX_STATS, c->guard), EFAULT);
@@ -492,6 +500,307 @@ static void test_retire(struct ctx *c)
 	NEG(c, "SHIE_RETIRE: flag bit 31", vt_ioctl(c->fd, DRM_IOCTL_VREX_SHIE_RETIRE, &r), EINVAL);
 }
 
+/* ---- ReSV ---------------------------------------------------------------------------- */
+
+#define RESV_DIM 8u
+#define RESV_BO_SIZE (256u * 1024u)
+
+static struct drm_vrex_resv_head_create resv_head_args(void)
+{
+	struct drm_vrex_resv_head_create a = { 0 };
+	unsigned int d;
+
+	a.params.seed = 42;
+	a.params.dim = RESV_DIM;
+	a.params.th = 7;
+	a.params.ratio = DRM_VREX_RESV_RATIO_ONE / 2;
+	a.params.mode = DRM_VREX_RESV_MODE_MASS;
+	a.params.tokens_per_block = 4;
+	a.params.bytes_per_token = 32;
+	for (d = 0; d < DRM_VREX_RESV_LUT_SIZE; d++)
+		a.params.lut[d] = (__u16)(65535u >> (d / 2));
+	return a;
+}
+
+static int resv_stats(int fd, struct drm_vrex_resv_stats *st)
+{
+	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_RESV_STATS, .size = sizeof(*st),
+				    .ptr = (uintptr_t)st };
+
+	return vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q);
+}
+
+static int resv_hash(int fd, uint32_t head, uint32_t count, uint32_t handle, uint64_t offset,
+		     uint32_t flags, uint32_t *tokens)
+{
+	struct drm_vrex_resv_hash h = { .head = head, .count = count, .handle = handle,
+					.flags = flags, .offset = offset };
+	int r = vt_ioctl(fd, DRM_IOCTL_VREX_RESV_HASH, &h);
+
+	if (!r && tokens)
+		*tokens = h.tokens;
+	return r;
+}
+
+static int resv_select(int fd, void *items, uint32_t count, uint32_t elem_size, uint32_t flags)
+{
+	struct drm_vrex_resv_batch b = { .count = count, .elem_size = elem_size, .flags = flags,
+					 .items = (uintptr_t)items };
+
+	return vt_ioctl(fd, DRM_IOCTL_VREX_RESV_SELECT, &b);
+}
+
+static int resv_truncate(int fd, uint32_t head, uint32_t keep)
+{
+	struct drm_vrex_resv_truncate t = { .head = head, .keep = keep };
+
+	return vt_ioctl(fd, DRM_IOCTL_VREX_RESV_TRUNCATE, &t);
+}
+
+static void test_resv_create(struct ctx *c)
+{
+	struct drm_vrex_resv_head_create a;
+	struct drm_vrex_resv_head_destroy d = { 0 };
+
+	vt_report(!!(info.caps & DRM_VREX_CAP_RESV), "RESV: the device reports DRM_VREX_CAP_RESV");
+	a = resv_head_args();
+	a.flags = 1;
+	NEG(c, "RESV_HEAD_CREATE: unknown flag", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a),
+	    EINVAL);
+	a = resv_head_args();
+	a.params.dim = DRM_VREX_RESV_MAX_DIM + 1;
+	NEG(c, "RESV_HEAD_CREATE: dim 257", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a),
+	    EINVAL);
+	a = resv_head_args();
+	a.params.th = DRM_VREX_RESV_MAX_TH + 1;
+	NEG(c, "RESV_HEAD_CREATE: th 33", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a),
+	    EINVAL);
+	a = resv_head_args();
+	a.params.ratio = DRM_VREX_RESV_RATIO_ONE + 1;
+	NEG(c, "RESV_HEAD_CREATE: ratio above 1.0",
+	    vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a), EINVAL);
+	a = resv_head_args();
+	a.params.mode = DRM_VREX_RESV_MODE_TOKENS + 1;
+	NEG(c, "RESV_HEAD_CREATE: unknown mode", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a),
+	    EINVAL);
+	a = resv_head_args();
+	a.params.tokens_per_block = 0;
+	NEG(c, "RESV_HEAD_CREATE: tokens_per_block 0",
+	    vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a), EINVAL);
+	a = resv_head_args();
+	a.params.pad[2] = 1;
+	NEG(c, "RESV_HEAD_CREATE: non-zero pad", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a),
+	    EINVAL);
+	d.pad = 1;
+	NEG(c, "RESV_HEAD_DESTROY: non-zero pad", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_DESTROY, &d),
+	    EINVAL);
+	d = (struct drm_vrex_resv_head_destroy){ .head = 0x7fffffff };
+	NEG(c, "RESV_HEAD_DESTROY: unknown head", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_DESTROY, &d),
+	    ENOENT);
+}
+
+/* Every hardware head taken: EBUSY for every file; a closed file's heads come back. */
+static void test_resv_exhaust(struct ctx *c)
+{
+	struct drm_vrex_resv_head_create a = resv_head_args();
+	struct drm_vrex_resv_stats st0, st;
+	unsigned int n = 0, i;
+	int fd2 = vt_open_node(NULL, 0);
+
+	if (fd2 < 0 || resv_stats(c->fd, &st0)) {
+		vt_report(0, "RESV: second file and stats");
+		return;
+	}
+	for (i = 0; i < st0.heads + 1; i++)
+		if (!vt_ioctl(fd2, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a))
+			n++;
+	vt_report(n == st0.heads - st0.heads_in_use, "RESV: a file takes the %u free heads (got %u)",
+		  st0.heads - st0.heads_in_use, n);
+	NEG(c, "RESV_HEAD_CREATE: every head in use", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE,
+							      &a), EBUSY);
+	close(fd2);
+	memset(&st, 0, sizeof(st));
+	n = !resv_stats(c->fd, &st) && st.heads_in_use == st0.heads_in_use;
+	vt_report(n, "RESV: closing the file released its heads (%u in use, %u before)",
+		  st.heads_in_use, st0.heads_in_use);
+}
+
+static void test_resv_hash(struct ctx *c, uint32_t head, uint32_t foreign, uint32_t bo)
+{
+	struct drm_vrex_resv_stats st;
+	uint32_t tokens = 0, before = 0;
+	int ok;
+
+	NEG(c, "RESV_HASH: unknown flag", resv_hash(c->fd, head, 1, bo, 0, 1, NULL), EINVAL);
+	NEG(c, "RESV_HASH: count 0", resv_hash(c->fd, head, 0, bo, 0, 0, NULL), EINVAL);
+	NEG(c, "RESV_HASH: odd offset", resv_hash(c->fd, head, 1, bo, 1, 0, NULL), EINVAL);
+	NEG(c, "RESV_HASH: unknown head", resv_hash(c->fd, 0x7fffffff, 1, bo, 0, 0, NULL), ENOENT);
+	NEG(c, "RESV_HASH: another file's head", resv_hash(c->fd, foreign, 1, bo, 0, 0, NULL), ENOENT);
+	NEG(c, "RESV_HASH: unknown BO", resv_hash(c->fd, head, 1, 0x7fffffff, 0, 0, NULL), ENOENT);
+	NEG(c, "RESV_HASH: keys past the BO",
+	    resv_hash(c->fd, head, RESV_BO_SIZE / (RESV_DIM * 2) + 1, bo, 0, 0, NULL), EINVAL);
+	NEG(c, "RESV_HASH: count 2^32-1 (no overflow)",
+	    resv_hash(c->fd, head, 0xffffffffu, bo, 0, 0, NULL), EINVAL);
+	NEG(c, "RESV_HASH: offset near 2^64 (no overflow)",
+	    resv_hash(c->fd, head, 1, bo, ~0ull - 1, 0, NULL), EINVAL);
+	if (!POS(c, "RESV_HASH: 16 keys", resv_hash(c->fd, head, 16, bo, 0, 0, &before)))
+		return;
+	if (resv_stats(c->fd, &st) || st.max_tokens * RESV_DIM * 2 > RESV_BO_SIZE) {
+		vt_report(0, "RESV: stats, or max_tokens %u beyond the test BO", st.max_tokens);
+		return;
+	}
+	NEG(c, "RESV_HASH: more keys than the head holds",
+	    resv_hash(c->fd, head, st.max_tokens - before + 1, bo, 0, 0, NULL), ENOSPC);
+	ok = !resv_hash(c->fd, head, 1, bo, 0, 0, &tokens) && tokens == before + 1;
+	vt_report(ok, "RESV_HASH: the refused batch added nothing (%u tokens, want %u)", tokens,
+		  before + 1);
+}
+
+static void test_resv_select(struct ctx *c, uint32_t head, uint32_t foreign, uint32_t bo)
+{
+	struct drm_vrex_resv_select_item it = { .head = head, .query_handle = bo, .out_handle = bo,
+						.out_offset = 4096, .max_ranges = 16 };
+	struct drm_vrex_resv_select_item two[2];
+	struct drm_vrex_resv_stats st0, st;
+	struct {
+		struct drm_vrex_resv_select_item it;
+		uint64_t tail;
+	} big = { .it = it };
+	struct drm_vrex_resv_select_item *many;
+	int ok;
+
+	NEG(c, "RESV_SELECT: count 0", resv_select(c->fd, &it, 0, sizeof(it), 0), EINVAL);
+	NEG(c, "RESV_SELECT: batch flag", resv_select(c->fd, &it, 1, sizeof(it), 1), EINVAL);
+	NEG(c, "RESV_SELECT: elem_size 0", resv_select(c->fd, &it, 1, 0, 0), EINVAL);
+	NEG(c, "RESV_SELECT: elem_size above DRM_VREX_MAX_ELEM_SIZE",
+	    resv_select(c->fd, &it, 1, DRM_VREX_MAX_ELEM_SIZE + 1, 0), E2BIG);
+	many = calloc(DRM_VREX_MAX_BATCH + 1, sizeof(*many));
+	if (many) {
+		NEG(c, "RESV_SELECT: count DRM_VREX_MAX_BATCH + 1",
+		    resv_select(c->fd, many, DRM_VREX_MAX_BATCH + 1, sizeof(*many), 0), EINVAL);
+		free(many);
+	}
+	NEG(c, "RESV_SELECT: items pointer unmapped",
+	    resv_select(c->fd, c->guard, 1, sizeof(it), 0), EFAULT);
+	big.tail = 1;
+	NEG(c, "RESV_SELECT: larger element with a non-zero tail",
+	    resv_select(c->fd, &big, 1, sizeof(big), 0), E2BIG);
+	big.tail = 0;
+	if (POS(c, "RESV_SELECT: larger element with a zero tail",
+		resv_select(c->fd, &big, 1, sizeof(big), 0)))
+		vt_report(big.it.head_tokens > 0 && big.tail == 0,
+			  "RESV_SELECT: results written back, tail untouched");
+	{
+		/* An old binary's 16-byte item: the rest reads as zero (no ranges). */
+		struct drm_vrex_resv_select_item small = it;
+
+		small.max_ranges = 77;
+		if (POS(c, "RESV_SELECT: 16-byte element zero-extended",
+			resv_select(c->fd, &small, 1, 16, 0)))
+			vt_report(small.max_ranges == 77, "RESV_SELECT: bytes past 16 not written");
+	}
+
+	it.flags = 1u << 31;
+	NEG(c, "RESV_SELECT: unknown item flag", resv_select(c->fd, &it, 1, sizeof(it), 0), EINVAL);
+	it.flags = 0;
+	it.pad = 1;
+	NEG(c, "RESV_SELECT: non-zero item pad", resv_select(c->fd, &it, 1, sizeof(it), 0), EINVAL);
+	it.pad = 0;
+	it.query_offset = 3;
+	NEG(c, "RESV_SELECT: odd query offset", resv_select(c->fd, &it, 1, sizeof(it), 0), EINVAL);
+	it.query_offset = RESV_BO_SIZE - RESV_DIM;
+	NEG(c, "RESV_SELECT: query past the BO", resv_select(c->fd, &it, 1, sizeof(it), 0), EINVAL);
+	it.query_offset = 0;
+	it.out_offset = 4098;
+	NEG(c, "RESV_SELECT: ranges not 4-aligned", resv_select(c->fd, &it, 1, sizeof(it), 0),
+	    EINVAL);
+	it.out_offset = 4096;
+	it.max_ranges = 0xffffffffu;
+	NEG(c, "RESV_SELECT: room for 2^32-1 ranges (past the BO, no overflow)",
+	    resv_select(c->fd, &it, 1, sizeof(it), 0), EINVAL);
+	it.max_ranges = 16;
+	it.out_handle = 0x7fffffff;
+	NEG(c, "RESV_SELECT: unknown output BO", resv_select(c->fd, &it, 1, sizeof(it), 0), ENOENT);
+	it.out_handle = bo;
+	it.query_handle = 0x7fffffff;
+	NEG(c, "RESV_SELECT: unknown query BO", resv_select(c->fd, &it, 1, sizeof(it), 0), ENOENT);
+	it.query_handle = bo;
+	it.head = foreign;
+	NEG(c, "RESV_SELECT: another file's head", resv_select(c->fd, &it, 1, sizeof(it), 0), ENOENT);
+	it.head = head;
+
+	/* Validated as a whole: a bad second item, and the first did not run either. */
+	two[0] = it;
+	two[1] = it;
+	two[1].head = foreign;
+	if (resv_stats(c->fd, &st0)) {
+		vt_report(0, "RESV: stats");
+		return;
+	}
+	NEG(c, "RESV_SELECT: good item then another file's head",
+	    resv_select(c->fd, two, 2, sizeof(two[0]), 0), ENOENT);
+	memset(&st, 0, sizeof(st));
+	ok = !resv_stats(c->fd, &st) && st.selects == st0.selects;
+	vt_report(ok, "RESV_SELECT: a refused batch selected nothing (%llu -> %llu)",
+		  (unsigned long long)st0.selects, (unsigned long long)st.selects);
+	two[1].head = head;
+	if (POS(c, "RESV_SELECT: two items", resv_select(c->fd, two, 2, sizeof(two[0]), 0)))
+		vt_report(!resv_stats(c->fd, &st) && st.selects == st0.selects + 2 &&
+			  two[0].ranges == two[1].ranges && two[0].qhash == two[1].qhash,
+			  "RESV_SELECT: both ran, same query same answer");
+}
+
+static void test_resv(struct ctx *c)
+{
+	struct drm_vrex_resv_head_create a = resv_head_args(), fa = resv_head_args();
+	struct drm_vrex_resv_head_destroy d;
+	int16_t *keys;
+	uint32_t bo, i;
+	int fd2;
+
+	test_resv_create(c);
+	test_resv_exhaust(c);
+	fd2 = vt_open_node(NULL, 0);
+	if (fd2 < 0 || vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &a) ||
+	    vt_ioctl(fd2, DRM_IOCTL_VREX_RESV_HEAD_CREATE, &fa) ||
+	    vt_bo_create(c->fd, RESV_BO_SIZE, 1, 0, &bo, NULL)) {
+		vt_report(0, "RESV: setup (heads, BO)");
+		if (fd2 >= 0)
+			close(fd2);
+		return;
+	}
+	keys = vt_bo_map(c->fd, bo, RESV_BO_SIZE);
+	if (!keys) {
+		vt_report(0, "RESV: map the key BO");
+		close(fd2);
+		return;
+	}
+	for (i = 0; i < RESV_BO_SIZE / 2; i++)
+		keys[i] = (int16_t)((i * 2654435761u) >> 16);
+	munmap(keys, RESV_BO_SIZE);
+	/* The other file's head id, if this file has no head of that id. */
+	if (fa.head == a.head)
+		fa.head = 0x7ffffffe;
+
+	test_resv_hash(c, a.head, fa.head, bo);
+	test_resv_select(c, a.head, fa.head, bo);
+	NEG(c, "RESV_TRUNCATE: unknown head", resv_truncate(c->fd, 0x7fffffff, 0), ENOENT);
+	NEG(c, "RESV_TRUNCATE: another file's head", resv_truncate(c->fd, fa.head, 0), ENOENT);
+	NEG(c, "RESV_TRUNCATE: keep more tokens than the head holds",
+	    resv_truncate(c->fd, a.head, 0x7fffffff), EINVAL);
+	POS(c, "RESV_TRUNCATE: keep 3", resv_truncate(c->fd, a.head, 3));
+	d = (struct drm_vrex_resv_head_destroy){ .head = fa.head };
+	NEG(c, "RESV_HEAD_DESTROY: another file's head",
+	    vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_DESTROY, &d), ENOENT);
+	d.head = a.head;
+	POS(c, "RESV_HEAD_DESTROY: own head", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_DESTROY, &d));
+	NEG(c, "RESV_HEAD_DESTROY: twice", vt_ioctl(c->fd, DRM_IOCTL_VREX_RESV_HEAD_DESTROY, &d),
+	    ENOENT);
+	NEG(c, "RESV_HASH: destroyed head", resv_hash(c->fd, a.head, 1, bo, 0, 0, NULL), ENOENT);
+	vt_gem_close(c->fd, bo);
+	close(fd2);
+}
+
 /* The retired REG_READ id stays reserved: refused whatever the argument (it read the ID before). */
 static void test_reg_read(struct ctx *c)
 {
@@ -562,6 +871,7 @@ int main(void)
 	test_lookup(&c);
 	test_retire(&c);
 	test_reg_read(&c);
+	test_resv(&c);
 	close(c.fd);
 	return vt_finish("negative");
 }

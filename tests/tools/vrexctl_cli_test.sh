@@ -90,12 +90,17 @@ stats)
 	expect_rc 0 "${E[@]}" stats
 	grep_out "lookups"
 	grep_out "live_blocks"
+	# The ReSV unit's counters (0x800 block) next to the SHIE ones.
+	grep -qE '^resv\.selects +0$' out || fail "resv.selects line"
+	grep -qE '^resv\.heads +16$' out || fail "resv.heads line"
+	grep_out "resv.bytes_selected"
 	;;
 stats-json)
 	expect_rc 0 "${E[@]}" stats --format json
 	json_check "j['lookups'] == 0" "'evictions' in j" "j['backend'] == 'emulated'"
 	expect_rc 0 "${E[@]}" --json stats
-	json_check "'live_entries' in j"
+	json_check "'live_entries' in j" "j['resv']['heads'] == 16" "j['resv']['keys'] == 0" \
+		"j['resv']['max_tokens'] == 4096" "set(j['resv']) >= {'tokens_scanned', 'tokens_selected', 'ranges', 'heads_in_use'}"
 	;;
 stats-prometheus)
 	expect_rc 0 "${E[@]}" stats --format prometheus

@@ -159,10 +159,31 @@ void cmd_banks(const GlobalOptions& g) {
         fmt::print("legend: # KV in use, + buffer memory without KV, . free; * = group in use\n");
 }
 
+// The ReSV unit's counters (the 0x800 block, DRM_VREX_QUERY_RESV_STATS); null without the unit.
+nlohmann::json resv_stats_json(vrex::Device& dev) {
+    auto st = dev.backend().resv_stats();
+    if (!st) {
+        if (st.error() == std::errc::operation_not_supported) return nullptr;
+        fail("ReSV stats", st.error());
+    }
+    return {{"keys", st->keys},
+            {"clusters", st->clusters},
+            {"selects", st->selects},
+            {"tokens_scanned", st->tokens_scanned},
+            {"tokens_selected", st->tokens_selected},
+            {"bytes_selected", st->bytes_selected},
+            {"ranges", st->ranges},
+            {"heads", st->heads},
+            {"heads_in_use", st->heads_in_use},
+            {"max_tokens", st->max_tokens},
+            {"max_clusters", st->max_clusters}};
+}
+
 nlohmann::json stats_json(vrex::Device& dev) {
     auto st = dev.backend().stats();
     if (!st) fail("stats", st.error());
-    return {{"backend", dev.backend_name()},
+    nlohmann::json resv = resv_stats_json(dev);
+    nlohmann::json j = {{"backend", dev.backend_name()},
             {"lookups", st->lookups},
             {"exact_hits", st->exact_hits},
             {"approx_hits", st->approx_hits},
@@ -175,6 +196,8 @@ nlohmann::json stats_json(vrex::Device& dev) {
             {"live_entries", st->live_entries},
             {"live_blocks", st->live_blocks},
             {"cmd_errors", st->cmd_errors}};
+    if (!resv.is_null()) j["resv"] = std::move(resv);
+    return j;
 }
 
 }  // namespace
@@ -219,8 +242,14 @@ void add_stats(CLI::App& app, GlobalOptions& g) {
             print_json(j);
             return;
         }
-        for (const auto& [k, v] : j.items())
-            fmt::print("{:<16} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+        for (const auto& [k, v] : j.items()) {
+            if (v.is_object()) {  // a unit's block: "resv.keys" etc.
+                for (const auto& [k2, v2] : v.items())
+                    fmt::print("{:<22} {}\n", fmt::format("{}.{}", k, k2), v2.dump());
+                continue;
+            }
+            fmt::print("{:<22} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+        }
     });
 }
 

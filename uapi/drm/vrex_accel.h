@@ -512,6 +512,11 @@ struct drm_vrex_resv_head_create {
 	__u32 head;
 };
 
+/**
+ * struct drm_vrex_resv_head_destroy - empties and frees a head of this file
+ * @head: head id
+ * @pad: must be zero
+ */
 struct drm_vrex_resv_head_destroy {
 	__u32 head;
 	__u32 pad;
@@ -550,6 +555,8 @@ struct drm_vrex_resv_hash {
  * @query_handle: BO holding the query (dim int16) at @query_offset, 2-aligned
  * @out_handle: BO receiving up to @max_ranges (__u32 first, __u32 count)
  *              pairs at @out_offset, 4-aligned (unused when @max_ranges is 0)
+ * @query_offset: byte offset of the query in @query_handle
+ * @out_offset: byte offset of the ranges in @out_handle
  * @max_ranges: room at @out_offset in ranges
  * @ranges: out: ranges in total (more than @max_ranges: only those written)
  * @tokens: out: tokens selected
@@ -579,7 +586,12 @@ struct drm_vrex_resv_select_item {
 /**
  * struct drm_vrex_resv_batch - DRM_VREX_RESV_SELECT: one decode step's
  * selections (e.g. every layer and head), validated as a whole like
- * drm_vrex_shie_batch; @count 1..DRM_VREX_MAX_BATCH, @flags and @pad zero
+ * drm_vrex_shie_batch
+ * @count: items at @items, 1..DRM_VREX_MAX_BATCH
+ * @elem_size: sizeof(item) as the caller knows it, as in drm_vrex_shie_batch
+ * @flags: must be zero
+ * @pad: must be zero
+ * @items: user pointer to @count struct drm_vrex_resv_select_item
  */
 struct drm_vrex_resv_batch {
 	__u32 count;
@@ -589,13 +601,31 @@ struct drm_vrex_resv_batch {
 	__u64 items;
 };
 
-/** struct drm_vrex_resv_truncate - the head keeps its first @keep tokens */
+/**
+ * struct drm_vrex_resv_truncate - the head keeps its first @keep tokens
+ * @head: head id
+ * @keep: tokens kept, at most the head's tokens
+ */
 struct drm_vrex_resv_truncate {
 	__u32 head;
 	__u32 keep;
 };
 
-/* DRM_VREX_QUERY_RESV_STATS: device-wide ReSV counters */
+/**
+ * struct drm_vrex_resv_stats - DRM_VREX_QUERY_RESV_STATS: device-wide ReSV
+ * counters, all files, since probe or reset
+ * @keys: keys hashed
+ * @clusters: clusters opened
+ * @selects: selections
+ * @tokens_scanned: tokens held by the heads selected from
+ * @tokens_selected: tokens selected
+ * @bytes_selected: tokens selected times the head's bytes_per_token
+ * @ranges: ranges the selections produced
+ * @heads: hardware heads
+ * @heads_in_use: heads some file holds
+ * @max_tokens: tokens per head
+ * @max_clusters: clusters per head
+ */
 struct drm_vrex_resv_stats {
 	__u64 keys;
 	__u64 clusters;
@@ -604,10 +634,10 @@ struct drm_vrex_resv_stats {
 	__u64 tokens_selected;
 	__u64 bytes_selected;
 	__u64 ranges;
-	__u32 heads;		/* hardware heads */
+	__u32 heads;
 	__u32 heads_in_use;
-	__u32 max_tokens;	/* per head */
-	__u32 max_clusters;	/* per head */
+	__u32 max_tokens;
+	__u32 max_clusters;
 };
 
 /* ---- Events (read() on the device fd) ---------------------------------- */

@@ -219,6 +219,100 @@ struct vrex_hal_stats {
 
 vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator *alloc, struct vrex_hal_stats *stats);
 
+/* ---- ReSV: key hashing and WiCSum selection (docs/hw/resv.md, C++: vrex/resv.hpp) -------------- */
+
+/*
+ * One (layer, attention head) of one sequence on the device: keys are appended (hashed and
+ * clustered by the device), a query selects the tokens to attend to as merged ranges. A head keeps
+ * its device alive; it is used by one thread at a time. Without a ReSV unit on the device
+ * vrex_hal_resv_head_create() returns VREX_HAL_ERR_NO_DEVICE.
+ */
+typedef struct vrex_hal_resv_head vrex_hal_resv_head;
+
+enum vrex_hal_resv_mode { VREX_HAL_RESV_MASS = 0, VREX_HAL_RESV_TOKENS = 1 };
+#define VREX_HAL_RESV_LUT_SIZE 33
+
+/*
+ * Size-prefixed like vrex_hal_allocator_options: start from vrex_hal_resv_default_params(), which
+ * sets struct_size. A smaller struct (older header) takes defaults for the missing fields; a larger
+ * one needs its unknown bytes zero, else VREX_HAL_ERR_INVALID.
+ */
+struct vrex_hal_resv_params {
+	uint32_t struct_size;
+	uint32_t dim;			/* values per key and query, 1..256 */
+	uint64_t seed;			/* of the hyperplanes */
+	double ratio;			/* WiCSum ratio, 0..1 */
+	uint32_t th;			/* clustering radius (Hamming), 0..32 */
+	uint32_t mode;			/* enum vrex_hal_resv_mode */
+	uint32_t tokens_per_block;	/* block ranges: token t is in block t / tokens_per_block */
+	uint32_t bytes_per_token;	/* 0: fp16 K and V, 4 * dim (statistics only) */
+	uint32_t max_batch;		/* keys per device command (larger appends are split); 0: 1024 */
+	uint32_t has_lut;		/* 0: the device's default weights */
+	uint16_t lut[VREX_HAL_RESV_LUT_SIZE];	/* MASS weight per Hamming distance, with has_lut */
+	uint16_t pad[3];		/* must be zero */
+};
+
+struct vrex_hal_resv_range {
+	uint32_t first;
+	uint32_t count;
+};
+
+struct vrex_hal_resv_selection {
+	uint32_t ranges;	/* ranges in total (more than the capacity given: only those written) */
+	uint32_t tokens;	/* tokens selected */
+	uint32_t clusters;	/* clusters selected */
+	uint32_t head_tokens;	/* tokens the head holds */
+	uint32_t qhash;		/* the query's hash */
+	uint32_t cutoff;	/* Hamming distance of the last selected cluster */
+};
+
+#define VREX_HAL_RESV_BLOCKS (1u << 0)	/* select: block ranges instead of token ranges */
+
+struct vrex_hal_resv_stats {
+	uint64_t keys;
+	uint64_t clusters;
+	uint64_t selects;
+	uint64_t tokens_scanned;
+	uint64_t tokens_selected;
+	uint64_t bytes_selected;
+	uint64_t ranges;
+	uint32_t heads;
+	uint32_t heads_in_use;
+	uint32_t max_tokens;	/* per head */
+	uint32_t max_clusters;	/* per head */
+};
+
+/* The defaults of the C++ ResvParams (dim 128, th 7, ratio 0.3, MASS, 16 tokens per block). */
+void vrex_hal_resv_default_params(struct vrex_hal_resv_params *params);
+/* VREX_HAL_ERR_INVALID for bad parameters, VREX_HAL_ERR_BUSY when every hardware head is in use. */
+vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device *dev, const struct vrex_hal_resv_params *params,
+					  vrex_hal_resv_head **out);
+void vrex_hal_resv_head_destroy(vrex_hal_resv_head *head);
+uint32_t vrex_hal_resv_head_tokens(const vrex_hal_resv_head *head);
+/*
+ * Appends @count keys of dim values each, all or nothing (VREX_HAL_ERR_NOSPC: the head is full).
+ * float keys are scaled per key to int16 (the hash does not depend on a positive scale). *tokens
+ * (may be NULL) gets the tokens the head holds afterwards.
+ */
+vrex_hal_status vrex_hal_resv_append_f32(vrex_hal_resv_head *head, const float *keys, size_t count,
+					 uint32_t *tokens);
+vrex_hal_status vrex_hal_resv_append_i16(vrex_hal_resv_head *head, const int16_t *keys, size_t count,
+					 uint32_t *tokens);
+/*
+ * The WiCSum selection for one query of dim values: the first min(capacity, sel->ranges) ranges
+ * (ascending, merged) go to @ranges (may be NULL with capacity 0). @flags: VREX_HAL_RESV_BLOCKS.
+ */
+vrex_hal_status vrex_hal_resv_select_f32(vrex_hal_resv_head *head, const float *query, uint32_t flags,
+					 struct vrex_hal_resv_range *ranges, uint32_t capacity,
+					 struct vrex_hal_resv_selection *sel);
+vrex_hal_status vrex_hal_resv_select_i16(vrex_hal_resv_head *head, const int16_t *query, uint32_t flags,
+					 struct vrex_hal_resv_range *ranges, uint32_t capacity,
+					 struct vrex_hal_resv_selection *sel);
+/* Keeps the first @keep tokens (VREX_HAL_ERR_INVALID beyond the head's tokens). */
+vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head *head, uint32_t keep);
+/* Device-wide ReSV counters (VREX_HAL_ERR_NO_DEVICE without the unit). */
+vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device *dev, struct vrex_hal_resv_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,18 @@
+// What the C ABI's files share (c_api.cpp defines these): the device behind a C handle and the
+// status mapping of an error code. Private to the library.
+#pragma once
+
+#include <memory>
+#include <system_error>
+
+#include "vrex/hal.hpp"
+#include "vrex/vrex_hal.h"
+
+namespace vrex::capi {
+
+// The device a C handle holds; nullptr for a null handle.
+std::shared_ptr<Device> device_of(vrex_hal_device* dev);
+// The C status of @ec (VREX_HAL_OK for none).
+vrex_hal_status status_of(std::error_code ec);
+
+}  // namespace vrex::capi

@@ -1,0 +1,186 @@
+// The C ABI of ReSV (vrex_hal.h, "ReSV"): vrex_hal_resv_head wraps a vrex::ResvHead. Every entry
+// point catches everything; a C caller only ever sees a status code.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "c_api_internal.hpp"
+#include "vrex/resv.hpp"
+#include "vrex/vrex_hal.h"
+
+struct vrex_hal_resv_head {
+    std::unique_ptr<vrex::ResvHead> head;
+};
+
+namespace {
+
+vrex_hal_status resv_status(std::error_code ec) {
+    // No ReSV unit on this device: the C ABI has no "not supported" code; there is no such device.
+    if (ec == std::errc::operation_not_supported) return VREX_HAL_ERR_NO_DEVICE;
+    return vrex::capi::status_of(ec);
+}
+
+template <class F>
+vrex_hal_status guarded(F&& f) noexcept {
+    try {
+        return f();
+    } catch (const std::bad_alloc&) {
+        return VREX_HAL_ERR_NOMEM;
+    } catch (...) {
+        return VREX_HAL_ERR_IO;
+    }
+}
+
+// The caller's params over the defaults, size-negotiated (vrex_hal.h).
+bool read_params(const vrex_hal_resv_params* in, vrex_hal_resv_params& out) {
+    vrex_hal_resv_default_params(&out);
+    const std::size_t size = in->struct_size;
+    if (size < sizeof(in->struct_size)) return false;
+    const auto* bytes =
+        reinterpret_cast<const unsigned char*>(in);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+    if (size > sizeof(out) &&
+        std::any_of(bytes + sizeof(out), bytes + size, [](unsigned char b) { return b != 0; }))
+        return false;
+    std::memcpy(&out, in, std::min(size, sizeof(out)));
+    out.struct_size = sizeof(out);
+    return out.pad[0] == 0 && out.pad[1] == 0 && out.pad[2] == 0;
+}
+
+vrex_hal_status selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_hal_resv_range* ranges,
+                              uint32_t capacity, vrex_hal_resv_selection* sel) {
+    if (!s) return resv_status(s.error());
+    *sel = vrex_hal_resv_selection{};
+    sel->ranges = static_cast<uint32_t>(s->ranges.size());
+    sel->tokens = s->tokens;
+    sel->clusters = s->clusters;
+    sel->head_tokens = s->head_tokens;
+    sel->qhash = s->qhash;
+    sel->cutoff = s->cutoff;
+    const std::size_t n = std::min<std::size_t>(capacity, s->ranges.size());
+    for (std::size_t i = 0; i < n; i++)
+        ranges[i] = vrex_hal_resv_range{s->ranges[i].first, s->ranges[i].count};
+    return VREX_HAL_OK;
+}
+
+template <class T>
+vrex_hal_status append(vrex_hal_resv_head* h, const T* keys, size_t count, uint32_t* tokens) {
+    if (!h || (!keys && count)) return VREX_HAL_ERR_INVALID;
+    const std::size_t dim = h->head->dim();
+    if (count > SIZE_MAX / dim) return VREX_HAL_ERR_INVALID;
+    auto r = h->head->append(std::span<const T>(keys, count * dim));
+    if (!r) return resv_status(r.error());
+    if (tokens) *tokens = *r;
+    return VREX_HAL_OK;
+}
+
+template <class T>
+vrex_hal_status select(vrex_hal_resv_head* h, const T* query, uint32_t flags, vrex_hal_resv_range* ranges,
+                       uint32_t capacity, vrex_hal_resv_selection* sel) {
+    if (!h || !query || !sel || (capacity && !ranges) || (flags & ~VREX_HAL_RESV_BLOCKS))
+        return VREX_HAL_ERR_INVALID;
+    return selection_out(
+        h->head->select(std::span<const T>(query, h->head->dim()), flags & VREX_HAL_RESV_BLOCKS), ranges,
+        capacity, sel);
+}
+
+}  // namespace
+
+extern "C" {
+
+void vrex_hal_resv_default_params(vrex_hal_resv_params* p) {
+    if (!p) return;
+    const vrex::ResvParams d;
+    *p = vrex_hal_resv_params{};
+    p->struct_size = sizeof(*p);
+    p->dim = d.dim;
+    p->seed = d.seed;
+    p->ratio = d.ratio;
+    p->th = d.th;
+    p->mode = static_cast<uint32_t>(d.mode);
+    p->tokens_per_block = d.tokens_per_block;
+    p->bytes_per_token = d.bytes_per_token;
+}
+
+vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device* dev, const vrex_hal_resv_params* params,
+                                          vrex_hal_resv_head** out) {
+    return guarded([&] {
+        if (!dev || !params || !out) return VREX_HAL_ERR_INVALID;
+        vrex_hal_resv_params c{};
+        if (!read_params(params, c) || c.mode > VREX_HAL_RESV_TOKENS) return VREX_HAL_ERR_INVALID;
+        vrex::ResvParams p;
+        p.dim = c.dim;
+        p.seed = c.seed;
+        p.ratio = c.ratio;
+        p.th = c.th;
+        p.mode = static_cast<vrex::ResvMode>(c.mode);
+        p.tokens_per_block = c.tokens_per_block;
+        p.bytes_per_token = c.bytes_per_token;
+        if (c.has_lut) p.lut.assign(std::begin(c.lut), std::end(c.lut));
+        auto head = vrex::ResvHead::create(vrex::capi::device_of(dev), p, c.max_batch ? c.max_batch : 1024);
+        if (!head) return resv_status(head.error());
+        *out = new vrex_hal_resv_head{std::move(*head)};
+        return VREX_HAL_OK;
+    });
+}
+
+void vrex_hal_resv_head_destroy(vrex_hal_resv_head* head) {
+    delete head;
+}
+
+uint32_t vrex_hal_resv_head_tokens(const vrex_hal_resv_head* head) {
+    return head ? head->head->tokens() : 0;
+}
+
+vrex_hal_status vrex_hal_resv_append_f32(vrex_hal_resv_head* head, const float* keys, size_t count,
+                                         uint32_t* tokens) {
+    return guarded([&] { return append(head, keys, count, tokens); });
+}
+
+vrex_hal_status vrex_hal_resv_append_i16(vrex_hal_resv_head* head, const int16_t* keys, size_t count,
+                                         uint32_t* tokens) {
+    return guarded([&] { return append(head, keys, count, tokens); });
+}
+
+vrex_hal_status vrex_hal_resv_select_f32(vrex_hal_resv_head* head, const float* query, uint32_t flags,
+                                         vrex_hal_resv_range* ranges, uint32_t capacity,
+                                         vrex_hal_resv_selection* sel) {
+    return guarded([&] { return select(head, query, flags, ranges, capacity, sel); });
+}
+
+vrex_hal_status vrex_hal_resv_select_i16(vrex_hal_resv_head* head, const int16_t* query, uint32_t flags,
+                                         vrex_hal_resv_range* ranges, uint32_t capacity,
+                                         vrex_hal_resv_selection* sel) {
+    return guarded([&] { return select(head, query, flags, ranges, capacity, sel); });
+}
+
+vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head* head, uint32_t keep) {
+    return guarded([&] {
+        if (!head) return VREX_HAL_ERR_INVALID;
+        auto r = head->head->truncate(keep);
+        return r ? VREX_HAL_OK : resv_status(r.error());
+    });
+}
+
+vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device* dev, vrex_hal_resv_stats* stats) {
+    return guarded([&] {
+        auto d = vrex::capi::device_of(dev);
+        if (!d || !stats) return VREX_HAL_ERR_INVALID;
+        auto st = vrex::resv_stats(*d);
+        if (!st) return resv_status(st.error());
+        *stats = vrex_hal_resv_stats{};
+        stats->keys = st->keys;
+        stats->clusters = st->clusters;
+        stats->selects = st->selects;
+        stats->tokens_scanned = st->tokens_scanned;
+        stats->tokens_selected = st->tokens_selected;
+        stats->bytes_selected = st->bytes_selected;
+        stats->ranges = st->ranges;
+        stats->heads = st->heads;
+        stats->heads_in_use = st->heads_in_use;
+        stats->max_tokens = st->max_tokens;
+        stats->max_clusters = st->max_clusters;
+        return VREX_HAL_OK;
+    });
+}
+
+}  // extern "C"

@@ -4,6 +4,7 @@
 
 usage: report.py --parts DIR --results FILE --markdown FILE [--analysis FILE] [--causes FILE]
                  --command CMD --mode MODE [--revision REV] [--load-start S] [--load-end S]
+                 [--skipped '<benchmark>: <why>' ...]
        report.py --check --results bench/results.json --markdown docs/benchmarks.md --analysis bench/analysis.md
        report.py --self-test
 
@@ -228,6 +229,12 @@ def shie_facts(r, records):
                    f"({best.get('roof_bound')} bound, table in {best.get('roof_level')})")
     if ours:
         out.append(f"SHIE {fmt(ours['ours'])} q/s = {1e6 / ours['ours']:.2g} µs per query")
+    # The design change's own control: the same lookup with the change switched off, same run.
+    prev = next((x for x in records if x.get("workload") == wl and x.get("op") == op and kind(x) == "comparison"
+                 and "before the probe budget" in x["name"]), None)
+    if prev and prev.get("ratio") is not None:
+        out.append(f"against the same lookup before the probe budget and vector scan (control, same run) "
+                   f"{fmt(prev['ratio'])}x ({fmt(prev['baseline'])} -> {fmt(prev['ours'])} q/s)")
     return "; ".join(out) + "." if out else ""
 
 
@@ -245,6 +252,9 @@ def analysis(results, causes):
     if roof:
         lines += ["Roofline of this run: " + "; ".join(f"{n.split(': ', 1)[1]} = {value_text(r, 'ours')} {r['unit']}"
                                                         for n, r in roof.items() if "read bandwidth" in n or "cache" in n) + ".", ""]
+    skipped = meta.get("skipped") or []
+    if skipped:
+        lines += ["### Not measured in this run", ""] + [f"- {s}" for s in skipped] + [""]
     targeted = [r for r in records if r.get("target") is not None and not is_roof_target(r)]
     met = sum(1 for r in targeted if r.get("met"))
     lines += [f"### Speed and memory targets: {met} of {len(targeted)} met", ""]
@@ -344,6 +354,8 @@ def generate(args):
     meta = {"command": args.command, "mode": args.mode, "revision": args.revision or "unknown",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(), "load_start": args.load_start, "load_end": args.load_end}
+    if args.skipped:
+        meta["skipped"] = list(args.skipped)
     results = {"meta": meta, "records": records}
     write(args.results, json.dumps(results, indent=1) + "\n")
     a, md = render(results, args.causes)
@@ -422,7 +434,8 @@ def self_test():
         write(cpath, json.dumps(causes))
         ns = argparse.Namespace(parts=parts, results=os.path.join(d, "r.json"), markdown=os.path.join(d, "b.md"),
                                 analysis=os.path.join(d, "a.md"), causes=cpath, command="make bench", mode="full",
-                                revision="abc1234", load_start="5.0", load_end="7.0")
+                                revision="abc1234", load_start="5.0", load_end="7.0",
+                                skipped=["vrex_bench_kernel: SKIP-REASON"])
         if generate(ns) != 0:
             return 1
         with open(ns.results, encoding="utf-8") as f:
@@ -440,6 +453,7 @@ def self_test():
             ("CAUSE-FCC" in an and "CAUSE-SCAN" in an, "causes of misses come from causes.json"),
             ("0 of 1 met" in an and "25 %" in md, "roofline fractions"),
             (an.strip() in md, "the analysis is part of the Markdown"),
+            ("SKIP-REASON" in an and back["meta"]["skipped"], "a skipped benchmark is named with its reason"),
             (check(ns) == 0, "--check accepts freshly generated files"),
         ]
         with open(ns.analysis, "a", encoding="utf-8") as f:
@@ -474,6 +488,8 @@ def main():
     ap.add_argument("--revision", help="source revision measured, e.g. git describe --always --dirty")
     ap.add_argument("--load-start", default="?")
     ap.add_argument("--load-end", default="?")
+    ap.add_argument("--skipped", action="append", default=[],
+                    help="'<benchmark>: <why>' for a benchmark this run did not measure (repeatable)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()

@@ -20,12 +20,17 @@ ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
         if (entry >= entry_to_code_.size()) entry_to_code_.resize(entry + 1, VREX_NIL);
         entry_to_code_[entry] = static_cast<uint32_t>(i);
     }
+    // Lookups only read the table, so a copy of the header sharing the arena is a second, differently
+    // tuned view of the same entries.
+    prechange_ = table_;
+    prechange_.probe_cost = 0;
+    prechange_.vector_scan = 0;
 }
 
 size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
                         std::vector<std::vector<uint32_t>>* out) const
 {
-    auto lookup = path == Path::mih ? vrex_shie_find_range : vrex_shie_find_range_bruteforce;
+    auto lookup = path == Path::bruteforce ? vrex_shie_find_range_bruteforce : vrex_shie_find_range;
     vrex_shie_query q{};
     q.pool = 0;
     q.stream = 0;
@@ -37,7 +42,7 @@ size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t ra
     if (out) out->assign(queries.size(), {});
     for (size_t i = 0; i < queries.size(); i++) {
         q.fp = queries[i];
-        u32 n = lookup(&table_, &q, scratch_.data(), static_cast<u32>(scratch_.size()));
+        u32 n = lookup(table_for(path), &q, scratch_.data(), static_cast<u32>(scratch_.size()));
         total += n;
         if (!out) continue;
         auto& v = (*out)[i];
@@ -52,7 +57,7 @@ size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t ra
 size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t radius, std::span<uint32_t> ids,
                           std::span<uint32_t> dists) const
 {
-    auto lookup = path == Path::mih ? vrex_shie_find_similar : vrex_shie_find_similar_bruteforce;
+    auto lookup = path == Path::bruteforce ? vrex_shie_find_similar_bruteforce : vrex_shie_find_similar;
     vrex_shie_query q{};
     q.scope = VREX_SCOPE_STREAM;
     q.radius = radius;
@@ -61,7 +66,7 @@ size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t 
     for (size_t i = 0; i < queries.size(); i++) {
         q.fp = queries[i];
         u32 d = 0;
-        const u32 e = lookup(&table_, &q, &d);
+        const u32 e = lookup(table_for(path), &q, &d);
         const bool hit = e != VREX_NIL && e < entry_to_code_.size();
         ids[i] = hit ? entry_to_code_[e] : UINT32_MAX;
         dists[i] = hit ? d : 0;

@@ -39,6 +39,14 @@
  * finishes as a linear scan instead: same result, bounded cost.
  */
 #define VREX_SHIE_FALLBACK_PCT 50
+/*
+ * What one bucket probe costs, in records of that scan: the probe is a
+ * dependent random read (bucket size, then the records), the scan a
+ * sequential one. Without this weight a lookup that probes hundreds of
+ * empty buckets (uniform codes in a small table, radius 20: up to 736
+ * probes) never reaches the budget and costs more than the scan would.
+ */
+#define VREX_SHIE_PROBE_COST 16
 
 /* Search scope of a similarity lookup. */
 #define VREX_SCOPE_STREAM 0	/* entries of the querying stream */
@@ -84,6 +92,8 @@ struct vrex_shie_table {
 	u32 chunk_top;		/* first never-used overflow chunk */
 	u32 nchunks;
 	u32 fallback_pct;	/* 0..100, init sets VREX_SHIE_FALLBACK_PCT; 0: never */
+	u32 probe_cost;		/* init sets VREX_SHIE_PROBE_COST; 0: probes are free */
+	u32 vector_scan;	/* 1 (init): vector fallback scan where the CPU has one */
 	struct vrex_shie_entry *e;	/* [capacity] */
 	struct vrex_shie_link *link;	/* [capacity] */
 	u32 *thash;			/* [thash_mask + 1] heads */

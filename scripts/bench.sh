@@ -61,6 +61,8 @@ mkdir -p "$parts"
 start=$SECONDS
 status=0
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+# '<benchmark>: <why>' for each benchmark this run does not measure; the analysis lists them.
+skipped=()
 
 # FAISS for this CPU (cached), and the module that loads it into vrex_bench_shie.
 if [[ -x $bindir/vrex_bench_shie && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench_shie) ]]; then
@@ -68,6 +70,7 @@ if [[ -x $bindir/vrex_bench_shie && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONL
 	cached=1
 	if [[ ${VREX_FAISS_NATIVE:-1} == 0 ]]; then
 		echo "== native FAISS: not built (VREX_FAISS_NATIVE=0); the SHIE tables report it as not built"
+		skipped+=("native FAISS (bench/faiss-native.sh): not built, VREX_FAISS_NATIVE=0")
 	else
 		bash bench/faiss-native.sh --check >/dev/null 2>&1 || cached=0
 		echo "== native FAISS: $( ((cached)) && echo cached || echo 'building (bench/faiss-native.sh)')"
@@ -83,6 +86,7 @@ if [[ -x $bindir/vrex_bench_shie && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONL
 			echo "   $native (build $secs s, $how; step took $((SECONDS - t0)) s)"
 		else
 			echo "bench: native FAISS not built (log $out/faiss-native.log); the SHIE tables report it as not built" >&2
+			skipped+=("native FAISS (bench/faiss-native.sh): the build failed (log $out/faiss-native.log)")
 			tail -n 5 "$out/faiss-native.log" >&2
 		fi
 	fi
@@ -96,6 +100,7 @@ for bin in "${bins[@]}"; do
 	t0=$SECONDS
 	if ! "$bin" --mode="$mode" --out="$parts/$name.jsonl" >"$out/$name.log" 2>&1; then
 		echo "bench: $name FAILED (log $out/$name.log)" >&2
+		skipped+=("$name: failed, its records (if any) are partial (log $out/$name.log)")
 		tail -n 20 "$out/$name.log" >&2
 		status=1
 	fi
@@ -108,6 +113,7 @@ kbin=$bindir/vrex_bench_kernel
 if [[ -x $kbin && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench_kernel) ]]; then
 	if [[ ${VREX_BENCH_QEMU:-1} == 0 ]]; then
 		echo "== vrex_bench_kernel: skipped (VREX_BENCH_QEMU=0)"
+		skipped+=("vrex_bench_kernel (ioctl path vs emulation in the QEMU 6.12-amd64 guest): skipped, VREX_BENCH_QEMU=0")
 	else
 		echo "== vrex_bench_kernel --mode=$mode (QEMU 6.12-amd64)"
 		t0=$SECONDS
@@ -127,6 +133,7 @@ if [[ -x $kbin && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench
 		else
 			rm -f "$parts/vrex_bench_kernel.jsonl"
 			echo "bench: no vrex_bench_kernel records in $serial" >&2
+			skipped+=("vrex_bench_kernel (QEMU 6.12-amd64 guest): the guest run produced no records (log $out/vrex_bench_kernel.log)")
 			status=1
 		fi
 		echo "   ($((SECONDS - t0)) s, log $out/vrex_bench_kernel.log, serial $serial)"
@@ -145,7 +152,8 @@ if [[ $mode == quick ]]; then # a check, not the published figures
 fi
 python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
 	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	--revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" || status=1
+	--revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+	${skipped[@]+"${skipped[@]/#/--skipped=}"} || status=1
 cp "$results" "$out/results.json" 2>/dev/null || true
 echo "bench: $mode run took $((SECONDS - start)) s"
 exit "$status"

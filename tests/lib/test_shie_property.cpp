@@ -168,11 +168,27 @@ protected:
             std::vector<uint32_t> want_range = oracle_range(q);
             ASSERT_EQ(got_brute, want_range);  // the brute force reports in index order
 
-            // MIH alone (0), a fallback to the linear scan at the first bucket (1), the default.
+            // MIH alone (fallback_pct 0), a fallback to the linear scan at the first bucket (1), the
+            // default; probes free (probe_cost 0, the pre-change budget) or so dear that the scan takes
+            // over after a few dozen probes, with a nearest match possibly found already; the scalar and
+            // (where the CPU has it) the vector scan.
+            struct Tuning {
+                uint32_t pct, probe_cost, vector_scan;
+            };
+            const uint32_t cap = w_.capacity;
+            const uint32_t dflt = VREX_SHIE_FALLBACK_PCT;
+            const Tuning tunings[] = {
+                {0, VREX_SHIE_PROBE_COST, 1}, {1, VREX_SHIE_PROBE_COST, 1}, {dflt, VREX_SHIE_PROBE_COST, 1},
+                {dflt, 0, 0},                 {dflt, VREX_SHIE_PROBE_COST, 0}, {1, VREX_SHIE_PROBE_COST, 0},
+                {dflt, cap / 400 + 1, 1},     {dflt, cap / 100 + 1, 0},
+            };
             uint32_t count = 0;
-            for (uint32_t pct : {0u, 1u, uint32_t{VREX_SHIE_FALLBACK_PCT}}) {
-                SCOPED_TRACE("fallback_pct " + std::to_string(pct));
-                table_->get()->fallback_pct = pct;
+            for (const Tuning& tu : tunings) {
+                SCOPED_TRACE("fallback_pct " + std::to_string(tu.pct) + " probe_cost " +
+                             std::to_string(tu.probe_cost) + " vector_scan " + std::to_string(tu.vector_scan));
+                table_->get()->fallback_pct = tu.pct;
+                table_->get()->probe_cost = tu.probe_cost;
+                table_->get()->vector_scan = tu.vector_scan;
                 uint32_t d_mih = VREX_NIL;
                 ASSERT_EQ(vrex_shie_find_similar(t, &q, &d_mih), want);
                 if (want != VREX_NIL) {

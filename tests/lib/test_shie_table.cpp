@@ -341,6 +341,8 @@ TEST_P(ShieChunkGeometry, CrowdedBucketSurvivesRandomRemoval)
     OwnedShie t(GetParam());
     ASSERT_EQ(t.init(), VREX_OK);
     EXPECT_EQ(t->fallback_pct, uint32_t{VREX_SHIE_FALLBACK_PCT});
+    EXPECT_EQ(t->probe_cost, uint32_t{VREX_SHIE_PROBE_COST});
+    EXPECT_EQ(t->vector_scan, uint32_t{1});
     t->fallback_pct = 0;  // the crowded bucket must be walked, not replaced by a linear scan
     std::mt19937_64 rng(GetParam());
     vrex_fp centre = random_fp(rng);

@@ -97,6 +97,8 @@ static int vrex_sim_entries_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_sim_entries);
 
+static bool vrex_sim_have_fault_attr = IS_ENABLED(CONFIG_FAULT_INJECTION_DEBUG_FS);
+
 static void vrex_sim_debugfs_init(struct vrex_backend *be, struct dentry *d)
 {
 	struct vrex_sim *s = to_vrex_sim(be);
@@ -109,6 +111,8 @@ static void vrex_sim_debugfs_init(struct vrex_backend *be, struct dentry *d)
 	debugfs_create_atomic_t("forge_lookups", 0600, d, &s->forge_lookups);
 	debugfs_create_u32("forge_block", 0600, d, &s->forge_block);
 	debugfs_create_u32("forge_stream", 0600, d, &s->forge_stream);
+	/* Tells tests whether "fail_cmd/" must be there. */
+	debugfs_create_bool("fault_attr", 0400, d, &vrex_sim_have_fault_attr);
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
 	fault_create_debugfs_attr("fail_cmd", d, &s->fail_attr);
 #endif

@@ -137,6 +137,7 @@ int vrex_platform_driver_register(void);
 void vrex_platform_driver_unregister(void);
 
 #if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_OF)
+#include <linux/mod_devicetable.h>
 extern const struct of_device_id vrex_of_match[];
 #define VREX_OF_MATCH vrex_of_match
 int vrex_of_init(struct vrex_device *vdev, struct platform_device *pdev);

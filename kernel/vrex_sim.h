@@ -44,8 +44,18 @@ struct vrex_sim {
 	bool forging;		/* RES_* of the last command are forged */
 };
 
+struct platform_device;
+
+/* One simulated device: its backend and the "vrex" platform device carrying it. */
+struct vrex_sim_device {
+	struct vrex_sim *sim;
+	struct platform_device *pdev;	/* NULL: not created */
+};
+
 /* vrex_sim_backend.c: a backend with one reference, the caller's. */
 struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size);
 void vrex_sim_put(struct vrex_sim *sim);
+int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size);
+void vrex_sim_device_remove(struct vrex_sim_device *d);
 
 #endif /* VREX_SIM_H */

@@ -7,7 +7,9 @@
  * created through configfs (vrex_sim_configfs.c).
  */
 #include <linux/debugfs.h>
+#include <linux/dma-mapping.h>
 #include <linux/module.h>
+#include <linux/platform_device.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -194,3 +196,51 @@ err_free:
 	vrex_sim_free(s);
 	return ERR_PTR(ret);
 }
+
+int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size)
+{
+	struct vrex_platform_data pd = {};
+	struct platform_device_info info = {
+		.name = VREX_PLATFORM_NAME,
+		.id = PLATFORM_DEVID_AUTO,
+		.data = &pd,
+		.size_data = sizeof(pd),
+		.dma_mask = DMA_BIT_MASK(64),
+	};
+	struct platform_device *pdev;
+	struct vrex_sim *sim;
+
+	sim = vrex_sim_create(banks, bank_size);
+	if (IS_ERR(sim)) {
+		pr_err("vrex_sim: %s: cannot simulate %u banks of %u bytes: %pe\n", name, banks,
+		       bank_size, sim);
+		return PTR_ERR(sim);
+	}
+	pd.backend = &sim->be;
+	/*
+	 * Registered like a board's device: vrex.ko binds it now if loaded,
+	 * else when it loads (and logs why if probing fails).
+	 */
+	pdev = platform_device_register_full(&info);
+	if (IS_ERR(pdev)) {
+		vrex_sim_put(sim);
+		return PTR_ERR(pdev);
+	}
+	d->sim = sim;
+	d->pdev = pdev;
+	return 0;
+}
+
+void vrex_sim_device_remove(struct vrex_sim_device *d)
+{
+	/* Unbinds vrex.ko, which keeps its own backend reference while files are open. */
+	platform_device_unregister(d->pdev);
+	vrex_sim_put(d->sim);
+	d->pdev = NULL;
+	d->sim = NULL;
+}
+
+/* modprobe vrex_sim also loads the driver that binds its devices. */
+MODULE_SOFTDEP("post: vrex");
+MODULE_DESCRIPTION("Simulated V-Rex devices (reference model)");
+MODULE_LICENSE("GPL");

@@ -16,7 +16,6 @@
  * backend's ops instead of MMIO. Nothing in vrex.ko knows about the model.
  */
 #include <linux/configfs.h>
-#include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -25,7 +24,6 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
-#include "vrex_backend.h"
 #include "vrex_sim.h"
 
 struct vrex_sim_item {
@@ -33,8 +31,7 @@ struct vrex_sim_item {
 	struct mutex lock;		/* everything below */
 	u32 banks;
 	u32 bank_size;
-	struct vrex_sim *sim;		/* enabled: the backend ... */
-	struct platform_device *pdev;	/* ... and the device bound to vrex.ko */
+	struct vrex_sim_device dev;
 };
 
 static struct vrex_sim_item *to_vrex_sim_item(struct config_item *item)
@@ -44,45 +41,13 @@ static struct vrex_sim_item *to_vrex_sim_item(struct config_item *item)
 
 static int vrex_sim_item_enable(struct vrex_sim_item *it)
 {
-	struct vrex_platform_data pd = {};
-	struct platform_device_info info = {
-		.name = VREX_PLATFORM_NAME,
-		.id = PLATFORM_DEVID_AUTO,
-		.data = &pd,
-		.size_data = sizeof(pd),
-		.dma_mask = DMA_BIT_MASK(64),
-	};
-	struct platform_device *pdev;
-	struct vrex_sim *sim;
-
-	sim = vrex_sim_create(it->banks, it->bank_size);
-	if (IS_ERR(sim)) {
-		pr_err("vrex_sim: %s: cannot simulate %u banks of %u bytes: %pe\n",
-		       config_item_name(&it->group.cg_item), it->banks, it->bank_size, sim);
-		return PTR_ERR(sim);
-	}
-	pd.backend = &sim->be;
-	/*
-	 * Registered like a board's device: vrex.ko binds it now if loaded,
-	 * else when it loads (and logs why if probing fails).
-	 */
-	pdev = platform_device_register_full(&info);
-	if (IS_ERR(pdev)) {
-		vrex_sim_put(sim);
-		return PTR_ERR(pdev);
-	}
-	it->sim = sim;
-	it->pdev = pdev;
-	return 0;
+	return vrex_sim_device_add(&it->dev, config_item_name(&it->group.cg_item), it->banks,
+				   it->bank_size);
 }
 
 static void vrex_sim_item_disable(struct vrex_sim_item *it)
 {
-	/* Unbinds vrex.ko, which keeps its own backend reference while files are open. */
-	platform_device_unregister(it->pdev);
-	vrex_sim_put(it->sim);
-	it->pdev = NULL;
-	it->sim = NULL;
+	vrex_sim_device_remove(&it->dev);
 }
 
 static ssize_t vrex_sim_enable_show(struct config_item *item, char *page)
@@ -91,7 +56,7 @@ static ssize_t vrex_sim_enable_show(struct config_item *item, char *page)
 	bool on;
 
 	mutex_lock(&it->lock);
-	on = it->pdev;
+	on = it->dev.pdev;
 	mutex_unlock(&it->lock);
 	return sprintf(page, "%d\n", on);
 }
@@ -106,9 +71,9 @@ static ssize_t vrex_sim_enable_store(struct config_item *item, const char *page,
 	if (ret)
 		return ret;
 	mutex_lock(&it->lock);
-	if (on && !it->pdev)
+	if (on && !it->dev.pdev)
 		ret = vrex_sim_item_enable(it);
-	else if (!on && it->pdev)
+	else if (!on && it->dev.pdev)
 		vrex_sim_item_disable(it);
 	mutex_unlock(&it->lock);
 	return ret ? ret : count;
@@ -120,7 +85,7 @@ static ssize_t vrex_sim_dev_name_show(struct config_item *item, char *page)
 	ssize_t n;
 
 	mutex_lock(&it->lock);
-	n = sprintf(page, "%s\n", it->pdev ? dev_name(&it->pdev->dev) : "");
+	n = sprintf(page, "%s\n", it->dev.pdev ? dev_name(&it->dev.pdev->dev) : "");
 	mutex_unlock(&it->lock);
 	return n;
 }
@@ -146,7 +111,7 @@ static ssize_t vrex_sim_u32_store(struct vrex_sim_item *it, u32 *val, const char
 	if (ret)
 		return ret;
 	mutex_lock(&it->lock);
-	if (it->pdev)
+	if (it->dev.pdev)
 		ret = -EBUSY;
 	else
 		*val = v;
@@ -200,7 +165,7 @@ static void vrex_sim_item_release(struct config_item *item)
 	struct vrex_sim_item *it = to_vrex_sim_item(item);
 
 	mutex_lock(&it->lock);
-	if (it->pdev)
+	if (it->dev.pdev)
 		vrex_sim_item_disable(it);
 	mutex_unlock(&it->lock);
 	mutex_destroy(&it->lock);
@@ -265,8 +230,3 @@ static void __exit vrex_sim_exit(void)
 
 module_init(vrex_sim_init);
 module_exit(vrex_sim_exit);
-
-/* modprobe vrex_sim also loads the driver that binds its devices. */
-MODULE_SOFTDEP("post: vrex");
-MODULE_DESCRIPTION("Simulated V-Rex devices (reference model), created through configfs");
-MODULE_LICENSE("GPL");

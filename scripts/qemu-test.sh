@@ -506,7 +506,7 @@ report_kernel() { # target
 			case $name in
 			dmesg) checks+=("dmesg clean") ;;
 			rmmod) checks+=("rmmod ok") ;;
-			sim-create) checks+=("sim via configfs") ;;
+			sim-create) checks+=("sim created") ;;
 			sim-remove) checks+=("sim removed") ;;
 			kmemleak) checks+=("kmemleak clean") ;;
 			modules | insmod | node) ;;

@@ -117,12 +117,14 @@ if [ -n "$sims" ]; then
 	done
 	[ $ok = 0 ] && { msg=$(rmmod vrex_sim 2>&1) || ok=1; }
 	result sim-remove $ok "$msg"
-elif [ -n "$sim_param" ]; then
-	msg=$(rmmod vrex_sim 2>&1)
-	result sim-remove $? "$msg"
 fi
 msg=$(rmmod vrex 2>&1)
 result rmmod $? "$msg"
+# devices=N: the devices live as long as vrex_sim, which vrex.ko holds while bound to them.
+if [ -n "$sim_param" ]; then
+	msg=$(rmmod vrex_sim 2>&1)
+	result sim-remove $? "$msg"
+fi
 
 if [ "${VREX_KMEMLEAK:-0}" = 1 ] && [ -w $kmemleak ]; then
 	# kmemleak reports objects older than 5 s only; two scans settle the grey ones.

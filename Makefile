@@ -30,8 +30,10 @@ deps:
 
 # The builtin model's weights (model/vrex/train.py), cached under /var/cache/vrex/model by a hash of
 # the training code, encoder and clips; a no-op when cached.
+# Also the TorchScript export the C++ LCP layer loads (decoder-<hash>.ts next to the weights).
 model: build
 	PYTHONPATH=$(BUILD)/model:model /usr/bin/python3 -m vrex.train
+	PYTHONPATH=$(BUILD)/model:model /usr/bin/python3 -m vrex.export
 
 # Kconfig: the same symbols drive Kbuild and CMake.
 defconfig menuconfig: deps

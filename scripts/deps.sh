@@ -17,6 +17,7 @@ PKGS=(
 	dkms bc flex bison libelf-dev libssl-dev dwarves
 	xz-utils zstd curl zlib1g-dev
 	python3-dev python3-numpy python3-torch libopenblas0-pthread python3-pytest python3-pybind11 pybind11-dev
+	libtorch-dev
 )
 # model/ fetches its image encoder with `npm pack` (scripts/fetch-encoder.sh); a node from elsewhere
 # that brings its own npm is fine, else Debian's.

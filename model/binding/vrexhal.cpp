@@ -16,6 +16,8 @@
 namespace py = pybind11;
 using namespace vrex;
 
+void bind_resv(py::module_& m);  // resv.cpp
+
 namespace {
 
 [[noreturn]] void fail(const std::string& what, std::error_code ec) {
@@ -205,4 +207,6 @@ PYBIND11_MODULE(_vrexhal, m) {
 
     m.def("fingerprint_distance",
           [](const py::tuple& a, const py::tuple& b) { return fp_from(a).distance(fp_from(b)); });
+
+    bind_resv(m);
 }

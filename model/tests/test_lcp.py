@@ -136,3 +136,14 @@ def test_window_ledger_keeps_hal_and_model_in_step(model: Decoder) -> None:
     for t in range(12):
         r.step(luma(t % 2), x[t % 3] if t % 4 else x[0])
         assert s.alloc.stats()["resident_blocks"] == r.resident_blocks() <= model.c.window * 16
+
+
+def test_age_cap_recomputes_old_blocks(model: Decoder) -> None:
+    """Identical frames pass every guard; the age cap alone makes the runner recompute a region whose
+    block is older than max_age frames (drift the key hash cannot see stays bounded)."""
+    x = tokens(1)[0]
+    r = vrex.enable(model, max_age=2).stream()
+    reused = [r.step(luma(0), x)[1].reused for _ in range(6)]
+    assert reused == [0, 16, 16, 0, 16, 16]
+    uncapped = vrex.enable(model, max_age=0).stream()
+    assert [uncapped.step(luma(0), x)[1].reused for _ in range(6)] == [0, 16, 16, 16, 16, 16]

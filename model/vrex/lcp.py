@@ -16,7 +16,9 @@ Reuse of region r at frame t:
               candidate whatever the fingerprints say.
   guard       model-side: sign-random-projection hash (32 hyperplanes) of the region's layer-0 keys,
               computed from the frame's embeddings (one K projection, far cheaper than the prefill),
-              against the hash recorded when the candidate block was computed; Hamming <= 7 passes.
+              against the hash recorded when the candidate block was computed (what the block
+              holds, so drift cannot accumulate); Hamming <= 2 passes, and the block must be at most
+              max_age = 4 frames old (values chosen by measurement: docs/model.md "Guard").
   reuse       Stream.reuse(r, block): the frame's entry points at the old block; the region's visual
               tokens are not computed (no K/V projections, attention or MLP for them).
 The window ledger releases a block once no frame of the last W references it.
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .decoder import Attention, Decoder, visibility
+from .decoder import Attention, Config, Decoder, visibility
 
 try:
     import _vrexhal as hal  # type: ignore[import-not-found]
@@ -46,9 +48,16 @@ class Options:
     reuse: bool = True
     fcc: bool = True            # filter candidates by the FCC fingerprint radius
     radius: int = 20            # fingerprint Hamming radius (0..31)
-    guard_bits: int = 7         # max Hamming distance of the key hashes
+    guard_bits: int = 2         # max Hamming distance of the key hashes (docs/model.md "Guard")
+    max_age: int = 4            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
     backend: str = "emulated"
+    # Decode-time token retrieval (retrieval.py): "none", "wicsum" (ReSV on the device), or the
+    # anchors "oracle" / "quest" / "random" at WiCSum's budget; ratio = the WiCSum ratio register.
+    retrieval: str = "none"
+    ratio: float = 0.3
+    resv_th: int = 7
+    resv_lut_scale: float = 6.0
 
 
 @dataclass
@@ -59,6 +68,12 @@ class FrameStats:
     reused: int = 0
     regions: int = 0
     attn_out: list[torch.Tensor] = field(default_factory=list)  # per layer, the queries' attention output
+
+
+def hash_planes(c: "Config") -> torch.Tensor:
+    """The guard's SRP hyperplanes (the C++ path gets the same ones through vrex.export)."""
+    gen = torch.Generator().manual_seed(HASH_SEED)
+    return torch.randn(HASH_BITS, c.kv_heads * c.tokens_per_region * c.head_dim, generator=gen)
 
 
 def popcount32(x: int) -> int:
@@ -105,11 +120,17 @@ class Session:
         self.shape = (c.layers, 2, c.kv_heads, c.tokens_per_region, c.head_dim)
         if self.alloc.block_bytes != int(np.prod(self.shape)) * 4:
             raise RuntimeError(f"block is {self.alloc.block_bytes} B, the model needs {int(np.prod(self.shape)) * 4}")
-        gen = torch.Generator().manual_seed(HASH_SEED)
-        self.planes = torch.randn(HASH_BITS, c.kv_heads * c.tokens_per_region * c.head_dim, generator=gen)
+        self.planes = hash_planes(c)
         if c.window + 1 > self.device.zombie_frames + 1:
             raise RuntimeError(f"window {c.window} frames exceeds the device's zombie threshold "
                                f"{self.device.zombie_frames}: blocks would be evicted under the window")
+        self.retrieval = None
+        if opts.retrieval != "none":
+            from . import retrieval
+
+            self.retrieval = retrieval.Retrieval(self.device, c.layers, c.kv_heads, c.head_dim,
+                                                 retrieval.RetrievalOptions(opts.retrieval, opts.ratio, opts.resv_th,
+                                                                            opts.resv_lut_scale))
 
     def stream(self) -> "StreamRunner":
         return StreamRunner(self, self.alloc.create_stream())
@@ -143,7 +164,7 @@ class StreamRunner:
         self.t = 0
         self.frames: list[list["hal.KvBlock"]] = []   # window: per frame, the block of each region
         self.views: list[list[torch.Tensor]] = []
-        self.hashes: dict[int, int] = {}              # block id -> key hash when computed
+        self.hashes: dict[int, tuple[int, int]] = {}  # block id -> (key hash, frame) when computed
         self.last_ref: dict[int, tuple[int, "hal.KvBlock"]] = {}  # block id -> last frame referencing it
         self.peak_blocks = 0
 
@@ -158,6 +179,17 @@ class StreamRunner:
             if sim is not None and (not out or sim["block"].id != out[0].id):
                 out.append(sim["block"])
         return out
+
+    def _guard(self, block_id: int, h: int) -> bool:
+        """The model-side guard: the block's keys (hashed when it was computed, i.e. what the block
+        holds) are within guard_bits of this frame's, and the block is at most max_age frames old."""
+        o = self.s.opts
+        rec = self.hashes.get(block_id)
+        if rec is None:  # not computed by this runner (or already released): never trusted
+            return False
+        if o.max_age and self.t - rec[1] > o.max_age:
+            return False
+        return popcount32(rec[0] ^ h) <= o.guard_bits
 
     @torch.no_grad()
     def step(self, luma: np.ndarray, tokens: torch.Tensor, keep_attn: bool = False) -> tuple[torch.Tensor, FrameStats]:
@@ -175,8 +207,7 @@ class StreamRunner:
             hashes = self.s.key_hash(k0[0])
             for r in range(c.regions):
                 for cand in self._candidates(r, info["fp"]):
-                    h = self.hashes.get(cand.id)
-                    if h is not None and popcount32(h ^ hashes[r]) <= o.guard_bits:
+                    if self._guard(cand.id, hashes[r]):
                         reuse_of[r] = cand
                         break
         blocks: list["hal.KvBlock"] = []
@@ -193,7 +224,7 @@ class StreamRunner:
             views.append(self.s.view(b))
             self.last_ref[b.id] = (self.t, b)
             if o.reuse and r not in reuse_of:
-                self.hashes[b.id] = hashes[r]
+                self.hashes[b.id] = (hashes[r], self.t)
         fs.reused = len(reuse_of)
 
         tpr = c.tokens_per_region
@@ -226,7 +257,11 @@ class StreamRunner:
             if past_n:
                 ks.insert(0, past[li, 0])
                 vs.insert(0, past[li, 1])
-            a = attend(blk.attn, h, q_rope, torch.cat(ks, 1)[None], torch.cat(vs, 1)[None], k_rope, bias)
+            kk, vv = torch.cat(ks, 1)[None], torch.cat(vs, 1)[None]
+            if self.s.retrieval is not None:  # the query tokens read only the selected cached tokens
+                a = self.s.retrieval.attend(blk.attn, li, h, q_rope, kk, vv, k_rope, bias, nf, (past_n + 1) * c.visual)
+            else:
+                a = attend(blk.attn, h, q_rope, kk, vv, k_rope, bias)
             if keep_attn:
                 fs.attn_out.append(a[0, nf:].clone())
             x = blk.mlp(x + a)

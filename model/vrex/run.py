@@ -1,9 +1,10 @@
 """Quality and cost of vrex KV reuse on the builtin model, against exact KV, in one run.
 
 Usage: python3 -m vrex.run [--max-frames N] [--radius R] [--json] CLIP...
-Every clip is one stream. VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests). Four runs go in lockstep over the same frames, each on its own emulated
+Every clip is one stream. VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests). Five runs go in lockstep over the same frames, each on its own emulated
 device: exact (every region prefilled), vrex (FCC candidates + key-hash guard), control_radius0
-(fingerprint radius 0) and control_no_fcc (temporal candidate without the fingerprint filter).
+(fingerprint radius 0), control_no_fcc (temporal candidate without the fingerprint filter) and resv
+(vrex + decode-time WiCSum retrieval at --resv-ratio, compared with vrex: the `resv` object).
 """
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ MODES = {
     "vrex": {},
     "control_radius0": {"radius": 0},
     "control_no_fcc": {"fcc": False},
+    # Decode-time retrieval (retrieval.py) on top of the vrex run: WiCSum at RESV_RATIO; the `resv` object.
+    "resv": {"retrieval": "wicsum"},
 }
+RESV_RATIO = 0.7
 KEYS = ["kl_mean", "kl_p99", "top1_agreement", "attn_rel_err_p50", "prefill_ms_ratio", "reuse_rate",
         "resident_bytes_ratio_window"]
 
@@ -53,7 +57,7 @@ def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
 
 
 def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
-        stream_offset: int = 0) -> dict[str, Any]:
+        stream_offset: int = 0, resv_ratio: float = RESV_RATIO, max_age: int = 0) -> dict[str, Any]:
     """@stream_offset: the i-th clip's stream starts at frame i * stream_offset (so that several
     streams of one clip show different footage)."""
     torch.set_num_threads(1)  # see train.py: one thread on a shared 2-core machine
@@ -74,12 +78,16 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
         feats.append((f - norm["mean"]) / norm["std"])
     sessions = {}
     for name, kw in MODES.items():
-        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits}
+        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
         opts.update(kw)
+        if name == "resv":
+            opts["ratio"] = resv_ratio
         sessions[name] = lcp.Session(model, lcp.Options(**opts))
     runners = {name: [s.stream() for _ in clips] for name, s in sessions.items()}
     acc = {name: Acc() for name in MODES}
     exact_ms: list[float] = []
+    resv_kl: list[float] = []
+    resv_agree: list[float] = []
     block_bytes = sessions["exact"].alloc.block_bytes
     lumas = [footage.frames(p, "gray", None, start + max_frames if max_frames else None) for p, start in zip(clips, starts)]
     for it, start in zip(lumas, starts):
@@ -130,6 +138,9 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
                     a.attn.append(((am - ae).norm() / ae.norm().clamp_min(1e-12)).item())
             a.frame_kl.append(float(np.mean(fk)))
             a.frame_top1.append(float(np.mean(ft)))
+        for (lv, _), (lr, _) in zip(frame_out["vrex"], frame_out["resv"]):  # retrieval vs full attention
+            resv_kl += kl(lv, lr).tolist()
+            resv_agree += (lv.argmax(-1) == lr.argmax(-1)).double().tolist()
 
     def summary(name: str) -> dict[str, Any]:
         a = acc[name]
@@ -156,6 +167,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
         "window_frames": c.window,
         "radius": radius,
         "guard_hamming": guard_bits,
+        "guard_max_age": max_age,
         "hash_bits": lcp.HASH_BITS,
         "block_bytes": block_bytes,
         "exact_prefill_ms_mean": float(np.mean(exact_ms)),
@@ -164,6 +176,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
     out.update(summary("vrex"))
     for name in ("control_radius0", "control_no_fcc"):
         out[name] = summary(name)
+    out["resv"] = resv_summary(sessions["resv"], resv_ratio, resv_kl, resv_agree, summary("resv"))
     out["per_frame"] = {
         "kl_mean": acc["vrex"].frame_kl,
         "top1_agreement": acc["vrex"].frame_top1,
@@ -174,13 +187,42 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
     return out
 
 
+def resv_summary(s: lcp.Session, ratio: float, kls: list[float], agree: list[float],
+                 vs_exact: dict[str, Any]) -> dict[str, Any]:
+    """The `resv` object: WiCSum's recall, bytes and cost on this run's K/Q, its logits against the vrex
+    run with full attention, and the anchors at WiCSum's per-row budget on the same K/Q."""
+    from . import retrieval
+
+    assert s.retrieval is not None
+    st = s.retrieval.stats
+    out: dict[str, Any] = {"selector": "wicsum", "ratio": ratio, "th": s.opts.resv_th,
+                           "lut_scale": s.opts.resv_lut_scale, "page_tokens": retrieval.PAGE}
+    out.update(retrieval.summary(st, "wicsum"))
+    out["kl_mean"] = float(np.mean(kls)) if kls else 0.0
+    out["top1_agreement"] = float(np.mean(agree)) if agree else 1.0
+    out["kl_mean_vs_exact"] = vs_exact["kl_mean"]
+    out["top1_agreement_vs_exact"] = vs_exact["top1_agreement"]
+    out["oracle_tokens_for_recall95"] = float(np.mean(st.need95)) if st.need95 else 0.0
+    out["clusters_per_token"] = float(np.mean(st.clusters)) if st.clusters else 0.0
+    out["decode_steps"] = st.steps
+    out["anchors"] = {k: retrieval.summary(st, k) for k in ("oracle", "quest", "random")}
+    out["targets"] = {"recall_mean": 0.95, "top1_agreement": 0.95, "kv_bytes_ratio_max": 0.30,
+                      "selection_cost_ratio_max": 1.0}
+    out["met"] = {"recall": out["recall_mean"] >= 0.95, "top1": out["top1_agreement"] >= 0.95,
+                  "bytes": out["kv_bytes_ratio"] <= 0.30, "cost": out["selection_cost_ratio"] < 1.0}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m vrex.run", description=__doc__.split("\n")[0])
     ap.add_argument("clips", nargs="+", type=Path, help="video files FFmpeg reads (one stream each)")
     ap.add_argument("--max-frames", type=int, default=None)
     ap.add_argument("--radius", type=int, default=20, help="fingerprint Hamming radius (0..31)")
-    ap.add_argument("--guard-bits", type=int, default=7, help="key-hash Hamming threshold (0..32)")
+    ap.add_argument("--guard-bits", type=int, default=lcp.Options.guard_bits, help="key-hash Hamming threshold (0..32)")
+    ap.add_argument("--max-age", type=int, default=lcp.Options.max_age,
+                    help="reuse a block at most this many frames after it was computed (0: no cap)")
     ap.add_argument("--stream-offset", type=int, default=0, help="the i-th clip starts at frame i * this")
+    ap.add_argument("--resv-ratio", type=float, default=RESV_RATIO, help="WiCSum ratio of the resv run (0..1)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -188,11 +230,15 @@ def main(argv: list[str] | None = None) -> int:
         if not p.is_file():
             print(f"vrex.run: {p}: no such file", file=sys.stderr)
             return 2
-    if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32:
-        print("vrex.run: --radius must be 0..31 and --guard-bits 0..32", file=sys.stderr)
+    if not 0.0 <= args.resv_ratio <= 1.0:
+        print("vrex.run: --resv-ratio must be 0..1", file=sys.stderr)
+        return 2
+    if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
+        print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
     try:
-        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset)
+        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset, args.resv_ratio,
+                  args.max_age)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1
@@ -202,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         for k in KEYS:
             print(f"{k:30s} {res[k]:.4f}   radius0 {res['control_radius0'][k]:.4f}   "
                   f"no_fcc {res['control_no_fcc'][k]:.4f}")
+        rv = res["resv"]
+        print(f"resv (WiCSum ratio {rv['ratio']})  recall {rv['recall_mean']:.4f}, top-1 {rv['top1_agreement']:.4f}, "
+              f"KV bytes {rv['kv_bytes_ratio']:.4f}, selection/saved ops {rv['selection_cost_ratio']:.3f}; oracle recall "
+              f"{rv['anchors']['oracle']['recall_mean']:.4f}, quest {rv['anchors']['quest']['recall_mean']:.4f}")
     return 0
 
 

@@ -59,6 +59,8 @@ tmp=$out.tmp.$$
 	# drmm_mutex_init: absent before 6.0, a function (one lockdep class for every mutex it
 	# initialises) until the macro version (a class per call site) arrived.
 	have VREX_HAVE_DRMM_MUTEX_INIT_MACRO drm/drm_managed.h '^#define drmm_mutex_init\('
+	# pci_driver.dev_groups (copied into driver.dev_groups, overwriting it) since 5.11.
+	have VREX_HAVE_PCI_DEV_GROUPS linux/pci.h 'const struct attribute_group \*\*dev_groups;'
 	echo "#endif"
 } >"$tmp"
 

@@ -32,6 +32,7 @@
 #define VREX_HAVE_GEM_VMAP_MAP 1
 #define VREX_HAVE_DMA_BUF_MAP 0
 #define VREX_HAVE_DRMM_MUTEX_INIT_MACRO 1
+#define VREX_HAVE_PCI_DEV_GROUPS 1
 #endif
 
 /* Objects map themselves (drm_gem_object_funcs.mmap) since 5.10. */

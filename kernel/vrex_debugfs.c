@@ -13,10 +13,11 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 
+#include "vrex_backend.h"
 #include "vrex_compat.h"
 #include "vrex_device.h"
 #include "vrex_drv.h"
-#include "vrex_sim.h"
+#include "vrex_model.h"
 
 static struct dentry *vrex_debugfs_root;
 
@@ -117,23 +118,11 @@ static void vrex_shie_dump(struct seq_file *m, struct vrex_device *vdev)
 {
 	struct vrex_block_ref *ref;
 	unsigned long block;
-	u32 i;
 
 	seq_puts(m, "blocks (kernel view): block stream handle offset length\n");
 	xa_for_each(&vdev->blocks, block, ref)
 		seq_printf(m, "%6lu %6u %6u %#10llx %8llu\n", block, ref->stream->hw, ref->handle,
 			   ref->offset, ref->length);
-	if (!vdev->sim)
-		return;
-	/* The simulated device can show the table itself. */
-	seq_puts(m, "entries (simulated device): entry stream region frame block fingerprint\n");
-	for (i = 0; i < vdev->sim->model.shie.capacity; i++) {
-		const struct vrex_shie_entry *e = &vdev->sim->model.shie.e[i];
-
-		if (e->valid)
-			seq_printf(m, "%6u %6u %6u %6u %6u %016llx%016llx\n", i, e->stream,
-				   e->region, e->frame, e->block, e->fp.w[1], e->fp.w[0]);
-	}
 }
 
 static int vrex_shie_show(struct seq_file *m, void *unused)
@@ -242,20 +231,11 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	/* Not in "counts": that file lists live objects only, all 0 when every file is closed. */
 	debugfs_create_u32("resets", 0444, d, &vdev->resets);
 	debugfs_create_file_size("window", 0400, d, vdev, &vrex_window_fops, VREX_REG_WINDOW);
-	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION)) {
+	if (IS_ENABLED(CONFIG_DRM_ACCEL_VREX_FAULT_INJECTION))
 		debugfs_create_atomic_t("fail_alloc", 0600, d, &vdev->fail_alloc);
-		if (vdev->sim) {
-			struct vrex_sim *sim = vdev->sim;
-
-			debugfs_create_atomic_t("fail_cmds", 0600, d, &sim->fail_cmds);
-			debugfs_create_atomic_t("hang_cmds", 0600, d, &sim->hang_cmds);
-			debugfs_create_u32("fail_cmd_op", 0600, d, &sim->fail_cmd_op);
-			debugfs_create_u32("fail_cmd_code", 0600, d, &sim->fail_cmd_code);
-			debugfs_create_atomic_t("forge_lookups", 0600, d, &sim->forge_lookups);
-			debugfs_create_u32("forge_block", 0600, d, &sim->forge_block);
-			debugfs_create_u32("forge_stream", 0600, d, &sim->forge_stream);
-		}
-	}
+	/* The backend's own files: its fault injection and internal state. */
+	if (vdev->backend && vdev->backend->ops->debugfs_init)
+		vdev->backend->ops->debugfs_init(vdev->backend, d);
 }
 
 void vrex_debugfs_fini(struct vrex_device *vdev)

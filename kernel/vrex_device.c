@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Binding-independent device core: register access (MMIO or the simulated
- * register file), command submission, probe and removal.
+ * Binding-independent device core: register access (MMIO or a backend's
+ * ops, see vrex_backend.h), command submission, probe and removal.
  */
 #include <linux/bits.h>
 #include <linux/delay.h>
@@ -15,6 +15,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 
+#include "vrex_backend.h"
 #include "vrex_compat.h"
 #include "vrex_device.h"
 #include "vrex_drv.h"
@@ -23,16 +24,16 @@
 u32 vrex_read(struct vrex_device *vdev, u32 off)
 {
 	lockdep_assert_held(&vdev->lock);
-	if (vdev->sim)
-		return vrex_sim_read(vdev->sim, off);
+	if (vdev->backend)
+		return vdev->backend->ops->read(vdev->backend, off);
 	return readl(vdev->regs + off);
 }
 
 void vrex_write(struct vrex_device *vdev, u32 off, u32 val)
 {
 	lockdep_assert_held(&vdev->lock);
-	if (vdev->sim)
-		vrex_sim_write(vdev->sim, off, val);
+	if (vdev->backend)
+		vdev->backend->ops->write(vdev->backend, off, val);
 	else
 		writel(val, vdev->regs + off);
 }
@@ -134,7 +135,7 @@ static int vrex_cmd_wait(struct vrex_device *vdev)
 		return left ? 0 : -ETIMEDOUT;
 	}
 
-	/* The simulated device completes inside the CMD write unless a hang was injected. */
+	/* A backend completes inside the CMD write unless a hang was injected. */
 	while (vrex_read(vdev, VREX_REG_STATUS) & VREX_STATUS_BUSY) {
 		if (time_after(jiffies, deadline))
 			return -ETIMEDOUT;
@@ -228,7 +229,7 @@ static irqreturn_t vrex_irq(int irq, void *arg)
 	struct vrex_device *vdev = arg;
 	u32 pending;
 
-	/* MMIO only (the simulated device has no interrupt); no lock needed for IRQ_STATUS. */
+	/* MMIO only (a backend has no interrupt); no lock needed for IRQ_STATUS. */
 	pending = readl(vdev->regs + VREX_REG_IRQ_STATUS);
 	if (!pending)
 		return IRQ_NONE;
@@ -283,12 +284,6 @@ static int vrex_read_config(struct vrex_device *vdev)
 		return dev_err_probe(dev, -EINVAL,
 				     "unsupported bank layout: %u banks of %llu bytes\n",
 				     vdev->nbanks, vdev->bank_size);
-	if ((vdev->expect_banks && vdev->expect_banks != vdev->nbanks) ||
-	    (vdev->expect_bank_size && vdev->expect_bank_size != vdev->bank_size))
-		return dev_err_probe(dev, -EINVAL,
-				     "description says %u banks of %llu bytes, hardware %u of %llu\n",
-				     vdev->expect_banks, vdev->expect_bank_size, vdev->nbanks,
-				     vdev->bank_size);
 	if ((u64)vdev->nbanks * vdev->bank_size > vdev->mem.size)
 		return dev_err_probe(dev, -EINVAL, "bank memory is %llu bytes, banks need %llu\n",
 				     vdev->mem.size, (u64)vdev->nbanks * vdev->bank_size);
@@ -339,17 +334,14 @@ int vrex_device_probe(struct vrex_device *vdev)
 		mutex_unlock(&vdev->lock);
 	}
 
-	ret = vrex_sysfs_init(vdev);
-	if (ret)
-		return dev_err_probe(dev, ret, "cannot create sysfs counters\n");
-
 	ret = drm_dev_register(drm, 0);
 	if (ret)
 		return dev_err_probe(dev, ret, "cannot register DRM device\n");
 
 	vrex_debugfs_init(vdev);
 	drm_info(drm, "V-Rex %u.%u%s: %u banks x %llu KiB, %u streams, %u SHIE entries\n",
-		 vdev->hw_version >> 16, vdev->hw_version & 0xffff, vdev->sim ? " (simulated)" : "",
+		 vdev->hw_version >> 16, vdev->hw_version & 0xffff,
+		 vdev->backend ? " (simulated)" : "",
 		 vdev->nbanks, vdev->bank_size / SZ_1K, vdev->max_streams, vdev->shie_capacity);
 	return 0;
 }
@@ -357,7 +349,7 @@ int vrex_device_probe(struct vrex_device *vdev)
 /*
  * Unbind with files still open: new ioctls see drm_dev_enter() fail, user
  * mappings of device memory are revoked, and the per-file state is torn down
- * when the last file closes (the simulated backend lives until the DRM device
+ * when the last file closes (a backend lives until the DRM device
  * is released, so late frees of BOs and blocks never touch freed memory).
  */
 void vrex_device_remove(struct vrex_device *vdev)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * vrex device: one register window, one bank memory, one command at a time.
- * The bindings (DT, PCI, simulated) fill in where the registers and the bank
+ * The bindings (DT, PCI, a backend's platform data) fill in where the registers and the bank
  * memory live, then hand over to vrex_device_probe(); everything above this
  * header is binding-agnostic.
  */
@@ -19,8 +19,9 @@
 
 #include "vrex_regs.h"
 
+struct clk_bulk_data;
 struct dentry;
-struct vrex_sim;
+struct vrex_backend;
 
 #define VREX_MAX_BANKS_HW	64
 #define VREX_MAX_STREAMS_HW	64
@@ -35,7 +36,7 @@ struct vrex_mem {
 	phys_addr_t phys;	/* real memory: base for mmap; unused when @vmalloced */
 	dma_addr_t dma;		/* real memory: the engine's (IOMMU or bus) address of it */
 	u64 size;
-	bool vmalloced;		/* simulated: vmalloc_user() memory */
+	bool vmalloced;		/* a backend's vmalloc_user() memory */
 	bool has_pages;		/* struct pages back it: dma-buf export can build an sg_table */
 };
 
@@ -53,11 +54,11 @@ struct vrex_device {
 
 	/* Set by the binding before vrex_device_probe(). */
 	void __iomem *regs;
-	struct vrex_sim *sim;
+	struct vrex_backend *backend;	/* instead of @regs: vrex_backend.h */
 	struct vrex_mem mem;
-	int irq;		/* <= 0: none (simulated device completes synchronously) */
-	u32 expect_banks;	/* from DT/PCI description, 0: take the registers' word */
-	u64 expect_bank_size;
+	int irq;		/* <= 0: none (the backend completes synchronously) */
+	struct clk_bulk_data *clks;	/* DT: enabled while bound */
+	int nclks;
 
 	/* Read from the registers at probe. */
 	u32 hw_id;

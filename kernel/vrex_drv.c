@@ -102,21 +102,16 @@ static int __init vrex_init(void)
 
 	vrex_driver_compat_init(&vrex_drm_driver);
 	vrex_debugfs_module_init();
-	ret = vrex_of_driver_register();
+	ret = vrex_platform_driver_register();
 	if (ret)
 		goto err_debugfs;
 	ret = vrex_pci_driver_register();
 	if (ret)
-		goto err_of;
-	ret = vrex_sim_driver_register();
-	if (ret)
-		goto err_pci;
+		goto err_platform;
 	return 0;
 
-err_pci:
-	vrex_pci_driver_unregister();
-err_of:
-	vrex_of_driver_unregister();
+err_platform:
+	vrex_platform_driver_unregister();
 err_debugfs:
 	vrex_debugfs_module_exit();
 	return ret;
@@ -124,9 +119,8 @@ err_debugfs:
 
 static void __exit vrex_exit(void)
 {
-	vrex_sim_driver_unregister();
 	vrex_pci_driver_unregister();
-	vrex_of_driver_unregister();
+	vrex_platform_driver_unregister();
 	vrex_debugfs_module_exit();
 }
 

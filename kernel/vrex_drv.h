@@ -132,7 +132,8 @@ int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file);
 void vrex_check_limits_init(const struct vrex_device *vdev, struct vrex_check_limits *lim);
-int vrex_sysfs_init(struct vrex_device *vdev);
+/* sysfs counters of every binding's device (driver.dev_groups) */
+extern const struct attribute_group *vrex_dev_groups[];
 
 /* vrex_debugfs.c */
 #if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_DEBUGFS)
@@ -147,32 +148,22 @@ static inline void vrex_debugfs_init(struct vrex_device *vdev) { }
 static inline void vrex_debugfs_fini(struct vrex_device *vdev) { }
 #endif
 
-/* vrex_sim.c */
-#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_SIM)
-int vrex_sim_attach(struct vrex_device *vdev, u32 nbanks, u32 bank_size);
-u32 vrex_sim_read(struct vrex_sim *sim, u32 off);
-void vrex_sim_write(struct vrex_sim *sim, u32 off, u32 val);
-int vrex_sim_driver_register(void);
-void vrex_sim_driver_unregister(void);
+/* vrex_platform.c: DT nodes and backend-provided devices; vrex_of.c: DT resources */
+struct platform_device;
+int vrex_platform_driver_register(void);
+void vrex_platform_driver_unregister(void);
+
+#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_OF)
+#include <linux/mod_devicetable.h>
+extern const struct of_device_id vrex_of_match[];
+#define VREX_OF_MATCH vrex_of_match
+int vrex_of_init(struct vrex_device *vdev, struct platform_device *pdev);
 #else
-static inline int vrex_sim_attach(struct vrex_device *vdev, u32 nbanks, u32 bank_size)
+#define VREX_OF_MATCH NULL
+static inline int vrex_of_init(struct vrex_device *vdev, struct platform_device *pdev)
 {
 	return -ENODEV;
 }
-
-static inline u32 vrex_sim_read(struct vrex_sim *sim, u32 off) { return 0; }
-static inline void vrex_sim_write(struct vrex_sim *sim, u32 off, u32 val) { }
-static inline int vrex_sim_driver_register(void) { return 0; }
-static inline void vrex_sim_driver_unregister(void) { }
-#endif
-
-/* vrex_of.c, vrex_pci.c */
-#if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_OF)
-int vrex_of_driver_register(void);
-void vrex_of_driver_unregister(void);
-#else
-static inline int vrex_of_driver_register(void) { return 0; }
-static inline void vrex_of_driver_unregister(void) { }
 #endif
 
 #if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_PCI)

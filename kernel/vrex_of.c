@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Device-tree binding: Jetson Orin, RK3588 and a generic compatible. The node
- * gives the register window (reg), the interrupt, the bank memory
- * (memory-region, mapped for the engine through the DMA API, so an SMMU
- * given by iommus translates it) and the bank layout (vrex,bank-count,
- * vrex,bank-size). A node with "vrex,simulated" (or compatible
- * "vrex,vrex-sim") is bound to the
- * simulated register backend instead, with host memory as banks: that is how
- * the DT path runs on boards and VMs without the hardware.
+ * Device-tree resources of the platform driver (vrex_platform.c): Jetson
+ * Orin, RK3588 and the generic compatible. The node gives the register window
+ * (reg), the interrupt, the bank memory (memory-region, mapped for the engine
+ * through the DMA API, so an SMMU given by iommus translates it), and the
+ * clocks, resets and power domain the engine needs while bound. The bank
+ * layout is read from the engine's registers, not described here.
  */
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
@@ -15,6 +13,9 @@
 #include <linux/module.h>
 #include <linux/of.h>
 #include <linux/of_address.h>
+#include <linux/clk.h>
+#include <linux/pm_runtime.h>
+#include <linux/reset.h>
 #include <linux/platform_device.h>
 #include <drm/drm_drv.h>
 
@@ -72,66 +73,87 @@ static int vrex_of_bank_memory(struct vrex_device *vdev, struct device_node *np)
 	return devm_add_action_or_reset(dev, vrex_of_unmap_banks, vdev);
 }
 
-static int vrex_of_probe(struct platform_device *pdev)
+static void vrex_of_clks_off(void *arg)
 {
-	struct device *dev = &pdev->dev;
-	struct device_node *np = dev->of_node;
-	struct vrex_device *vdev;
-	u32 nbanks = 0, bank_size = 0;
-	int ret;
+	struct vrex_device *vdev = arg;
 
-	vdev = devm_drm_dev_alloc(dev, &vrex_drm_driver, struct vrex_device, drm);
-	if (IS_ERR(vdev))
-		return PTR_ERR(vdev);
-	of_property_read_u32(np, "vrex,bank-count", &nbanks);
-	of_property_read_u32(np, "vrex,bank-size", &bank_size);
-
-	if (of_property_read_bool(np, "vrex,simulated") ||
-	    of_device_is_compatible(np, "vrex,vrex-sim")) {
-		ret = vrex_sim_attach(vdev, nbanks ? nbanks : 16, bank_size ? bank_size : SZ_1M);
-		if (ret)
-			return ret;
-	} else {
-		vdev->regs = devm_platform_ioremap_resource(pdev, 0);
-		if (IS_ERR(vdev->regs))
-			return PTR_ERR(vdev->regs);
-		vdev->irq = platform_get_irq(pdev, 0);
-		if (vdev->irq < 0)
-			return vdev->irq;
-		vdev->expect_banks = nbanks;
-		vdev->expect_bank_size = bank_size;
-		ret = vrex_of_bank_memory(vdev, np);
-		if (ret)
-			return ret;
-	}
-	platform_set_drvdata(pdev, vdev);
-	return vrex_device_probe(vdev);
+	clk_bulk_disable_unprepare(vdev->nclks, vdev->clks);
 }
 
-static const struct of_device_id vrex_of_match[] = {
+static void vrex_of_reset_assert(void *rst)
+{
+	reset_control_assert(rst);
+}
+
+static void vrex_of_pm_put(void *dev)
+{
+	pm_runtime_put_sync(dev);
+	pm_runtime_disable(dev);
+}
+
+/*
+ * Power domain (pm_runtime: genpd powers it on at the first get), every
+ * clock of the node, then the resets: the engine is powered, clocked and out
+ * of reset for as long as the driver is bound. Undone in reverse by devres.
+ * devm_clk_bulk_get_all_enable() and devm_pm_runtime_enable() do the same
+ * from 6.x / 5.15 on; spelled out here for 5.10.
+ */
+static int vrex_of_power_on(struct vrex_device *vdev)
+{
+	struct device *dev = vdev->drm.dev;
+	struct reset_control *rst;
+	int ret;
+
+	pm_runtime_enable(dev);
+	ret = pm_runtime_resume_and_get(dev);
+	if (ret) {
+		pm_runtime_disable(dev);
+		return dev_err_probe(dev, ret, "cannot power the engine on\n");
+	}
+	ret = devm_add_action_or_reset(dev, vrex_of_pm_put, dev);
+	if (ret)
+		return ret;
+
+	ret = devm_clk_bulk_get_all(dev, &vdev->clks);
+	if (ret < 0)
+		return dev_err_probe(dev, ret, "cannot get the clocks\n");
+	vdev->nclks = ret;
+	ret = clk_bulk_prepare_enable(vdev->nclks, vdev->clks);
+	if (ret)
+		return dev_err_probe(dev, ret, "cannot enable the clocks\n");
+	ret = devm_add_action_or_reset(dev, vrex_of_clks_off, vdev);
+	if (ret)
+		return ret;
+
+	rst = devm_reset_control_array_get_optional_exclusive(dev);
+	if (IS_ERR(rst))
+		return dev_err_probe(dev, PTR_ERR(rst), "cannot get the resets\n");
+	ret = reset_control_deassert(rst);
+	if (ret)
+		return dev_err_probe(dev, ret, "cannot take the engine out of reset\n");
+	return devm_add_action_or_reset(dev, vrex_of_reset_assert, rst);
+}
+
+int vrex_of_init(struct vrex_device *vdev, struct platform_device *pdev)
+{
+	int ret;
+
+	ret = vrex_of_power_on(vdev);
+	if (ret)
+		return ret;
+	vdev->regs = devm_platform_ioremap_resource(pdev, 0);
+	if (IS_ERR(vdev->regs))
+		return PTR_ERR(vdev->regs);
+	vdev->irq = platform_get_irq(pdev, 0);
+	if (vdev->irq < 0)
+		return vdev->irq;
+	return vrex_of_bank_memory(vdev, pdev->dev.of_node);
+}
+
+const struct of_device_id vrex_of_match[] = {
 	{ .compatible = "nvidia,tegra234-vrex" },
 	{ .compatible = "rockchip,rk3588-vrex" },
 	{ .compatible = "vrex,vrex-v1" },
-	{ .compatible = "vrex,vrex-sim" },
 	{ }
 };
 MODULE_DEVICE_TABLE(of, vrex_of_match);
-
-static struct platform_driver vrex_of_driver = {
-	.driver = {
-		.name = "vrex",
-		.of_match_table = vrex_of_match,
-	},
-	.probe = vrex_of_probe,
-	.vrex_platform_remove_hook = vrex_platform_remove,
-};
-
-int vrex_of_driver_register(void)
-{
-	return platform_driver_register(&vrex_of_driver);
-}
-
-void vrex_of_driver_unregister(void)
-{
-	platform_driver_unregister(&vrex_of_driver);
-}

@@ -12,6 +12,7 @@
 #include <linux/pci.h>
 #include <drm/drm_drv.h>
 
+#include "vrex_compat.h"
 #include "vrex_device.h"
 #include "vrex_drv.h"
 
@@ -86,6 +87,11 @@ static struct pci_driver vrex_pci_driver = {
 	.id_table = vrex_pci_ids,
 	.probe = vrex_pci_probe,
 	.remove = vrex_pci_remove,
+#if VREX_HAVE_PCI_DEV_GROUPS
+	.dev_groups = vrex_dev_groups,
+#else
+	.driver.dev_groups = vrex_dev_groups,
+#endif
 };
 
 int vrex_pci_driver_register(void)

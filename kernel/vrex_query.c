@@ -54,7 +54,7 @@ static void vrex_fill_device_info(struct vrex_device *vdev, struct drm_vrex_devi
 	info->max_batch = DRM_VREX_MAX_BATCH;
 	info->fcc_min_dim = VREX_FCC_MIN_DIM;
 	info->fcc_max_dim = VREX_FCC_MAX_DIM;
-	info->simulated = !!vdev->sim;
+	info->simulated = !!vdev->backend;
 }
 
 static void vrex_fill_bank_info(struct vrex_device *vdev, struct drm_vrex_bank_info *bi)
@@ -188,7 +188,8 @@ static const struct attribute_group vrex_counter_group = {
 	.attrs = vrex_counter_attrs,
 };
 
-int vrex_sysfs_init(struct vrex_device *vdev)
-{
-	return devm_device_add_group(vdev->drm.dev, &vrex_counter_group);
-}
+/* Created by the driver core once probe succeeded, removed before remove. */
+const struct attribute_group *vrex_dev_groups[] = {
+	&vrex_counter_group,
+	NULL
+};

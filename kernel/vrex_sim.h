@@ -1,23 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The simulated register backend: the lib/ reference model plus host memory as banks. */
+/*
+ * vrex_sim.ko internals: the simulated register backend (the lib/ reference
+ * model plus host memory as banks) and its fault injection.
+ */
 #ifndef VREX_SIM_H
 #define VREX_SIM_H
 
 #include <linux/atomic.h>
+#include <linux/fault-inject.h>
 #include <linux/types.h>
 
+#include "vrex_backend.h"
 #include "vrex_model.h"
 
 struct vrex_sim {
+	struct vrex_backend be;
 	struct vrex_model model;
 	void *arena;
-	u8 *mem;
-	u64 mem_size;
-	/* Fault injection: the next N commands (of opcode @fail_cmd_op if not 0) ... */
-	atomic_t fail_cmds;	/* ... fail with status code @fail_cmd_code (0: 5, unknown) */
-	atomic_t hang_cmds;	/* ... never complete (STATUS stays BUSY until a reset) */
+	/*
+	 * Fault injection. The counters are deterministic (tests arm exactly
+	 * one failure): the next N commands (of opcode @fail_cmd_op if not 0)
+	 * fail with status code @fail_cmd_code (0: 5, unknown) or never
+	 * complete (STATUS stays BUSY until a reset). @fail_attr adds the
+	 * kernel's generic fault_attr controls (probability, interval, times,
+	 * task filter) where CONFIG_FAULT_INJECTION is set.
+	 */
+	atomic_t fail_cmds;
+	atomic_t hang_cmds;
 	u32 fail_cmd_op;
 	u32 fail_cmd_code;
+#ifdef CONFIG_FAULT_INJECTION
+	struct fault_attr fail_attr;
+#endif
 	u32 forced_status;	/* STATUS of an injected failure or hang, 0 when none */
 	/*
 	 * A misbehaving device: the next @forge_lookups lookups report a hit on
@@ -29,5 +43,19 @@ struct vrex_sim {
 	u32 forge_stream;
 	bool forging;		/* RES_* of the last command are forged */
 };
+
+struct platform_device;
+
+/* One simulated device: its backend and the "vrex" platform device carrying it. */
+struct vrex_sim_device {
+	struct vrex_sim *sim;
+	struct platform_device *pdev;	/* NULL: not created */
+};
+
+/* vrex_sim_backend.c: a backend with one reference, the caller's. */
+struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size);
+void vrex_sim_put(struct vrex_sim *sim);
+int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size);
+void vrex_sim_device_remove(struct vrex_sim_device *d);
 
 #endif /* VREX_SIM_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
  * The one place where lib/ learns about its host. The reference model is
- * compiled into vrex.ko and into libvrex-hal; everything it needs from the
+ * compiled into vrex_sim.ko and into libvrex-hal; everything it needs from the
  * environment (fixed-width types, popcount, byte fill/copy) comes from here so
  * that the model itself stays free of libc and kernel APIs.
  */

@@ -4,14 +4,14 @@
 #   qemu-test.sh [--kernel T]... [--fuzz SECONDS] [--guest-program 'NAME PATH [ARGS]']...
 #                [--programs FILE] [--src DIR] [--timeout SECONDS]
 #
-#   6.12-amd64  sim=1, expects /dev/accel/accel0 (DRM_ACCEL=y)
-#   6.1-amd64   sim=1, expects /dev/dri/renderD128 (no accel framework before 6.2)
-#   6.12-arm64  no module parameter: a device-tree node (dts/vrex-qemu-virt.dtso applied to QEMU's
-#               virt tree) must bind through the driver's OF path; render node (arm64 Debian has
-#               no DRM_ACCEL)
-#   5.10-amd64  Debian bullseye's kernel (the base of Jetson Linux R35 and the RK3588 BSP): sim=1,
+#   Every guest loads vrex.ko and vrex_sim.ko and creates one simulated device through configfs
+#   (/sys/kernel/config/vrex_sim/sim0/enable); vrex.ko's platform driver binds it.
+#   6.12-amd64  expects /dev/accel/accel0 (DRM_ACCEL=y)
+#   6.1-amd64   expects /dev/dri/renderD128 (no accel framework before 6.2)
+#   6.12-arm64  render node (arm64 Debian has no DRM_ACCEL)
+#   5.10-amd64  Debian bullseye's kernel (the base of Jetson Linux R35 and the RK3588 BSP):
 #               render node, GEM mmap through the file's mmap (no drm_gem_object_funcs.mmap)
-#   5.10-arm64  bullseye arm64, bound through the device tree like 6.12-arm64
+#   5.10-arm64  bullseye arm64, render node
 #   debug-6.1-amd64  bookworm's linux-source-6.1 built by scripts/kernel-debug.sh with KASAN,
 #               PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KMEMLEAK, DEBUG_OBJECTS; -smp 2; the tests/kernel
 #               suites only (uAPI with unplug, negative, fault) and two fuzzers at once
@@ -45,7 +45,7 @@
 # from tests/kernel/guest-files.txt (see below).
 #
 # Output: one line per kernel, e.g. "qemu 6.12-amd64 accel: PASS (uapi 57/57, dmesg clean, rmmod ok)",
-# then "qemu: N passed, N failed" over every case of every guest (module load, node, DT binding,
+# then "qemu: N passed, N failed" over every case of every guest (module load, configfs device, node,
 # test-program cases, rmmod, dmesg). Exit status 1 if anything failed.
 set -uo pipefail
 
@@ -194,14 +194,14 @@ run_kernel() { # target
 	eval "$env"
 	local kroot=${MODDIR%/lib/modules/*}
 
-	local node params dt_compat machine cc
+	local node params machine cc
 	case $target in
-	6.12-amd64) node=/dev/accel/accel0 params=sim=1 dt_compat='' machine=X86-64 cc=gcc ;;
+	6.12-amd64) node=/dev/accel/accel0 params='' machine=X86-64 cc=gcc ;;
 	6.1-amd64 | 5.10-amd64 | debug-6.1-amd64)
-		node=/dev/dri/renderD128 params=sim=1 dt_compat='' machine=X86-64 cc=gcc
+		node=/dev/dri/renderD128 params='' machine=X86-64 cc=gcc
 		;;
 	6.12-arm64 | 5.10-arm64)
-		node=/dev/dri/renderD128 params='' dt_compat=vrex,vrex-v1 machine=AArch64 cc=aarch64-linux-gnu-gcc
+		node=/dev/dri/renderD128 params='' machine=AArch64 cc=aarch64-linux-gnu-gcc
 		;;
 	esac
 
@@ -215,8 +215,8 @@ run_kernel() { # target
 		return
 	fi
 	if ! make -C "$KDIR" M="$msrc/kernel" ARCH="$ARCH" CROSS_COMPILE="$CROSS_COMPILE" ${KCC:+CC="$KCC"} -j2 modules \
-		>"$out/build.log" 2>&1 || [[ ! -f $msrc/kernel/vrex.ko ]]; then
-		fail_case build "vrex.ko did not build (see $out/build.log)"
+		>"$out/build.log" 2>&1 || [[ ! -f $msrc/kernel/vrex.ko || ! -f $msrc/kernel/vrex_sim.ko ]]; then
+		fail_case build "vrex.ko or vrex_sim.ko did not build (see $out/build.log)"
 		return
 	fi
 
@@ -237,11 +237,13 @@ run_kernel() { # target
 	fi
 	cp "$repo/scripts/qemu/init.sh" "$root/init"
 	chmod 755 "$root/init"
-	cp "$msrc/kernel/vrex.ko" "$root/vrex.ko"
+	cp "$msrc/kernel/vrex.ko" "$msrc/kernel/vrex_sim.ko" "$root/"
 
-	# drm plus whatever vrex.ko links against, in load order, decompressed for busybox modprobe.
+	# drm plus whatever vrex.ko and vrex_sim.ko link against, in load order, decompressed for
+	# busybox modprobe.
 	local deps mod path rel
-	deps=$(echo drm "$(modinfo -F depends "$msrc/kernel/vrex.ko")" | tr -s ', ' '\n' | awk 'NF && !seen[$0]++' |
+	deps=$(echo drm "$(modinfo -F depends "$msrc/kernel/vrex.ko")" \
+		"$(modinfo -F depends "$msrc/kernel/vrex_sim.ko")" | tr -s ', ' '\n' | awk 'NF && !seen[$0]++' |
 		tr '\n' ' ')
 	for mod in $deps; do
 		while read -r path; do
@@ -341,7 +343,7 @@ run_kernel() { # target
 		VREX_DEPS="$deps"
 		VREX_PARAMS="$params"
 		VREX_NODE="$node"
-		VREX_DT_COMPAT="$dt_compat"
+		VREX_SIM_DEVICES=1
 		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
 		VREX_KMEMLEAK=$debug
 		VREX_HALT=$( ((debug)) && echo reboot || echo poweroff)
@@ -368,15 +370,7 @@ run_kernel() { # target
 	else
 		qemu='qemu-system-aarch64'
 		append="console=ttyAMA0 $append"
-		local mach=(-M virt -cpu cortex-a57 -smp "$smp" -m "$mem")
-		if ! { "$qemu" "${mach[@]}" -M "virt,dumpdtb=$out/virt.dtb" -nographic &&
-			dtc -@ -q -I dts -O dtb -o "$out/vrex-qemu-virt.dtbo" "$repo/dts/vrex-qemu-virt.dtso" &&
-			fdtoverlay -i "$out/virt.dtb" -o "$out/guest.dtb" "$out/vrex-qemu-virt.dtbo"; } \
-			>"$out/dtb.log" 2>&1; then
-			fail_case dtb "could not build the guest device tree (see $out/dtb.log)"
-			return
-		fi
-		qargs+=(-M virt -cpu cortex-a57 -dtb "$out/guest.dtb")
+		qargs+=(-M virt -cpu cortex-a57)
 	fi
 	local t0=$SECONDS
 	timeout -k 5 "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
@@ -469,9 +463,9 @@ compile_kernel() { # target, e.g. 5.15-arm64
 			KBUILD_MODPOST_WARN=1 -j2 modules >"$out/build.log" 2>&1
 		local rc=$? nwarn
 		nwarn=$(grep -cE '(warning|error):' "$out/build.log")
-		if ((rc == 0 && nwarn == 0)) && [[ -f $msrc/kernel/vrex.ko ]]; then
+		if ((rc == 0 && nwarn == 0)) && [[ -f $msrc/kernel/vrex.ko && -f $msrc/kernel/vrex_sim.ko ]]; then
 			ok=1
-			detail="vrex.ko, 0 warnings"
+			detail="vrex.ko vrex_sim.ko, 0 warnings"
 		else
 			detail="rc=$rc, $nwarn warnings/errors (see $out/build.log)"
 		fi
@@ -494,7 +488,7 @@ report_kernel() { # target
 	local target=$1 cases=$out_root/$1/cases kind p=0 f=0 verdict name rest a b label
 	local parts=() checks=() failures=()
 	case $target in
-	*-arm64) kind=dt-render ;;
+	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
 	*) kind=accel ;;
 	esac
@@ -512,7 +506,8 @@ report_kernel() { # target
 			case $name in
 			dmesg) checks+=("dmesg clean") ;;
 			rmmod) checks+=("rmmod ok") ;;
-			dt-bind) checks+=("DT bound") ;;
+			sim-create) checks+=("sim created") ;;
+			sim-remove) checks+=("sim removed") ;;
 			kmemleak) checks+=("kmemleak clean") ;;
 			modules | insmod | node) ;;
 			*)

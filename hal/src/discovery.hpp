@@ -16,14 +16,14 @@ struct DeviceRecord {
     std::string subsystem;  // "accel", "drm", ...
     std::string sysname;    // "accel0", "renderD128", "card0", ...
     std::string devnode;    // "/dev/accel/accel0" or empty
-    std::string driver;     // driver of the parent device ("vrex", "vrex-sim"), empty if unknown
+    std::string driver;     // driver of the parent device ("vrex"), empty if unknown
 };
 
 // True for a node user space may open: subsystem accel with an accelN name, or subsystem drm with a
 // renderDN name (primary "card" nodes and connectors are never returned), with a devnode.
 bool is_compute_node(const DeviceRecord& rec);
-// True when the parent driver belongs to vrex.ko: "vrex" (DT, PCI) or "vrex-<binding>" (the
-// simulated device's platform driver is "vrex-sim").
+// True when the parent driver belongs to vrex.ko: "vrex" (DT, PCI, vrex_sim.ko's devices) or
+// "vrex-<binding>" (kept for older modules whose simulated device bound as "vrex-sim").
 bool is_vrex_driver(std::string_view driver);
 // is_compute_node() and is_vrex_driver().
 bool is_vrex_node(const DeviceRecord& rec);

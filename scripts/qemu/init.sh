@@ -1,6 +1,7 @@
 #!/bin/busybox sh
-# /init of the QEMU test guests built by scripts/qemu-test.sh. It loads vrex.ko, checks the device
-# node, runs the test programs, unloads the module, scans the kernel log and powers off. Every result
+# /init of the QEMU test guests built by scripts/qemu-test.sh. It loads vrex.ko and vrex_sim.ko,
+# creates the simulated devices through configfs, checks the device node, runs the test programs,
+# removes the devices, unloads the modules, scans the kernel log and powers off. Every result
 # is printed on the serial console as a line starting with "@@VREX " for the host to parse:
 #   @@VREX CASE <name> PASS|FAIL [detail]     one check done by this script
 #   @@VREX BEGIN <test> / @@VREX END <test> rc=<n>   a test program's output lies in between
@@ -8,9 +9,9 @@
 #   @@VREX DONE                               the script ran to completion
 # /etc/vrex-guest.conf (written by the host) sets:
 #   VREX_DEPS          modules to modprobe before vrex.ko (drm and what vrex.ko depends on)
-#   VREX_PARAMS        insmod parameters (sim=1 on amd64; none on arm64, the device tree creates it)
+#   VREX_PARAMS        vrex.ko insmod parameters
+#   VREX_SIM_DEVICES   simulated devices to create (/sys/kernel/config/vrex_sim/simN)
 #   VREX_NODE          device node the driver must create (/dev/accel/accel0 or /dev/dri/renderD128)
-#   VREX_DT_COMPAT     if set, a platform device with this compatible must be bound to a driver
 #   VREX_TEST_TIMEOUT  seconds per test program
 #   VREX_KMEMLEAK      1: leaks suspected by kmemleak after rmmod fail the guest (boot-time
 #                      suspects are cleared before vrex.ko is loaded)
@@ -59,6 +60,37 @@ result modules $? "$failed_deps"
 msg=$(insmod /vrex.ko $VREX_PARAMS 2>&1)
 result insmod $? "$VREX_PARAMS $msg"
 
+# Simulated devices: vrex_sim.ko, one configfs item each; vrex.ko's platform driver binds them.
+# A kernel without configfs (the minimal debug kernel) gets vrex_sim's devices=N front end.
+sims=
+sim_param=
+if [ "${VREX_SIM_DEVICES:-0}" -gt 0 ] && ! grep -qw configfs /proc/filesystems; then
+	msg=$(insmod /vrex_sim.ko devices="$VREX_SIM_DEVICES" 2>&1)
+	ok=$?
+	n=$(ls -d /sys/bus/platform/devices/vrex.* 2>/dev/null | wc -l)
+	[ $ok = 0 ] && [ "$n" = "$VREX_SIM_DEVICES" ] || ok=1
+	result sim-create $ok "devices=$VREX_SIM_DEVICES (no configfs): $n devices $msg"
+	sim_param=1
+elif [ "${VREX_SIM_DEVICES:-0}" -gt 0 ]; then
+	cfs=/sys/kernel/config
+	mount -t configfs configfs $cfs 2>/dev/null
+	msg=$(insmod /vrex_sim.ko 2>&1)
+	ok=$?
+	i=0
+	while [ $ok = 0 ] && [ $i -lt "$VREX_SIM_DEVICES" ]; do
+		d=$cfs/vrex_sim/sim$i
+		if mkdir $d && echo 1 >$d/enable; then
+			sims="$sims $d"
+			msg="$msg $(cat $d/dev_name)"
+		else
+			ok=1
+			msg="$msg cannot enable $d"
+		fi
+		i=$((i + 1))
+	done
+	result sim-create $ok "$msg"
+fi
+
 # Probing may be deferred or asynchronous: give the node a few seconds to appear.
 i=0
 while [ ! -e "$VREX_NODE" ] && [ $i -lt 50 ]; do
@@ -68,19 +100,6 @@ done
 [ -e "$VREX_NODE" ]
 result node $? "$VREX_NODE"
 
-if [ -n "$VREX_DT_COMPAT" ]; then
-	bound=
-	for d in /sys/bus/platform/devices/*; do
-		[ -f "$d/of_node/compatible" ] || continue
-		if tr '\000' '\n' <"$d/of_node/compatible" | grep -qx "$VREX_DT_COMPAT" &&
-			[ -e "$d/driver" ]; then
-			bound="$(basename "$d") -> $(basename "$(readlink "$d/driver")")"
-		fi
-	done
-	[ -n "$bound" ]
-	result dt-bind $? "$VREX_DT_COMPAT ${bound:-unbound}"
-fi
-
 while IFS='|' read -r name cmd; do
 	[ -n "$name" ] || continue
 	echo "@@VREX BEGIN $name"
@@ -89,8 +108,23 @@ while IFS='|' read -r name cmd; do
 	echo "@@VREX END $name rc=$?"
 done </etc/vrex-tests
 
+# Devices go away under a bound driver (as on hot unplug), then both modules unload.
+if [ -n "$sims" ]; then
+	msg=
+	ok=0
+	for d in $sims; do
+		rmdir $d || { ok=1 && msg="$msg cannot remove $d"; }
+	done
+	[ $ok = 0 ] && { msg=$(rmmod vrex_sim 2>&1) || ok=1; }
+	result sim-remove $ok "$msg"
+fi
 msg=$(rmmod vrex 2>&1)
 result rmmod $? "$msg"
+# devices=N: the devices live as long as vrex_sim, which vrex.ko holds while bound to them.
+if [ -n "$sim_param" ]; then
+	msg=$(rmmod vrex_sim 2>&1)
+	result sim-remove $? "$msg"
+fi
 
 if [ "${VREX_KMEMLEAK:-0}" = 1 ] && [ -w $kmemleak ]; then
 	# kmemleak reports objects older than 5 s only; two scans settle the grey ones.

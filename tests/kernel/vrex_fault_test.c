@@ -296,6 +296,49 @@ static void test_status_map(int fd, uint32_t s, uint32_t luma)
 	vt_debugfs_write_u32("fail_cmds", 0);
 }
 
+/*
+ * The kernel's generic fault_attr ("fail_cmd/": probability, interval, times),
+ * on kernels with CONFIG_FAULT_INJECTION_DEBUG_FS (the debug kernel): the
+ * device says so in "fault_attr", and then the directory must work.
+ */
+static void test_fault_attr(int fd, uint32_t s, uint32_t luma)
+{
+	static const char *const knobs[][2] = {
+		{ "fail_cmd/verbose", "0" }, { "fail_cmd/interval", "1" },
+		{ "fail_cmd/times", "1" }, { "fail_cmd/probability", "100" },
+	};
+	struct drm_vrex_frame_submit f;
+	char path[600], have = 0;
+	unsigned int i;
+	FILE *fp;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/fault_attr", vt_debugfs_dir());
+	fp = fopen(path, "r");
+	if (!fp || fscanf(fp, " %c", &have) != 1) {
+		vt_report(0, "fault_attr: %s readable", path);
+		if (fp)
+			fclose(fp);
+		return;
+	}
+	fclose(fp);
+	if (have != 'Y') {
+		printf("  fault_attr: kernel without CONFIG_FAULT_INJECTION_DEBUG_FS, not checked\n");
+		return;
+	}
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		if (vt_debugfs_write(knobs[i][0], knobs[i][1])) {
+			vt_report(0, "fault_attr: write %s", knobs[i][0]);
+			return;
+		}
+	}
+	r = vt_frame_submit(fd, s, luma, 0, 0, &f);
+	vt_report(r == -EIO, "fault_attr: fail_cmd times=1 probability=100 -> EIO (got %d)", r);
+	r = vt_frame_submit(fd, s, luma, 0, 0, &f);
+	vt_report(!r, "fault_attr: used up after one failure, the next frame works (got %d)", r);
+	vt_debugfs_write("fail_cmd/probability", "0");
+}
+
 /* Counts records of @reason among @n. */
 static unsigned int count_reason(const struct drm_vrex_released_block *rel, uint32_t n,
 				 uint32_t reason)
@@ -509,6 +552,7 @@ int main(void)
 		test_lookup(fd, s, block);
 		test_retire(fd, s, block);
 		test_status_map(fd, s, luma);
+		test_fault_attr(fd, s, luma);
 	}
 	close(fd);
 	test_teardown(1, "destroy");

@@ -23,7 +23,7 @@ namespace vrex {
 struct HotplugEvent {
     enum class Kind { added, removed } kind = Kind::added;
     std::string node;     // "/dev/accel/accel0"
-    std::string syspath;  // "/sys/devices/platform/vrex-sim.0/accel/accel0"
+    std::string syspath;  // "/sys/devices/platform/vrex.0.auto/accel/accel0"
 };
 
 // The decision logic, kept apart from udev so it can be tested on synthetic records.

@@ -553,7 +553,17 @@ vrex_hal_status vrex_hal_release_batch(vrex_hal_stream* s, const vrex_hal_batch*
 // For the other C ABI files (c_api_internal.hpp).
 namespace vrex::capi {
 
-std::shared_ptr<Device> device_of(vrex_hal_device* dev) { return dev ? dev->dev : nullptr; }
-vrex_hal_status status_of(std::error_code ec) { return to_status(ec); }
+std::shared_ptr<Device> device_of(vrex_hal_device* dev) {
+    return dev ? dev->dev : nullptr;
+}
+vrex_hal_status status_of(std::error_code ec) {
+    return to_status(ec);
+}
+void note_error(const char* fn, const std::string& message) noexcept {
+    try {
+        t_last_error = std::string(fn) + ": " + message;
+    } catch (...) {  // no room for the message: the status still says what happened
+    }
+}
 
 }  // namespace vrex::capi

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <system_error>
 
 #include "vrex/hal.hpp"
@@ -14,5 +15,7 @@ namespace vrex::capi {
 std::shared_ptr<Device> device_of(vrex_hal_device* dev);
 // The C status of @ec (VREX_HAL_OK for none).
 vrex_hal_status status_of(std::error_code ec);
+// Records "@fn: @message" as the calling thread's vrex_hal_last_error().
+void note_error(const char* fn, const std::string& message) noexcept;
 
 }  // namespace vrex::capi

@@ -1,5 +1,5 @@
 // The C ABI of ReSV (vrex_hal.h, "ReSV"): vrex_hal_resv_head wraps a vrex::ResvHead. Every entry
-// point catches everything; a C caller only ever sees a status code.
+// point catches everything; a C caller sees a status code, and vrex_hal_last_error() says why.
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -14,19 +14,35 @@ struct vrex_hal_resv_head {
 
 namespace {
 
-vrex_hal_status resv_status(std::error_code ec) {
+// The entry point being served, for the messages (one C call per thread at a time).
+thread_local const char* t_fn = "vrex_hal_resv";
+
+vrex_hal_status resv_status(const vrex::Error& e) {
+    vrex::capi::note_error(t_fn, e.message());
     // No ReSV unit on this device: the C ABI has no "not supported" code; there is no such device.
-    if (ec == std::errc::operation_not_supported) return VREX_HAL_ERR_NO_DEVICE;
-    return vrex::capi::status_of(ec);
+    if (e.code() == std::errc::operation_not_supported) return VREX_HAL_ERR_NO_DEVICE;
+    return vrex::capi::status_of(e.code());
+}
+
+vrex_hal_status invalid(const char* what) {
+    vrex::capi::note_error(
+        t_fn, std::string(what) + ": " + std::make_error_code(std::errc::invalid_argument).message());
+    return VREX_HAL_ERR_INVALID;
 }
 
 template <class F>
-vrex_hal_status guarded(F&& f) noexcept {
+vrex_hal_status guarded(const char* fn, F&& f) noexcept {
+    t_fn = fn;
     try {
         return f();
     } catch (const std::bad_alloc&) {
+        vrex::capi::note_error(fn, "out of host memory");
         return VREX_HAL_ERR_NOMEM;
+    } catch (const std::exception& e) {
+        vrex::capi::note_error(fn, e.what());
+        return VREX_HAL_ERR_IO;
     } catch (...) {
+        vrex::capi::note_error(fn, "unknown exception");
         return VREX_HAL_ERR_IO;
     }
 }
@@ -48,7 +64,7 @@ bool read_params(const vrex_hal_resv_params* in, vrex_hal_resv_params& out) {
 
 vrex_hal_status selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_hal_resv_range* ranges,
                               uint32_t capacity, vrex_hal_resv_selection* sel) {
-    if (!s) return resv_status(s.error());
+    if (!s) return resv_status(s.error_info());
     *sel = vrex_hal_resv_selection{};
     sel->ranges = static_cast<uint32_t>(s->ranges.size());
     sel->tokens = s->tokens;
@@ -64,11 +80,12 @@ vrex_hal_status selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_h
 
 template <class T>
 vrex_hal_status append(vrex_hal_resv_head* h, const T* keys, size_t count, uint32_t* tokens) {
-    if (!h || (!keys && count)) return VREX_HAL_ERR_INVALID;
+    if (!h) return invalid("head is NULL");
+    if (!keys && count) return invalid("keys is NULL with a non-zero count");
     const std::size_t dim = h->head->dim();
-    if (count > SIZE_MAX / dim) return VREX_HAL_ERR_INVALID;
+    if (count > SIZE_MAX / dim) return invalid("count * dim overflows");
     auto r = h->head->append(std::span<const T>(keys, count * dim));
-    if (!r) return resv_status(r.error());
+    if (!r) return resv_status(r.error_info());
     if (tokens) *tokens = *r;
     return VREX_HAL_OK;
 }
@@ -76,8 +93,9 @@ vrex_hal_status append(vrex_hal_resv_head* h, const T* keys, size_t count, uint3
 template <class T>
 vrex_hal_status select(vrex_hal_resv_head* h, const T* query, uint32_t flags, vrex_hal_resv_range* ranges,
                        uint32_t capacity, vrex_hal_resv_selection* sel) {
-    if (!h || !query || !sel || (capacity && !ranges) || (flags & ~VREX_HAL_RESV_BLOCKS))
-        return VREX_HAL_ERR_INVALID;
+    if (!h || !query || !sel) return invalid("head, query and selection must not be NULL");
+    if (capacity && !ranges) return invalid("ranges is NULL with a non-zero capacity");
+    if (flags & ~VREX_HAL_RESV_BLOCKS) return invalid("unknown flags");
     return selection_out(
         h->head->select(std::span<const T>(query, h->head->dim()), flags & VREX_HAL_RESV_BLOCKS), ranges,
         capacity, sel);
@@ -103,10 +121,12 @@ void vrex_hal_resv_default_params(vrex_hal_resv_params* p) {
 
 vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device* dev, const vrex_hal_resv_params* params,
                                           vrex_hal_resv_head** out) {
-    return guarded([&] {
-        if (!dev || !params || !out) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, [&] {
+        if (!dev || !params || !out) return invalid("device, params and out must not be NULL");
         vrex_hal_resv_params c{};
-        if (!read_params(params, c) || c.mode > VREX_HAL_RESV_TOKENS) return VREX_HAL_ERR_INVALID;
+        if (!read_params(params, c))
+            return invalid("params: struct_size too small, or non-zero padding / unknown trailing bytes");
+        if (c.mode > VREX_HAL_RESV_TOKENS) return invalid("params: unknown mode");
         vrex::ResvParams p;
         p.dim = c.dim;
         p.seed = c.seed;
@@ -117,7 +137,7 @@ vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device* dev, const vrex_hal_r
         p.bytes_per_token = c.bytes_per_token;
         if (c.has_lut) p.lut.assign(std::begin(c.lut), std::end(c.lut));
         auto head = vrex::ResvHead::create(vrex::capi::device_of(dev), p, c.max_batch ? c.max_batch : 1024);
-        if (!head) return resv_status(head.error());
+        if (!head) return resv_status(head.error_info());
         *out = new vrex_hal_resv_head{std::move(*head)};
         return VREX_HAL_OK;
     });
@@ -133,40 +153,40 @@ uint32_t vrex_hal_resv_head_tokens(const vrex_hal_resv_head* head) {
 
 vrex_hal_status vrex_hal_resv_append_f32(vrex_hal_resv_head* head, const float* keys, size_t count,
                                          uint32_t* tokens) {
-    return guarded([&] { return append(head, keys, count, tokens); });
+    return guarded(__func__, [&] { return append(head, keys, count, tokens); });
 }
 
 vrex_hal_status vrex_hal_resv_append_i16(vrex_hal_resv_head* head, const int16_t* keys, size_t count,
                                          uint32_t* tokens) {
-    return guarded([&] { return append(head, keys, count, tokens); });
+    return guarded(__func__, [&] { return append(head, keys, count, tokens); });
 }
 
 vrex_hal_status vrex_hal_resv_select_f32(vrex_hal_resv_head* head, const float* query, uint32_t flags,
                                          vrex_hal_resv_range* ranges, uint32_t capacity,
                                          vrex_hal_resv_selection* sel) {
-    return guarded([&] { return select(head, query, flags, ranges, capacity, sel); });
+    return guarded(__func__, [&] { return select(head, query, flags, ranges, capacity, sel); });
 }
 
 vrex_hal_status vrex_hal_resv_select_i16(vrex_hal_resv_head* head, const int16_t* query, uint32_t flags,
                                          vrex_hal_resv_range* ranges, uint32_t capacity,
                                          vrex_hal_resv_selection* sel) {
-    return guarded([&] { return select(head, query, flags, ranges, capacity, sel); });
+    return guarded(__func__, [&] { return select(head, query, flags, ranges, capacity, sel); });
 }
 
 vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head* head, uint32_t keep) {
-    return guarded([&] {
-        if (!head) return VREX_HAL_ERR_INVALID;
+    return guarded(__func__, [&] {
+        if (!head) return invalid("head is NULL");
         auto r = head->head->truncate(keep);
-        return r ? VREX_HAL_OK : resv_status(r.error());
+        return r ? VREX_HAL_OK : resv_status(r.error_info());
     });
 }
 
 vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device* dev, vrex_hal_resv_stats* stats) {
-    return guarded([&] {
+    return guarded(__func__, [&] {
         auto d = vrex::capi::device_of(dev);
-        if (!d || !stats) return VREX_HAL_ERR_INVALID;
+        if (!d || !stats) return invalid("device and stats must not be NULL");
         auto st = vrex::resv_stats(*d);
-        if (!st) return resv_status(st.error());
+        if (!st) return resv_status(st.error_info());
         *stats = vrex_hal_resv_stats{};
         stats->keys = st->keys;
         stats->clusters = st->clusters;

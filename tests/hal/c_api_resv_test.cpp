@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends.hpp"
@@ -154,11 +155,16 @@ TEST_P(CApiResv, SelectionsMatchTheCxxApi) {
     vrex_hal_resv_selection sel{};
     const std::vector<float> q = keys(1);
     EXPECT_EQ(vrex_hal_resv_select_f32(h, q.data(), 0x80, nullptr, 0, &sel), VREX_HAL_ERR_INVALID);
+    EXPECT_NE(std::string(vrex_hal_last_error()).find("vrex_hal_resv_select_f32: unknown flags"),
+              std::string::npos)
+        << vrex_hal_last_error();
     EXPECT_EQ(vrex_hal_resv_select_f32(h, q.data(), 0, nullptr, 4, &sel), VREX_HAL_ERR_INVALID);
     EXPECT_EQ(vrex_hal_resv_select_f32(h, nullptr, 0, nullptr, 0, &sel), VREX_HAL_ERR_INVALID);
     ASSERT_EQ(vrex_hal_resv_select_f32(h, q.data(), 0, nullptr, 0, &sel), VREX_HAL_OK);
 
     EXPECT_EQ(vrex_hal_resv_truncate(h, 701), VREX_HAL_ERR_INVALID);
+    EXPECT_EQ(std::string(vrex_hal_last_error()).rfind("vrex_hal_resv_truncate: ", 0), 0u)
+        << vrex_hal_last_error();
     ASSERT_EQ(vrex_hal_resv_truncate(h, 100), VREX_HAL_OK);
     EXPECT_EQ(vrex_hal_resv_head_tokens(h), 100u);
 
@@ -170,6 +176,8 @@ TEST_P(CApiResv, SelectionsMatchTheCxxApi) {
     // More keys than the head holds: NOSPC, nothing appended.
     const std::vector<float> many = keys(st.max_tokens);
     EXPECT_EQ(vrex_hal_resv_append_f32(h, many.data(), st.max_tokens, &tokens), VREX_HAL_ERR_NOSPC);
+    EXPECT_EQ(std::string(vrex_hal_last_error()).rfind("vrex_hal_resv_append_f32: ", 0), 0u)
+        << vrex_hal_last_error();
     EXPECT_EQ(vrex_hal_resv_head_tokens(h), 100u);
     EXPECT_EQ(vrex_hal_resv_append_f32(h, nullptr, 1, &tokens), VREX_HAL_ERR_INVALID);
     vrex_hal_resv_head_destroy(h);

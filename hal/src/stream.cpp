@@ -198,6 +198,20 @@ void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool 
     {
         std::lock_guard lock(alloc_->impl_->mu);
         BlockTable& t = *alloc_->impl_->blocks;
+        // Is the slot at (handle, offset) free already, or does a block of the table sit there?
+        auto slot_accounted_locked = [&](std::uint32_t handle, std::uint64_t offset) {
+            for (const auto& slab : alloc_->impl_->slabs)
+                if (slab.handle == handle) {
+                    const auto slot = static_cast<std::uint32_t>(offset / alloc_->block_bytes());
+                    if (std::find(slab.free_slots.begin(), slab.free_slots.end(), slot) !=
+                        slab.free_slots.end())
+                        return true;
+                }
+            bool taken = false;
+            t.for_each(
+                [&](const BlockRec& r) { taken = taken || (r.handle == handle && r.offset == offset); });
+            return taken;
+        };
         for (const drm_vrex_released_block& d : recs) {
             auto& pend = st_->pending_release;
             pend.erase(std::remove(pend.begin(), pend.end(), d.block), pend.end());
@@ -221,7 +235,13 @@ void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool 
                 alloc_->impl_->stats.deferred_frees += !rb.memory_freed;
             } else {
                 if (auto p = alloc_->view_locked(d.handle, d.offset)) rb.bank = p->bank;
-                alloc_->give_slot_locked(d.handle, d.offset);
+                // Only a slot nobody accounts for goes back (a block inserted on the device that
+                // the table never recorded). A record can also name a block whose memory already
+                // went back (its owner closed or released it; the kernel may deliver that record
+                // later, through another stream of the file), or memory that still backs a block
+                // another stream references: giving that slot again would hand one slot to two
+                // blocks.
+                if (!slot_accounted_locked(d.handle, d.offset)) alloc_->give_slot_locked(d.handle, d.offset);
             }
             switch (rb.reason) {
                 case ReleaseReason::zombie:

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "errors.hpp"
+
 namespace py = pybind11;
 using namespace vrex;
 
@@ -23,16 +25,8 @@ namespace {
 
 using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
-[[noreturn]] void fail(const std::string& what, std::error_code ec) {
-    throw std::runtime_error(what + ": " + ec.message() + " (" + ec.category().name() + " " +
-                             std::to_string(ec.value()) + ")");
-}
-
-template <class T>
-T take(Result<T> r, const std::string& what) {
-    if (!r) fail(what, r.error());
-    return std::move(*r);
-}
+using py_binding::fail;
+using py_binding::take;
 
 ResvMode mode_from(const std::string& s) {
     if (s == "mass") return ResvMode::mass;
@@ -100,7 +94,7 @@ void bind_resv(py::module_& m) {
             "truncate",
             [](ResvHead& h, std::uint32_t keep) {
                 auto r = h.truncate(keep);
-                if (!r) fail("ReSV truncate to " + std::to_string(keep), r.error());
+                if (!r) fail("ReSV truncate to " + std::to_string(keep), r.error_info());
             },
             py::arg("keep"))
         .def(

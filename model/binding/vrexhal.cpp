@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "errors.hpp"
 #include "vrex/hal.hpp"
 
 namespace py = pybind11;
@@ -20,20 +21,9 @@ void bind_resv(py::module_& m);  // resv.cpp
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what, std::error_code ec) {
-    throw std::runtime_error(what + ": " + ec.message() + " (" + ec.category().name() + " " +
-                             std::to_string(ec.value()) + ")");
-}
-
-template <class T>
-T take(Result<T> r, const std::string& what) {
-    if (!r) fail(what, r.error());
-    return std::move(*r);
-}
-
-void check(Result<void> r, const std::string& what) {
-    if (!r) fail(what, r.error());
-}
+using py_binding::check;
+using py_binding::fail;
+using py_binding::take;
 
 struct PyStream {
     std::shared_ptr<KvAllocator> alloc;

@@ -11,24 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "backends.hpp"
+#include "device_test.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrex {
 namespace {
 
-class DmaBuf : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        auto be = test::open_backend(GetParam());
-        ASSERT_NE(be, nullptr);
-        auto d = Device::adopt(std::move(be));
-        ASSERT_TRUE(d);
-        dev_ = *d;
-    }
-    std::shared_ptr<Device> dev_;
-};
+class DmaBuf : public test::DeviceTest {};
 
 TEST_P(DmaBuf, OneCachedBufferPerSlabAndEveryBlockAtItsOffset) {
     auto a = KvAllocator::create(dev_, ModelGeometry{2, 2, 64, DType::fp16, 16});

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "backends.hpp"
+#include "device_test.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
 #include "vrex/vrex_hal.h"
@@ -19,6 +19,7 @@ namespace vrex {
 namespace {
 
 using test::synthetic_frame;
+using test::view_of;
 
 // A message that names its context: @needle somewhere in @hay.
 #define EXPECT_HAS(hay, needle) \
@@ -26,25 +27,8 @@ using test::synthetic_frame;
 
 constexpr ModelGeometry kSmall{2, 2, 64, DType::fp16, 16};  // 16 KiB blocks
 
-LumaView view_of(const std::vector<std::uint8_t>& px) {
-    return LumaView{px.data(), 128, 96, 128};
-}
-
-class Errors : public ::testing::TestWithParam<std::string> {
+class Errors : public test::DeviceTest {
   protected:
-    void SetUp() override {
-        auto be = test::open_backend(GetParam());
-        ASSERT_NE(be, nullptr);
-        auto d = Device::adopt(std::move(be));
-        ASSERT_TRUE(d);
-        dev_ = *d;
-    }
-    std::shared_ptr<KvAllocator> allocator(const ModelGeometry& g, AllocatorOptions o = {}) {
-        auto a = KvAllocator::create(dev_, g, o);
-        EXPECT_TRUE(a) << a.error_message();
-        return a ? *a : nullptr;
-    }
-    std::shared_ptr<Device> dev_;
 };
 
 TEST_P(Errors, OutOfDeviceMemoryNamesTheCallFrameRegionAndBankGroup) {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <set>
 
-#include "backends.hpp"
+#include "device_test.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
 
@@ -17,27 +17,12 @@ namespace vrex {
 namespace {
 
 using test::synthetic_frame;
+using test::view_of;
 
 constexpr ModelGeometry kSmall{2, 2, 64, DType::fp16, 16};  // 16 KiB blocks
 
-LumaView view_of(const std::vector<std::uint8_t>& px) {
-    return LumaView{px.data(), 128, 96, 128};
-}
-
-class Sharing : public ::testing::TestWithParam<std::string> {
+class Sharing : public test::DeviceTest {
   protected:
-    void SetUp() override {
-        auto be = test::open_backend(GetParam());
-        ASSERT_NE(be, nullptr);
-        auto d = Device::adopt(std::move(be));
-        ASSERT_TRUE(d);
-        dev_ = *d;
-    }
-    std::shared_ptr<KvAllocator> allocator(const ModelGeometry& g, AllocatorOptions o = {}) {
-        auto a = KvAllocator::create(dev_, g, o);
-        EXPECT_TRUE(a) << a.error().message();
-        return a ? *a : nullptr;
-    }
     static std::unique_ptr<Stream> stream(KvAllocator& a, StreamOptions o = {}) {
         auto s = a.create_stream(o);
         EXPECT_TRUE(s) << s.error().message();
@@ -57,8 +42,6 @@ class Sharing : public ::testing::TestWithParam<std::string> {
         return ModelGeometry{static_cast<std::uint32_t>(dev_->info().bank_size / 2 / (64 * 1024)), 8, 128,
                              DType::bf16, 16};
     }
-
-    std::shared_ptr<Device> dev_;
 };
 
 TEST_P(Sharing, StaleHandlesGetAClearErrorNeverAnotherBlock) {

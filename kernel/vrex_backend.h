@@ -28,7 +28,9 @@ struct vrex_backend;
  * @read: reads the 32-bit register at byte offset @off of the window
  * @write: writes it; a write to VREX_REG_CMD runs the command
  * @debugfs_init: optional, adds backend files (fault injection, internal
- *	state) to the device's debugfs directory @dir
+ *	state) to @dir, the DRM node's debugfs directory, which the DRM core
+ *	and vrex.ko share: names must not clash with theirs. The DRM core
+ *	removes them when vrex.ko unregisters the device.
  * @release: frees the backend once the last reference is gone
  *
  * Calls are serialised by the caller (vrex_device.lock), except @release.

@@ -1,8 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * debugfs (/sys/kernel/debug/vrex/<device>/): register dump and raw window, bank occupancy,
- * SHIE table, live object counts for leak checks and the fault injection
- * knobs. Test and diagnostics interface only, no ABI.
+ * debugfs, in the directory the DRM core keeps for the node user space opens
+ * (drm_minor.debugfs_root): register dump and raw window, bank occupancy, SHIE
+ * table, live object counts for leak checks and the fault injection knobs,
+ * next to the core's own files. Test and diagnostics interface only, no ABI.
+ *
+ * Where that directory is depends on the kernel: dri/<minor index>/ (render
+ * node) or accel/<minor index>/ (accel node, 6.2..6.7); since 6.8 the core
+ * keeps one directory per device named after the parent device,
+ * dri/<dev_name>/ (dri/<minor index> is a symlink to it) or accel/<dev_name>/
+ * (no symlink). The DRM core removes it, and so our files, in
+ * drm_dev_unregister() (called by drm_dev_unplug()) on every version, after
+ * drm_dev_unplug() waited for the readers inside drm_dev_enter(); files
+ * without that guard only touch memory that lives until the DRM device is
+ * released. "dev" names the node so user space can check it found the right
+ * directory.
  */
 #include <linux/debugfs.h>
 #include <linux/fs.h>
@@ -18,8 +30,6 @@
 #include "vrex_device.h"
 #include "vrex_drv.h"
 #include "vrex_model.h"
-
-static struct dentry *vrex_debugfs_root;
 
 #define VREX_REG(n) { .name = #n, .offset = VREX_REG_##n }
 static const struct debugfs_reg32 vrex_regs[] = {
@@ -206,23 +216,14 @@ static int vrex_dev_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_dev);
 
-void vrex_debugfs_module_init(void)
-{
-	vrex_debugfs_root = debugfs_create_dir("vrex", NULL);
-}
-
-void vrex_debugfs_module_exit(void)
-{
-	debugfs_remove_recursive(vrex_debugfs_root);
-	vrex_debugfs_root = NULL;
-}
-
+/* After drm_dev_register(): the minor's directory exists from then on. */
 void vrex_debugfs_init(struct vrex_device *vdev)
 {
-	struct dentry *d;
+	struct dentry *d = vrex_node_minor(&vdev->drm)->debugfs_root;
 
-	d = debugfs_create_dir(dev_name(vdev->drm.dev), vrex_debugfs_root);
-	vdev->debugfs = d;
+	/* No directory (debugfs failed or locked down): a NULL parent is the debugfs root. */
+	if (IS_ERR_OR_NULL(d))
+		return;
 	debugfs_create_file("regs", 0444, d, vdev, &vrex_regs_fops);
 	debugfs_create_file("banks", 0444, d, vdev, &vrex_banks_fops);
 	debugfs_create_file("shie", 0444, d, vdev, &vrex_shie_fops);
@@ -236,10 +237,4 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	/* The backend's own files: its fault injection and internal state. */
 	if (vdev->backend && vdev->backend->ops->debugfs_init)
 		vdev->backend->ops->debugfs_init(vdev->backend, d);
-}
-
-void vrex_debugfs_fini(struct vrex_device *vdev)
-{
-	debugfs_remove_recursive(vdev->debugfs);
-	vdev->debugfs = NULL;
 }

@@ -354,7 +354,7 @@ int vrex_device_probe(struct vrex_device *vdev)
  */
 void vrex_device_remove(struct vrex_device *vdev)
 {
-	vrex_debugfs_fini(vdev);
+	/* Also removes the debugfs files (with the minor's directory). */
 	drm_dev_unplug(&vdev->drm);
 	vrex_gem_unmap_user(vdev);
 

@@ -101,8 +101,6 @@ struct vrex_device {
 
 	/* Fault injection (debugfs): the next N allocations fail. */
 	atomic_t fail_alloc;
-
-	struct dentry *debugfs;
 };
 
 static inline struct vrex_device *to_vrex_device(struct drm_device *drm)

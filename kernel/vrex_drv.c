@@ -101,10 +101,9 @@ static int __init vrex_init(void)
 	int ret;
 
 	vrex_driver_compat_init(&vrex_drm_driver);
-	vrex_debugfs_module_init();
 	ret = vrex_platform_driver_register();
 	if (ret)
-		goto err_debugfs;
+		return ret;
 	ret = vrex_pci_driver_register();
 	if (ret)
 		goto err_platform;
@@ -112,8 +111,6 @@ static int __init vrex_init(void)
 
 err_platform:
 	vrex_platform_driver_unregister();
-err_debugfs:
-	vrex_debugfs_module_exit();
 	return ret;
 }
 
@@ -121,7 +118,6 @@ static void __exit vrex_exit(void)
 {
 	vrex_pci_driver_unregister();
 	vrex_platform_driver_unregister();
-	vrex_debugfs_module_exit();
 }
 
 module_init(vrex_init);

@@ -137,15 +137,9 @@ extern const struct attribute_group *vrex_dev_groups[];
 
 /* vrex_debugfs.c */
 #if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_DEBUGFS)
-void vrex_debugfs_module_init(void);
-void vrex_debugfs_module_exit(void);
 void vrex_debugfs_init(struct vrex_device *vdev);
-void vrex_debugfs_fini(struct vrex_device *vdev);
 #else
-static inline void vrex_debugfs_module_init(void) { }
-static inline void vrex_debugfs_module_exit(void) { }
 static inline void vrex_debugfs_init(struct vrex_device *vdev) { }
-static inline void vrex_debugfs_fini(struct vrex_device *vdev) { }
 #endif
 
 /* vrex_platform.c: DT nodes and backend-provided devices; vrex_of.c: DT resources */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The debug kernel of the QEMU matrix ("debug-6.1-amd64" in scripts/qemu-test.sh): Debian bookworm's
 # linux-source-6.1, `make tinyconfig` + scripts/qemu/kernel-debug.config (serial console, initramfs,
-# modules, DRM=m, DEBUG_FS, KASAN, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KMEMLEAK, DEBUG_OBJECTS).
+# modules, DRM=m, DEBUG_FS, CONFIGFS_FS, KASAN, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KMEMLEAK, DEBUG_OBJECTS).
 # Built once and cached under $VREX_CACHE/kernel-debug-<hash> (default /var/cache/vrex), the hash
 # covering the config fragment, the source package version and the recipe; rebuilt when missing.
 #

@@ -3,11 +3,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <libudev.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "vrex/hal.hpp"
@@ -120,6 +123,26 @@ std::vector<std::string> find_vrex_nodes_scan(const std::string& dev_root) {
 std::vector<std::string> find_vrex_nodes() {
     auto nodes = find_vrex_nodes_udev();
     return nodes.empty() ? find_vrex_nodes_scan() : nodes;
+}
+
+std::string debugfs_dir(dev_t rdev, const std::string& debugfs_root, const std::string& sys_root) {
+    namespace fs = std::filesystem;
+    constexpr unsigned kDrmMajor = 226;
+    const std::string id = std::to_string(major(rdev)) + ":" + std::to_string(minor(rdev));
+    const fs::path sys = fs::path(sys_root) / "dev" / "char" / id;
+    std::error_code ec;
+    const std::string subsystem = fs::read_symlink(sys / "subsystem", ec).filename().string();
+    const bool accel = ec ? major(rdev) != kDrmMajor : subsystem == "accel";
+    const fs::path top = fs::path(debugfs_root) / (accel ? "accel" : "dri");
+    std::vector<std::string> names{std::to_string(minor(rdev))};
+    const std::string parent = fs::read_symlink(sys / "device", ec).filename().string();
+    if (!ec && !parent.empty()) names.push_back(parent);
+    for (const auto& name : names) {
+        std::ifstream f(top / name / "dev");
+        std::string line;
+        if (std::getline(f, line) && line == id) return (top / name).string();
+    }
+    return {};
 }
 
 }  // namespace vrex::discovery

@@ -5,6 +5,8 @@
 // scan of /dev that asks each node's driver name with drmGetVersion().
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,5 +41,15 @@ std::vector<std::string> find_vrex_nodes_udev();
 std::vector<std::string> find_vrex_nodes_scan(const std::string& dev_root = "/dev");
 // udev first; the /dev scan when udev finds nothing.
 std::vector<std::string> find_vrex_nodes();
+
+// The debugfs directory of the node whose device number is @rdev (st_rdev of the open node): the
+// DRM core's directory of that minor, where vrex.ko puts its files. Found from the node, not by
+// listing: the node's sysfs class (<sys_root>/dev/char/M:m/subsystem, "accel" or "drm"; the DRM
+// major when sysfs is not there) picks <debugfs_root>/accel or /dri, then the minor's index (every
+// kernel up to 6.7, and the DRM symlink since 6.8) or the parent device's name (the accel directory
+// since 6.8). The candidate counts only if its "dev" file holds M:m. Empty when none does (debugfs
+// not mounted, not root, no vrex debugfs).
+std::string debugfs_dir(dev_t rdev, const std::string& debugfs_root = "/sys/kernel/debug",
+                        const std::string& sys_root = "/sys");
 
 }  // namespace vrex::discovery

@@ -327,7 +327,7 @@ Result<drm_vrex_resv_stats> KernelBackend::resv_stats()
 }
 
 // The REG_READ ioctl is retired: registers come from the device's debugfs "window" file (root
-// only), /sys/kernel/debug/vrex/<device>/window, the directory whose "dev" names our node.
+// only), in the DRM core's debugfs directory of our node (discovery::debugfs_dir()).
 Result<std::uint32_t> KernelBackend::reg_read(std::uint32_t offset)
 {
     if ((offset & 3) != 0 || offset >= VREX_REG_WINDOW_BYTES)
@@ -335,30 +335,21 @@ Result<std::uint32_t> KernelBackend::reg_read(std::uint32_t offset)
     struct stat st{};
     if (::fstat(fd_, &st) != 0)
         return errno_code(errno);
-    const std::string want = std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
-    std::error_code ec;
-    std::filesystem::directory_iterator it("/sys/kernel/debug/vrex", ec);
-    if (ec)
-        return ec == std::errc::no_such_file_or_directory ? errno_code(EOPNOTSUPP) : ec;
-    for (const auto& dir : it) {
-        std::ifstream devf(dir.path() / "dev");
-        std::string dev;
-        if (!(devf >> dev) || dev != want)
-            continue;
-        const int wfd = ::open((dir.path() / "window").c_str(), O_RDONLY | O_CLOEXEC);
-        if (wfd < 0)
-            return errno_code(errno);
-        std::uint32_t v = 0;
-        const ssize_t n = ::pread(wfd, &v, sizeof(v), offset);
-        const int e = errno;
-        ::close(wfd);
-        if (n < 0)
-            return errno_code(e);
-        if (n != sizeof(v))
-            return errno_code(EIO);
-        return v;
-    }
-    return errno_code(EOPNOTSUPP);
+    const std::string dir = discovery::debugfs_dir(st.st_rdev);
+    if (dir.empty())
+        return errno_code(EOPNOTSUPP);
+    const int wfd = ::open((dir + "/window").c_str(), O_RDONLY | O_CLOEXEC);
+    if (wfd < 0)
+        return errno_code(errno);
+    std::uint32_t v = 0;
+    const ssize_t n = ::pread(wfd, &v, sizeof(v), offset);
+    const int e = errno;
+    ::close(wfd);
+    if (n < 0)
+        return errno_code(e);
+    if (n != sizeof(v))
+        return errno_code(EIO);
+    return v;
 }
 
 Result<std::size_t> KernelBackend::read_events(std::span<drm_vrex_event_frame> out)

@@ -61,17 +61,8 @@ msg=$(insmod /vrex.ko $VREX_PARAMS 2>&1)
 result insmod $? "$VREX_PARAMS $msg"
 
 # Simulated devices: vrex_sim.ko, one configfs item each; vrex.ko's platform driver binds them.
-# A kernel without configfs (the minimal debug kernel) gets vrex_sim's devices=N front end.
 sims=
-sim_param=
-if [ "${VREX_SIM_DEVICES:-0}" -gt 0 ] && ! grep -qw configfs /proc/filesystems; then
-	msg=$(insmod /vrex_sim.ko devices="$VREX_SIM_DEVICES" 2>&1)
-	ok=$?
-	n=$(ls -d /sys/bus/platform/devices/vrex.* 2>/dev/null | wc -l)
-	[ $ok = 0 ] && [ "$n" = "$VREX_SIM_DEVICES" ] || ok=1
-	result sim-create $ok "devices=$VREX_SIM_DEVICES (no configfs): $n devices $msg"
-	sim_param=1
-elif [ "${VREX_SIM_DEVICES:-0}" -gt 0 ]; then
+if [ "${VREX_SIM_DEVICES:-0}" -gt 0 ]; then
 	cfs=/sys/kernel/config
 	mount -t configfs configfs $cfs 2>/dev/null
 	msg=$(insmod /vrex_sim.ko 2>&1)
@@ -120,11 +111,6 @@ if [ -n "$sims" ]; then
 fi
 msg=$(rmmod vrex 2>&1)
 result rmmod $? "$msg"
-# devices=N: the devices live as long as vrex_sim, which vrex.ko holds while bound to them.
-if [ -n "$sim_param" ]; then
-	msg=$(rmmod vrex_sim 2>&1)
-	result sim-remove $? "$msg"
-fi
 
 if [ "${VREX_KMEMLEAK:-0}" = 1 ] && [ -w $kmemleak ]; then
 	# kmemleak reports objects older than 5 s only; two scans settle the grey ones.

@@ -2,6 +2,8 @@
 // reject what is not a vrex compute node, and the kernel backend refuses non-vrex nodes.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +44,53 @@ TEST(KernelDiscovery, ScanIgnoresNodesThatAreNotVrexDevices)
     std::ofstream(root / "dri" / "card0") << "not a device";
     EXPECT_TRUE(discovery::find_vrex_nodes_scan(root.string()).empty());
     EXPECT_TRUE(discovery::find_vrex_nodes_scan((root / "missing").string()).empty());
+    fs::remove_all(root);
+}
+
+// The debugfs directory follows from the node: by minor index (dri/N, accel/N up to 6.7) or by the
+// parent device's name (accel/<dev> since 6.8), and only where "dev" names the node.
+TEST(KernelDiscovery, DebugfsDirFollowsTheNode)
+{
+    namespace fs = std::filesystem;
+    const fs::path root = fs::temp_directory_path() / ("vrex-dbgfs-" + std::to_string(::getpid()));
+    const fs::path sys = root / "sys", dbg = root / "debug";
+    // A render node 226:128 and an accel node 261:0 of platform devices vrex.0 and vrex.1.
+    auto node = [&](const std::string& id, const std::string& cls, const std::string& parent) {
+        const fs::path d = sys / "devices" / parent / cls / id;
+        fs::create_directories(d);
+        fs::create_directories(sys / "class" / cls);
+        fs::create_directories(sys / "dev" / "char");
+        fs::create_symlink(fs::path("../../../../class") / cls, d / "subsystem");
+        fs::create_symlink(fs::path("../../../") / parent, d / "device");
+        fs::create_symlink(fs::path("../../devices") / parent / cls / id, sys / "dev" / "char" / id);
+    };
+    node("226:128", "drm", "vrex.0");
+    node("261:0", "accel", "vrex.1");
+    auto dev_file = [&](const fs::path& dir, const std::string& text) {
+        fs::create_directories(dir);
+        std::ofstream(dir / "dev") << text;
+    };
+    const dev_t render = makedev(226, 128), accel = makedev(261, 0);
+
+    EXPECT_EQ(discovery::debugfs_dir(render, dbg.string(), sys.string()), "") << "nothing there yet";
+    dev_file(dbg / "dri" / "128", "226:129\n");
+    EXPECT_EQ(discovery::debugfs_dir(render, dbg.string(), sys.string()), "") << "another node's directory";
+    dev_file(dbg / "dri" / "128", "226:128\n");
+    EXPECT_EQ(discovery::debugfs_dir(render, dbg.string(), sys.string()), (dbg / "dri" / "128").string());
+
+    // 6.8+: accel/<parent>, no accel/<minor>; a dri/0 of another driver with a "dev" is not it.
+    dev_file(dbg / "dri" / "0", "261:0\n");
+    EXPECT_EQ(discovery::debugfs_dir(accel, dbg.string(), sys.string()), "");
+    dev_file(dbg / "accel" / "vrex.1", "261:0\n");
+    EXPECT_EQ(discovery::debugfs_dir(accel, dbg.string(), sys.string()), (dbg / "accel" / "vrex.1").string());
+    // 6.2..6.7: accel/<minor> wins.
+    dev_file(dbg / "accel" / "0", "261:0\n");
+    EXPECT_EQ(discovery::debugfs_dir(accel, dbg.string(), sys.string()), (dbg / "accel" / "0").string());
+    // Without sysfs the DRM major decides between dri and accel; the minor index still works.
+    EXPECT_EQ(discovery::debugfs_dir(render, dbg.string(), (root / "nosys").string()),
+              (dbg / "dri" / "128").string());
+    EXPECT_EQ(discovery::debugfs_dir(accel, dbg.string(), (root / "nosys").string()),
+              (dbg / "accel" / "0").string());
     fs::remove_all(root);
 }
 

@@ -16,7 +16,7 @@
 #include "vrex_test_util.h"
 
 #define DEBUGFS_ROOT "/sys/kernel/debug"
-#define DEBUGFS_VREX DEBUGFS_ROOT "/vrex"
+#define DRM_MAJOR_NR 226
 
 int vt_passed, vt_failed;
 static char dbg_dir[512];
@@ -222,36 +222,74 @@ struct drm_vrex_shie_lookup_item vt_temporal(uint32_t region, int32_t frame_offs
 
 /* ---- debugfs ----------------------------------------------------------------------------- */
 
-int vt_debugfs_find(int fd)
+/* Last path component of symlink @link; "" if it is not one. */
+static void vt_link_name(const char *link, char *out, size_t len)
 {
-	char path[600], buf[64], want[64];
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
+	char target[512];
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	const char *slash;
+
+	out[0] = 0;
+	if (n <= 0)
+		return;
+	target[n] = 0;
+	slash = strrchr(target, '/');
+	snprintf(out, len, "%s", slash ? slash + 1 : target);
+}
+
+/* DEBUGFS_ROOT/@top/@name becomes dbg_dir if its "dev" file holds @want. */
+static int vt_debugfs_try(const char *top, const char *name, const char *want)
+{
+	char path[600], buf[64];
+	int found = 0;
 	FILE *f;
 
-	/* The guests' init does not mount debugfs; EBUSY when it is already there is fine. */
+	if (!name[0])
+		return 0;
+	snprintf(path, sizeof(path), DEBUGFS_ROOT "/%s/%s/dev", top, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && !strcmp(buf, want)) {
+		snprintf(dbg_dir, sizeof(dbg_dir), DEBUGFS_ROOT "/%s/%s", top, name);
+		found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The DRM core's directory of @fd's minor, where vrex.ko's files are, derived from the node
+ * as the HAL's discovery::debugfs_dir() does: the sysfs class (accel or drm; the DRM major
+ * without sysfs) picks accel/ or dri/, then the minor index (up to 6.7, and the DRM symlink
+ * since 6.8) or the parent device's name (accel since 6.8); "dev" must name the node.
+ */
+int vt_debugfs_find(int fd)
+{
+	char sys[128], link[160], want[64], name[256];
+	const char *top;
+	struct stat st;
+
+	dbg_dir[0] = 0;
+	/* The guests' init mounts debugfs; EBUSY when it is already there is fine. */
 	mkdir(DEBUGFS_ROOT, 0755);
 	mount("debugfs", DEBUGFS_ROOT, "debugfs", 0, NULL);
 	if (fstat(fd, &st))
 		return -1;
 	snprintf(want, sizeof(want), "%u:%u\n", major(st.st_rdev), minor(st.st_rdev));
-	d = opendir(DEBUGFS_VREX);
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), DEBUGFS_VREX "/%s/dev", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && !strcmp(buf, want))
-			snprintf(dbg_dir, sizeof(dbg_dir), DEBUGFS_VREX "/%s", de->d_name);
-		fclose(f);
-	}
-	closedir(d);
-	return dbg_dir[0] ? 0 : -1;
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	snprintf(link, sizeof(link), "%s/subsystem", sys);
+	vt_link_name(link, name, sizeof(name));
+	if (name[0])
+		top = strcmp(name, "accel") ? "dri" : "accel";
+	else
+		top = major(st.st_rdev) == DRM_MAJOR_NR ? "dri" : "accel";
+	snprintf(name, sizeof(name), "%u", minor(st.st_rdev));
+	if (vt_debugfs_try(top, name, want))
+		return 0;
+	snprintf(link, sizeof(link), "%s/device", sys);
+	vt_link_name(link, name, sizeof(name));
+	return vt_debugfs_try(top, name, want) ? 0 : -1;
 }
 
 const char *vt_debugfs_dir(void)

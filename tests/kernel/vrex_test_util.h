@@ -71,8 +71,9 @@ struct drm_vrex_shie_lookup_item vt_temporal(uint32_t region, int32_t frame_offs
 /* ---- debugfs ----------------------------------------------------------------------------- */
 
 /*
- * Mounts debugfs if needed and finds /sys/kernel/debug/vrex/<dev> whose "dev"
- * file holds the major:minor of @fd's node. 0 if found.
+ * Mounts debugfs if needed and finds the DRM core's debugfs directory of @fd's
+ * node (dri/<minor>, accel/<minor> or, 6.8+, accel/<parent device>), where
+ * vrex.ko's files are; its "dev" file must hold the node's major:minor. 0 if found.
  */
 int vt_debugfs_find(int fd);
 /* The directory vt_debugfs_find() found, "" before or without one. */

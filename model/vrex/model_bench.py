@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         for off in offsets:
             t0 = time.perf_counter()
             reps.append(run.run([clip] * STREAMS, frames, RADIUS, lcp.Options.guard_bits, off,
-                                max_age=lcp.Options.max_age))
+                                max_age=lcp.Options.max_age, with_resv=False))
             print(f"model_bench: {label} offset {off}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         recs += records(label, reps, offsets)
     if args.out:

@@ -57,9 +57,12 @@ def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
 
 
 def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
-        stream_offset: int = 0, resv_ratio: float = RESV_RATIO, max_age: int = 0) -> dict[str, Any]:
+        stream_offset: int = 0, resv_ratio: float = RESV_RATIO, max_age: int = 0,
+        with_resv: bool = True) -> dict[str, Any]:
     """@stream_offset: the i-th clip's stream starts at frame i * stream_offset (so that several
-    streams of one clip show different footage)."""
+    streams of one clip show different footage). @with_resv=False leaves out the resv run (no `resv`
+    object): the emulated device is one per process with 16 streams, so 5 runs x 4 streams do not fit."""
+    modes = {k: v for k, v in MODES.items() if with_resv or k != "resv"}
     torch.set_num_threads(1)  # see train.py: one thread on a shared 2-core machine
     if os.environ.get("VREX_MODEL_WEIGHTS") == "random":
         # Plumbing tests of the CLI (tests/tools): seeded random weights, no training.
@@ -77,14 +80,14 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
             raise ValueError(f"{p}: no frames at or after frame {start}")
         feats.append((f - norm["mean"]) / norm["std"])
     sessions = {}
-    for name, kw in MODES.items():
+    for name, kw in modes.items():
         opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
         opts.update(kw)
         if name == "resv":
             opts["ratio"] = resv_ratio
         sessions[name] = lcp.Session(model, lcp.Options(**opts))
     runners = {name: [s.stream() for _ in clips] for name, s in sessions.items()}
-    acc = {name: Acc() for name in MODES}
+    acc = {name: Acc() for name in modes}
     exact_ms: list[float] = []
     resv_kl: list[float] = []
     resv_agree: list[float] = []
@@ -95,7 +98,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
             next(it)
     n = max(len(f) for f in feats)
     for t in range(n):
-        frame_out: dict[str, list[tuple[torch.Tensor, lcp.FrameStats]]] = {m: [] for m in MODES}
+        frame_out: dict[str, list[tuple[torch.Tensor, lcp.FrameStats]]] = {m: [] for m in modes}
         for i, clip in enumerate(clips):
             if t >= len(feats[i]):
                 continue
@@ -104,11 +107,11 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
                 raise ValueError(f"{clip}: fewer decoded luma frames than encoder frames at {t}")
             # Rotate the order of the runs every frame: on a shared machine a fixed order would bias
             # the prefill-time ratio towards whichever run goes first.
-            names = list(MODES)
+            names = list(modes)
             k = (t + i) % len(names)
             for name in names[k:] + names[:k]:
                 frame_out[name].append(runners[name][i].step(luma, feats[i][t], keep_attn=True))
-        for name in MODES:
+        for name in modes:
             a = acc[name]
             resident = sum(r.peak_blocks for r in runners[name])
             a.resident += resident * block_bytes
@@ -124,7 +127,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
             if stats["resident_blocks"] != held:
                 raise RuntimeError(f"{name}: HAL holds {stats['resident_blocks']} blocks, the window ledger {held}")
         exact_ms.append(acc["exact"].prefill[-1] * 1e3)
-        for name in MODES:
+        for name in modes:
             a = acc[name]
             fk, ft = [], []
             for (le, fe), (lm, fm) in zip(frame_out["exact"], frame_out[name]):
@@ -138,7 +141,7 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
                     a.attn.append(((am - ae).norm() / ae.norm().clamp_min(1e-12)).item())
             a.frame_kl.append(float(np.mean(fk)))
             a.frame_top1.append(float(np.mean(ft)))
-        for (lv, _), (lr, _) in zip(frame_out["vrex"], frame_out["resv"]):  # retrieval vs full attention
+        for (lv, _), (lr, _) in zip(frame_out["vrex"], frame_out.get("resv", [])):  # retrieval vs full attention
             resv_kl += kl(lv, lr).tolist()
             resv_agree += (lv.argmax(-1) == lr.argmax(-1)).double().tolist()
 
@@ -176,7 +179,8 @@ def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
     out.update(summary("vrex"))
     for name in ("control_radius0", "control_no_fcc"):
         out[name] = summary(name)
-    out["resv"] = resv_summary(sessions["resv"], resv_ratio, resv_kl, resv_agree, summary("resv"))
+    if with_resv:
+        out["resv"] = resv_summary(sessions["resv"], resv_ratio, resv_kl, resv_agree, summary("resv"))
     out["per_frame"] = {
         "kl_mean": acc["vrex"].frame_kl,
         "top1_agreement": acc["vrex"].frame_top1,

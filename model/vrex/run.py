@@ -30,6 +30,8 @@ MODES = {
     "resv": {"retrieval": "wicsum"},
 }
 RESV_RATIO = 0.7
+# Streams of the emulated device (lib/vrex_model.c's default), one device per process shared by the runs.
+EMU_STREAMS = 16
 KEYS = ["kl_mean", "kl_p99", "top1_agreement", "attn_rel_err_p50", "prefill_ms_ratio", "reuse_rate",
         "resident_bytes_ratio_window"]
 
@@ -241,8 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
     try:
+        # Every run holds one stream per clip on the same emulated device: leave the resv run out when
+        # all five do not fit (4 clips), rather than fail.
+        with_resv = len(args.clips) * len(MODES) <= EMU_STREAMS
         res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset, args.resv_ratio,
-                  args.max_age)
+                  args.max_age, with_resv)
+        if not with_resv:
+            res["resv_skipped"] = (f"{len(args.clips)} streams x {len(MODES)} runs exceed the emulated device's "
+                                   f"{EMU_STREAMS} streams")
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1
@@ -252,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         for k in KEYS:
             print(f"{k:30s} {res[k]:.4f}   radius0 {res['control_radius0'][k]:.4f}   "
                   f"no_fcc {res['control_no_fcc'][k]:.4f}")
+        if "resv" not in res:
+            print(f"resv: not run ({res['resv_skipped']})")
+            return 0
         rv = res["resv"]
         print(f"resv (WiCSum ratio {rv['ratio']})  recall {rv['recall_mean']:.4f}, top-1 {rv['top1_agreement']:.4f}, "
               f"KV bytes {rv['kv_bytes_ratio']:.4f}, selection/saved ops {rv['selection_cost_ratio']:.3f}; oracle recall "

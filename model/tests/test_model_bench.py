@@ -74,3 +74,14 @@ def test_smoke_run_writes_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     w = by_what(recs)
     assert 0 <= w["share of regions whose KV is reused"]["ours"] <= 1
     assert w["prefill CPU time vs exact KV"]["ours"] > 0
+
+
+def test_cpp_records_and_missing_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = [{"frames": 60, "exact_prefill_ms_mean": 16.0, "prefill_ms_ratio": x, "reuse_rate": 0.68}
+            for x in (0.41, 0.39, 0.42, 0.45, 0.40)]
+    recs = model_bench.cpp_records(runs)
+    assert recs[0]["ours"] == pytest.approx(0.41) and recs[0]["met"] is False and recs[0]["target"] == 0.4
+    assert recs[0]["ours_spread"]["min"] == pytest.approx(0.39) and recs[1]["met"] is None
+    assert model_bench.cpp_records([dict(r, prefill_ms_ratio=0.3) for r in runs])[0]["met"] is True
+    monkeypatch.setenv("VREX_LCP_BENCH", "/nonexistent/vrex-lcp-bench")
+    assert model_bench.cpp_runs(Path("unused.avi")) is None

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,38 @@ def records(label: str, reps: list[dict[str, Any]], offsets: list[int]) -> list[
     return out
 
 
+CPP_FRAMES = 60
+CPP_RUNS = 5
+
+
+def cpp_runs(clip: Path) -> list[dict[str, Any]] | None:
+    """The C++ LCP layer (model/cpp, TorchScript over libtorch) on @clip's first CPP_FRAMES frames, one
+    stream: CPP_RUNS runs of vrex-lcp-bench (exact and reuse runners in lockstep) on one golden export of
+    the trained weights (python3 -m vrex.export). None when the wrapper found no vrex-lcp-bench."""
+    exe = os.environ.get("VREX_LCP_BENCH", "")
+    if not exe or not os.access(exe, os.X_OK):
+        return None
+    with tempfile.TemporaryDirectory(prefix="vrex-lcp-bench-") as d:
+        subprocess.run([sys.executable, "-m", "vrex.export", "--out", d, "--clip", str(clip), "--frames",
+                        str(CPP_FRAMES)], check=True, capture_output=True)
+        # The simple TorchScript executor: the profiling one re-profiles on the varying shapes (docs/model.md).
+        env = dict(os.environ, VREX_LCP_JIT_PROFILING="0")
+        return [json.loads(subprocess.run([exe, d], check=True, capture_output=True, text=True, env=env).stdout)
+                for _ in range(CPP_RUNS)]
+
+
+def cpp_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    r0 = runs[0]
+    notes = (f"C++ LCP layer (model/cpp vrex-lcp-bench, TorchScript export of the trained weights over libtorch, "
+             f"simple executor, one thread), vtest.avi frames 0-{r0['frames'] - 1} as one stream, exact and "
+             f"default-reuse runners in lockstep alternating order, {len(runs)} runs of the same frames; exact-KV "
+             f"prefill {np.median([r['exact_prefill_ms_mean'] for r in runs]):.1f} ms CPU per frame (median)")
+    return [record("model/vtest.avi-x1-cpp: prefill CPU time vs exact KV (C++ TorchScript path)",
+                   [float(r["prefill_ms_ratio"]) for r in runs], "ratio", notes, 0.4, True),
+            record("model/vtest.avi-x1-cpp: share of regions whose KV is reused (C++ TorchScript path)",
+                   [float(r["reuse_rate"]) for r in runs], "share", notes, None, False)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m vrex.model_bench", description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=("full", "quick", "smoke"), default="quick")
@@ -108,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
                                 max_age=lcp.Options.max_age, with_resv=False))
             print(f"model_bench: {label} offset {off}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         recs += records(label, reps, offsets)
+    if args.mode == "full":  # the export alone takes about 30 s: not in quick mode
+        runs = cpp_runs(sets[0][1])
+        if runs is None:
+            print("model_bench: vrex-lcp-bench not built (model/cpp needs libtorch-dev): no C++ record", file=sys.stderr)
+        else:
+            recs += cpp_records(runs)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             f.write("".join(json.dumps(r) + "\n" for r in recs))

@@ -26,3 +26,16 @@ def test_runner_keys_and_controls_on_vtest(vtest_avi: Path, monkeypatch: pytest.
     assert r["control_radius0"]["resident_bytes_ratio_window"] == 1.0
     assert r["reuse_rate"] > 0.3 and r["resident_bytes_ratio_window"] < 1.0
     assert len(r["per_frame"]["kl_mean"]) == r["frames"] == 6
+
+
+def test_four_streams_leave_out_the_resv_run(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """5 runs x 4 streams exceed the emulated device's 16 streams: vrex.run (what vrexctl runs) drops
+    the resv run instead of failing with EBUSY."""
+    import json
+
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    clips = [str(vtest_avi)] * 4
+    assert run.main(["--json", "--max-frames", "2", *clips]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert "resv" not in r and "16 streams" in r["resv_skipped"] and r["streams"] == 4

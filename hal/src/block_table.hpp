@@ -29,6 +29,7 @@ struct BlockRec {
     std::uint32_t use_frame = 0;     // owner's frame of the last use by the owner
     std::uint32_t first_token = 0;   // position metadata (Stream::set_positions)
     std::uint32_t token_count = 0;
+    bool imported = false;  // in engine-owned memory (Stream::index_imported): never freed by vrex
 
     std::uint32_t refs() const noexcept { return (device_live ? 1u : 0u) + holds + pins; }
     // Writable only for the owner while the device holds it and no other stream references it.
@@ -89,7 +90,8 @@ class BlockTable {
     std::optional<std::uint32_t> lru_victim(std::uint32_t stream, std::uint32_t frame) const {
         const BlockRec* best = nullptr;
         for (const auto& [k, r] : recs_)
-            if (r.owner == stream && r.device_live && !r.holds && !r.pins && r.use_frame != frame &&
+            // Imported blocks free no vrex memory: evicting them would only drop the engine's index.
+            if (r.owner == stream && r.device_live && !r.holds && !r.pins && r.use_frame != frame && !r.imported &&
                 (!best || r.last_use < best->last_use))
                 best = &r;
         return best ? std::optional<std::uint32_t>(best->id) : std::nullopt;

@@ -556,6 +556,18 @@ namespace vrex::capi {
 std::shared_ptr<Device> device_of(vrex_hal_device* dev) {
     return dev ? dev->dev : nullptr;
 }
+std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* alloc) {
+    return alloc ? alloc->alloc : nullptr;
+}
+Stream* stream_of(vrex_hal_stream* s) {
+    return s ? s->stream.get() : nullptr;
+}
+vrex_hal_status record_error(const char* fn, const vrex_hal_stream* s, const Error& e) noexcept {
+    return record(fn, s, e);
+}
+void block_to_c(const KvBlock& b, vrex_hal_block* out) {
+    to_c(b, out);
+}
 vrex_hal_status status_of(std::error_code ec) {
     return to_status(ec);
 }

@@ -18,4 +18,13 @@ vrex_hal_status status_of(std::error_code ec);
 // Records "@fn: @message" as the calling thread's vrex_hal_last_error().
 void note_error(const char* fn, const std::string& message) noexcept;
 
+// The allocator / stream a C handle holds; nullptr for a null handle.
+std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* alloc);
+Stream* stream_of(vrex_hal_stream* s);
+// Records "@fn: <message of @e>" as the thread's and @s's (when not null) last error; the status
+// of @e (VREX_HAL_OK for none).
+vrex_hal_status record_error(const char* fn, const vrex_hal_stream* s, const Error& e) noexcept;
+// The C view of a block (vrex_hal_allocate()'s output).
+void block_to_c(const KvBlock& b, vrex_hal_block* out);
+
 }  // namespace vrex::capi

@@ -311,6 +311,9 @@ static int kv_bank(const struct vrex_model *m, const struct vrex_kv_ref *kv, u8 
 	if (!kv->length)
 		return VREX_ERANGE;
 	if (kv->addr & VREX_KV_ADDR_EXTERNAL) {
+		/* The range must not wrap past the top of the external address space. */
+		if ((kv->addr & ~VREX_KV_ADDR_EXTERNAL) + kv->length > VREX_KV_ADDR_EXTERNAL)
+			return VREX_ERANGE;
 		*bank = VREX_BANK_NONE;
 		return 0;
 	}

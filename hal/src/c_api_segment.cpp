@@ -90,14 +90,15 @@ extern "C" {
 
 vrex_hal_status vrex_hal_segment_open(vrex_hal_stream* stream, uint32_t kind, uint32_t first_position,
                                       vrex_hal_segment** out) {
-    return guarded(__func__, [&] {
+    const char* fn = __func__;
+    return guarded(fn, [&] {
         vrex::Stream* s = vrex::capi::stream_of(stream);
-        if (!s || !out) return invalid(__func__, "stream or out is NULL");
+        if (!s || !out) return invalid(fn, "stream or out is NULL");
         if (kind != VREX_HAL_SEGMENT_PROMPT && kind != VREX_HAL_SEGMENT_GENERATED)
-            return invalid(__func__, "unknown segment kind " + std::to_string(kind) +
+            return invalid(fn, "unknown segment kind " + std::to_string(kind) +
                                          " (VREX_HAL_SEGMENT_PROMPT or _GENERATED)");
         auto seg = s->open_segment(static_cast<vrex::SegmentKind>(kind), first_position);
-        if (!seg) return fail(__func__, seg.error_info());
+        if (!seg) return fail(fn, seg.error_info());
         *out = new vrex_hal_segment{std::move(*seg)};
         return VREX_HAL_OK;
     });
@@ -108,8 +109,9 @@ void vrex_hal_segment_close(vrex_hal_segment* seg) {
 }
 
 vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment* seg, vrex_hal_segment_info* info) {
-    return guarded(__func__, [&] {
-        if (!seg || !info) return invalid(__func__, "segment or info is NULL");
+    const char* fn = __func__;
+    return guarded(fn, [&] {
+        if (!seg || !info) return invalid(fn, "segment or info is NULL");
         auto blocks = seg->seg.blocks();
         vrex_hal_segment_info o{};
         o.kind = static_cast<std::uint32_t>(seg->seg.kind());
@@ -118,21 +120,22 @@ vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment* seg, vrex_hal_
         o.blocks = blocks ? static_cast<std::uint32_t>(blocks->size()) : 0u;
         o.flags = seg->seg.is_open() ? VREX_HAL_SEGMENT_OPEN : 0u;
         o.stream = seg->seg.stream_id();
-        if (auto e = write_sized(o, info); !e.empty()) return invalid(__func__, "segment info: " + e);
+        if (auto e = write_sized(o, info); !e.empty()) return invalid(fn, "segment info: " + e);
         return VREX_HAL_OK;
     });
 }
 
 vrex_hal_status vrex_hal_segment_append(vrex_hal_segment* seg, uint32_t tokens, vrex_hal_block_list* out) {
-    return guarded(__func__, [&] {
-        if (!seg) return invalid(__func__, "segment is NULL");
+    const char* fn = __func__;
+    return guarded(fn, [&] {
+        if (!seg) return invalid(fn, "segment is NULL");
         if (out) {
-            if (auto e = check_list(out); !e.empty()) return invalid(__func__, e);
+            if (auto e = check_list(out); !e.empty()) return invalid(fn, e);
             // All or nothing: a list too small for the answer is refused before anything changes.
             const std::uint64_t need = seg->seg.blocks_touched(tokens);
             if (seg->seg.is_open() && need > out->capacity) {
                 out->count = static_cast<std::uint32_t>(need);
-                return fail(__func__,
+                return fail(fn,
                             vrex::Error{std::errc::result_out_of_range,
                                         "appending " + std::to_string(tokens) + " tokens touches " +
                                             std::to_string(need) + " blocks, the list has room for " +
@@ -140,42 +143,45 @@ vrex_hal_status vrex_hal_segment_append(vrex_hal_segment* seg, uint32_t tokens, 
             }
         }
         auto v = seg->seg.append(tokens);
-        if (!v) return fail(__func__, v.error_info());
+        if (!v) return fail(fn, v.error_info());
         if (out) fill_list(*v, out);
         return VREX_HAL_OK;
     });
 }
 
 vrex_hal_status vrex_hal_segment_truncate(vrex_hal_segment* seg, uint32_t position, uint32_t* released) {
-    return guarded(__func__, [&] {
-        if (!seg) return invalid(__func__, "segment is NULL");
+    const char* fn = __func__;
+    return guarded(fn, [&] {
+        if (!seg) return invalid(fn, "segment is NULL");
         auto r = seg->seg.truncate(position);
-        if (!r) return fail(__func__, r.error_info());
+        if (!r) return fail(fn, r.error_info());
         if (released) *released = static_cast<std::uint32_t>(r->size());
         return VREX_HAL_OK;
     });
 }
 
 vrex_hal_status vrex_hal_segment_blocks(const vrex_hal_segment* seg, vrex_hal_block_list* out) {
-    return guarded(__func__, [&] {
-        if (!seg || !out) return invalid(__func__, "segment or list is NULL");
-        if (auto e = check_list(out); !e.empty()) return invalid(__func__, e);
+    const char* fn = __func__;
+    return guarded(fn, [&] {
+        if (!seg || !out) return invalid(fn, "segment or list is NULL");
+        if (auto e = check_list(out); !e.empty()) return invalid(fn, e);
         auto v = seg->seg.blocks();
-        if (!v) return fail(__func__, v.error_info());
+        if (!v) return fail(fn, v.error_info());
         fill_list(*v, out);
         return VREX_HAL_OK;
     });
 }
 
 vrex_hal_status vrex_hal_get_segment_stats(vrex_hal_allocator* alloc, vrex_hal_segment_stats* stats) {
-    return guarded(__func__, [&] {
+    const char* fn = __func__;
+    return guarded(fn, [&] {
         auto a = vrex::capi::allocator_of(alloc);
-        if (!a || !stats) return invalid(__func__, "allocator or stats is NULL");
+        if (!a || !stats) return invalid(fn, "allocator or stats is NULL");
         if (stats->struct_size < sizeof(std::uint32_t))
             return invalid(
-                __func__, "segment stats: struct_size " + std::to_string(stats->struct_size) + " is below 4");
+                fn, "segment stats: struct_size " + std::to_string(stats->struct_size) + " is below 4");
         auto st = a->stats();
-        if (!st) return fail(__func__, st.error_info());
+        if (!st) return fail(fn, st.error_info());
         vrex_hal_segment_stats o{};
         o.bank_count =
             static_cast<std::uint32_t>(std::min<std::size_t>(st->banks.size(), VREX_HAL_MAX_BANKS));

@@ -76,20 +76,26 @@ Result<KvAllocator::Placement> SegmentOps::take_slot_locked(KvAllocator& a, cons
                 best = &sl;
         return best;
     };
+    // Resident counts as for a frame block (give_slot_locked() takes them back).
+    auto account = [&](const KvAllocator::Placement& p, bool group) {
+        im.stats.segment_in_group += group;
+        im.stats.banks[p.bank].resident_blocks++;
+        im.stats.banks[p.bank].resident_bytes += a.block_bytes_;
+        return p;
+    };
     auto taken = [&](KvAllocator::Impl::Slab& sl, bool group) {
         const std::uint32_t slot = sl.free_slots.back();
         sl.free_slots.pop_back();
         sl.segment_blocks++;
         const std::uint64_t off = std::uint64_t{slot} * a.block_bytes_;
-        im.stats.segment_in_group += group;
-        return KvAllocator::Placement{sl.handle, off, sl.bank, sl.map.subspan(off, a.block_bytes_)};
+        return account(KvAllocator::Placement{sl.handle, off, sl.bank, sl.map.subspan(off, a.block_bytes_)},
+                       group);
     };
     auto fresh = [&](std::uint64_t mask, bool group) -> Result<KvAllocator::Placement> {
         auto p = a.new_slab_slot(mask);
         if (!p) return p;
         im.slabs.back().segment_blocks++;
-        im.stats.segment_in_group += group;
-        return p;
+        return account(*p, group);
     };
 
     if (auto* sl = fullest(false, true)) return taken(*sl, false);
@@ -211,8 +217,6 @@ Result<std::vector<KvBlock>> SegmentOps::append(KvAllocator& a, SegmentState& st
         st.blocks.push_back(BlockTable::key(r.id, r.gen));
         im.stats.segment_allocations++;
         im.stats.segment_blocks++;
-        im.stats.banks[p.bank].resident_blocks++;
-        im.stats.banks[p.bank].resident_bytes += a.block_bytes_;
         im.stats.banks[p.bank].segment_blocks++;
         out.push_back(block_locked(a, r));
     }

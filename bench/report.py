@@ -235,6 +235,11 @@ def shie_facts(r, records):
     if prev and prev.get("ratio") is not None:
         out.append(f"against the same lookup before the probe budget and vector scan (control, same run) "
                    f"{fmt(prev['ratio'])}x ({fmt(prev['baseline'])} -> {fmt(prev['ours'])} q/s)")
+    one = next((x for x in records if x.get("workload") == wl and x.get("op") == op and kind(x) == "comparison"
+                and "one query per call (control)" in x["name"]), None)
+    if one and one.get("ratio") is not None:
+        out.append(f"against the same lookup one query per call (control, same run) "
+                   f"{fmt(one['ratio'])}x ({fmt(one['baseline'])} -> {fmt(one['ours'])} q/s)")
     return "; ".join(out) + "." if out else ""
 
 

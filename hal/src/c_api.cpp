@@ -6,7 +6,9 @@
 #include <new>
 #include <string>
 
+#include "c_api_internal.hpp"
 #include "vrex/hal.hpp"
+#include "vrex/segment.hpp"
 #include "vrex/vrex_hal.h"
 
 struct vrex_hal_device {
@@ -106,7 +108,8 @@ void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     out->generation = b.generation;
     out->first_token = b.first_token;
     out->token_count = b.token_count;
-    out->flags = b.shared ? VREX_HAL_BLOCK_SHARED : 0u;
+    out->flags =
+        (b.shared ? VREX_HAL_BLOCK_SHARED : 0u) | (vrex::is_segment_block(b) ? VREX_HAL_BLOCK_SEGMENT : 0u);
     // C has no read-only pointer type to offer: the flag states the contract.
     out->data = const_cast<std::byte*>(b.view.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
     out->size = b.view.size();
@@ -558,6 +561,15 @@ std::shared_ptr<Device> device_of(vrex_hal_device* dev) {
 }
 vrex_hal_status status_of(std::error_code ec) {
     return to_status(ec);
+}
+Stream* stream_of(vrex_hal_stream* s) {
+    return s ? s->stream.get() : nullptr;
+}
+std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* a) {
+    return a ? a->alloc : nullptr;
+}
+void block_to_c(const KvBlock& b, vrex_hal_block* out) {
+    to_c(b, out);
 }
 void note_error(const char* fn, const std::string& message) noexcept {
     try {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "block_table.hpp"
+#include "segment_ops.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrex {
@@ -20,12 +21,14 @@ struct KvAllocator::Impl {
         // The slab's dma-buf, exported on the first Stream::export_dmabuf() of one of its blocks and
         // closed with the slab; every export hands out a dup of it (one buffer per slab).
         int dmabuf = -1;
+        std::uint32_t segment_blocks = 0;  // held by segments (their placement packs them)
     };
 
     std::mutex mu;  // slabs, stats, blocks
     std::vector<Slab> slabs;
     Stats stats;
     std::unique_ptr<BlockTable> blocks;  // generations and references (block_table.hpp)
+    SegmentRegistry segments;            // open segments, segment block ids (segment_ops.hpp)
 };
 
 }  // namespace vrex

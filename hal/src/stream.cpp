@@ -18,6 +18,9 @@ std::error_code item_error(std::int32_t result) {
     return {-result, std::generic_category()};
 }
 
+// Segment blocks (segment.cpp) have no SHIE entry and their positions follow the segment.
+constexpr const char* kSegmentBlock = "is a segment block (Segment::truncate or close releases it)";
+
 }  // namespace
 
 struct Stream::State {
@@ -47,6 +50,7 @@ Stream::~Stream() {
     {
         std::lock_guard lock(alloc_->impl_->mu);
         BlockTable& t = *alloc_->impl_->blocks;
+        SegmentOps::close_stream_locked(*alloc_, id_);
         std::vector<std::uint64_t> touched;
         t.for_each([&](BlockRec& r) {
             if (r.owner == id_ && r.device_live) {
@@ -394,6 +398,7 @@ Result<void> Stream::do_reuse(std::uint32_t region, const KvBlock& block, std::i
     {
         std::lock_guard lock(alloc_->impl_->mu);
         const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
+        if (r && r->segment) return Error{std::errc::invalid_argument, kSegmentBlock};
         if (!r || !r->device_live) return errc::stale_handle;
     }
     drm_vrex_shie_insert_item it{};
@@ -496,6 +501,9 @@ Result<void> Stream::do_release(std::span<const KvBlock> blocks) {
         for (std::size_t i = 0; i < blocks.size(); i++) {
             const std::uint64_t key = BlockTable::key(blocks[i].id, blocks[i].generation);
             const BlockRec* r = alloc_->impl_->blocks->find(key);
+            if (r && r->segment)
+                return Error{local_error(std::make_error_code(std::errc::invalid_argument)),
+                             which(i) + " " + kSegmentBlock};
             if (!r || (r->owner == id_ && !r->device_live))
                 return Error{local_error(errc::stale_handle), which(i)};
             if (r->owner == id_) {
@@ -534,6 +542,7 @@ Result<void> Stream::do_set_positions(const KvBlock& block, std::uint32_t first_
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
     if (!r) return errc::stale_handle;
+    if (r->segment) return Error{std::errc::invalid_argument, kSegmentBlock};
     if (r->owner != id_) return std::make_error_code(std::errc::operation_not_permitted);
     if (token_count > alloc_->geometry_.tokens_per_block)
         return std::make_error_code(std::errc::invalid_argument);
@@ -576,6 +585,8 @@ Result<KvBlock> Stream::do_copy_on_write(const KvBlock& block, std::uint32_t reg
         std::lock_guard lock(alloc_->impl_->mu);
         BlockRec* r = alloc_->impl_->blocks->find(key);
         if (!r) return local_error(errc::stale_handle);
+        if (r->segment)
+            return Error{local_error(std::make_error_code(std::errc::invalid_argument)), kSegmentBlock};
         auto p = alloc_->view_locked(r->handle, r->offset);
         if (!p) return local_error(errc::stale_handle);
         if (r->writable_by(id_)) return make_block(*r, p->data, id_, block.frame, block.region);

@@ -11,6 +11,7 @@
 #include "kernel_backend.hpp"
 #include "test_kernel_guest.hpp"
 #include "vrex/hal.hpp"
+#include "vrex/segment.hpp"
 
 namespace vrex {
 namespace {
@@ -79,6 +80,9 @@ TEST_P(DeviceLoss, EveryStreamAndAllocatorCallReportsDeviceLost)
     ASSERT_TRUE(s.release(*b2));
     ASSERT_TRUE(t.begin_frame(luma));
     ASSERT_TRUE(t.end_frame());
+    auto seg = t.open_segment(SegmentKind::prompt, 0);
+    ASSERT_TRUE(seg) << seg.error_message();
+    ASSERT_TRUE(seg->append(3)) << "a partial block: the next append needs no device memory";
 
     lose_device();
     const std::error_code lost = errc::device_lost;
@@ -108,6 +112,12 @@ TEST_P(DeviceLoss, EveryStreamAndAllocatorCallReportsDeviceLost)
     EXPECT_EQ(t.release(*b).error(), lost);
     EXPECT_EQ(t.end_frame().error(), lost);
     EXPECT_EQ(t.retrieve_temporal(0, -1).error(), lost);
+    EXPECT_EQ(t.open_segment(SegmentKind::generated, 0).error(), lost);
+    EXPECT_EQ(t.open_segment(static_cast<SegmentKind>(9), 0).error(), lost) << "not EINVAL";
+    EXPECT_EQ(seg->append(1).error(), lost) << "fits the partial block, still reported";
+    EXPECT_EQ(seg->truncate(0).error(), lost);
+    EXPECT_EQ(seg->truncate(99).error(), lost) << "not ERANGE";
+    EXPECT_EQ(seg->tokens(), 3u);
 
     EXPECT_EQ((*alloc)->create_stream().error(), lost);
     EXPECT_EQ((*alloc)->stats().error(), lost);
@@ -120,7 +130,8 @@ TEST_P(DeviceLoss, EveryStreamAndAllocatorCallReportsDeviceLost)
 
     // Teardown after the loss: streams, allocator, device, in the order an engine drops them.
     in->reset();
-    out->reset();
+    out->reset();  // closes the segment
+    EXPECT_FALSE(seg->is_open());
     alloc->reset();
     dev_.reset();
 }

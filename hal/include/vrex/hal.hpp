@@ -217,7 +217,8 @@ struct VREX_API Query {
 struct BankStats {
     std::uint64_t resident_blocks = 0;  // live KV blocks of this allocator in the bank
     std::uint64_t resident_bytes = 0;
-    std::uint64_t slab_bytes = 0;  // device memory this allocator holds in the bank
+    std::uint64_t slab_bytes = 0;      // device memory this allocator holds in the bank
+    std::uint64_t segment_blocks = 0;  // of resident_blocks, those open segments hold
 };
 
 struct Stats {
@@ -233,10 +234,18 @@ struct Stats {
     std::uint64_t fallback_allocations = 0;  // placed outside the frame's bank group (group full)
     std::uint64_t slabs_created = 0;         // slab BOs created / destroyed since the allocator was made
     std::uint64_t slabs_released = 0;
-    std::uint64_t resident_blocks = 0;
+    std::uint64_t resident_blocks = 0;  // frame and segment blocks
     std::uint64_t resident_bytes = 0;
-    std::vector<BankStats> banks;  // index = bank
-    drm_vrex_stats device{};       // the device's own counters (device-wide)
+    // Segments (vrex/segment.hpp), apart from the frame counters above (allocations, fallbacks,
+    // evictions count frame blocks only); segment blocks are part of resident_blocks/bytes.
+    std::uint64_t segments_open = 0;
+    std::uint64_t segment_blocks = 0;  // blocks open segments hold
+    std::uint64_t segment_tokens = 0;  // positions open segments hold
+    std::uint64_t segment_allocations = 0;
+    std::uint64_t segment_releases = 0;  // blocks truncate/close (or a stream's end) released
+    std::uint64_t segment_in_group = 0;  // placed in the stream's bank group: no room outside it
+    std::vector<BankStats> banks;        // index = bank
+    drm_vrex_stats device{};             // the device's own counters (device-wide)
 };
 
 struct AllocatorOptions {
@@ -264,6 +273,9 @@ struct StreamOptions {
 class KvAllocator;
 class BlockTable;
 struct BlockRec;
+class Segment;  // vrex/segment.hpp
+enum class SegmentKind : std::uint32_t;
+struct SegmentOps;
 
 // ---- Stream ----------------------------------------------------------------------------------
 
@@ -332,6 +344,9 @@ class VREX_API Stream {
 
     // dma-buf of the BO holding @block (caller owns the fd); the block is at block.offset in it.
     Result<int> export_dmabuf(const KvBlock& block);
+
+    // A segment for non-visual tokens from position @first_position on (vrex/segment.hpp).
+    Result<Segment> open_segment(SegmentKind kind, std::uint32_t first_position = 0);
 
     class Key {
         friend class KvAllocator;
@@ -416,6 +431,7 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
 
   private:
     friend class Stream;
+    friend struct SegmentOps;  // hal/src/segment_ops.hpp
     struct Placement {
         std::uint32_t handle;
         std::uint64_t offset;

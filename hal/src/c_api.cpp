@@ -24,6 +24,8 @@ struct vrex_hal_stream {
     mutable std::string last_error;                // vrex_hal_stream_last_error()
 };
 
+using vrex::capi::guarded;
+
 namespace {
 
 vrex_hal_status to_status(std::error_code ec) {
@@ -66,33 +68,6 @@ vrex::Error ok() {
 
 vrex::Error invalid(std::string what) {
     return {std::errc::invalid_argument, std::move(what)};
-}
-
-// Records "@fn: <message>" as the thread's (and @s's) last error and maps the code to a status.
-vrex_hal_status record(const char* fn, const vrex_hal_stream* s, const vrex::Error& e) noexcept {
-    const vrex_hal_status st = e ? to_status(e.code()) : VREX_HAL_OK;
-    if (!e) return st;
-    try {
-        std::string msg = std::string(fn) + ": " + e.message();
-        if (s) s->last_error = msg;
-        t_last_error = std::move(msg);
-    } catch (...) {  // no room for the message: the status still says what happened
-    }
-    return st;
-}
-
-// Runs @f (returning a vrex::Error, empty on success); nothing escapes to the C caller.
-template <class F>
-vrex_hal_status guarded(const char* fn, const vrex_hal_stream* s, F&& f) noexcept {
-    try {
-        return record(fn, s, f());
-    } catch (const std::bad_alloc&) {
-        return record(fn, s, vrex::Error{std::errc::not_enough_memory, "out of host memory"});
-    } catch (const std::exception& e) {
-        return record(fn, s, vrex::Error{std::errc::io_error, e.what()});
-    } catch (...) {
-        return record(fn, s, vrex::Error{std::errc::io_error, "unknown exception"});
-    }
 }
 
 void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
@@ -561,6 +536,17 @@ std::shared_ptr<Device> device_of(vrex_hal_device* dev) {
 }
 vrex_hal_status status_of(std::error_code ec) {
     return to_status(ec);
+}
+vrex_hal_status record(const char* fn, const vrex_hal_stream* s, const Error& e, StatusMapper map) noexcept {
+    const vrex_hal_status st = e ? map(e.code()) : VREX_HAL_OK;
+    if (!e) return st;
+    try {
+        std::string msg = std::string(fn) + ": " + e.message();
+        if (s) s->last_error = msg;
+        t_last_error = std::move(msg);
+    } catch (...) {  // no room for the message: the status still says what happened
+    }
+    return st;
 }
 Stream* stream_of(vrex_hal_stream* s) {
     return s ? s->stream.get() : nullptr;

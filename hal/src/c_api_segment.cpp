@@ -15,29 +15,8 @@ struct vrex_hal_segment {
 
 namespace {
 
-vrex_hal_status fail(const char* fn, const vrex::Error& e) {
-    vrex::capi::note_error(fn, e.message());
-    return vrex::capi::status_of(e.code());
-}
-
-vrex_hal_status invalid(const char* fn, const std::string& what) {
-    return fail(fn, vrex::Error{std::errc::invalid_argument, what});
-}
-
-template <class F>
-vrex_hal_status guarded(const char* fn, F&& f) noexcept {
-    try {
-        return f();
-    } catch (const std::bad_alloc&) {
-        vrex::capi::note_error(fn, "out of host memory");
-        return VREX_HAL_ERR_NOMEM;
-    } catch (const std::exception& e) {
-        vrex::capi::note_error(fn, e.what());
-        return VREX_HAL_ERR_IO;
-    } catch (...) {
-        vrex::capi::note_error(fn, "unknown exception");
-        return VREX_HAL_ERR_IO;
-    }
+vrex::Error invalid(const std::string& what) {
+    return {std::errc::invalid_argument, what};
 }
 
 // Writes @ours into the caller's size-prefixed out struct: the bytes both know, zeroes beyond.
@@ -91,16 +70,16 @@ extern "C" {
 vrex_hal_status vrex_hal_segment_open(vrex_hal_stream* stream, uint32_t kind, uint32_t first_position,
                                       vrex_hal_segment** out) {
     const char* fn = __func__;
-    return guarded(fn, [&] {
+    return vrex::capi::guarded(fn, nullptr, [&] {
         vrex::Stream* s = vrex::capi::stream_of(stream);
-        if (!s || !out) return invalid(fn, "stream or out is NULL");
+        if (!s || !out) return invalid("stream or out is NULL");
         if (kind != VREX_HAL_SEGMENT_PROMPT && kind != VREX_HAL_SEGMENT_GENERATED)
-            return invalid(fn, "unknown segment kind " + std::to_string(kind) +
-                                         " (VREX_HAL_SEGMENT_PROMPT or _GENERATED)");
+            return invalid("unknown segment kind " + std::to_string(kind) +
+                           " (VREX_HAL_SEGMENT_PROMPT or _GENERATED)");
         auto seg = s->open_segment(static_cast<vrex::SegmentKind>(kind), first_position);
-        if (!seg) return fail(fn, seg.error_info());
+        if (!seg) return seg.error_info();
         *out = new vrex_hal_segment{std::move(*seg)};
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 
@@ -110,8 +89,8 @@ void vrex_hal_segment_close(vrex_hal_segment* seg) {
 
 vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment* seg, vrex_hal_segment_info* info) {
     const char* fn = __func__;
-    return guarded(fn, [&] {
-        if (!seg || !info) return invalid(fn, "segment or info is NULL");
+    return vrex::capi::guarded(fn, nullptr, [&] {
+        if (!seg || !info) return invalid("segment or info is NULL");
         auto blocks = seg->seg.blocks();
         vrex_hal_segment_info o{};
         o.kind = static_cast<std::uint32_t>(seg->seg.kind());
@@ -120,68 +99,67 @@ vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment* seg, vrex_hal_
         o.blocks = blocks ? static_cast<std::uint32_t>(blocks->size()) : 0u;
         o.flags = seg->seg.is_open() ? VREX_HAL_SEGMENT_OPEN : 0u;
         o.stream = seg->seg.stream_id();
-        if (auto e = write_sized(o, info); !e.empty()) return invalid(fn, "segment info: " + e);
-        return VREX_HAL_OK;
+        if (auto e = write_sized(o, info); !e.empty()) return invalid("segment info: " + e);
+        return vrex::Error{};
     });
 }
 
 vrex_hal_status vrex_hal_segment_append(vrex_hal_segment* seg, uint32_t tokens, vrex_hal_block_list* out) {
     const char* fn = __func__;
-    return guarded(fn, [&] {
-        if (!seg) return invalid(fn, "segment is NULL");
+    return vrex::capi::guarded(fn, nullptr, [&] {
+        if (!seg) return invalid("segment is NULL");
         if (out) {
-            if (auto e = check_list(out); !e.empty()) return invalid(fn, e);
+            if (auto e = check_list(out); !e.empty()) return invalid(e);
             // All or nothing: a list too small for the answer is refused before anything changes.
             const std::uint64_t need = seg->seg.blocks_touched(tokens);
             if (seg->seg.is_open() && need > out->capacity) {
                 out->count = static_cast<std::uint32_t>(need);
-                return fail(fn,
-                            vrex::Error{std::errc::result_out_of_range,
-                                        "appending " + std::to_string(tokens) + " tokens touches " +
-                                            std::to_string(need) + " blocks, the list has room for " +
-                                            std::to_string(out->capacity)});
+                return vrex::Error{std::errc::result_out_of_range,
+                                   "appending " + std::to_string(tokens) + " tokens touches " +
+                                       std::to_string(need) + " blocks, the list has room for " +
+                                       std::to_string(out->capacity)};
             }
         }
         auto v = seg->seg.append(tokens);
-        if (!v) return fail(fn, v.error_info());
+        if (!v) return v.error_info();
         if (out) fill_list(*v, out);
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 
 vrex_hal_status vrex_hal_segment_truncate(vrex_hal_segment* seg, uint32_t position, uint32_t* released) {
     const char* fn = __func__;
-    return guarded(fn, [&] {
-        if (!seg) return invalid(fn, "segment is NULL");
+    return vrex::capi::guarded(fn, nullptr, [&] {
+        if (!seg) return invalid("segment is NULL");
         auto r = seg->seg.truncate(position);
-        if (!r) return fail(fn, r.error_info());
+        if (!r) return r.error_info();
         if (released) *released = static_cast<std::uint32_t>(r->size());
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 
 vrex_hal_status vrex_hal_segment_blocks(const vrex_hal_segment* seg, vrex_hal_block_list* out) {
     const char* fn = __func__;
-    return guarded(fn, [&] {
-        if (!seg || !out) return invalid(fn, "segment or list is NULL");
-        if (auto e = check_list(out); !e.empty()) return invalid(fn, e);
+    return vrex::capi::guarded(fn, nullptr, [&] {
+        if (!seg || !out) return invalid("segment or list is NULL");
+        if (auto e = check_list(out); !e.empty()) return invalid(e);
         auto v = seg->seg.blocks();
-        if (!v) return fail(fn, v.error_info());
+        if (!v) return v.error_info();
         fill_list(*v, out);
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 
 vrex_hal_status vrex_hal_get_segment_stats(vrex_hal_allocator* alloc, vrex_hal_segment_stats* stats) {
     const char* fn = __func__;
-    return guarded(fn, [&] {
+    return vrex::capi::guarded(fn, nullptr, [&] {
         auto a = vrex::capi::allocator_of(alloc);
-        if (!a || !stats) return invalid(fn, "allocator or stats is NULL");
+        if (!a || !stats) return invalid("allocator or stats is NULL");
         if (stats->struct_size < sizeof(std::uint32_t))
-            return invalid(
-                fn, "segment stats: struct_size " + std::to_string(stats->struct_size) + " is below 4");
+            return invalid("segment stats: struct_size " + std::to_string(stats->struct_size) +
+                           " is below 4");
         auto st = a->stats();
-        if (!st) return fail(fn, st.error_info());
+        if (!st) return st.error_info();
         vrex_hal_segment_stats o{};
         o.bank_count =
             static_cast<std::uint32_t>(std::min<std::size_t>(st->banks.size(), VREX_HAL_MAX_BANKS));
@@ -193,7 +171,7 @@ vrex_hal_status vrex_hal_get_segment_stats(vrex_hal_allocator* alloc, vrex_hal_s
         o.in_group = st->segment_in_group;
         for (std::uint32_t b = 0; b < o.bank_count; b++) o.bank_blocks[b] = st->banks[b].segment_blocks;
         (void)write_sized(o, stats);
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 

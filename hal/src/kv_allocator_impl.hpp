@@ -12,7 +12,7 @@
 
 namespace vrex {
 
-struct KvAllocator::Impl {
+struct VREX_LOCAL KvAllocator::Impl {
     struct Slab {
         std::uint32_t handle = 0;
         std::uint32_t bank = 0;

@@ -13,7 +13,9 @@
 #include <limits>
 #include <string>
 
+#include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace vrex {
 namespace {
@@ -101,7 +103,7 @@ Result<KvAllocator::Placement> SegmentOps::take_slot_locked(KvAllocator& a, cons
     if (auto* sl = fullest(false, true)) return taken(*sl, false);
     if (auto* sl = fullest(false, false)) return taken(*sl, false);
     // A new slab: the bank outside the group with the most free device memory (all files).
-    auto banks = a.device_->backend().bank_info();
+    auto banks = backend_of(*a.device_).bank_info();
     if (!banks) return Error{banks.error(), "bank occupancy query"};
     const std::uint32_t nbanks = std::min(banks->bank_count, a.device_->info().bank_count);
     const std::uint64_t bank_size = a.device_->info().bank_size;
@@ -132,10 +134,10 @@ Result<KvAllocator::Placement> SegmentOps::take_slot_locked(KvAllocator& a, cons
 Result<Segment> SegmentOps::open(const std::shared_ptr<KvAllocator>& a, const Stream& s, SegmentKind kind,
                                  std::uint32_t first_position) {
     if (kind != SegmentKind::prompt && kind != SegmentKind::generated)
-        return Error{a->device().lost_or(std::make_error_code(std::errc::invalid_argument)),
+        return Error{lost_or(a->device(), std::make_error_code(std::errc::invalid_argument)),
                      "unknown segment kind " + std::to_string(static_cast<std::uint32_t>(kind))};
     // Nothing here reaches the device: a lost device is reported now, not at the first append.
-    if (auto ec = a->device().lost_or({})) return ec;
+    if (auto ec = lost_or(a->device(), {})) return ec;
     auto st = std::make_shared<SegmentState>();
     st->stream = s.id();
     st->owner = &s;
@@ -154,7 +156,7 @@ Result<Segment> SegmentOps::open(const std::shared_ptr<KvAllocator>& a, const St
 }
 
 Result<std::vector<KvBlock>> SegmentOps::append(KvAllocator& a, SegmentState& st, std::uint32_t n) {
-    if (auto ec = a.device().lost_or({})) return ec;
+    if (auto ec = lost_or(a.device(), {})) return ec;
     KvAllocator::Impl& im = *a.impl_;
     std::lock_guard lock(im.mu);
     if (!st.open) return closed_error(st);
@@ -255,7 +257,7 @@ void SegmentOps::release_tail_locked(KvAllocator& a, SegmentState& st, std::size
 
 Result<std::vector<ReleasedBlock>> SegmentOps::truncate(KvAllocator& a, SegmentState& st,
                                                         std::uint32_t position) {
-    if (auto ec = a.device().lost_or({})) return ec;
+    if (auto ec = lost_or(a.device(), {})) return ec;
     KvAllocator::Impl& im = *a.impl_;
     std::lock_guard lock(im.mu);
     if (!st.open) return closed_error(st);
@@ -400,8 +402,8 @@ Result<std::vector<KvBlock>> Segment::blocks() const {
 // ---- Stream --------------------------------------------------------------------------------------
 
 Result<Segment> Stream::open_segment(SegmentKind kind, std::uint32_t first_position) {
-    auto r = SegmentOps::open(alloc_, *this, kind, first_position);
-    if (!r) return r.error_info().within(where("open segment at position " + std::to_string(first_position)));
+    auto r = SegmentOps::open(impl_->alloc_, *this, kind, first_position);
+    if (!r) return r.error_info().within(impl_->where("open segment at position " + std::to_string(first_position)));
     return r;
 }
 

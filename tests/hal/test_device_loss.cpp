@@ -5,6 +5,7 @@
 // kernel backend through a sysfs unbind (QEMU guests, root), rebound afterwards.
 #include <gtest/gtest.h>
 
+#include "device_impl.hpp"
 #include "backends.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
@@ -32,7 +33,7 @@ protected:
             device_ = test::bound_device_of(node_);
             ASSERT_FALSE(device_.empty()) << node_;
         }
-        auto d = Device::adopt(std::move(be));
+        auto d = adopt_backend(std::move(be));
         ASSERT_TRUE(d);
         dev_ = *d;
     }
@@ -48,7 +49,7 @@ protected:
 
     void lose_device()
     {
-        if (auto* emu = dynamic_cast<EmulatedBackend*>(&dev_->backend())) {
+        if (auto* emu = dynamic_cast<EmulatedBackend*>(&backend_of(*dev_))) {
             emu->simulate_device_loss();
             return;
         }
@@ -123,7 +124,7 @@ TEST_P(DeviceLoss, EveryStreamAndAllocatorCallReportsDeviceLost)
     EXPECT_EQ((*alloc)->stats().error(), lost);
     EXPECT_EQ(KvAllocator::create(dev_, kGeom).error(), lost);
     EXPECT_EQ(KvAllocator::create(dev_, ModelGeometry{}).error(), lost) << "not bad_geometry";
-    EXPECT_EQ(dev_->lost_or({}), lost);
+    EXPECT_EQ(lost_or(*dev_, {}), lost);
 
     if (dev_->backend_name() == "emulated")
         b->data[0] = std::byte{1};  // the emulation keeps host views valid until the device object goes
@@ -152,7 +153,7 @@ TEST_P(DeviceLoss, LocalStateErrorsStayWhileTheDeviceIsPresent)
     unknown.id = 12345;
     EXPECT_EQ((*s)->release(unknown).error(), errc::stale_handle) << "never a valid handle";
     EXPECT_EQ(KvAllocator::create(dev_, ModelGeometry{}).error(), errc::bad_geometry);
-    EXPECT_FALSE(dev_->lost_or({}));
+    EXPECT_FALSE(lost_or(*dev_, {}));
     EXPECT_TRUE((*s)->allocate_batch({}));
     EXPECT_TRUE((*s)->retrieve_batch({}));
 }

@@ -22,7 +22,7 @@ extern "C" {
 /* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
  * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
 #define VREX_HAL_VERSION_MAJOR 0
-#define VREX_HAL_VERSION_MINOR 4
+#define VREX_HAL_VERSION_MINOR 5
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \

@@ -17,6 +17,7 @@
 
 #include "bench_options.h"
 #include "bench_record.h"
+#include "device_impl.hpp"
 #include "metered_backend.hpp"
 #include "pipeline/pipeline.hpp"
 #include "vllm_block_manager.hpp"
@@ -305,7 +306,7 @@ bool run_trace(const Options& opt, RecordSink& sink) {
     auto inner = emu->open(bo);
     if (!inner) return false;
     auto meter = std::make_shared<MemoryMeter>();
-    auto dev = Device::adopt(std::make_unique<MeteredBackend>(std::move(*inner), meter));
+    auto dev = adopt_backend(std::make_unique<MeteredBackend>(std::move(*inner), meter));
     if (!dev) return false;
     const std::uint64_t zombie = (*dev)->info().zombie_frames;
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex::bench {
 

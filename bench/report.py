@@ -235,6 +235,11 @@ def shie_facts(r, records):
     if prev and prev.get("ratio") is not None:
         out.append(f"against the same lookup before the probe budget and vector scan (control, same run) "
                    f"{fmt(prev['ratio'])}x ({fmt(prev['baseline'])} -> {fmt(prev['ours'])} q/s)")
+    one = next((x for x in records if x.get("workload") == wl and x.get("op") == op and kind(x) == "comparison"
+                and "one query per call (control)" in x["name"]), None)
+    if one and one.get("ratio") is not None:
+        out.append(f"against the same lookup one query per call (control, same run) "
+                   f"{fmt(one['ratio'])}x ({fmt(one['baseline'])} -> {fmt(one['ours'])} q/s)")
     return "; ".join(out) + "." if out else ""
 
 
@@ -305,7 +310,8 @@ def markdown(results, analysis_text):
         f"- **Command:** `{meta.get('command', '?')}` (mode `{meta.get('mode', '?')}`)",
         f"- **Date:** {meta.get('date', '?')}; source revision `{meta.get('revision', '?')}`",
         f"- **Machine:** {meta.get('machine', '?')}",
-        f"- **Load average:** {meta.get('load_start', '?')} at start, {meta.get('load_end', '?')} at end (shared machine)",
+        f"- **Load average:** {meta.get('load_start', '?')} at start, {meta.get('load_end', '?')} at end (shared machine)"
+        + (f"; the run took {meta['duration_s'] // 60} min {meta['duration_s'] % 60} s" if meta.get("duration_s") else ""),
         "- **Method:** see bench/README.md and docs/benchmarks.md's sources. One core: FAISS pinned to one OpenMP"
         " thread, our code single-threaded; rates are per CPU second of the process; every figure is the median of"
         " >= 5 repeats with [min–max]; the methods of a workload are timed interleaved, so ratios are medians"
@@ -354,6 +360,8 @@ def generate(args):
     meta = {"command": args.command, "mode": args.mode, "revision": args.revision or "unknown",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(), "load_start": args.load_start, "load_end": args.load_end}
+    if getattr(args, "duration_s", None) is not None:
+        meta["duration_s"] = args.duration_s
     if args.skipped:
         meta["skipped"] = list(args.skipped)
     results = {"meta": meta, "records": records}
@@ -488,6 +496,7 @@ def main():
     ap.add_argument("--revision", help="source revision measured, e.g. git describe --always --dirty")
     ap.add_argument("--load-start", default="?")
     ap.add_argument("--load-end", default="?")
+    ap.add_argument("--duration-s", type=int, help="wall-clock seconds of the run (scripts/bench.sh)")
     ap.add_argument("--skipped", action="append", default=[],
                     help="'<benchmark>: <why>' for a benchmark this run did not measure (repeatable)")
     args = ap.parse_args()

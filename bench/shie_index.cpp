@@ -8,8 +8,7 @@
 namespace vrex::bench {
 
 ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
-    : arena_(vrex_shie_arena_size(static_cast<u32>(codes.size()))), scratch_(codes.size())
-{
+    : arena_(vrex_shie_arena_size(static_cast<u32>(codes.size()))), scratch_(codes.size()) {
     if (arena_.empty()) throw std::runtime_error("no SHIE arena size for this capacity");
     int rc = vrex_shie_init(&table_, static_cast<u32>(codes.size()), arena_.data(), arena_.size());
     if (rc) throw std::runtime_error("vrex_shie_init failed: " + std::to_string(rc));
@@ -28,8 +27,7 @@ ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
 }
 
 size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
-                        std::vector<std::vector<uint32_t>>* out) const
-{
+                        std::vector<std::vector<uint32_t>>* out) const {
     auto lookup = path == Path::bruteforce ? vrex_shie_find_range_bruteforce : vrex_shie_find_range;
     vrex_shie_query q{};
     q.pool = 0;
@@ -54,15 +52,33 @@ size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t ra
     return total;
 }
 
-size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t radius, std::span<uint32_t> ids,
-                          std::span<uint32_t> dists) const
-{
+size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t radius,
+                          std::span<uint32_t> ids, std::span<uint32_t> dists) const {
     auto lookup = path == Path::bruteforce ? vrex_shie_find_similar_bruteforce : vrex_shie_find_similar;
     vrex_shie_query q{};
     q.scope = VREX_SCOPE_STREAM;
     q.radius = radius;
     q.frame_limit = VREX_NIL;
     size_t hits = 0;
+    if (path == Path::mih_batch) {
+        vrex_shie_query qs[kBatch];
+        u32 e[kBatch], d[kBatch];
+        for (size_t i = 0; i < queries.size(); i += kBatch) {
+            const size_t n = std::min(kBatch, queries.size() - i);
+            for (size_t j = 0; j < n; j++) {
+                qs[j] = q;
+                qs[j].fp = queries[i + j];
+            }
+            vrex_shie_find_similar_batch(&table_, qs, static_cast<u32>(n), e, d);
+            for (size_t j = 0; j < n; j++) {
+                const bool hit = e[j] != VREX_NIL && e[j] < entry_to_code_.size();
+                ids[i + j] = hit ? entry_to_code_[e[j]] : UINT32_MAX;
+                dists[i + j] = hit ? d[j] : 0;
+                hits += hit;
+            }
+        }
+        return hits;
+    }
     for (size_t i = 0; i < queries.size(); i++) {
         q.fp = queries[i];
         u32 d = 0;

@@ -311,6 +311,8 @@ int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t 
 	t->fallback_pct = VREX_SHIE_FALLBACK_PCT;
 	t->probe_cost = VREX_SHIE_PROBE_COST;
 	t->vector_scan = 1;
+	t->vector_l2 = VREX_SHIE_VECTOR_L2;
+	t->batch_scan = 1;
 	vrex_shie_clear(t);
 	return VREX_OK;
 }
@@ -444,6 +446,8 @@ struct shie_search {
 	u32 *out;
 	u32 max;
 	u32 count;
+	u32 share;		/* >= 2: a batch will share this query's fallback scan */
+	u32 deferred;		/* the fallback scan is left to the batch */
 };
 
 static int shie_query_valid(const struct vrex_shie_query *q)
@@ -723,6 +727,10 @@ static void shie_fall_back(struct shie_search *sr, int hw, int vec)
 {
 	if (sr->range)
 		sr->count = 0;
+	if (sr->share > 1) {
+		sr->deferred = 1;
+		return;
+	}
 	shie_scan_dense(sr, hw, vec);
 }
 
@@ -746,9 +754,16 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 	if (t->fallback_pct) {
 		budget = t->capacity / 100 * t->fallback_pct +
 			 t->capacity % 100 * t->fallback_pct / 100;
-		/* The vector scan is cheaper: so is the budget it allows the probes. */
-		if (vec)
+		/*
+		 * The vector scan is cheaper while the codes sit in L2 (beyond
+		 * it both scans stream at the same bandwidth): so is the budget
+		 * it allows the probes. A scan shared by a batch costs each
+		 * query its share.
+		 */
+		if (vec && (u64)t->capacity * sizeof(struct vrex_fp) <= t->vector_l2)
 			budget /= SHIE_VECTOR_GAIN;
+		if (sr->share > 1)
+			budget /= sr->share;
 	}
 
 	while (more || consumed < produced) {
@@ -839,6 +854,137 @@ static void shie_search_init(struct shie_search *sr, const struct vrex_shie_tabl
 	sr->out = out;
 	sr->max = out ? max : 0;
 	sr->count = 0;
+	sr->share = 1;
+	sr->deferred = 0;
+}
+
+/* ---- batched nearest lookups ------------------------------------------ */
+
+/*
+ * The fallback scan of up to VREX_SHIE_SCAN_GROUP deferred nearest searches
+ * at once: each block of SHIE_SCAN_BATCH dense codes (1 KiB) is read from
+ * L2, L3 or DRAM once and stays in L1 while every query of the group
+ * computes its distances with its own limit (its radius, then its best
+ * distance so far), filters and keeps its best, as shie_scan_dense() does
+ * for one query. The nearest entry is the minimum of a total order, so the
+ * result does not depend on the order in which candidates are met.
+ */
+static inline void shie_scan_group_body(struct shie_search *const *g, u32 ng, int hw)
+{
+	const struct vrex_shie_table *t = g[0]->t;
+	const struct vrex_fp *fps = shie_fps(t);
+	u32 cand[SHIE_SCAN_BATCH];
+	u32 i, j, k, n, m;
+
+	for (i = 0; i < t->capacity; i += m) {
+		m = t->capacity - i > SHIE_SCAN_BATCH ? SHIE_SCAN_BATCH : t->capacity - i;
+		for (k = 0; k < ng; k++) {
+			struct shie_search *sr = g[k];
+
+			n = shie_collect_body(fps + i, m, i, sr->q->fp.w[0], sr->q->fp.w[1],
+					      sr->limit, cand, hw);
+			for (j = 0; j < n; j++) {
+				const struct vrex_shie_entry *e = &t->e[cand[j]];
+
+				if (shie_entry_matches(e, sr->q))
+					shie_take_nearest(sr, cand[j],
+							  shie_distance(&e->fp, &sr->q->fp, hw),
+							  e->frame);
+			}
+		}
+	}
+}
+
+#ifdef SHIE_VECTOR_DISPATCH
+__attribute__((target("popcnt,avx512f,avx512vl,avx512bw,avx512vpopcntdq"), flatten)) static void
+shie_scan_group_vector(struct shie_search *const *g, u32 ng)
+{
+	shie_scan_group_body(g, ng, 1);
+}
+#endif
+
+#ifdef SHIE_POPCNT_DISPATCH
+__attribute__((target("popcnt"), flatten)) static void
+shie_scan_group_popcnt(struct shie_search *const *g, u32 ng)
+{
+	shie_scan_group_body(g, ng, 1);
+}
+#endif
+
+static void shie_scan_group(struct shie_search *const *g, u32 ng)
+{
+#ifdef SHIE_POPCNT_DISPATCH
+	__builtin_cpu_init();
+#ifdef SHIE_VECTOR_DISPATCH
+	if (g[0]->t->vector_scan && shie_have_vector()) {
+		shie_scan_group_vector(g, ng);
+		return;
+	}
+#endif
+	if (__builtin_cpu_supports("popcnt")) {
+		shie_scan_group_popcnt(g, ng);
+		return;
+	}
+#endif
+	shie_scan_group_body(g, ng, 0);
+}
+
+static u32 shie_put_nearest(const struct shie_search *sr, u32 i, u32 *entry, u32 *distance)
+{
+	entry[i] = sr->best;
+	if (sr->best == VREX_NIL)
+		return 0;
+	if (distance)
+		distance[i] = sr->best_distance;
+	return 1;
+}
+
+/* Scans the @np deferred searches of @pend together and writes their results. */
+static u32 shie_flush_group(struct shie_search *pend, const u32 *idx, u32 np, u32 *entry,
+			    u32 *distance)
+{
+	struct shie_search *g[VREX_SHIE_SCAN_GROUP];
+	u32 k, hits = 0;
+
+	for (k = 0; k < np; k++)
+		g[k] = &pend[k];
+	shie_scan_group(g, np);
+	for (k = 0; k < np; k++)
+		hits += shie_put_nearest(&pend[k], idx[k], entry, distance);
+	return hits;
+}
+
+u32 vrex_shie_find_similar_batch(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+				 u32 n, u32 *entry, u32 *distance)
+{
+	struct shie_search pend[VREX_SHIE_SCAN_GROUP];
+	u32 idx[VREX_SHIE_SCAN_GROUP];
+	u32 share = 1, np = 0, hits = 0, i;
+
+	if (t->batch_scan)
+		share = n < VREX_SHIE_SCAN_GROUP ? n : VREX_SHIE_SCAN_GROUP;
+	for (i = 0; i < n; i++) {
+		struct shie_search *sr = &pend[np];
+
+		entry[i] = VREX_NIL;
+		if (!shie_query_valid(&q[i]))
+			continue;
+		shie_search_init(sr, t, &q[i], 0, NULL, 0);
+		sr->share = share;
+		mih_search(sr);
+		if (!sr->deferred) {
+			hits += shie_put_nearest(sr, i, entry, distance);
+			continue;
+		}
+		idx[np++] = i;
+		if (np == VREX_SHIE_SCAN_GROUP) {
+			hits += shie_flush_group(pend, idx, np, entry, distance);
+			np = 0;
+		}
+	}
+	if (np)
+		hits += shie_flush_group(pend, idx, np, entry, distance);
+	return hits;
 }
 
 /* The reference: portable code only, whatever the host offers. */

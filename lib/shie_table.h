@@ -47,6 +47,19 @@
  * probes) never reaches the budget and costs more than the scan would.
  */
 #define VREX_SHIE_PROBE_COST 16
+/*
+ * The vector fallback scan is cheaper per record than the scalar one only
+ * while the dense codes (16 B per entry) sit in L2; beyond it both stream
+ * from L3 or DRAM and the probe budget gets no discount (init's default for
+ * vector_l2, bytes: the L2 of the x86-64 cores measured, 1 MiB).
+ */
+#define VREX_SHIE_VECTOR_L2 0x100000u
+/*
+ * find_similar_batch: queries of one batch whose search falls back to the
+ * dense scan share it, this many at a time, so each block of codes is read
+ * once for the group instead of once per query.
+ */
+#define VREX_SHIE_SCAN_GROUP 8
 
 /* Search scope of a similarity lookup. */
 #define VREX_SCOPE_STREAM 0	/* entries of the querying stream */
@@ -94,6 +107,8 @@ struct vrex_shie_table {
 	u32 fallback_pct;	/* 0..100, init sets VREX_SHIE_FALLBACK_PCT; 0: never */
 	u32 probe_cost;		/* init sets VREX_SHIE_PROBE_COST; 0: probes are free */
 	u32 vector_scan;	/* 1 (init): vector fallback scan where the CPU has one */
+	u32 vector_l2;		/* bytes: the vector scan's discount holds while the codes fit */
+	u32 batch_scan;		/* 1 (init): a batch shares its fallback scans; 0: one by one */
 	struct vrex_shie_entry *e;	/* [capacity] */
 	struct vrex_shie_link *link;	/* [capacity] */
 	u32 *thash;			/* [thash_mask + 1] heads */
@@ -138,6 +153,16 @@ u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 regi
  */
 u32 vrex_shie_find_similar(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
 			   u32 *distance);
+/*
+ * @n lookups as one batch, each answered exactly as vrex_shie_find_similar
+ * answers it alone: entry[i] = the nearest entry or VREX_NIL, distance[i]
+ * (if @distance is not NULL) written on a hit only. Queries whose search
+ * falls back to the dense scan are scanned together, VREX_SHIE_SCAN_GROUP per
+ * pass over the codes (each keeps its own radius, filters and best). Returns
+ * the number of hits.
+ */
+u32 vrex_shie_find_similar_batch(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+				 u32 n, u32 *entry, u32 *distance);
 u32 vrex_shie_find_similar_bruteforce(const struct vrex_shie_table *t,
 				      const struct vrex_shie_query *q, u32 *distance);
 

@@ -152,7 +152,7 @@ if [[ $mode == quick ]]; then # a check, not the published figures
 fi
 python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
 	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	--revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+	--duration-s "$((SECONDS - start))" --revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
 	${skipped[@]+"${skipped[@]/#/--skipped=}"} || status=1
 cp "$results" "$out/results.json" 2>/dev/null || true
 echo "bench: $mode run took $((SECONDS - start)) s"

@@ -12,7 +12,7 @@ namespace vrex {
 Result<std::unique_ptr<AsyncDevice>> AsyncDevice::create(std::shared_ptr<Device> device, asio::io_context& io)
 {
     // The descriptor gets its own fd: it closes it, while the backend keeps event_fd().
-    const int fd = fcntl(device->backend().event_fd(), F_DUPFD_CLOEXEC, 0);
+    const int fd = fcntl(backend_of(*device).event_fd(), F_DUPFD_CLOEXEC, 0);
     if (fd < 0)
         return std::error_code(errno, std::generic_category());
     return std::make_unique<AsyncDevice>(std::make_shared<Impl>(std::move(device), io, fd));
@@ -43,9 +43,9 @@ std::size_t AsyncDevice::pending_frames() const
     return impl_->pending.size();
 }
 
-void AsyncDevice::start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameOp> op)
+void AsyncDevice::Impl::start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameOp> op)
 {
-    Impl& im = *impl_;
+    Impl& im = *this;
     std::uint64_t token;
     {
         std::lock_guard lock(im.mu);
@@ -61,7 +61,7 @@ void AsyncDevice::start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameO
     }
     args.flags |= DRM_VREX_FRAME_EVENT;
     args.user_data = token;
-    const std::error_code ec = im.device->backend().frame_submit(args);
+    const std::error_code ec = backend_of(*im.device).frame_submit(args);
 
     std::unique_ptr<FrameOp> done_op;
     FrameCompletion done;
@@ -83,13 +83,13 @@ void AsyncDevice::start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameO
         done_op->complete(ec, done);
         return;
     }
-    asio::post(im.strand, [self = impl_] { self->arm(); });
+    asio::post(im.strand, [self = shared_from_this()] { self->arm(); });
 }
 
-void AsyncDevice::start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items,
-                                 std::unique_ptr<LookupOp> op)
+void AsyncDevice::Impl::start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items,
+                                       std::unique_ptr<LookupOp> op)
 {
-    asio::post(impl_->io, [self = impl_, stream, items = std::move(items), op = std::move(op)]() mutable {
+    asio::post(io, [self = shared_from_this(), stream, items = std::move(items), op = std::move(op)]() mutable {
         bool closed;
         {
             std::lock_guard lock(self->mu);
@@ -99,7 +99,7 @@ void AsyncDevice::start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie
             op->complete(std::make_error_code(std::errc::operation_canceled), std::move(items));
             return;
         }
-        const std::error_code ec = self->device->backend().shie_lookup(stream, items);
+        const std::error_code ec = backend_of(*self->device).shie_lookup(stream, items);
         op->complete(ec, std::move(items));
     });
 }

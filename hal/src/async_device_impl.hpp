@@ -1,5 +1,6 @@
 // AsyncDevice::Impl, shared by the uAPI-level (async_device.cpp) and the engine-level
-// (async_stream.cpp) operations.
+// (async_stream.cpp) operations, and the uAPI-level operations themselves (vrex::raw), which are
+// internal: tests and the engine level drive the device's frame events through them.
 //
 // A frame op lives in pending from before its ioctl until both halves are in: the ioctl's out
 // fields (the submitting thread) and the completion event (the io_context). The event can be read
@@ -14,13 +15,25 @@
 #include <map>
 #include <mutex>
 
+#include <drm/vrex_accel.h>
+
+#include "device_impl.hpp"
 #include "vrex/async.hpp"
 
 namespace vrex {
 
 namespace asio = boost::asio;
 
-struct AsyncDevice::Impl : std::enable_shared_from_this<Impl> {
+// A frame submitted with DRM_VREX_FRAME_EVENT, completed.
+struct FrameCompletion {
+    drm_vrex_frame_submit submit{};  // the request with the ioctl's out fields (caller's user_data)
+    drm_vrex_event_frame event{};    // the device's completion event (caller's user_data)
+};
+
+using FrameOp = detail::AsyncOp<FrameCompletion>;
+using LookupOp = detail::AsyncOp<std::vector<drm_vrex_shie_lookup_item>>;
+
+struct VREX_LOCAL AsyncDevice::Impl : std::enable_shared_from_this<Impl> {
     struct Pending {
         std::unique_ptr<FrameOp> op;
         std::uint64_t caller_user_data = 0;
@@ -81,7 +94,7 @@ struct AsyncDevice::Impl : std::enable_shared_from_this<Impl> {
         }
         std::array<drm_vrex_event_frame, 32> buf;
         for (;;) {
-            auto n = device->backend().read_events(buf);
+            auto n = backend_of(*device).read_events(buf);
             if (!n) {
                 fail_all(n.error());
                 return;
@@ -107,6 +120,12 @@ struct AsyncDevice::Impl : std::enable_shared_from_this<Impl> {
         arm();
     }
 
+    // @args as for Backend::frame_submit(); DRM_VREX_FRAME_EVENT is added, user_data handed back.
+    void start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameOp> op);
+    // One lookup batch of @stream on the io_context.
+    void start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items,
+                        std::unique_ptr<LookupOp> op);
+
     void fail_all(std::error_code ec)
     {
         std::map<std::uint64_t, Pending> failed;
@@ -129,5 +148,49 @@ struct AsyncDevice::Impl : std::enable_shared_from_this<Impl> {
     bool waiting = false;
     bool closed = false;
 };
+
+namespace detail {
+
+struct AsyncAccess {
+    static AsyncDevice::Impl& impl(AsyncDevice& a) noexcept { return *a.impl_; }
+    static asio::io_context::executor_type executor(const AsyncDevice& a) noexcept { return a.executor(); }
+};
+
+}  // namespace detail
+
+// The uAPI level, for tests: completion signatures
+//     void(std::error_code, vrex::FrameCompletion)
+//     void(std::error_code, std::vector<drm_vrex_shie_lookup_item>)
+namespace raw {
+
+template <class CompletionToken>
+auto async_begin_frame(AsyncDevice& ad, const drm_vrex_frame_submit& args, CompletionToken&& token)
+{
+    return asio::async_initiate<CompletionToken, void(std::error_code, FrameCompletion)>(
+        [&ad](auto handler, const drm_vrex_frame_submit& a) {
+            using H = std::decay_t<decltype(handler)>;
+            detail::AsyncAccess::impl(ad).start_frame(a, std::make_unique<detail::AsyncOpFor<FrameCompletion, H>>(
+                                                                 std::move(handler), detail::AsyncAccess::executor(ad)));
+        },
+        token, args);
+}
+
+// One lookup batch of @stream (1..max_batch items, validated like Backend::shie_lookup()).
+template <class CompletionToken>
+auto async_retrieve(AsyncDevice& ad, std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items,
+                    CompletionToken&& token)
+{
+    using Items = std::vector<drm_vrex_shie_lookup_item>;
+    return asio::async_initiate<CompletionToken, void(std::error_code, Items)>(
+        [&ad](auto handler, std::uint32_t s, Items it) {  // NOLINT(performance-unnecessary-value-param)
+            using H = std::decay_t<decltype(handler)>;
+            detail::AsyncAccess::impl(ad).start_retrieve(
+                s, std::move(it),
+                std::make_unique<detail::AsyncOpFor<Items, H>>(std::move(handler), detail::AsyncAccess::executor(ad)));
+        },
+        token, stream, std::move(items));
+}
+
+}  // namespace raw
 
 }  // namespace vrex

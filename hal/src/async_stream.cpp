@@ -3,6 +3,7 @@
 // the completion, before its handler is posted, so the handler (and whoever it hands the stream to)
 // sees the stream inside its frame.
 #include "async_device_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace vrex {
 
@@ -18,7 +19,7 @@ void AsyncDevice::start_stream_frame(Stream& stream, const LumaView& luma, std::
                 op_->complete(ec, {});
                 return;
             }
-            op_->complete({}, stream_.enter_frame(c.submit));
+            op_->complete({}, stream_.impl_->enter_frame(c.submit));
         }
 
     private:
@@ -26,7 +27,7 @@ void AsyncDevice::start_stream_frame(Stream& stream, const LumaView& luma, std::
         std::unique_ptr<StreamFrameOp> op_;
     };
 
-    if (&stream.alloc_->device() != impl_->device.get()) {
+    if (&stream.impl_->alloc_->device() != impl_->device.get()) {
         op->complete(std::make_error_code(std::errc::invalid_argument), {});
         return;
     }
@@ -37,17 +38,17 @@ void AsyncDevice::start_stream_frame(Stream& stream, const LumaView& luma, std::
             return;
         }
     }
-    auto staged = stream.stage_frame(luma);
+    auto staged = stream.impl_->stage_frame(luma);
     if (!staged) {
         op->complete(staged.error(), {});
         return;
     }
-    start_frame(*staged, std::make_unique<EnterFrame>(stream, std::move(op)));
+    impl_->start_frame(*staged, std::make_unique<EnterFrame>(stream, std::move(op)));
 }
 
 void AsyncDevice::start_stream_retrieve(Stream& stream, std::vector<Query> queries, std::unique_ptr<RetrievalOp> op)
 {
-    if (&stream.alloc_->device() != impl_->device.get()) {
+    if (&stream.impl_->alloc_->device() != impl_->device.get()) {
         op->complete(std::make_error_code(std::errc::invalid_argument), {});
         return;
     }

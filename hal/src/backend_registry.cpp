@@ -5,7 +5,7 @@
 
 #include "emulated_backend.hpp"
 #include "kernel_backend.hpp"
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex {
 

@@ -29,12 +29,16 @@ struct BlockRec {
     std::uint32_t use_frame = 0;     // owner's frame of the last use by the owner
     std::uint32_t first_token = 0;   // position metadata (Stream::set_positions)
     std::uint32_t token_count = 0;
+    // A segment block (segment_ops.hpp): the segment's reference instead of the device's. Never
+    // device_live, so neither aging nor lru_victim() nor the owner's stream_destroy touches it.
+    bool segment = false;
     bool imported = false;  // in engine-owned memory (Stream::index_imported): never freed by vrex
 
-    std::uint32_t refs() const noexcept { return (device_live ? 1u : 0u) + holds + pins; }
-    // Writable only for the owner while the device holds it and no other stream references it.
+    std::uint32_t refs() const noexcept { return (device_live || segment ? 1u : 0u) + holds + pins; }
+    // Writable only for the owner while the device (or its segment) holds it and no other stream
+    // references it.
     bool writable_by(std::uint32_t stream) const noexcept {
-        return stream == owner && device_live && !holds && !foreign_pins;
+        return stream == owner && (device_live || segment) && !holds && !foreign_pins;
     }
 };
 

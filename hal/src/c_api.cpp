@@ -6,7 +6,9 @@
 #include <new>
 #include <string>
 
+#include "c_api_internal.hpp"
 #include "vrex/hal.hpp"
+#include "vrex/segment.hpp"
 #include "vrex/vrex_hal.h"
 
 struct vrex_hal_device {
@@ -21,6 +23,8 @@ struct vrex_hal_stream {
     std::vector<vrex_hal_released> last_released;  // of the last end_frame
     mutable std::string last_error;                // vrex_hal_stream_last_error()
 };
+
+using vrex::capi::guarded;
 
 namespace {
 
@@ -66,33 +70,6 @@ vrex::Error invalid(std::string what) {
     return {std::errc::invalid_argument, std::move(what)};
 }
 
-// Records "@fn: <message>" as the thread's (and @s's) last error and maps the code to a status.
-vrex_hal_status record(const char* fn, const vrex_hal_stream* s, const vrex::Error& e) noexcept {
-    const vrex_hal_status st = e ? to_status(e.code()) : VREX_HAL_OK;
-    if (!e) return st;
-    try {
-        std::string msg = std::string(fn) + ": " + e.message();
-        if (s) s->last_error = msg;
-        t_last_error = std::move(msg);
-    } catch (...) {  // no room for the message: the status still says what happened
-    }
-    return st;
-}
-
-// Runs @f (returning a vrex::Error, empty on success); nothing escapes to the C caller.
-template <class F>
-vrex_hal_status guarded(const char* fn, const vrex_hal_stream* s, F&& f) noexcept {
-    try {
-        return record(fn, s, f());
-    } catch (const std::bad_alloc&) {
-        return record(fn, s, vrex::Error{std::errc::not_enough_memory, "out of host memory"});
-    } catch (const std::exception& e) {
-        return record(fn, s, vrex::Error{std::errc::io_error, e.what()});
-    } catch (...) {
-        return record(fn, s, vrex::Error{std::errc::io_error, "unknown exception"});
-    }
-}
-
 void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     *out = vrex_hal_block{};
     out->data = b.data.data();
@@ -106,7 +83,8 @@ void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     out->generation = b.generation;
     out->first_token = b.first_token;
     out->token_count = b.token_count;
-    out->flags = b.shared ? VREX_HAL_BLOCK_SHARED : 0u;
+    out->flags =
+        (b.shared ? VREX_HAL_BLOCK_SHARED : 0u) | (vrex::is_segment_block(b) ? VREX_HAL_BLOCK_SEGMENT : 0u);
     // C has no read-only pointer type to offer: the flag states the contract.
     out->data = const_cast<std::byte*>(b.view.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
     out->size = b.view.size();
@@ -556,20 +534,28 @@ namespace vrex::capi {
 std::shared_ptr<Device> device_of(vrex_hal_device* dev) {
     return dev ? dev->dev : nullptr;
 }
-std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* alloc) {
-    return alloc ? alloc->alloc : nullptr;
+vrex_hal_status status_of(std::error_code ec) {
+    return to_status(ec);
+}
+vrex_hal_status record(const char* fn, const vrex_hal_stream* s, const Error& e, StatusMapper map) noexcept {
+    const vrex_hal_status st = e ? map(e.code()) : VREX_HAL_OK;
+    if (!e) return st;
+    try {
+        std::string msg = std::string(fn) + ": " + e.message();
+        if (s) s->last_error = msg;
+        t_last_error = std::move(msg);
+    } catch (...) {  // no room for the message: the status still says what happened
+    }
+    return st;
 }
 Stream* stream_of(vrex_hal_stream* s) {
     return s ? s->stream.get() : nullptr;
 }
-vrex_hal_status record_error(const char* fn, const vrex_hal_stream* s, const Error& e) noexcept {
-    return record(fn, s, e);
+std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* a) {
+    return a ? a->alloc : nullptr;
 }
 void block_to_c(const KvBlock& b, vrex_hal_block* out) {
     to_c(b, out);
-}
-vrex_hal_status status_of(std::error_code ec) {
-    return to_status(ec);
 }
 void note_error(const char* fn, const std::string& message) noexcept {
     try {

@@ -14,17 +14,7 @@ struct vrex_hal_imported {
 
 namespace {
 
-template <class F>
-vrex_hal_status guarded(const char* fn, const vrex_hal_stream* s, F&& f) noexcept {
-    try {
-        return vrex::capi::record_error(fn, s, f());
-    } catch (const std::bad_alloc&) {
-        return vrex::capi::record_error(fn, s,
-                                        vrex::Error{std::errc::not_enough_memory, "out of host memory"});
-    } catch (...) {
-        return vrex::capi::record_error(fn, s, vrex::Error{std::errc::io_error, "unexpected exception"});
-    }
-}
+using vrex::capi::guarded;
 
 vrex::Error invalid(std::string what) {
     return {std::errc::invalid_argument, std::move(what)};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "c_api_internal.hpp"
 #include "vrex/resv.hpp"
@@ -14,37 +15,19 @@ struct vrex_hal_resv_head {
 
 namespace {
 
-// The entry point being served, for the messages (one C call per thread at a time).
-thread_local const char* t_fn = "vrex_hal_resv";
-
-vrex_hal_status resv_status(const vrex::Error& e) {
-    vrex::capi::note_error(t_fn, e.message());
-    // No ReSV unit on this device: the C ABI has no "not supported" code; there is no such device.
-    if (e.code() == std::errc::operation_not_supported) return VREX_HAL_ERR_NO_DEVICE;
-    return vrex::capi::status_of(e.code());
-}
-
-vrex_hal_status invalid(const char* what) {
-    vrex::capi::note_error(
-        t_fn, std::string(what) + ": " + std::make_error_code(std::errc::invalid_argument).message());
-    return VREX_HAL_ERR_INVALID;
+// No ReSV unit on this device: the C ABI has no "not supported" code; there is no such device.
+vrex_hal_status resv_status_of(std::error_code ec) {
+    if (ec == std::errc::operation_not_supported) return VREX_HAL_ERR_NO_DEVICE;
+    return vrex::capi::status_of(ec);
 }
 
 template <class F>
 vrex_hal_status guarded(const char* fn, F&& f) noexcept {
-    t_fn = fn;
-    try {
-        return f();
-    } catch (const std::bad_alloc&) {
-        vrex::capi::note_error(fn, "out of host memory");
-        return VREX_HAL_ERR_NOMEM;
-    } catch (const std::exception& e) {
-        vrex::capi::note_error(fn, e.what());
-        return VREX_HAL_ERR_IO;
-    } catch (...) {
-        vrex::capi::note_error(fn, "unknown exception");
-        return VREX_HAL_ERR_IO;
-    }
+    return vrex::capi::guarded(fn, nullptr, std::forward<F>(f), resv_status_of);
+}
+
+vrex::Error invalid(const char* what) {
+    return {std::errc::invalid_argument, what};
 }
 
 // The caller's params over the defaults, size-negotiated (vrex_hal.h).
@@ -62,9 +45,9 @@ bool read_params(const vrex_hal_resv_params* in, vrex_hal_resv_params& out) {
     return out.pad[0] == 0 && out.pad[1] == 0 && out.pad[2] == 0;
 }
 
-vrex_hal_status selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_hal_resv_range* ranges,
-                              uint32_t capacity, vrex_hal_resv_selection* sel) {
-    if (!s) return resv_status(s.error_info());
+vrex::Error selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_hal_resv_range* ranges,
+                          uint32_t capacity, vrex_hal_resv_selection* sel) {
+    if (!s) return s.error_info();
     *sel = vrex_hal_resv_selection{};
     sel->ranges = static_cast<uint32_t>(s->ranges.size());
     sel->tokens = s->tokens;
@@ -75,24 +58,24 @@ vrex_hal_status selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_h
     const std::size_t n = std::min<std::size_t>(capacity, s->ranges.size());
     for (std::size_t i = 0; i < n; i++)
         ranges[i] = vrex_hal_resv_range{s->ranges[i].first, s->ranges[i].count};
-    return VREX_HAL_OK;
+    return {};
 }
 
 template <class T>
-vrex_hal_status append(vrex_hal_resv_head* h, const T* keys, size_t count, uint32_t* tokens) {
+vrex::Error append(vrex_hal_resv_head* h, const T* keys, size_t count, uint32_t* tokens) {
     if (!h) return invalid("head is NULL");
     if (!keys && count) return invalid("keys is NULL with a non-zero count");
     const std::size_t dim = h->head->dim();
     if (count > SIZE_MAX / dim) return invalid("count * dim overflows");
     auto r = h->head->append(std::span<const T>(keys, count * dim));
-    if (!r) return resv_status(r.error_info());
+    if (!r) return r.error_info();
     if (tokens) *tokens = *r;
-    return VREX_HAL_OK;
+    return {};
 }
 
 template <class T>
-vrex_hal_status select(vrex_hal_resv_head* h, const T* query, uint32_t flags, vrex_hal_resv_range* ranges,
-                       uint32_t capacity, vrex_hal_resv_selection* sel) {
+vrex::Error select(vrex_hal_resv_head* h, const T* query, uint32_t flags, vrex_hal_resv_range* ranges,
+                   uint32_t capacity, vrex_hal_resv_selection* sel) {
     if (!h || !query || !sel) return invalid("head, query and selection must not be NULL");
     if (capacity && !ranges) return invalid("ranges is NULL with a non-zero capacity");
     if (flags & ~VREX_HAL_RESV_BLOCKS) return invalid("unknown flags");
@@ -137,9 +120,9 @@ vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device* dev, const vrex_hal_r
         p.bytes_per_token = c.bytes_per_token;
         if (c.has_lut) p.lut.assign(std::begin(c.lut), std::end(c.lut));
         auto head = vrex::ResvHead::create(vrex::capi::device_of(dev), p, c.max_batch ? c.max_batch : 1024);
-        if (!head) return resv_status(head.error_info());
+        if (!head) return head.error_info();
         *out = new vrex_hal_resv_head{std::move(*head)};
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 
@@ -177,7 +160,7 @@ vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head* head, uint32_t keep) 
     return guarded(__func__, [&] {
         if (!head) return invalid("head is NULL");
         auto r = head->head->truncate(keep);
-        return r ? VREX_HAL_OK : resv_status(r.error_info());
+        return r ? vrex::Error{} : r.error_info();
     });
 }
 
@@ -186,7 +169,7 @@ vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device* dev, vrex_hal_resv_stat
         auto d = vrex::capi::device_of(dev);
         if (!d || !stats) return invalid("device and stats must not be NULL");
         auto st = vrex::resv_stats(*d);
-        if (!st) return resv_status(st.error_info());
+        if (!st) return st.error_info();
         *stats = vrex_hal_resv_stats{};
         stats->keys = st->keys;
         stats->clusters = st->clusters;
@@ -199,7 +182,7 @@ vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device* dev, vrex_hal_resv_stat
         stats->heads_in_use = st->heads_in_use;
         stats->max_tokens = st->max_tokens;
         stats->max_clusters = st->max_clusters;
-        return VREX_HAL_OK;
+        return vrex::Error{};
     });
 }
 

@@ -1,7 +1,8 @@
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
-#include "vrex/hal.hpp"
+#include "device_impl.hpp"
 
 namespace vrex {
 
@@ -12,18 +13,87 @@ Result<BackendChoice> parse_backend_choice(std::string_view name) {
     return errc::unknown_backend;
 }
 
-Device::Device(Key, std::unique_ptr<Backend> backend, const drm_vrex_device_info& info)
-    : backend_(std::move(backend)), info_(info) {}
+std::vector<BackendAvailability> list_backends() {
+    std::vector<BackendAvailability> out;
+    for (const BackendFactory& f : backend_factories()) out.push_back({std::string(f.name), f.available()});
+    return out;
+}
 
-std::error_code Device::lost_or(std::error_code local) {
-    const std::error_code probe = backend_->device_info().error();
+DeviceInfo to_device_info(const drm_vrex_device_info& i) noexcept {
+    DeviceInfo d;
+    d.hw_id = i.hw_id;
+    d.hw_version = i.hw_version;
+    d.caps.fcc = i.caps & DRM_VREX_CAP_FCC;
+    d.caps.shie = i.caps & DRM_VREX_CAP_SHIE;
+    d.caps.pooled = i.caps & DRM_VREX_CAP_POOLED;
+    d.caps.predict_slots = i.caps & DRM_VREX_CAP_PREDICT_SLOTS;
+    d.caps.resv = i.caps & DRM_VREX_CAP_RESV;
+    d.bank_count = i.bank_count;
+    d.bank_size = i.bank_size;
+    d.group_banks = i.group_banks;
+    d.max_streams = i.max_streams;
+    d.shie_capacity = i.shie_capacity;
+    d.block_capacity = i.block_capacity;
+    d.zombie_frames = i.zombie_frames;
+    d.max_batch = i.max_batch;
+    d.fcc_min_dim = i.fcc_min_dim;
+    d.fcc_max_dim = i.fcc_max_dim;
+    d.simulated = i.simulated != 0;
+    return d;
+}
+
+DeviceStats to_device_stats(const drm_vrex_stats& s) noexcept {
+    return {s.lookups, s.exact_hits, s.approx_hits, s.misses,       s.evictions,   s.bank_conflicts,
+            s.inserts, s.removes,    s.frames,      s.live_entries, s.live_blocks, s.cmd_errors};
+}
+
+Device::Device(Key, std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Device::~Device() = default;
+
+std::string_view Device::backend_name() const noexcept {
+    return impl_->backend->name();
+}
+std::string Device::description() const {
+    return impl_->backend->description();
+}
+const DeviceInfo& Device::info() const noexcept {
+    return impl_->info;
+}
+
+Result<DeviceStats> Device::stats() {
+    auto s = impl_->backend->stats();
+    if (!s) return s.error();
+    return to_device_stats(*s);
+}
+
+Result<DeviceBanks> Device::banks() {
+    auto b = impl_->backend->bank_info();
+    if (!b) return b.error();
+    DeviceBanks out;
+    const std::uint32_t n = std::min<std::uint32_t>(b->bank_count, DRM_VREX_MAX_BANKS);
+    for (std::uint32_t i = 0; i < n; i++)
+        out.banks.push_back({b->bo_bytes[i], b->kv_bytes[i], b->kv_blocks[i]});
+    const std::uint32_t gb = std::max<std::uint32_t>(1, impl_->info.group_banks);
+    for (std::uint32_t g = 0; g < (n + gb - 1) / gb; g++) out.group_owned.push_back(b->group_owned[g]);
+    return out;
+}
+
+Result<std::uint32_t> Device::read_register(std::uint32_t offset) {
+    return impl_->backend->reg_read(offset);
+}
+
+std::error_code lost_or(Device& d, std::error_code local) {
+    const std::error_code probe = backend_of(d).device_info().error();
     return probe == errc::device_lost ? probe : local;
 }
 
-Result<std::shared_ptr<Device>> Device::adopt(std::unique_ptr<Backend> backend) {
+Result<std::shared_ptr<Device>> adopt_backend(std::unique_ptr<Backend> backend) {
     auto info = backend->device_info();
     if (!info) return info.error();
-    return std::make_shared<Device>(Key{}, std::move(backend), *info);
+    auto impl = std::make_unique<Device::Impl>();
+    impl->backend = std::move(backend);
+    impl->info = to_device_info(*info);
+    return std::make_shared<Device>(detail::DeviceAccess::key(), std::move(impl));
 }
 
 Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options) {
@@ -51,7 +121,7 @@ Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options) {
     if (!factory) return errc::no_device;
     auto backend = factory->open(options.backend_options);
     if (!backend) return backend.error();
-    return adopt(std::move(*backend));
+    return adopt_backend(std::move(*backend));
 }
 
 std::uint32_t dtype_size(DType t) noexcept {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex {
 

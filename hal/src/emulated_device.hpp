@@ -13,7 +13,7 @@
 
 #include "bank_memory.hpp"
 #include "register_file.hpp"
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex {
 

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "discovery.hpp"
+#include "hotplug_filter.hpp"
 
 namespace vrex {
 
@@ -61,7 +62,7 @@ std::optional<HotplugEvent> HotplugFilter::classify(const Record& rec)
     return HotplugEvent{HotplugEvent::Kind::added, rec.devnode, rec.syspath};
 }
 
-struct HotplugMonitor::Impl : std::enable_shared_from_this<Impl> {
+struct VREX_LOCAL HotplugMonitor::Impl : std::enable_shared_from_this<Impl> {
     Impl(asio::io_context& io, Callback cb, Options opt)
         : strand(asio::make_strand(io)), sd(strand), callback(std::move(cb)), options(std::move(opt)),
           filter(discovery::node_driver_is_vrex)
@@ -214,10 +215,13 @@ void HotplugMonitor::stop()
 
 bool HotplugMonitor::running() const noexcept { return impl_->running; }
 
-std::map<std::string, std::string> HotplugMonitor::known() const
+std::vector<HotplugNode> HotplugMonitor::known() const
 {
     std::lock_guard lock(impl_->mu);
-    return impl_->filter.known();
+    std::vector<HotplugNode> out;
+    for (const auto& [syspath, node] : impl_->filter.known())  // std::map: sorted by syspath
+        out.push_back({syspath, node});
+    return out;
 }
 
 }  // namespace vrex

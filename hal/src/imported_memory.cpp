@@ -10,9 +10,14 @@
 #include <cerrno>
 #include <string>
 
+#include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
+#include "vrex/vrex_hal.h"
+#include "stream_impl.hpp"
 
 namespace vrex {
+
+static_assert(kNoBank == DRM_VREX_BANK_NONE && VREX_HAL_BANK_NONE == DRM_VREX_BANK_NONE);
 
 ImportedMemory::ImportedMemory(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t handle,
                                std::uint64_t size, std::span<std::byte> map)
@@ -23,7 +28,7 @@ ImportedMemory::~ImportedMemory() {
     if (KvAllocator::Impl::Import* i = alloc_->impl_->find_import(handle_)) {
         i->users--;
         // Blocks indexed into the buffer keep it (and their views) until they are gone.
-        alloc_->impl_->drop_import_if_unused_locked(alloc_->device().backend(), handle_);
+        alloc_->impl_->drop_import_if_unused_locked(backend_of(alloc_->device()), handle_);
     }
 }
 
@@ -35,11 +40,11 @@ std::uint32_t ImportedMemory::blocks() const {
 
 Result<std::unique_ptr<ImportedMemory>> KvAllocator::import_memory(int dmabuf_fd) {
     const std::string what = "import memory (fd " + std::to_string(dmabuf_fd) + ")";
-    Backend& be = device_->backend();
+    Backend& be = backend_of(*device_);
     auto bo = be.bo_import_dmabuf(dmabuf_fd);
     if (!bo) return bo.error_info().within(what + ": PRIME import");
     if (bo->own)
-        return Error{std::errc::invalid_argument, what + ": the dma-buf is vrex memory of this device (BO " +
+        return Error{std::make_error_code(std::errc::invalid_argument), what + ": the dma-buf is vrex memory of this device (BO " +
                                                       std::to_string(bo->handle) +
                                                       "): index its blocks where they are"};
     std::lock_guard lock(impl_->mu);
@@ -72,6 +77,11 @@ Result<std::unique_ptr<ImportedMemory>> KvAllocator::import_memory(int dmabuf_fd
 
 Result<KvBlock> Stream::index_imported(const ImportedMemory& memory, std::uint64_t offset,
                                        std::uint32_t region, std::int32_t frame_offset) {
+    return impl_->index_imported(memory, offset, region, frame_offset);
+}
+
+Result<KvBlock> Stream::Impl::index_imported(const ImportedMemory& memory, std::uint64_t offset,
+                                             std::uint32_t region, std::int32_t frame_offset) {
     const std::uint64_t bytes = alloc_->block_bytes();
     auto fail = [&](std::error_code ec, const std::string& why) -> Error {
         return Error{ec, why}.within(where("index imported block at offset " + std::to_string(offset) +
@@ -97,7 +107,7 @@ Result<KvBlock> Stream::index_imported(const ImportedMemory& memory, std::uint64
     it.length = bytes;
     it.region = region;
     it.frame_offset = frame_offset;
-    if (auto ec = alloc_->device().backend().shie_insert(id_, std::span(&it, 1)))
+    if (auto ec = backend_of(alloc_->device()).shie_insert(id_, std::span(&it, 1)))
         return fail(ec, "SHIE insert");
     if (it.result)
         return fail(std::error_code(-it.result, std::generic_category()),

@@ -20,7 +20,7 @@
 #include <mutex>
 #include <string>
 
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex {
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <string>
 
+#include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
 
 namespace vrex {
@@ -35,7 +36,7 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
     if (!device) return Error{std::errc::invalid_argument, "create KV allocator: no device"};
     auto bytes = geometry.block_bytes();
     if (!bytes)
-        return Error{device->lost_or(bytes.error()),
+        return Error{lost_or(*device, bytes.error()),
                      "create KV allocator: geometry (layers " + std::to_string(geometry.layers) +
                          ", kv_heads " + std::to_string(geometry.kv_heads) + ", head_dim " +
                          std::to_string(geometry.head_dim) + ", dtype " +
@@ -47,13 +48,13 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
         opts.blocks_per_slab =
             static_cast<std::uint32_t>(std::min<std::uint64_t>(kDefaultBlocksPerSlab, fit));
     if (opts.blocks_per_slab == 0 || opts.blocks_per_slab > fit)
-        return Error{device->lost_or(std::make_error_code(std::errc::invalid_argument)),
+        return Error{lost_or(*device, std::make_error_code(std::errc::invalid_argument)),
                      "create KV allocator: " + std::to_string(opts.blocks_per_slab) + " blocks of " +
                          std::to_string(*bytes) + " bytes per slab do not fit a bank of " +
                          std::to_string(device->info().bank_size) + " bytes (at most " + std::to_string(fit) +
                          ")"};
     // Nothing else here reaches the device: an allocator on a lost device is refused now, not later.
-    if (auto ec = device->lost_or({})) return ec;
+    if (auto ec = lost_or(*device, {})) return ec;
     return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, opts);
 }
 
@@ -61,12 +62,12 @@ KvAllocator::~KvAllocator() {
     // Streams hold a reference to the allocator, so every block is released by now.
     for (const Impl::Slab& s : impl_->slabs) {
         if (s.dmabuf >= 0) ::close(s.dmabuf);
-        (void)device_->backend().bo_destroy(s.handle);
+        (void)backend_of(*device_).bo_destroy(s.handle);
     }
     // ImportedMemory objects hold the allocator and streams are gone: nothing uses these any more.
     for (const Impl::Import& i : impl_->imports) {
         if (i.dmabuf >= 0) ::close(i.dmabuf);
-        (void)device_->backend().bo_destroy(i.handle);
+        (void)backend_of(*device_).bo_destroy(i.handle);
     }
 }
 
@@ -74,14 +75,14 @@ Result<std::unique_ptr<Stream>> KvAllocator::create_stream(const StreamOptions& 
     drm_vrex_stream_create a{};
     a.flags = options.pooled ? DRM_VREX_STREAM_POOLED : 0u;
     a.pool = options.pool;
-    if (auto ec = device_->backend().stream_create(a))
+    if (auto ec = backend_of(*device_).stream_create(a))
         return Error{ec, options.pooled ? "create stream (pool " + std::to_string(options.pool) + ")"
                                         : "create stream"};
     return std::make_unique<Stream>(Stream::Key{}, shared_from_this(), a.stream);
 }
 
 Result<KvAllocator::Placement> KvAllocator::new_slab_slot(std::uint64_t bank_mask) {
-    Backend& be = device_->backend();
+    Backend& be = backend_of(*device_);
     drm_vrex_bo_create a{};
     a.size = block_bytes_ * options_.blocks_per_slab;
     a.bank_mask = bank_mask;
@@ -112,7 +113,7 @@ void KvAllocator::release_empty_slab(std::size_t index) {
     }
     // Only a slab without live blocks gets here, so the device holds no address into it; should the
     // backend refuse anyway (EBUSY, device lost), the slab stays and is reused or destroyed later.
-    if (device_->backend().bo_destroy(s.handle)) return;
+    if (backend_of(*device_).bo_destroy(s.handle)) return;
     impl_->stats.banks[s.bank].slab_bytes -= block_bytes_ * options_.blocks_per_slab;
     impl_->stats.slabs_released++;
     impl_->slabs.erase(impl_->slabs.begin() + static_cast<std::ptrdiff_t>(index));
@@ -219,7 +220,7 @@ bool KvAllocator::free_if_unreferenced_locked(BlockRec& r) {
         impl_->blocks->erase(r);
         if (Impl::Import* i = impl_->find_import(handle)) {
             i->blocks--;
-            impl_->drop_import_if_unused_locked(device_->backend(), handle);
+            impl_->drop_import_if_unused_locked(backend_of(*device_), handle);
         }
         return true;
     }
@@ -228,22 +229,22 @@ bool KvAllocator::free_if_unreferenced_locked(BlockRec& r) {
     return true;
 }
 
-void KvAllocator::count_lookup(const drm_vrex_shie_lookup_item& it) {
+void KvAllocator::count_lookup(bool hit, bool approximate) {
     std::lock_guard lock(impl_->mu);
-    if (!(it.hit_flags & DRM_VREX_HIT))
+    if (!hit)
         impl_->stats.misses++;
-    else if (it.hit_flags & DRM_VREX_HIT_APPROX)
+    else if (approximate)
         impl_->stats.approx_hits++;
     else
         impl_->stats.hits++;
 }
 
 Result<Stats> KvAllocator::stats() {
-    auto dev = device_->backend().stats();
+    auto dev = backend_of(*device_).stats();
     if (!dev) return dev.error();
     std::lock_guard lock(impl_->mu);
     Stats s = impl_->stats;
-    s.device = *dev;
+    s.device = to_device_stats(*dev);
     s.resident_blocks = 0;
     s.resident_bytes = 0;
     for (const BankStats& b : s.banks) {

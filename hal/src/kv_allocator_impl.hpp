@@ -8,12 +8,14 @@
 #include <mutex>
 #include <vector>
 
+#include "backend.hpp"
 #include "block_table.hpp"
+#include "segment_ops.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrex {
 
-struct KvAllocator::Impl {
+struct VREX_LOCAL KvAllocator::Impl {
     struct Slab {
         std::uint32_t handle = 0;
         std::uint32_t bank = 0;
@@ -22,6 +24,7 @@ struct KvAllocator::Impl {
         // The slab's dma-buf, exported on the first Stream::export_dmabuf() of one of its blocks and
         // closed with the slab; every export hands out a dup of it (one buffer per slab).
         int dmabuf = -1;
+        std::uint32_t segment_blocks = 0;  // held by segments (their placement packs them)
     };
 
     // Engine-owned memory (KvAllocator::import_memory): one record per GEM handle, holding one
@@ -61,6 +64,7 @@ struct KvAllocator::Impl {
     std::vector<Import> imports;
     Stats stats;
     std::unique_ptr<BlockTable> blocks;  // generations and references (block_table.hpp)
+    SegmentRegistry segments;            // open segments, segment block ids (segment_ops.hpp)
 };
 
 }  // namespace vrex

@@ -1,10 +1,18 @@
 #include "vrex/resv.hpp"
 
+#include <drm/vrex_accel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "device_impl.hpp"
+
 namespace vrex {
+
+static_assert(static_cast<std::uint32_t>(ResvMode::mass) == DRM_VREX_RESV_MODE_MASS);
+static_assert(static_cast<std::uint32_t>(ResvMode::tokens) == DRM_VREX_RESV_MODE_TOKENS);
+
 namespace {
 
 std::error_code err(std::errc e) {
@@ -41,13 +49,12 @@ ResvHead::ResvHead(Key, std::shared_ptr<Device> device, std::uint32_t head, std:
 Result<std::unique_ptr<ResvHead>> ResvHead::create(std::shared_ptr<Device> device, const ResvParams& p,
                                                    std::uint32_t max_batch) {
     if (!device) return err(std::errc::invalid_argument);
-    if (!(device->info().caps & DRM_VREX_CAP_RESV))
-        return device->lost_or(err(std::errc::operation_not_supported));
+    if (!device->info().caps.resv) return lost_or(*device, err(std::errc::operation_not_supported));
     if (p.dim == 0 || p.dim > DRM_VREX_RESV_MAX_DIM || !(p.ratio >= 0.0 && p.ratio <= 1.0) ||
         max_batch == 0 || max_batch > (1u << 20) ||
         (!p.lut.empty() && p.lut.size() != DRM_VREX_RESV_LUT_SIZE))
         return err(std::errc::invalid_argument);
-    Backend& be = device->backend();
+    Backend& be = backend_of(*device);
     auto stats = be.resv_stats();
     if (!stats) return stats.error();
 
@@ -94,19 +101,19 @@ Result<std::unique_ptr<ResvHead>> ResvHead::create(std::shared_ptr<Device> devic
 }
 
 ResvHead::~ResvHead() {
-    Backend& be = device_->backend();
+    Backend& be = backend_of(*device_);
     (void)be.resv_head_destroy(head_);
     (void)be.bo_destroy(bo_);
 }
 
 std::error_code ResvHead::fail(std::error_code ec) {
-    return device_->lost_or(ec);
+    return lost_or(*device_, ec);
 }
 
 Result<std::uint32_t> ResvHead::append(std::span<const std::int16_t> keys) {
     if (keys.size() % dim_) return err(std::errc::invalid_argument);
     const std::uint32_t before = tokens_;
-    Backend& be = device_->backend();
+    Backend& be = backend_of(*device_);
     for (std::size_t done = 0; done < keys.size();) {
         const std::size_t n = std::min<std::size_t>((keys.size() - done) / dim_, max_batch_);
         std::memcpy(map_.data() + keys_offset(), keys.data() + done, n * dim_ * sizeof(std::int16_t));
@@ -145,7 +152,7 @@ Result<ResvSelection> ResvHead::select(std::span<const std::int16_t> query, bool
     it.out_handle = bo_;
     it.out_offset = out;
     it.max_ranges = max_ranges_;
-    if (auto ec = device_->backend().resv_select(std::span(&it, 1))) return ec;
+    if (auto ec = backend_of(*device_).resv_select(std::span(&it, 1))) return ec;
     ResvSelection s;
     s.tokens = it.tokens;
     s.clusters = it.clusters;
@@ -169,13 +176,17 @@ Result<ResvSelection> ResvHead::select(std::span<const float> query, bool blocks
 
 Result<void> ResvHead::truncate(std::uint32_t keep) {
     if (keep > tokens_) return err(std::errc::invalid_argument);
-    if (auto ec = device_->backend().resv_truncate(head_, keep)) return ec;
+    if (auto ec = backend_of(*device_).resv_truncate(head_, keep)) return ec;
     tokens_ = keep;
     return {};
 }
 
-Result<drm_vrex_resv_stats> resv_stats(Device& device) {
-    return device.backend().resv_stats();
+Result<ResvStats> resv_stats(Device& device) {
+    auto s = backend_of(device).resv_stats();
+    if (!s) return s.error();
+    return ResvStats{s->keys,           s->clusters, s->selects, s->tokens_scanned, s->tokens_selected,
+                     s->bytes_selected, s->ranges,   s->heads,   s->heads_in_use,   s->max_tokens,
+                     s->max_clusters};
 }
 
 }  // namespace vrex

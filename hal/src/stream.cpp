@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 
+#include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace vrex {
 namespace {
@@ -18,9 +18,12 @@ std::error_code item_error(std::int32_t result) {
     return {-result, std::generic_category()};
 }
 
+// Segment blocks (segment.cpp) have no SHIE entry and their positions follow the segment.
+constexpr const char* kSegmentBlock = "is a segment block (Segment::truncate or close releases it)";
+
 }  // namespace
 
-struct Stream::State {
+struct Stream::Impl::State {
     std::vector<std::uint32_t> pending_release;             // owned device ids to remove at end_frame
     std::unordered_set<std::uint64_t> holds;                // others' blocks referenced this frame
     std::unordered_map<std::uint64_t, std::uint32_t> pins;  // block key -> pins of this stream
@@ -36,17 +39,18 @@ struct Stream::State {
     }
 };
 
-Stream::Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id)
+Stream::Impl::Impl(std::shared_ptr<KvAllocator> alloc, std::uint32_t id)
     : alloc_(std::move(alloc)), id_(id), st_(std::make_unique<State>()) {}
 
-Stream::~Stream() {
-    Backend& be = alloc_->device().backend();
+Stream::Impl::~Impl() {
+    Backend& be = backend_of(alloc_->device());
     // Closing the stream releases its blocks on the device. Their memory returns to the allocator
     // unless another stream still references it; this stream's own references go now.
     (void)be.stream_destroy(id_);
     {
         std::lock_guard lock(alloc_->impl_->mu);
         BlockTable& t = *alloc_->impl_->blocks;
+        SegmentOps::close_stream_locked(*alloc_, id_);
         std::vector<std::uint64_t> touched;
         t.for_each([&](BlockRec& r) {
             if (r.owner == id_ && r.device_live) {
@@ -71,11 +75,11 @@ Stream::~Stream() {
     if (staging_handle_) (void)be.bo_destroy(staging_handle_);
 }
 
-std::error_code Stream::local_error(std::error_code ec) {
-    return alloc_->device().lost_or(ec);
+std::error_code Stream::Impl::local_error(std::error_code ec) {
+    return lost_or(alloc_->device(), ec);
 }
 
-Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma) {
+Result<drm_vrex_frame_submit> Stream::Impl::stage_frame(const LumaView& luma) {
     if (in_frame_)
         return Error{local_error(std::make_error_code(std::errc::device_or_resource_busy)),
                      "frame " + std::to_string(frame_.frame) + " is still open (end_frame first)"};
@@ -83,7 +87,7 @@ Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma) {
         return Error{local_error(std::make_error_code(std::errc::invalid_argument)),
                      "luma plane " + std::to_string(luma.width) + "x" + std::to_string(luma.height) +
                          ", stride " + std::to_string(luma.stride) + (luma.data ? "" : ", no data")};
-    Backend& be = alloc_->device().backend();
+    Backend& be = backend_of(alloc_->device());
 
     // The FCC reads the plane from device memory: stage it, packed (stride = width).
     const std::uint64_t bytes = std::uint64_t{luma.width} * luma.height;
@@ -117,7 +121,7 @@ Result<drm_vrex_frame_submit> Stream::stage_frame(const LumaView& luma) {
     return f;
 }
 
-FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f) {
+FrameInfo Stream::Impl::enter_frame(const drm_vrex_frame_submit& f) {
     frame_.fp.w[0] = f.fp[0];
     frame_.fp.w[1] = f.fp[1];
     frame_.frame = f.frame;
@@ -130,10 +134,10 @@ FrameInfo Stream::enter_frame(const drm_vrex_frame_submit& f) {
     return frame_;
 }
 
-Result<FrameInfo> Stream::do_begin_frame(const LumaView& luma) {
+Result<FrameInfo> Stream::Impl::do_begin_frame(const LumaView& luma) {
     auto f = stage_frame(luma);
     if (!f) return f.error_info();
-    if (auto ec = alloc_->device().backend().frame_submit(*f))
+    if (auto ec = backend_of(alloc_->device()).frame_submit(*f))
         return Error{ec,
                      "submit " + std::to_string(luma.width) + "x" + std::to_string(luma.height) + " frame"};
     return enter_frame(*f);
@@ -161,8 +165,8 @@ KvBlock make_block(const BlockRec& r, std::span<std::byte> mem, std::uint32_t st
 
 }  // namespace
 
-Result<std::vector<drm_vrex_released_block>> Stream::retire(std::span<const std::uint32_t> remove) {
-    Backend& be = alloc_->device().backend();
+Result<std::vector<drm_vrex_released_block>> Stream::Impl::retire(std::span<const std::uint32_t> remove) {
+    Backend& be = backend_of(alloc_->device());
     std::size_t room;
     {
         std::lock_guard lock(alloc_->impl_->mu);
@@ -192,8 +196,8 @@ Result<std::vector<drm_vrex_released_block>> Stream::retire(std::span<const std:
     return out;
 }
 
-void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool pressure,
-                            std::span<const std::uint32_t> rolled_back) {
+void Stream::Impl::apply_releases(std::span<const drm_vrex_released_block> recs, bool pressure,
+                                  std::span<const std::uint32_t> rolled_back) {
     std::vector<ReleasedBlock> out;
     {
         std::lock_guard lock(alloc_->impl_->mu);
@@ -266,7 +270,7 @@ void Stream::apply_releases(std::span<const drm_vrex_released_block> recs, bool 
     notify(out);
 }
 
-void Stream::notify(std::span<const ReleasedBlock> released) {
+void Stream::Impl::notify(std::span<const ReleasedBlock> released) {
     if (released.empty()) return;
     if (st_->callback) st_->callback(released);
     if (st_->event_fd >= 0) {
@@ -276,11 +280,11 @@ void Stream::notify(std::span<const ReleasedBlock> released) {
     }
 }
 
-void Stream::on_release(ReleaseCallback cb) {
+void Stream::Impl::on_release(ReleaseCallback cb) {
     st_->callback = std::move(cb);
 }
 
-Result<int> Stream::release_event_fd() {
+Result<int> Stream::Impl::release_event_fd() {
     if (st_->event_fd < 0) {
         st_->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (st_->event_fd < 0) return std::error_code(errno, std::generic_category());
@@ -288,7 +292,7 @@ Result<int> Stream::release_event_fd() {
     return st_->event_fd;
 }
 
-Result<bool> Stream::evict_one() {
+Result<bool> Stream::Impl::evict_one() {
     // Zombies first: blocks already past the aging rule cost nothing to drop.
     auto recs = retire({});
     if (!recs) return recs.error();
@@ -309,8 +313,8 @@ Result<bool> Stream::evict_one() {
     return true;
 }
 
-Result<std::vector<KvBlock>> Stream::do_allocate_batch(std::span<const std::uint32_t> regions,
-                                                       std::int32_t frame_offset) {
+Result<std::vector<KvBlock>> Stream::Impl::do_allocate_batch(std::span<const std::uint32_t> regions,
+                                                             std::int32_t frame_offset) {
     if (!in_frame_) return local_error(errc::not_in_frame);
     if (regions.empty()) {
         if (auto ec = local_error({})) return ec;
@@ -364,7 +368,7 @@ Result<std::vector<KvBlock>> Stream::do_allocate_batch(std::span<const std::uint
             it.region = regions[start + i];
             it.frame_offset = frame_offset;
         }
-        auto ec = alloc_->device().backend().shie_insert(id_, items);
+        auto ec = backend_of(alloc_->device()).shie_insert(id_, items);
         Error first_error{ec, ec ? "SHIE insert of " + std::to_string(n) + " blocks" : std::string{}};
         // ETIMEDOUT/EIO: the kernel stopped the batch at a failed command; items before it were
         // applied (result 0) and their blocks exist. Any other error applied nothing.
@@ -394,11 +398,12 @@ Result<std::vector<KvBlock>> Stream::do_allocate_batch(std::span<const std::uint
     return out;
 }
 
-Result<void> Stream::do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
+Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
     if (!in_frame_) return local_error(errc::not_in_frame);
     {
         std::lock_guard lock(alloc_->impl_->mu);
         const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
+        if (r && r->segment) return Error{std::errc::invalid_argument, kSegmentBlock};
         if (!r || !r->device_live) return errc::stale_handle;
     }
     drm_vrex_shie_insert_item it{};
@@ -408,7 +413,7 @@ Result<void> Stream::do_reuse(std::uint32_t region, const KvBlock& block, std::i
     it.region = region;
     it.frame_offset = frame_offset;
     it.block = block.id;
-    if (auto ec = alloc_->device().backend().shie_insert(id_, std::span(&it, 1)))
+    if (auto ec = backend_of(alloc_->device()).shie_insert(id_, std::span(&it, 1)))
         return Error{ec, "SHIE insert (alias)"};
     if (it.result)
         return Error{item_error(it.result), "SHIE insert (alias of block " + std::to_string(block.id) +
@@ -423,7 +428,7 @@ Result<void> Stream::do_reuse(std::uint32_t region, const KvBlock& block, std::i
     return {};
 }
 
-std::optional<KvBlock> Stream::block_from_lookup(const drm_vrex_shie_lookup_item& it) {
+std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_lookup_item& it) {
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->live(it.block);
     if (!r || r->handle != it.handle || r->offset != it.offset) return std::nullopt;
@@ -434,7 +439,7 @@ std::optional<KvBlock> Stream::block_from_lookup(const drm_vrex_shie_lookup_item
     return make_block(*r, p->data, id_, it.frame, it.region);
 }
 
-Result<std::vector<Retrieval>> Stream::do_retrieve_batch(std::span<const Query> queries) {
+Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Query> queries) {
     if (queries.empty()) {
         if (auto ec = local_error({})) return ec;
         return std::vector<Retrieval>{};
@@ -461,7 +466,7 @@ Result<std::vector<Retrieval>> Stream::do_retrieve_batch(std::span<const Query> 
                            (q.past_only ? DRM_VREX_LOOKUP_PAST_ONLY : 0u);
             }
         }
-        if (auto ec = alloc_->device().backend().shie_lookup(id_, items)) return ec;
+        if (auto ec = backend_of(alloc_->device()).shie_lookup(id_, items)) return ec;
         for (drm_vrex_shie_lookup_item& it : items) {
             std::optional<KvBlock> blk;
             if (it.hit_flags & DRM_VREX_HIT) {
@@ -469,7 +474,7 @@ Result<std::vector<Retrieval>> Stream::do_retrieve_batch(std::span<const Query> 
                 if (!blk)  // released on its owner's thread since the lookup: a miss
                     it.hit_flags = 0;
             }
-            alloc_->count_lookup(it);
+            alloc_->count_lookup(it.hit_flags & DRM_VREX_HIT, it.hit_flags & DRM_VREX_HIT_APPROX);
             Retrieval r;
             r.hit = it.hit_flags & DRM_VREX_HIT;
             if (r.hit) {
@@ -487,7 +492,7 @@ Result<std::vector<Retrieval>> Stream::do_retrieve_batch(std::span<const Query> 
     return out;
 }
 
-Result<void> Stream::do_release(std::span<const KvBlock> blocks) {
+Result<void> Stream::Impl::do_release(std::span<const KvBlock> blocks) {
     auto which = [&](std::size_t i) {
         const KvBlock& b = blocks[i];
         return (blocks.size() > 1 ? "block " + std::to_string(i) + " " : std::string("block ")) + "(id " +
@@ -501,6 +506,9 @@ Result<void> Stream::do_release(std::span<const KvBlock> blocks) {
         for (std::size_t i = 0; i < blocks.size(); i++) {
             const std::uint64_t key = BlockTable::key(blocks[i].id, blocks[i].generation);
             const BlockRec* r = alloc_->impl_->blocks->find(key);
+            if (r && r->segment)
+                return Error{local_error(std::make_error_code(std::errc::invalid_argument)),
+                             which(i) + " " + kSegmentBlock};
             if (!r || (r->owner == id_ && !r->device_live))
                 return Error{local_error(errc::stale_handle), which(i)};
             if (r->owner == id_) {
@@ -534,11 +542,12 @@ Result<void> Stream::do_release(std::span<const KvBlock> blocks) {
     return {};
 }
 
-Result<void> Stream::do_set_positions(const KvBlock& block, std::uint32_t first_token,
-                                      std::uint32_t token_count) {
+Result<void> Stream::Impl::do_set_positions(const KvBlock& block, std::uint32_t first_token,
+                                            std::uint32_t token_count) {
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
     if (!r) return errc::stale_handle;
+    if (r->segment) return Error{std::errc::invalid_argument, kSegmentBlock};
     if (r->owner != id_) return std::make_error_code(std::errc::operation_not_permitted);
     if (token_count > alloc_->geometry_.tokens_per_block)
         return std::make_error_code(std::errc::invalid_argument);
@@ -547,7 +556,7 @@ Result<void> Stream::do_set_positions(const KvBlock& block, std::uint32_t first_
     return {};
 }
 
-Result<void> Stream::do_pin(const KvBlock& block) {
+Result<void> Stream::Impl::do_pin(const KvBlock& block) {
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->find(key);
@@ -558,7 +567,7 @@ Result<void> Stream::do_pin(const KvBlock& block) {
     return {};
 }
 
-Result<void> Stream::do_unpin(const KvBlock& block) {
+Result<void> Stream::Impl::do_unpin(const KvBlock& block) {
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
     std::lock_guard lock(alloc_->impl_->mu);
     auto p = st_->pins.find(key);
@@ -573,14 +582,16 @@ Result<void> Stream::do_unpin(const KvBlock& block) {
     return {};
 }
 
-Result<KvBlock> Stream::do_copy_on_write(const KvBlock& block, std::uint32_t region,
-                                         std::int32_t frame_offset) {
+Result<KvBlock> Stream::Impl::do_copy_on_write(const KvBlock& block, std::uint32_t region,
+                                               std::int32_t frame_offset) {
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
     std::span<const std::byte> src;
     {
         std::lock_guard lock(alloc_->impl_->mu);
         BlockRec* r = alloc_->impl_->blocks->find(key);
         if (!r) return local_error(errc::stale_handle);
+        if (r->segment)
+            return Error{local_error(std::make_error_code(std::errc::invalid_argument)), kSegmentBlock};
         auto p = alloc_->view_locked(r->handle, r->offset);
         if (!p) return local_error(errc::stale_handle);
         if (r->writable_by(id_)) return make_block(*r, p->data, id_, block.frame, block.region);
@@ -602,7 +613,7 @@ Result<KvBlock> Stream::do_copy_on_write(const KvBlock& block, std::uint32_t reg
     return copy;
 }
 
-Result<FrameEnd> Stream::do_end_frame() {
+Result<FrameEnd> Stream::Impl::do_end_frame() {
     if (!in_frame_) return local_error(errc::not_in_frame);
     const std::vector<std::uint32_t> remove = st_->pending_release;
     auto recs = retire(remove);
@@ -627,7 +638,7 @@ Result<FrameEnd> Stream::do_end_frame() {
     return fe;
 }
 
-Result<int> Stream::do_export_dmabuf(const KvBlock& block) {
+Result<int> Stream::Impl::do_export_dmabuf(const KvBlock& block) {
     // One dma-buf per slab, exported once and cached: every block of the slab (at block.offset) and
     // every repeated export share the same buffer (and open file description); the caller gets a dup.
     std::lock_guard lock(alloc_->impl_->mu);
@@ -643,13 +654,38 @@ Result<int> Stream::do_export_dmabuf(const KvBlock& block) {
         std::find_if(slabs.begin(), slabs.end(), [&](const auto& s) { return s.handle == r->handle; });
     if (slab == slabs.end()) return local_error(errc::stale_handle);
     if (slab->dmabuf < 0) {
-        auto fd = alloc_->device().backend().bo_export_dmabuf(slab->handle);
+        auto fd = backend_of(alloc_->device()).bo_export_dmabuf(slab->handle);
         if (!fd) return Error{fd.error(), "PRIME export of slab " + std::to_string(slab->handle)};
         slab->dmabuf = *fd;
     }
     const int dup = ::fcntl(slab->dmabuf, F_DUPFD_CLOEXEC, 0);
     if (dup < 0) return Error{std::error_code(errno, std::generic_category()), "dup of the slab's dma-buf"};
     return dup;
+}
+
+}  // namespace vrex
+
+namespace vrex {
+
+Stream::Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id)
+    : impl_(std::make_unique<Impl>(std::move(alloc), id)) {}
+
+Stream::~Stream() = default;
+
+std::uint32_t Stream::id() const noexcept {
+    return impl_->id_;
+}
+bool Stream::in_frame() const noexcept {
+    return impl_->in_frame_;
+}
+const FrameInfo& Stream::frame() const noexcept {
+    return impl_->frame_;
+}
+void Stream::on_release(ReleaseCallback cb) {
+    impl_->on_release(std::move(cb));
+}
+Result<int> Stream::release_event_fd() {
+    return impl_->release_event_fd();
 }
 
 }  // namespace vrex

@@ -4,7 +4,7 @@
 // left on device" rather than a bare errno message.
 #include <string>
 
-#include "vrex/hal.hpp"
+#include "stream_impl.hpp"
 
 namespace vrex {
 namespace {
@@ -22,7 +22,7 @@ std::string handle(const KvBlock& b) {
 
 }  // namespace
 
-std::string Stream::where(std::string_view what) const {
+std::string Stream::Impl::where(std::string_view what) const {
     std::string s(what);
     s += " (stream " + std::to_string(id_);
     if (in_frame_) s += ", frame " + std::to_string(frame_.frame);
@@ -30,88 +30,91 @@ std::string Stream::where(std::string_view what) const {
 }
 
 Result<FrameInfo> Stream::begin_frame(const LumaView& luma) {
-    return in_context(do_begin_frame(luma), [&] { return where("begin frame"); });
+    return in_context(impl_->do_begin_frame(luma), [&] { return impl_->where("begin frame"); });
 }
 
 Result<std::vector<KvBlock>> Stream::allocate_batch(std::span<const std::uint32_t> regions,
                                                     std::int32_t frame_offset) {
-    return in_context(do_allocate_batch(regions, frame_offset), [&] {
-        return where("allocate batch of " + std::to_string(regions.size()) + " blocks");
+    return in_context(impl_->do_allocate_batch(regions, frame_offset), [&] {
+        return impl_->where("allocate batch of " + std::to_string(regions.size()) + " blocks");
     });
 }
 
 Result<KvBlock> Stream::allocate(std::uint32_t region, std::int32_t frame_offset) {
     const std::uint32_t r[1] = {region};
-    auto v = do_allocate_batch(r, frame_offset);
-    if (!v) return v.error_info().within(where("allocate"));
+    auto v = impl_->do_allocate_batch(r, frame_offset);
+    if (!v) return v.error_info().within(impl_->where("allocate"));
     return v->front();
 }
 
 Result<void> Stream::reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
-    return in_context(do_reuse(region, block, frame_offset), [&] { return where("reuse " + handle(block)); });
+    return in_context(impl_->do_reuse(region, block, frame_offset),
+                      [&] { return impl_->where("reuse " + handle(block)); });
 }
 
 Result<std::vector<Retrieval>> Stream::retrieve_batch(std::span<const Query> queries) {
-    return in_context(do_retrieve_batch(queries), [&] {
-        return where("retrieve batch of " + std::to_string(queries.size()) + " queries");
+    return in_context(impl_->do_retrieve_batch(queries), [&] {
+        return impl_->where("retrieve batch of " + std::to_string(queries.size()) + " queries");
     });
 }
 
 Result<Retrieval> Stream::retrieve_temporal(std::uint32_t region, std::int32_t frame_offset) {
     const Query q[1] = {Query::temporal(region, frame_offset)};
-    auto v = do_retrieve_batch(q);
+    auto v = impl_->do_retrieve_batch(q);
     if (!v)
-        return v.error_info().within(where("retrieve temporal (region " + std::to_string(region) +
-                                           ", frame offset " + std::to_string(frame_offset) + ")"));
+        return v.error_info().within(impl_->where("retrieve temporal (region " + std::to_string(region) +
+                                                  ", frame offset " + std::to_string(frame_offset) + ")"));
     return v->front();
 }
 
 Result<Retrieval> Stream::retrieve_similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
                                            Scope scope, bool past_only) {
     const Query q[1] = {Query::similar(region, fp, radius, scope, past_only)};
-    auto v = do_retrieve_batch(q);
+    auto v = impl_->do_retrieve_batch(q);
     if (!v)
-        return v.error_info().within(where("retrieve similar (region " + std::to_string(region) +
-                                           ", radius " + std::to_string(radius) + ")"));
+        return v.error_info().within(impl_->where("retrieve similar (region " + std::to_string(region) +
+                                                  ", radius " + std::to_string(radius) + ")"));
     return v->front();
 }
 
 Result<void> Stream::release(const KvBlock& block) {
-    return in_context(do_release(std::span(&block, 1)), [&] { return where("release"); });
+    return in_context(impl_->do_release(std::span(&block, 1)), [&] { return impl_->where("release"); });
 }
 
 Result<void> Stream::release_batch(std::span<const KvBlock> blocks) {
-    return in_context(do_release(blocks),
-                      [&] { return where("release batch of " + std::to_string(blocks.size()) + " blocks"); });
+    return in_context(impl_->do_release(blocks), [&] {
+        return impl_->where("release batch of " + std::to_string(blocks.size()) + " blocks");
+    });
 }
 
 Result<void> Stream::set_positions(const KvBlock& block, std::uint32_t first_token,
                                    std::uint32_t token_count) {
-    return in_context(do_set_positions(block, first_token, token_count), [&] {
-        return where("set positions of " + handle(block) + " to " + std::to_string(token_count) +
-                     " tokens from " + std::to_string(first_token));
+    return in_context(impl_->do_set_positions(block, first_token, token_count), [&] {
+        return impl_->where("set positions of " + handle(block) + " to " + std::to_string(token_count) +
+                            " tokens from " + std::to_string(first_token));
     });
 }
 
 Result<void> Stream::pin(const KvBlock& block) {
-    return in_context(do_pin(block), [&] { return where("pin " + handle(block)); });
+    return in_context(impl_->do_pin(block), [&] { return impl_->where("pin " + handle(block)); });
 }
 
 Result<void> Stream::unpin(const KvBlock& block) {
-    return in_context(do_unpin(block), [&] { return where("unpin " + handle(block)); });
+    return in_context(impl_->do_unpin(block), [&] { return impl_->where("unpin " + handle(block)); });
 }
 
 Result<KvBlock> Stream::copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset) {
-    return in_context(do_copy_on_write(block, region, frame_offset),
-                      [&] { return where("copy on write of " + handle(block)); });
+    return in_context(impl_->do_copy_on_write(block, region, frame_offset),
+                      [&] { return impl_->where("copy on write of " + handle(block)); });
 }
 
 Result<FrameEnd> Stream::end_frame() {
-    return in_context(do_end_frame(), [&] { return where("end frame"); });
+    return in_context(impl_->do_end_frame(), [&] { return impl_->where("end frame"); });
 }
 
 Result<int> Stream::export_dmabuf(const KvBlock& block) {
-    return in_context(do_export_dmabuf(block), [&] { return where("export dma-buf of " + handle(block)); });
+    return in_context(impl_->do_export_dmabuf(block),
+                      [&] { return impl_->where("export dma-buf of " + handle(block)); });
 }
 
 }  // namespace vrex

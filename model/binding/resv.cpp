@@ -41,7 +41,7 @@ std::span<const float> rows(const F32& a, std::uint32_t dim, const char* what) {
     return {a.data(), static_cast<std::size_t>(a.size())};
 }
 
-py::dict stats_dict(const drm_vrex_resv_stats& s) {
+py::dict stats_dict(const vrex::ResvStats& s) {
     py::dict d;
     d["keys"] = s.keys;
     d["clusters"] = s.clusters;

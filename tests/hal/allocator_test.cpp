@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "device_impl.hpp"
 #include "backends.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
@@ -82,7 +83,7 @@ protected:
     {
         auto be = test::open_backend(GetParam());
         ASSERT_NE(be, nullptr);
-        auto d = Device::adopt(std::move(be));
+        auto d = adopt_backend(std::move(be));
         ASSERT_TRUE(d);
         dev_ = *d;
         auto a = KvAllocator::create(dev_, kGeom);
@@ -329,7 +330,7 @@ TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
     auto f = s->begin_frame(view_of(px, 128, 96));
     ASSERT_TRUE(f);
     // Occupy the frame's whole bank group with other buffers.
-    Backend& be = dev_->backend();
+    Backend& be = backend_of(*dev_);
     std::vector<std::uint32_t> fillers;
     for (;;) {
         drm_vrex_bo_create a{};
@@ -391,16 +392,16 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
         auto px = synthetic_frame(128, 96, 40, 0);
         ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
         // Staging BO in place: from here on only slabs move the device's BO bytes.
-        const std::uint64_t before = device_bo_bytes(dev_->backend());
+        const std::uint64_t before = device_bo_bytes(backend_of(*dev_));
         auto blocks = (*s)->allocate_batch(iota_regions(16));
         ASSERT_TRUE(blocks);
-        EXPECT_EQ(device_bo_bytes(dev_->backend()), before + 4 * kSlab);
+        EXPECT_EQ(device_bo_bytes(backend_of(*dev_)), before + 4 * kSlab);
         for (const KvBlock& b : *blocks)
             ASSERT_TRUE((*s)->release(b));
         auto n = (*s)->end_frame();
         ASSERT_TRUE(n);
         EXPECT_EQ(n->count, 16u);
-        EXPECT_EQ(device_bo_bytes(dev_->backend()), before + spare * kSlab) << "spare " << spare;
+        EXPECT_EQ(device_bo_bytes(backend_of(*dev_)), before + spare * kSlab) << "spare " << spare;
         auto st = (*a)->stats();
         ASSERT_TRUE(st);
         EXPECT_EQ(held_slab_bytes(*st), spare * kSlab);
@@ -521,7 +522,7 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
 
 TEST_P(Allocator, DeviceLossIsAnErrorNotACrash)
 {
-    auto* emu = dynamic_cast<EmulatedBackend*>(&dev_->backend());
+    auto* emu = dynamic_cast<EmulatedBackend*>(&backend_of(*dev_));
     if (!emu)
         GTEST_SKIP() << "device loss is injected through the emulation (kernel: QEMU hot-unplug tests)";
     auto s = stream();

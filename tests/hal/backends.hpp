@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex::test {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "device_impl.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrex::test {
@@ -23,7 +24,7 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
     void SetUp() override {
         auto be = open_backend(GetParam());
         ASSERT_NE(be, nullptr);
-        auto d = Device::adopt(std::move(be));
+        auto d = adopt_backend(std::move(be));
         ASSERT_TRUE(d);
         dev_ = *d;
     }

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_impl.hpp"
 #include "device_test.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
@@ -190,7 +191,7 @@ class Imported : public test::DeviceTest {
     }
     static ModelGeometry geometry() { return ModelGeometry{2, 2, 64, DType::fp16, 16}; }  // 16 KiB blocks
     drm_vrex_bank_info banks() {
-        auto b = dev_->backend().bank_info();
+        auto b = backend_of(*dev_).bank_info();
         EXPECT_TRUE(b) << b.error_message();
         return b ? *b : drm_vrex_bank_info{};
     }

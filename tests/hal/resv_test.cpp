@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "device_impl.hpp"
 
 extern "C" {
 #include "resv.h"
@@ -33,10 +34,10 @@ class Resv : public ::testing::TestWithParam<std::string> {
         auto be = test::open_backend(GetParam());
         ASSERT_NE(be, nullptr);
         be_ = be.get();
-        auto d = Device::adopt(std::move(be));
+        auto d = adopt_backend(std::move(be));
         ASSERT_TRUE(d);
         dev_ = *d;
-        ASSERT_TRUE(dev_->info().caps & DRM_VREX_CAP_RESV)
+        ASSERT_TRUE(dev_->info().caps.resv)
             << GetParam() << ": the device has no ReSV unit (DRM_VREX_CAP_RESV)";
         auto st = be_->resv_stats();
         ASSERT_TRUE(st);

@@ -11,9 +11,11 @@
 #include <set>
 #include <thread>
 
+#include "device_impl.hpp"
 #include "backends.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
+#include "async_device_impl.hpp"
 #include "vrex/async.hpp"
 
 namespace vrex {
@@ -27,7 +29,7 @@ protected:
     {
         auto be = test::open_backend(GetParam());
         ASSERT_NE(be, nullptr);
-        auto dev = Device::adopt(std::move(be));
+        auto dev = adopt_backend(std::move(be));
         ASSERT_TRUE(dev);
         dev_ = *dev;
         auto a = AsyncDevice::create(dev_, io_);
@@ -35,7 +37,7 @@ protected:
         async_ = std::move(*a);
     }
 
-    Backend& be() { return dev_->backend(); }
+    Backend& be() { return backend_of(*dev_); }
 
     std::uint32_t stream()
     {
@@ -87,7 +89,7 @@ TEST_P(Async, FrameCompletesFromTheEventWithTheIoctlResults)
     int calls = 0;
     std::error_code got_ec = std::make_error_code(std::errc::timed_out);
     FrameCompletion got;
-    async_->async_begin_frame(f, [&](std::error_code ec, FrameCompletion c) {
+    raw::async_begin_frame(*async_, f, [&](std::error_code ec, FrameCompletion c) {
         calls++;
         got_ec = ec;
         got = c;
@@ -122,7 +124,7 @@ TEST_P(Async, FailedSubmitCompletesWithTheErrno)
     f.width = 8;  // below fcc_min_dim
     std::error_code got;
     int calls = 0;
-    async_->async_begin_frame(f, [&](std::error_code ec, FrameCompletion) {
+    raw::async_begin_frame(*async_, f, [&](std::error_code ec, FrameCompletion) {
         calls++;
         got = ec;
     });
@@ -135,7 +137,7 @@ TEST_P(Async, FailedSubmitCompletesWithTheErrno)
 TEST_P(Async, FutureTokenDeliversTheCompletion)
 {
     const std::uint32_t s = stream();
-    auto fut = async_->async_begin_frame(staged(s, 2, 0), asio::use_future);
+    auto fut = raw::async_begin_frame(*async_, staged(s, 2, 0), asio::use_future);
     std::thread runner([this] { io_.run_for(std::chrono::seconds(10)); });
     ASSERT_EQ(fut.wait_for(std::chrono::seconds(10)), std::future_status::ready);
     auto [ec, c] = fut.get();
@@ -173,7 +175,7 @@ TEST_P(Async, RetrieveBatchCompletesWithTheItems)
     int calls = 0;
     std::error_code got_ec = std::make_error_code(std::errc::timed_out);
     std::vector<drm_vrex_shie_lookup_item> got;
-    async_->async_retrieve(s, q, [&](std::error_code ec, std::vector<drm_vrex_shie_lookup_item> items) {
+    raw::async_retrieve(*async_, s, q, [&](std::error_code ec, std::vector<drm_vrex_shie_lookup_item> items) {
         calls++;
         got_ec = ec;
         got = std::move(items);
@@ -189,7 +191,7 @@ TEST_P(Async, RetrieveBatchCompletesWithTheItems)
 
     q[0].radius = 3;  // invalid on a temporal lookup
     calls = 0;
-    async_->async_retrieve(s, q, [&](std::error_code ec, std::vector<drm_vrex_shie_lookup_item>) {
+    raw::async_retrieve(*async_, s, q, [&](std::error_code ec, std::vector<drm_vrex_shie_lookup_item>) {
         calls++;
         got_ec = ec;
     });
@@ -202,7 +204,7 @@ TEST_P(Async, DestroyingCancelsPendingFrames)
     const std::uint32_t s = stream();
     std::error_code got;
     int calls = 0;
-    async_->async_begin_frame(staged(s, 5, 0), [&](std::error_code ec, FrameCompletion) {
+    raw::async_begin_frame(*async_, staged(s, 5, 0), [&](std::error_code ec, FrameCompletion) {
         calls++;
         got = ec;
     });
@@ -235,7 +237,7 @@ TEST_P(Async, ConcurrentSubmittersAllCompleteInStreamOrder)
             for (int i = 0; i < kFrames; i++) {
                 drm_vrex_frame_submit f = base[static_cast<std::size_t>(t)];
                 f.user_data = static_cast<std::uint64_t>(t) << 32 | static_cast<std::uint64_t>(i);
-                async_->async_begin_frame(f, [&](std::error_code ec, FrameCompletion c) {
+                raw::async_begin_frame(*async_, f, [&](std::error_code ec, FrameCompletion c) {
                     std::lock_guard lock(mu);
                     if (ec || c.event.user_data != c.submit.user_data || c.event.frame != c.submit.frame)
                         errors++;
@@ -280,7 +282,7 @@ TEST(AsyncEmulated, DeviceLossFailsTheSubmission)
     auto be = EmulatedBackend::open(BackendOptions{});
     ASSERT_TRUE(be);
     EmulatedBackend& emu = **be;
-    auto dev = Device::adopt(std::unique_ptr<Backend>(std::move(*be)));
+    auto dev = adopt_backend(std::unique_ptr<Backend>(std::move(*be)));
     ASSERT_TRUE(dev);
     asio::io_context io;
     auto a = AsyncDevice::create(*dev, io);
@@ -291,7 +293,7 @@ TEST(AsyncEmulated, DeviceLossFailsTheSubmission)
     drm_vrex_frame_submit f{};
     f.stream = sc.stream;
     std::error_code got;
-    (*a)->async_begin_frame(f, [&](std::error_code ec, FrameCompletion) { got = ec; });
+    raw::async_begin_frame(**a, f, [&](std::error_code ec, FrameCompletion) { got = ec; });
     io.run_for(std::chrono::seconds(2));
     EXPECT_EQ(got, errc::device_lost);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "device_impl.hpp"
 #include "backends.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
@@ -31,7 +32,7 @@ protected:
     {
         auto be = test::open_backend(GetParam());
         ASSERT_NE(be, nullptr);
-        auto dev = Device::adopt(std::move(be));
+        auto dev = adopt_backend(std::move(be));
         ASSERT_TRUE(dev);
         dev_ = *dev;
         auto alloc = KvAllocator::create(dev_, kGeom);
@@ -175,7 +176,7 @@ TEST_P(AsyncStream, MisuseCompletesWithTheError)
     EXPECT_EQ(async_->pending_frames(), 0u);
 
     // A stream of another Device (its own emulated or kernel file) is refused.
-    auto other_dev = Device::adopt(test::open_backend(GetParam()));
+    auto other_dev = adopt_backend(test::open_backend(GetParam()));
     ASSERT_TRUE(other_dev);
     auto other_alloc = KvAllocator::create(*other_dev, kGeom);
     ASSERT_TRUE(other_alloc);
@@ -282,7 +283,7 @@ TEST(AsyncStreamEmulated, DeviceLossCompletesWithDeviceLost)
     auto be = EmulatedBackend::open(BackendOptions{});
     ASSERT_TRUE(be);
     EmulatedBackend& emu = **be;
-    auto dev = Device::adopt(std::unique_ptr<Backend>(std::move(*be)));
+    auto dev = adopt_backend(std::unique_ptr<Backend>(std::move(*be)));
     ASSERT_TRUE(dev);
     auto alloc = KvAllocator::create(*dev, kGeom);
     ASSERT_TRUE(alloc);

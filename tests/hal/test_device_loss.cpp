@@ -5,12 +5,14 @@
 // kernel backend through a sysfs unbind (QEMU guests, root), rebound afterwards.
 #include <gtest/gtest.h>
 
+#include "device_impl.hpp"
 #include "backends.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
 #include "kernel_backend.hpp"
 #include "test_kernel_guest.hpp"
 #include "vrex/hal.hpp"
+#include "vrex/segment.hpp"
 
 namespace vrex {
 namespace {
@@ -31,7 +33,7 @@ protected:
             device_ = test::bound_device_of(node_);
             ASSERT_FALSE(device_.empty()) << node_;
         }
-        auto d = Device::adopt(std::move(be));
+        auto d = adopt_backend(std::move(be));
         ASSERT_TRUE(d);
         dev_ = *d;
     }
@@ -47,7 +49,7 @@ protected:
 
     void lose_device()
     {
-        if (auto* emu = dynamic_cast<EmulatedBackend*>(&dev_->backend())) {
+        if (auto* emu = dynamic_cast<EmulatedBackend*>(&backend_of(*dev_))) {
             emu->simulate_device_loss();
             return;
         }
@@ -79,6 +81,9 @@ TEST_P(DeviceLoss, EveryStreamAndAllocatorCallReportsDeviceLost)
     ASSERT_TRUE(s.release(*b2));
     ASSERT_TRUE(t.begin_frame(luma));
     ASSERT_TRUE(t.end_frame());
+    auto seg = t.open_segment(SegmentKind::prompt, 0);
+    ASSERT_TRUE(seg) << seg.error_message();
+    ASSERT_TRUE(seg->append(3)) << "a partial block: the next append needs no device memory";
 
     lose_device();
     const std::error_code lost = errc::device_lost;
@@ -108,19 +113,26 @@ TEST_P(DeviceLoss, EveryStreamAndAllocatorCallReportsDeviceLost)
     EXPECT_EQ(t.release(*b).error(), lost);
     EXPECT_EQ(t.end_frame().error(), lost);
     EXPECT_EQ(t.retrieve_temporal(0, -1).error(), lost);
+    EXPECT_EQ(t.open_segment(SegmentKind::generated, 0).error(), lost);
+    EXPECT_EQ(t.open_segment(static_cast<SegmentKind>(9), 0).error(), lost) << "not EINVAL";
+    EXPECT_EQ(seg->append(1).error(), lost) << "fits the partial block, still reported";
+    EXPECT_EQ(seg->truncate(0).error(), lost);
+    EXPECT_EQ(seg->truncate(99).error(), lost) << "not ERANGE";
+    EXPECT_EQ(seg->tokens(), 3u);
 
     EXPECT_EQ((*alloc)->create_stream().error(), lost);
     EXPECT_EQ((*alloc)->stats().error(), lost);
     EXPECT_EQ(KvAllocator::create(dev_, kGeom).error(), lost);
     EXPECT_EQ(KvAllocator::create(dev_, ModelGeometry{}).error(), lost) << "not bad_geometry";
-    EXPECT_EQ(dev_->lost_or({}), lost);
+    EXPECT_EQ(lost_or(*dev_, {}), lost);
 
     if (dev_->backend_name() == "emulated")
         b->data[0] = std::byte{1};  // the emulation keeps host views valid until the device object goes
 
     // Teardown after the loss: streams, allocator, device, in the order an engine drops them.
     in->reset();
-    out->reset();
+    out->reset();  // closes the segment
+    EXPECT_FALSE(seg->is_open());
     alloc->reset();
     dev_.reset();
 }
@@ -141,7 +153,7 @@ TEST_P(DeviceLoss, LocalStateErrorsStayWhileTheDeviceIsPresent)
     unknown.id = 12345;
     EXPECT_EQ((*s)->release(unknown).error(), errc::stale_handle) << "never a valid handle";
     EXPECT_EQ(KvAllocator::create(dev_, ModelGeometry{}).error(), errc::bad_geometry);
-    EXPECT_FALSE(dev_->lost_or({}));
+    EXPECT_FALSE(lost_or(*dev_, {}));
     EXPECT_TRUE((*s)->allocate_batch({}));
     EXPECT_TRUE((*s)->retrieve_batch({}));
 }

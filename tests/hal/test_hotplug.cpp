@@ -7,6 +7,7 @@
 
 #include "discovery.hpp"
 #include "test_kernel_guest.hpp"
+#include "hotplug_filter.hpp"
 #include "vrex/hotplug.hpp"
 
 namespace vrex {
@@ -101,7 +102,7 @@ TEST(Hotplug, UnbindAndBindOfTheDeviceAreReported)
     HotplugMonitor mon(io, [&](const HotplugEvent& e) { seen.push_back(e); }, HotplugMonitor::Options{"kernel"});
     ASSERT_TRUE(mon.start());
     ASSERT_EQ(mon.known().size(), 1u);
-    EXPECT_EQ(mon.known().begin()->second, node);
+    EXPECT_EQ(mon.known().front().node, node);
 
     auto run_until = [&](std::size_t n) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

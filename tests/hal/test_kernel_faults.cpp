@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 
+#include "device_impl.hpp"
 #include "discovery.hpp"
 #include "frames.hpp"
 #include "kernel_backend.hpp"
@@ -61,7 +62,7 @@ protected:
 
         auto be = KernelBackend::open(BackendOptions{node_});
         ASSERT_TRUE(be) << be.error().message();
-        auto d = Device::adopt(std::unique_ptr<Backend>(std::move(*be)));
+        auto d = adopt_backend(std::unique_ptr<Backend>(std::move(*be)));
         ASSERT_TRUE(d);
         dev_ = *d;
         AllocatorOptions o;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "test_kernel_options.hpp"
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex::test {
 

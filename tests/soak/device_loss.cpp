@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_impl.hpp"
 #include "emulated_backend.hpp"
 #include "vrex/hal.hpp"
 
@@ -100,7 +101,7 @@ int main() {
         return 1;
     }
     vrex::EmulatedBackend* emu = be->get();
-    auto dev = vrex::Device::adopt(std::move(*be));
+    auto dev = vrex::adopt_backend(std::move(*be));
     if (!dev) {
         check(false, "device: " + dev.error().message());
         std::printf("device_loss: %d passed, %d failed\n", g_pass, g_fail);

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "vrex/backend.hpp"
+#include "backend.hpp"
 
 namespace vrex::test {
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "audit_backend.hpp"
+#include "device_impl.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace {
@@ -64,7 +65,7 @@ TEST_P(PipelineFootage, AccountingBaselineWindowAndNoRetiredBlockOnTwoH264Stream
     ASSERT_TRUE(inner) << inner.error().message();
     auto audit_owned = std::make_unique<vrex::test::AuditBackend>(std::move(*inner));
     vrex::test::AuditBackend& audit = *audit_owned;
-    auto dev = vrex::Device::adopt(std::move(audit_owned));
+    auto dev = vrex::adopt_backend(std::move(audit_owned));
     ASSERT_TRUE(dev);
     audit.window_frames = (*dev)->info().zombie_frames + 1;
 

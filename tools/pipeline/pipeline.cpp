@@ -108,7 +108,7 @@ class Runner {
     // (reused up to that age, then referenced by the window Z + 1 more frames), so entries of frames
     // older than max_reuse_age + Z + 2 steps are gone: streams x 16 x (age + Z + 2) <= capacity
     // keeps the SHIE from filling up (ENOSPC) however static the footage.
-    static std::uint32_t shie_age_bound(const drm_vrex_device_info& di, std::size_t streams) {
+    static std::uint32_t shie_age_bound(const vrex::DeviceInfo& di, std::size_t streams) {
         const std::uint64_t frames =
             di.shie_capacity / (std::uint64_t{kRegions} * std::max<std::size_t>(streams, 1));
         const std::uint64_t overhead = std::uint64_t{di.zombie_frames} + 2;
@@ -176,7 +176,7 @@ class Runner {
     // The FCC fingerprints frames of [fcc_min_dim, fcc_max_dim] pixels a side; anything else would
     // fail at the first begin_frame with a bare EINVAL, so it is refused up front, naming the limits.
     void check_frame_size(const std::string& path, const VideoDecoder& d) const {
-        const drm_vrex_device_info& di = device_->info();
+        const vrex::DeviceInfo& di = device_->info();
         if (d.width() < di.fcc_min_dim || d.height() < di.fcc_min_dim)
             throw Failure(FailureKind::bad_input,
                           fmt::format("{}: frames are {}x{}, below the FCC minimum of {}x{} pixels", path,
@@ -188,7 +188,7 @@ class Runner {
     }
 
     void fill_header() {
-        const drm_vrex_device_info& di = device_->info();
+        const vrex::DeviceInfo& di = device_->info();
         res_.backend = std::string(device_->backend_name());
         res_.device = device_->description();
         res_.model = opt_.model.name;
@@ -336,7 +336,7 @@ class Runner {
     void take_sample(StepSample& sample) {
         auto st = alloc_->stats();
         if (!st) throw_hal("stats", st.error());
-        auto banks = device_->backend().bank_info();
+        auto banks = device_->banks();
         if (!banks) throw_hal("bank info", banks.error());
         sample.frames = res_.frames;
         sample.resident_bytes = st->resident_bytes;
@@ -346,9 +346,9 @@ class Runner {
         sample.window_bytes = window_.resident_bytes();
         sample.window_blocks = window_.allocated_blocks();
         std::uint64_t bank_blocks = 0;
-        for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++) {
-            sample.bank_kv_bytes.push_back(banks->kv_bytes[b]);
-            bank_blocks += banks->kv_blocks[b];
+        for (const vrex::BankUsage& u : banks->banks) {
+            sample.bank_kv_bytes.push_back(u.kv_bytes);
+            bank_blocks += u.kv_blocks;
         }
         for (const BankStats& b : st->banks) sample.held_bytes += b.slab_bytes;
         res_.fallback_allocations = st->fallback_allocations;

@@ -1,25 +1,26 @@
-// vrexctl list / info / regs / banks / stats: read-only views of a device through the Backend seam.
+// vrexctl list / info / regs / banks / stats: read-only views of a device through the public HAL API.
 #include <cmath>
 #include <fmt/format.h>
 
 #include "common.hpp"
 #include "prometheus.hpp"
 #include "reg_map.hpp"
+#include "vrex/resv.hpp"
 
 namespace vrexctl {
 namespace {
 
 nlohmann::json info_json(vrex::Device& dev) {
-    const drm_vrex_device_info& i = dev.info();
+    const vrex::DeviceInfo& i = dev.info();
     return {{"backend", dev.backend_name()},
             {"device", dev.description()},
             {"hw_id", i.hw_id},
             {"hw_version", fmt::format("{}.{}", i.hw_version >> 16, i.hw_version & 0xffff)},
             {"caps",
-             {{"fcc", bool(i.caps & DRM_VREX_CAP_FCC)},
-              {"shie", bool(i.caps & DRM_VREX_CAP_SHIE)},
-              {"pooled", bool(i.caps & DRM_VREX_CAP_POOLED)},
-              {"predict_slots", bool(i.caps & DRM_VREX_CAP_PREDICT_SLOTS)}}},
+             {{"fcc", i.caps.fcc},
+              {"shie", i.caps.shie},
+              {"pooled", i.caps.pooled},
+              {"predict_slots", i.caps.predict_slots}}},
             {"bank_count", i.bank_count},
             {"bank_size", i.bank_size},
             {"group_banks", i.group_banks},
@@ -30,11 +31,11 @@ nlohmann::json info_json(vrex::Device& dev) {
             {"max_batch", i.max_batch},
             {"fcc_min_dim", i.fcc_min_dim},
             {"fcc_max_dim", i.fcc_max_dim},
-            {"simulated", bool(i.simulated)}};
+            {"simulated", i.simulated}};
 }
 
-drm_vrex_bank_info read_banks(vrex::Device& dev) {
-    auto b = dev.backend().bank_info();
+vrex::DeviceBanks read_banks(vrex::Device& dev) {
+    auto b = dev.banks();
     if (!b) fail("bank info", b.error());
     return *b;
 }
@@ -42,8 +43,8 @@ drm_vrex_bank_info read_banks(vrex::Device& dev) {
 void cmd_list(const GlobalOptions& g) {
     nlohmann::json backends = nlohmann::json::array();
     std::string selected;
-    for (const vrex::BackendFactory& f : vrex::backend_factories()) {
-        const bool avail = f.available();
+    for (const vrex::BackendAvailability& f : vrex::list_backends()) {
+        const bool avail = f.available;
         nlohmann::json b = {{"name", f.name}, {"available", avail}};
         if (f.name == "kernel") b["nodes"] = vrex::find_device_nodes();
         if (avail && selected.empty()) selected = f.name;
@@ -66,19 +67,19 @@ void cmd_list(const GlobalOptions& g) {
 void cmd_info(const GlobalOptions& g) {
     auto dev = open_device(g);
     nlohmann::json j = info_json(*dev);
-    const drm_vrex_bank_info b = read_banks(*dev);
+    const vrex::DeviceBanks b = read_banks(*dev);
     std::uint64_t bo = 0, kv = 0, blocks = 0;
-    for (std::uint32_t i = 0; i < b.bank_count && i < DRM_VREX_MAX_BANKS; i++) {
-        bo += b.bo_bytes[i];
-        kv += b.kv_bytes[i];
-        blocks += b.kv_blocks[i];
+    for (const vrex::BankUsage& u : b.banks) {
+        bo += u.bo_bytes;
+        kv += u.kv_bytes;
+        blocks += u.kv_blocks;
     }
     j["banks"] = {{"bo_bytes", bo}, {"kv_bytes", kv}, {"kv_blocks", blocks}};
     if (g.json) {
         print_json(j);
         return;
     }
-    const drm_vrex_device_info& i = dev->info();
+    const vrex::DeviceInfo& i = dev->info();
     fmt::print("backend        {}: {}\n", dev->backend_name(), dev->description());
     fmt::print("hardware       id 0x{:08x}, version {}{}\n", i.hw_id, j["hw_version"].get<std::string>(),
                i.simulated ? ", simulated" : "");
@@ -101,10 +102,10 @@ void cmd_info(const GlobalOptions& g) {
 
 void cmd_regs(const GlobalOptions& g) {
     auto dev = open_device(g);
-    const drm_vrex_device_info& i = dev->info();
+    const vrex::DeviceInfo& i = dev->info();
     nlohmann::json arr = nlohmann::json::array();
     for (const RegDesc& r : register_map(i.bank_count, i.group_banks ? i.bank_count / i.group_banks : 0)) {
-        auto v = dev->backend().reg_read(r.offset);
+        auto v = dev->read_register(r.offset);
         if (!v) {
             if (v.error() == std::errc::operation_not_permitted || v.error() == std::errc::permission_denied)
                 throw ExitError(kExitRuntime,
@@ -122,24 +123,25 @@ void cmd_regs(const GlobalOptions& g) {
 
 void cmd_banks(const GlobalOptions& g) {
     auto dev = open_device(g);
-    const drm_vrex_bank_info b = read_banks(*dev);
-    const drm_vrex_device_info& i = dev->info();
+    const vrex::DeviceBanks b = read_banks(*dev);
+    const vrex::DeviceInfo& i = dev->info();
     const std::uint32_t gb = i.group_banks ? i.group_banks : 1;
     nlohmann::json arr = nlohmann::json::array();
-    for (std::uint32_t k = 0; k < b.bank_count && k < DRM_VREX_MAX_BANKS; k++) {
+    for (std::uint32_t k = 0; k < b.banks.size(); k++) {
+        const vrex::BankUsage& u = b.banks[k];
         const double used =
-            i.bank_size ? static_cast<double>(b.bo_bytes[k]) / static_cast<double>(i.bank_size) : 0;
+            i.bank_size ? static_cast<double>(u.bo_bytes) / static_cast<double>(i.bank_size) : 0;
         const double kv =
-            i.bank_size ? static_cast<double>(b.kv_bytes[k]) / static_cast<double>(i.bank_size) : 0;
+            i.bank_size ? static_cast<double>(u.kv_bytes) / static_cast<double>(i.bank_size) : 0;
         const std::uint32_t group = k / gb;
-        const bool owned = group < DRM_VREX_MAX_BANKS && b.group_owned[group];
+        const bool owned = group < b.group_owned.size() && b.group_owned[group];
         if (g.json) {
             arr.push_back({{"bank", k},
                            {"group", group},
                            {"group_owned", owned},
-                           {"bo_bytes", b.bo_bytes[k]},
-                           {"kv_bytes", b.kv_bytes[k]},
-                           {"kv_blocks", b.kv_blocks[k]},
+                           {"bo_bytes", u.bo_bytes},
+                           {"kv_bytes", u.kv_bytes},
+                           {"kv_blocks", u.kv_blocks},
                            {"bo_fraction", used},
                            {"kv_fraction", kv}});
             continue;
@@ -149,8 +151,8 @@ void cmd_banks(const GlobalOptions& g) {
                   nk = std::min(nb, static_cast<int>(std::lround(kv * kBar)));
         fmt::print("bank {:2} g{:<2}{} [{}{}{}] {:>5.1f} %  BO {:>10}  KV {:>10} in {} blocks\n", k, group,
                    owned ? '*' : ' ', std::string(nk, '#'), std::string(nb - nk, '+'),
-                   std::string(kBar - nb, '.'), 100.0 * used, human_bytes(b.bo_bytes[k]),
-                   human_bytes(b.kv_bytes[k]), b.kv_blocks[k]);
+                   std::string(kBar - nb, '.'), 100.0 * used, human_bytes(u.bo_bytes),
+                   human_bytes(u.kv_bytes), u.kv_blocks);
     }
     if (g.json)
         print_json({{"backend", dev->backend_name()}, {"bank_size", i.bank_size}, {"banks", arr}});
@@ -158,9 +160,9 @@ void cmd_banks(const GlobalOptions& g) {
         fmt::print("legend: # KV in use, + buffer memory without KV, . free; * = group in use\n");
 }
 
-// The ReSV unit's counters (the 0x800 block, DRM_VREX_QUERY_RESV_STATS); null without the unit.
+// The ReSV unit's counters (the 0x800 block); null without the unit.
 nlohmann::json resv_stats_json(vrex::Device& dev) {
-    auto st = dev.backend().resv_stats();
+    auto st = vrex::resv_stats(dev);
     if (!st) {
         if (st.error() == std::errc::operation_not_supported) return nullptr;
         fail("ReSV stats", st.error());
@@ -179,7 +181,7 @@ nlohmann::json resv_stats_json(vrex::Device& dev) {
 }
 
 nlohmann::json stats_json(vrex::Device& dev) {
-    auto st = dev.backend().stats();
+    auto st = dev.stats();
     if (!st) fail("stats", st.error());
     nlohmann::json resv = resv_stats_json(dev);
     nlohmann::json j = {{"backend", dev.backend_name()},

@@ -24,13 +24,13 @@ void monitor(const GlobalOptions& g, const MonitorArgs& a) {
         if (n) std::this_thread::sleep_for(std::chrono::milliseconds(a.interval_ms));
         const auto now = std::chrono::steady_clock::now();
         nlohmann::json s = device_stats_json(*dev);
-        auto banks = dev->backend().bank_info();
+        auto banks = dev->banks();
         if (!banks) fail("bank info", banks.error());
         std::uint64_t kv = 0;
         nlohmann::json per_bank = nlohmann::json::array();
-        for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++) {
-            kv += banks->kv_bytes[b];
-            per_bank.push_back(banks->kv_bytes[b]);
+        for (const vrex::BankUsage& u : banks->banks) {
+            kv += u.kv_bytes;
+            per_bank.push_back(u.kv_bytes);
         }
         const double dt = std::chrono::duration<double>(now - t_prev).count();
         const double lookup_rate =

@@ -39,18 +39,17 @@ class Checks {
 };
 
 void register_checks(vrex::Device& dev, Checks& c) {
-    vrex::Backend& be = dev.backend();
-    auto id = be.reg_read(VREX_REG_ID);
+    auto id = dev.read_register(VREX_REG_ID);
     if (!id &&
         (id.error() == std::errc::operation_not_permitted || id.error() == std::errc::permission_denied)) {
         c.skip("registers", "register reads need CAP_SYS_ADMIN");
         return;
     }
     auto rd = [&](std::uint32_t off) -> std::int64_t {
-        auto v = be.reg_read(off);
+        auto v = dev.read_register(off);
         return v ? static_cast<std::int64_t>(*v) : -1;
     };
-    const drm_vrex_device_info& i = dev.info();
+    const vrex::DeviceInfo& i = dev.info();
     c.add("register ID reads \"VREX\"", rd(VREX_REG_ID) == VREX_ID_VALUE,
           fmt::format("0x{:08x}", rd(VREX_REG_ID)));
     c.add("register VERSION major 1", (rd(VREX_REG_VERSION) >> 16) == 1,
@@ -62,10 +61,10 @@ void register_checks(vrex::Device& dev, Checks& c) {
           (rd(VREX_REG_BANK_SIZE_KB) << 10) == static_cast<std::int64_t>(i.bank_size));
     c.add("register ZOMBIE_FRAMES matches the query", rd(VREX_REG_ZOMBIE_FRAMES) == i.zombie_frames);
     c.add("register GROUP_BANKS matches the query", rd(VREX_REG_GROUP_BANKS) == i.group_banks);
-    auto unaligned = be.reg_read(VREX_REG_ID + 2);
+    auto unaligned = dev.read_register(VREX_REG_ID + 2);
     c.add("unaligned register read is EINVAL",
           !unaligned && unaligned.error() == std::errc::invalid_argument);
-    auto outside = be.reg_read(VREX_REG_WINDOW);
+    auto outside = dev.read_register(VREX_REG_WINDOW);
     c.add("read outside the register window is EINVAL",
           !outside && outside.error() == std::errc::invalid_argument);
 }
@@ -75,13 +74,13 @@ void shie_checks(const std::shared_ptr<vrex::Device>& dev, Checks& c) {
     const vrex::ModelGeometry geom{1, 1, 64, vrex::DType::fp32, 64};
     auto alloc = vrex::KvAllocator::create(dev, geom);
     if (!alloc) fail("allocator", alloc.error());
-    auto before = dev->backend().stats();
+    auto before = dev->stats();
     if (!before) fail("stats", before.error());
     auto stream = (*alloc)->create_stream();
     if (!stream) fail("stream", stream.error());
     vrex::Stream& s = **stream;
     constexpr std::uint32_t W = 160, H = 120, kRegion = 5;
-    const drm_vrex_device_info& i = dev->info();
+    const vrex::DeviceInfo& i = dev->info();
     std::uint32_t lookups = 0;
 
     auto px = synthetic_luma(W, H, 0);
@@ -146,7 +145,7 @@ void shie_checks(const std::shared_ptr<vrex::Device>& dev, Checks& c) {
     auto st = (*alloc)->stats();
     c.add("allocator holds no resident block afterwards",
           st && st->resident_blocks == 0 && st->resident_bytes == 0);
-    auto after = dev->backend().stats();
+    auto after = dev->stats();
     c.add("device LOOKUPS counter advanced by the lookups made",
           after && after->lookups - before->lookups == lookups,
           after ? fmt::format("{} lookups", after->lookups - before->lookups) : "");

@@ -54,7 +54,7 @@ std::string human_bytes(std::uint64_t bytes);
 
 void print_json(const nlohmann::json& j);
 
-// Device-wide counters (DRM_VREX_STATS) as JSON.
+// Device-wide counters (Device::stats()) as JSON.
 nlohmann::json device_stats_json(vrex::Device& dev);
 
 // Subcommands: each adds itself to @app and runs from its callback.

@@ -23,9 +23,9 @@ std::string label_escape(std::string_view s) {
 }  // namespace
 
 std::string prometheus_metrics(vrex::Device& dev) {
-    auto st = dev.backend().stats();
+    auto st = dev.stats();
     if (!st) fail("stats", st.error());
-    auto banks = dev.backend().bank_info();
+    auto banks = dev.banks();
     if (!banks) fail("bank info", banks.error());
     const std::string labels = fmt::format("backend=\"{}\"", label_escape(dev.backend_name()));
     std::string o;
@@ -49,15 +49,15 @@ std::string prometheus_metrics(vrex::Device& dev) {
     metric("vrex_bank_size_bytes", "gauge", "Bytes per bank.", dev.info().bank_size);
     o += "# HELP vrex_bank_kv_bytes KV bytes the SHIE points into, per bank.\n# TYPE vrex_bank_kv_bytes "
          "gauge\n";
-    for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
-        o += fmt::format("vrex_bank_kv_bytes{{{},bank=\"{}\"}} {}\n", labels, b, banks->kv_bytes[b]);
+    for (std::size_t b = 0; b < banks->banks.size(); b++)
+        o += fmt::format("vrex_bank_kv_bytes{{{},bank=\"{}\"}} {}\n", labels, b, banks->banks[b].kv_bytes);
     o += "# HELP vrex_bank_kv_blocks Live KV blocks per bank.\n# TYPE vrex_bank_kv_blocks gauge\n";
-    for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
-        o += fmt::format("vrex_bank_kv_blocks{{{},bank=\"{}\"}} {}\n", labels, b, banks->kv_blocks[b]);
+    for (std::size_t b = 0; b < banks->banks.size(); b++)
+        o += fmt::format("vrex_bank_kv_blocks{{{},bank=\"{}\"}} {}\n", labels, b, banks->banks[b].kv_blocks);
     o +=
         "# HELP vrex_bank_bo_bytes Bytes of live buffer objects per bank.\n# TYPE vrex_bank_bo_bytes gauge\n";
-    for (std::uint32_t b = 0; b < banks->bank_count && b < DRM_VREX_MAX_BANKS; b++)
-        o += fmt::format("vrex_bank_bo_bytes{{{},bank=\"{}\"}} {}\n", labels, b, banks->bo_bytes[b]);
+    for (std::size_t b = 0; b < banks->banks.size(); b++)
+        o += fmt::format("vrex_bank_bo_bytes{{{},bank=\"{}\"}} {}\n", labels, b, banks->banks[b].bo_bytes);
     return o;
 }
 

@@ -1,35 +1,27 @@
-// Boost.Asio front end of a Device: frame submission and batched retrieval that complete on an
-// io_context instead of blocking the caller's thread.
+// Boost.Asio front end of a Device: frame submission and batched retrieval on a Stream that complete
+// on an io_context instead of blocking the caller's thread.
 //
-// async_begin_frame() submits DRM_VREX_FRAME_SUBMIT with DRM_VREX_FRAME_EVENT and completes when the
-// device's completion event for it arrives on the backend's event fd (the DRM fd for the kernel
-// backend, an eventfd for the emulation), watched by a posix::stream_descriptor. The luma plane must
-// already be in a BO of the device (Backend::bo_map()). async_retrieve() runs one
-// DRM_VREX_SHIE_LOOKUP batch on the io_context and completes with the filled items.
-//
-// Any Asio completion token works (a callback, boost::asio::use_future, deferred, ...). Handlers run
-// through their associated executor (default: the io_context). The signatures are
-//     void(std::error_code, vrex::FrameCompletion)
-//     void(std::error_code, std::vector<drm_vrex_shie_lookup_item>)
-//
-// Engine level, on a Stream (what inference engines use):
 //     async_begin_frame(stream, luma, token)     void(std::error_code, vrex::FrameInfo)
 //     async_retrieve(stream, queries, token)     void(std::error_code, std::vector<vrex::Retrieval>)
-// async_begin_frame() stages the plane into the stream's staging BO before it returns (with a
+//
+// async_begin_frame() stages the plane into the stream's staging buffer before it returns (with a
 // deferred token: when the operation is initiated; the plane must be valid until then), submits it
-// with DRM_VREX_FRAME_EVENT and completes from the same completion event as above; the stream is
-// inside the frame when the handler runs, exactly as after Stream::begin_frame() (EBUSY if it
-// already was). async_retrieve() runs Stream::retrieve_batch() on the io_context. The stream
-// belongs to the operation from its start until its handler runs: keep it alive and do not use it
-// from any thread meanwhile (the one-thread-at-a-time rule of hal.hpp); the handler may use it. A
-// stream of another Device gets EINVAL. An operation cancelled by destroying the AsyncDevice leaves
-// the stream outside a frame (the device may have counted the frame).
+// to the device and completes when the device's completion event for it arrives (the device's
+// event fd, watched by a posix::stream_descriptor); the stream is inside the frame when the handler
+// runs, exactly as after Stream::begin_frame() (EBUSY if it already was). async_retrieve() runs
+// Stream::retrieve_batch() on the io_context. The stream belongs to the operation from its start
+// until its handler runs: keep it alive and do not use it from any thread meanwhile (the
+// one-thread-at-a-time rule of hal.hpp); the handler may use it. A stream of another Device gets
+// EINVAL. An operation cancelled by destroying the AsyncDevice leaves the stream outside a frame
+// (the device may have counted the frame).
+//
+// Any Asio completion token works (a callback, boost::asio::use_future, deferred, ...). Handlers run
+// through their associated executor (default: the io_context).
 //
 // Thread safety: operations may be started from any thread and the io_context may be run by several
-// threads. AsyncDevice owns the backend's event queue: do not call Backend::read_events() or submit
-// frames with DRM_VREX_FRAME_EVENT behind its back. Destroying the AsyncDevice completes every
-// operation still pending with std::errc::operation_canceled; the Device stays alive until the last
-// operation has completed.
+// threads. AsyncDevice owns the device's completion events: one AsyncDevice per Device. Destroying
+// the AsyncDevice completes every operation still pending with std::errc::operation_canceled; the
+// Device stays alive until the last operation has completed.
 #pragma once
 
 #include <boost/asio/associated_executor.hpp>
@@ -46,11 +38,6 @@
 #include "vrex/hal.hpp"
 
 namespace vrex {
-
-struct FrameCompletion {
-    drm_vrex_frame_submit submit{};  // the request with the ioctl's out fields (caller's user_data)
-    drm_vrex_event_frame event{};    // the device's completion event (caller's user_data)
-};
 
 namespace detail {
 
@@ -80,12 +67,12 @@ private:
     boost::asio::io_context::executor_type fallback_;
 };
 
+struct AsyncAccess;  // hal/src/async_device_impl.hpp
+
 }  // namespace detail
 
 class VREX_API AsyncDevice {
 public:
-    using FrameOp = detail::AsyncOp<FrameCompletion>;
-    using LookupOp = detail::AsyncOp<std::vector<drm_vrex_shie_lookup_item>>;
     using StreamFrameOp = detail::AsyncOp<FrameInfo>;
     using RetrievalOp = detail::AsyncOp<std::vector<Retrieval>>;
 
@@ -95,33 +82,7 @@ public:
     AsyncDevice(const AsyncDevice&) = delete;
     AsyncDevice& operator=(const AsyncDevice&) = delete;
 
-    // @args as for Backend::frame_submit(); DRM_VREX_FRAME_EVENT is added, user_data is handed back.
-    template <class CompletionToken>
-    auto async_begin_frame(const drm_vrex_frame_submit& args, CompletionToken&& token)
-    {
-        return boost::asio::async_initiate<CompletionToken, void(std::error_code, FrameCompletion)>(
-            [this](auto handler, const drm_vrex_frame_submit& a) {
-                using H = std::decay_t<decltype(handler)>;
-                start_frame(a, std::make_unique<detail::AsyncOpFor<FrameCompletion, H>>(std::move(handler), executor()));
-            },
-            token, args);
-    }
-
-    // One lookup batch of @stream (1..max_batch items, validated like Backend::shie_lookup()).
-    template <class CompletionToken>
-    auto async_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items, CompletionToken&& token)
-    {
-        using Items = std::vector<drm_vrex_shie_lookup_item>;
-        return boost::asio::async_initiate<CompletionToken, void(std::error_code, Items)>(
-            // By value: deferred completion tokens store the arguments and invoke this later.
-            [this](auto handler, std::uint32_t s, Items it) {  // NOLINT(performance-unnecessary-value-param)
-                using H = std::decay_t<decltype(handler)>;
-                start_retrieve(s, std::move(it), std::make_unique<detail::AsyncOpFor<Items, H>>(std::move(handler), executor()));
-            },
-            token, stream, std::move(items));
-    }
-
-    // Engine level (see the top of this file): a frame of @stream from a host luma plane.
+    // A frame of @stream from a host luma plane (see the top of this file).
     template <class CompletionToken>
     auto async_begin_frame(Stream& stream, const LumaView& luma, CompletionToken&& token)
     {
@@ -133,7 +94,7 @@ public:
             token, &stream, luma);
     }
 
-    // Engine level: Stream::retrieve_batch(@queries) on the io_context.
+    // Stream::retrieve_batch(@queries) on the io_context.
     template <class CompletionToken>
     auto async_retrieve(Stream& stream, std::vector<Query> queries, CompletionToken&& token)
     {
@@ -155,9 +116,8 @@ public:
     explicit AsyncDevice(std::shared_ptr<Impl> impl);
 
 private:
+    friend struct detail::AsyncAccess;
     boost::asio::io_context::executor_type executor() const noexcept;
-    void start_frame(drm_vrex_frame_submit args, std::unique_ptr<FrameOp> op);
-    void start_retrieve(std::uint32_t stream, std::vector<drm_vrex_shie_lookup_item> items, std::unique_ptr<LookupOp> op);
     void start_stream_frame(Stream& stream, const LumaView& luma, std::unique_ptr<StreamFrameOp> op);
     void start_stream_retrieve(Stream& stream, std::vector<Query> queries, std::unique_ptr<RetrievalOp> op);
 

@@ -10,8 +10,11 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define VREX_API __attribute__((visibility("default")))
+/* Members of a VREX_API class that are not API (private helpers, pimpl structs). */
+#define VREX_LOCAL __attribute__((visibility("hidden")))
 #else
 #define VREX_API
+#define VREX_LOCAL
 #endif
 
 #endif /* VREX_EXPORT_H */

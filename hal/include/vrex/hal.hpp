@@ -19,7 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include "vrex/backend.hpp"
 #include "vrex/errors.hpp"
 #include "vrex/export.h"
 #include "vrex/result.hpp"
@@ -30,6 +29,17 @@ namespace vrex {
 
 enum class BackendChoice { automatic, emulated, kernel };
 
+// Options for opening a backend. Fields a backend does not use are ignored.
+struct BackendOptions {
+    // Kernel: a specific node ("/dev/accel/accel0"); empty = first vrex device found.
+    std::string node;
+    // Emulation: device geometry (0 = the reference model's default).
+    std::uint32_t emu_banks = 0;
+    std::uint64_t emu_bank_size = 0;
+    std::uint32_t emu_group_banks = 0;
+    std::uint32_t emu_zombie_frames = 0;
+};
+
 struct DeviceOptions {
     // automatic: VREX_BACKEND (auto|kernel|emulated) if set, else the kernel backend when a vrex
     // device exists, else the emulation. emulated/kernel force that backend (the environment is
@@ -38,38 +48,106 @@ struct DeviceOptions {
     BackendOptions backend_options;
 };
 
-// Parses "auto", "kernel", "emulated" (also "emu"); nullopt-like error for anything else.
+// Parses "auto", "kernel", "emulated" (also "emu"); errc::unknown_backend for anything else.
 VREX_API Result<BackendChoice> parse_backend_choice(std::string_view name);
+
+// A backend built into this library, in auto-selection order (kernel first, then the emulation).
+struct BackendAvailability {
+    std::string name;        // "kernel", "emulated": what parse_backend_choice() accepts
+    bool available = false;  // Device::open() with this backend can succeed here
+};
+VREX_API std::vector<BackendAvailability> list_backends();
 
 // The vrex device nodes of this machine (/dev/accel/accelN, /dev/dri/renderDN), accel nodes first:
 // udev, else a scan of /dev asking each node's DRM driver name. Empty when there is none.
 VREX_API std::vector<std::string> find_device_nodes();
 
+// What the device can do.
+struct DeviceCaps {
+    bool fcc = false;            // frame fingerprinting (FCC)
+    bool shie = false;           // the SHIE retrieval table
+    bool pooled = false;         // pooled streams (StreamOptions::pooled)
+    bool predict_slots = false;  // predicted-slot prefetch
+    bool resv = false;           // the ReSV unit (vrex/resv.hpp)
+};
+
+// The device's identity, geometry and limits.
+struct DeviceInfo {
+    std::uint32_t hw_id = 0;
+    std::uint32_t hw_version = 0;
+    DeviceCaps caps;
+    std::uint32_t bank_count = 0;   // banks of device memory
+    std::uint64_t bank_size = 0;    // bytes per bank
+    std::uint32_t group_banks = 0;  // banks per bank group
+    std::uint32_t max_streams = 0;
+    std::uint32_t shie_capacity = 0;   // SHIE entries
+    std::uint32_t block_capacity = 0;  // KV blocks the device tracks
+    std::uint32_t zombie_frames = 0;   // frames a block may stay cold before it is released
+    std::uint32_t max_batch = 0;       // items per device command
+    std::uint32_t fcc_min_dim = 0;     // luma planes: min / max width and height
+    std::uint32_t fcc_max_dim = 0;
+    bool simulated = false;  // the kernel's simulated device or the emulation, not silicon
+};
+
+// The device's own counters (all users of the device, since probe or reset).
+struct DeviceStats {
+    std::uint64_t lookups = 0;
+    std::uint64_t exact_hits = 0;
+    std::uint64_t approx_hits = 0;
+    std::uint64_t misses = 0;
+    std::uint64_t evictions = 0;
+    std::uint64_t bank_conflicts = 0;
+    std::uint64_t inserts = 0;
+    std::uint64_t removes = 0;
+    std::uint64_t frames = 0;
+    std::uint64_t live_entries = 0;
+    std::uint64_t live_blocks = 0;
+    std::uint64_t cmd_errors = 0;
+};
+
+// Occupancy of one bank (all users of the device).
+struct BankUsage {
+    std::uint64_t bo_bytes = 0;  // buffer memory placed in the bank
+    std::uint64_t kv_bytes = 0;  // of which KV blocks
+    std::uint32_t kv_blocks = 0;
+};
+
+struct DeviceBanks {
+    std::vector<BankUsage> banks;   // index = bank
+    std::vector<bool> group_owned;  // index = bank group: a stream or pool holds the group
+};
+
+namespace detail {
+struct DeviceAccess;  // hal/src/device_impl.hpp
+}
+
 class VREX_API Device {
   public:
     static Result<std::shared_ptr<Device>> open(const DeviceOptions& options = {});
-    // Wraps an already opened backend (tests, tools that pick a node themselves).
-    static Result<std::shared_ptr<Device>> adopt(std::unique_ptr<Backend> backend);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
 
-    std::string_view backend_name() const noexcept { return backend_->name(); }
-    std::string description() const { return backend_->description(); }
-    const drm_vrex_device_info& info() const noexcept { return info_; }
-    Backend& backend() noexcept { return *backend_; }
+    std::string_view backend_name() const noexcept;  // "kernel" or "emulated"
+    std::string description() const;                 // node or emulated geometry
+    const DeviceInfo& info() const noexcept;
+    Result<DeviceStats> stats();
+    Result<DeviceBanks> banks();
+    // One 32-bit register of the device's register window (diagnostics, docs/hw/registers.md):
+    // a 4-byte aligned offset inside the window, else EINVAL. The kernel backend needs root
+    // (EACCES/EPERM otherwise; EOPNOTSUPP without debugfs).
+    Result<std::uint32_t> read_register(std::uint32_t offset);
 
-    // errc::device_lost when the device is gone, else @local. Asks the device (one query ioctl on
-    // the kernel backend): a call that fails on local state alone (EBUSY, not_in_frame, ...) must
-    // still report the loss, and the kernel only learns about an unbind from an ioctl.
-    std::error_code lost_or(std::error_code local);
-
+    struct Impl;
     class Key {
-        friend class Device;
+        friend struct detail::DeviceAccess;
         Key() = default;
     };
-    Device(Key, std::unique_ptr<Backend> backend, const drm_vrex_device_info& info);
+    Device(Key, std::unique_ptr<Impl> impl);
 
   private:
-    std::unique_ptr<Backend> backend_;
-    drm_vrex_device_info info_;
+    friend struct detail::DeviceAccess;
+    std::unique_ptr<Impl> impl_;
 };
 
 // ---- Model geometry --------------------------------------------------------------------------
@@ -217,7 +295,8 @@ struct VREX_API Query {
 struct BankStats {
     std::uint64_t resident_blocks = 0;  // live KV blocks of this allocator in the bank
     std::uint64_t resident_bytes = 0;
-    std::uint64_t slab_bytes = 0;  // device memory this allocator holds in the bank
+    std::uint64_t slab_bytes = 0;      // device memory this allocator holds in the bank
+    std::uint64_t segment_blocks = 0;  // of resident_blocks, those open segments hold
 };
 
 struct Stats {
@@ -233,10 +312,18 @@ struct Stats {
     std::uint64_t fallback_allocations = 0;  // placed outside the frame's bank group (group full)
     std::uint64_t slabs_created = 0;         // slab BOs created / destroyed since the allocator was made
     std::uint64_t slabs_released = 0;
-    std::uint64_t resident_blocks = 0;
+    std::uint64_t resident_blocks = 0;  // frame and segment blocks
     std::uint64_t resident_bytes = 0;
-    std::vector<BankStats> banks;  // index = bank
-    drm_vrex_stats device{};       // the device's own counters (device-wide)
+    // Segments (vrex/segment.hpp), apart from the frame counters above (allocations, fallbacks,
+    // evictions count frame blocks only); segment blocks are part of resident_blocks/bytes.
+    std::uint64_t segments_open = 0;
+    std::uint64_t segment_blocks = 0;  // blocks open segments hold
+    std::uint64_t segment_tokens = 0;  // positions open segments hold
+    std::uint64_t segment_allocations = 0;
+    std::uint64_t segment_releases = 0;  // blocks truncate/close (or a stream's end) released
+    std::uint64_t segment_in_group = 0;  // placed in the stream's bank group: no room outside it
+    std::vector<BankStats> banks;        // index = bank
+    DeviceStats device;                  // the device's own counters (device-wide)
 };
 
 struct AllocatorOptions {
@@ -265,6 +352,9 @@ class KvAllocator;
 class BlockTable;
 struct BlockRec;
 class ImportedMemory;  // vrex/imported_memory.hpp
+class Segment;  // vrex/segment.hpp
+enum class SegmentKind : std::uint32_t;
+struct SegmentOps;
 
 // ---- Stream ----------------------------------------------------------------------------------
 
@@ -274,9 +364,9 @@ class VREX_API Stream {
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
 
-    std::uint32_t id() const noexcept { return id_; }
-    bool in_frame() const noexcept { return in_frame_; }
-    const FrameInfo& frame() const noexcept { return frame_; }
+    std::uint32_t id() const noexcept;
+    bool in_frame() const noexcept;
+    const FrameInfo& frame() const noexcept;
 
     // Copies the plane into the stream's staging BO, fingerprints it (FCC) and places the frame in
     // a bank group. EBUSY while a frame is open (end_frame() first).
@@ -340,6 +430,8 @@ class VREX_API Stream {
     // block past the buffer's end, or memory imported by another allocator.
     Result<KvBlock> index_imported(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
                                    std::int32_t frame_offset = 0);
+    // A segment for non-visual tokens from position @first_position on (vrex/segment.hpp).
+    Result<Segment> open_segment(SegmentKind kind, std::uint32_t first_position = 0);
 
     class Key {
         friend class KvAllocator;
@@ -347,52 +439,13 @@ class VREX_API Stream {
     };
     Stream(Key, std::shared_ptr<KvAllocator> alloc, std::uint32_t id);
 
+    // State and the device protocol: hal/src/stream_impl.hpp.
+    struct Impl;
+
   private:
     friend class AsyncDevice;  // engine-level async (vrex/async.hpp) splits begin_frame in two
-
-    // The public calls without their error context (hal/src/stream_context.cpp adds it).
-    Result<FrameInfo> do_begin_frame(const LumaView& luma);
-    Result<std::vector<KvBlock>> do_allocate_batch(std::span<const std::uint32_t> regions,
-                                                   std::int32_t frame_offset);
-    Result<void> do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset);
-    Result<std::vector<Retrieval>> do_retrieve_batch(std::span<const Query> queries);
-    Result<void> do_release(std::span<const KvBlock> blocks);
-    Result<void> do_set_positions(const KvBlock& block, std::uint32_t first_token, std::uint32_t token_count);
-    Result<void> do_pin(const KvBlock& block);
-    Result<void> do_unpin(const KvBlock& block);
-    Result<KvBlock> do_copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset);
-    Result<FrameEnd> do_end_frame();
-    Result<int> do_export_dmabuf(const KvBlock& block);
-    // "<what> (stream S, frame F)": the context every error of this stream starts with.
-    std::string where(std::string_view what) const;
-
-    // begin_frame() up to the submit: checks, plane staged; the returned request is not submitted.
-    Result<drm_vrex_frame_submit> stage_frame(const LumaView& luma);
-    // begin_frame() after a successful submit (@f carries the ioctl's out fields).
-    FrameInfo enter_frame(const drm_vrex_frame_submit& f);
-    // A failure decided without the device: device_lost instead when the device is gone.
-    std::error_code local_error(std::error_code ec);
-    // The block a lookup hit, with a reference when another stream owns it; nullopt when the block
-    // went between the lookup and the reference (a concurrent release on its owner's thread).
-    std::optional<KvBlock> block_from_lookup(const drm_vrex_shie_lookup_item& it);
-    // DRM_VREX_SHIE_RETIRE of @remove (plus the stream's zombies); the device's release records.
-    Result<std::vector<drm_vrex_released_block>> retire(std::span<const std::uint32_t> remove);
-    // Applies device release records: references dropped, memory freed, released_ extended,
-    // callback and event fd notified. Records of blocks in @rolled_back only free their slot.
-    void apply_releases(std::span<const drm_vrex_released_block> recs, bool pressure,
-                        std::span<const std::uint32_t> rolled_back = {});
-    // Makes room under memory pressure (zombies, then LRU); false when nothing could be evicted.
-    Result<bool> evict_one();
-    void notify(std::span<const ReleasedBlock> released);
-
-    std::shared_ptr<KvAllocator> alloc_;
-    std::uint32_t id_;
-    bool in_frame_ = false;
-    FrameInfo frame_;
-    std::uint32_t staging_handle_ = 0;
-    std::uint64_t staging_size_ = 0;
-    struct State;  // references, pending releases, notification (hal/src/stream.cpp)
-    std::unique_ptr<State> st_;
+    friend class KvAllocator;
+    std::unique_ptr<Impl> impl_;
 };
 
 // ---- KvAllocator -----------------------------------------------------------------------------
@@ -429,6 +482,8 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
 
   private:
     friend class Stream;
+    friend struct Stream::Impl;
+    friend struct SegmentOps;  // hal/src/segment_ops.hpp
     friend class ImportedMemory;
     struct Placement {
         std::uint32_t handle;
@@ -438,17 +493,17 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
     };
 
     // A free block slot in banks [first, first + count), else anywhere (counted as a fallback).
-    Result<Placement> take_slot(std::uint32_t bank_first, std::uint32_t bank_count);
+    VREX_LOCAL Result<Placement> take_slot(std::uint32_t bank_first, std::uint32_t bank_count);
     // Frees a slot; an empty slab beyond options_.spare_slabs is destroyed.
-    void give_slot(std::uint32_t handle, std::uint64_t offset);
-    void give_slot_locked(std::uint32_t handle, std::uint64_t offset);  // callers hold impl_->mu
-    Result<Placement> new_slab_slot(std::uint64_t bank_mask);           // callers hold impl_->mu
-    void release_empty_slab(std::size_t index);                         // callers hold impl_->mu
-    std::optional<Placement> view_locked(std::uint32_t handle,
+    VREX_LOCAL void give_slot(std::uint32_t handle, std::uint64_t offset);
+    VREX_LOCAL void give_slot_locked(std::uint32_t handle, std::uint64_t offset);  // callers hold impl_->mu
+    VREX_LOCAL Result<Placement> new_slab_slot(std::uint64_t bank_mask);           // callers hold impl_->mu
+    VREX_LOCAL void release_empty_slab(std::size_t index);                         // callers hold impl_->mu
+    VREX_LOCAL std::optional<Placement> view_locked(std::uint32_t handle,
                                          std::uint64_t offset);  // callers hold impl_->mu
     // Frees @r's slot and forgets it when nothing references it any more (@r is gone then).
-    bool free_if_unreferenced_locked(BlockRec& r);  // callers hold impl_->mu
-    void count_lookup(const drm_vrex_shie_lookup_item& it);
+    VREX_LOCAL bool free_if_unreferenced_locked(BlockRec& r);  // callers hold impl_->mu
+    VREX_LOCAL void count_lookup(bool hit, bool approximate);
 
     std::shared_ptr<Device> device_;
     ModelGeometry geometry_;

@@ -10,10 +10,9 @@
 #include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <map>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "vrex/export.h"
 #include "vrex/result.hpp"
@@ -26,32 +25,10 @@ struct HotplugEvent {
     std::string syspath;  // "/sys/devices/platform/vrex.0.auto/accel/accel0"
 };
 
-// The decision logic, kept apart from udev so it can be tested on synthetic records.
-class VREX_API HotplugFilter {
-public:
-    struct Record {
-        std::string action;     // "add", "remove", "change", ...
-        std::string subsystem;  // "accel", "drm"
-        std::string sysname;    // "accel0", "renderD128", "card0"
-        std::string syspath;
-        std::string devnode;
-        std::string driver;     // parent driver, empty when unknown
-    };
-    // Asked for an added node whose driver udev could not tell (e.g. opens it and reads the DRM
-    // driver name).
-    using Verifier = std::function<bool(const std::string& devnode)>;
-
-    explicit HotplugFilter(Verifier verify);
-    // Records a node present at start (no event).
-    void seed(const std::string& syspath, const std::string& devnode);
-    // The event @rec means for vrex nodes, if any; updates the set of known nodes.
-    std::optional<HotplugEvent> classify(const Record& rec);
-    // Present vrex nodes: syspath -> devnode.
-    const std::map<std::string, std::string>& known() const noexcept { return known_; }
-
-private:
-    Verifier verify_;
-    std::map<std::string, std::string> known_;
+// A vrex node the monitor knows as present.
+struct HotplugNode {
+    std::string syspath;  // "/sys/devices/platform/vrex.0.auto/accel/accel0"
+    std::string node;     // "/dev/accel/accel0"
 };
 
 class VREX_API HotplugMonitor {
@@ -76,8 +53,8 @@ public:
     // again once the io_context has run the stop (it cancels the wait on the monitor's strand).
     void stop();
     bool running() const noexcept;
-    // vrex nodes the monitor currently knows as present: syspath -> devnode.
-    std::map<std::string, std::string> known() const;
+    // vrex nodes the monitor currently knows as present, sorted by syspath.
+    std::vector<HotplugNode> known() const;
 
     struct Impl;
 

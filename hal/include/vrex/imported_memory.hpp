@@ -8,7 +8,7 @@
 // The engine owns the memory: vrex never frees, reuses or writes it. A block indexed there behaves
 // like a vrex block (generation-tagged handle, views, sharing, pins, retrieval, release reports),
 // except that its release never frees memory (ReleasedBlock::memory_freed is false) and it is in
-// no bank (KvBlock::bank == DRM_VREX_BANK_NONE). The import stays alive (GEM handle, the HAL's
+// no bank (KvBlock::bank == kNoBank). The import stays alive (GEM handle, the HAL's
 // mapping) while the ImportedMemory object or any block indexed into it does, so views stay valid
 // by the same rules as for vrex blocks whichever goes first.
 #pragma once
@@ -22,6 +22,9 @@
 #include "vrex/hal.hpp"
 
 namespace vrex {
+
+// KvBlock::bank of a block in engine-owned memory: it is in no bank of the device.
+inline constexpr std::uint32_t kNoBank = 0xffff'ffffu;
 
 class VREX_API ImportedMemory {
   public:
@@ -47,6 +50,7 @@ class VREX_API ImportedMemory {
 
   private:
     friend class Stream;
+    friend struct Stream::Impl;
     std::shared_ptr<KvAllocator> alloc_;
     std::uint32_t handle_;
     std::uint64_t size_;

@@ -16,7 +16,7 @@
 
 namespace vrex {
 
-enum class ResvMode : std::uint32_t { mass = DRM_VREX_RESV_MODE_MASS, tokens = DRM_VREX_RESV_MODE_TOKENS };
+enum class ResvMode : std::uint32_t { mass = 0, tokens = 1 };  // the device's mode values (resv.cpp checks)
 
 struct ResvParams {
     std::uint64_t seed = 0x5245535631323334ull;  // the device's default
@@ -92,7 +92,22 @@ class VREX_API ResvHead {
     std::uint32_t tokens_ = 0;
 };
 
+// Device-wide ReSV counters (docs/hw/resv.md), all users of the device.
+struct ResvStats {
+    std::uint64_t keys = 0;
+    std::uint64_t clusters = 0;
+    std::uint64_t selects = 0;
+    std::uint64_t tokens_scanned = 0;
+    std::uint64_t tokens_selected = 0;
+    std::uint64_t bytes_selected = 0;
+    std::uint64_t ranges = 0;
+    std::uint32_t heads = 0;  // hardware heads, and how many are in use
+    std::uint32_t heads_in_use = 0;
+    std::uint32_t max_tokens = 0;  // per head
+    std::uint32_t max_clusters = 0;
+};
+
 // Device-wide ReSV counters (EOPNOTSUPP without the unit).
-VREX_API Result<drm_vrex_resv_stats> resv_stats(Device& device);
+VREX_API Result<ResvStats> resv_stats(Device& device);
 
 }  // namespace vrex

@@ -22,7 +22,7 @@ extern "C" {
 /* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
  * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
 #define VREX_HAL_VERSION_MAJOR 0
-#define VREX_HAL_VERSION_MINOR 4
+#define VREX_HAL_VERSION_MINOR 6
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -133,6 +133,7 @@ struct vrex_hal_frame_info {
 
 /* Block handle: (id, generation). A handle whose block was released gets VREX_HAL_ERR_STALE. */
 #define VREX_HAL_BLOCK_SHARED (1u << 0)	/* another stream owns or references it: read-only */
+#define VREX_HAL_BLOCK_SEGMENT (1u << 1)	/* a segment's block (vrex_hal_segment_*, 0.4) */
 
 struct vrex_hal_block {
 	void *data;		/* host view of size bytes; writable unless flags has BLOCK_SHARED */
@@ -266,7 +267,7 @@ vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator *alloc, struct vrex_hal_st
  * vrex_hal_imported handle or any block indexed into it does.
  */
 typedef struct vrex_hal_imported vrex_hal_imported;
-#define VREX_HAL_BANK_NONE 0xffffffffu	/* bank of imported memory (DRM_VREX_BANK_NONE) */
+#define VREX_HAL_BANK_NONE 0xffffffffu	/* bank of engine-owned (imported) memory: no device bank */
 
 /* VREX_HAL_ERR_INVALID: not a dma-buf (the emulation takes any mmap-able fd of whole pages), or
  * vrex memory of this device; VREX_HAL_ERR_IO (EBADF) for a bad fd. */
@@ -398,6 +399,85 @@ vrex_hal_status vrex_hal_resv_select_i16(vrex_hal_resv_head *head, const int16_t
 vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head *head, uint32_t keep);
 /* Device-wide ReSV counters (VREX_HAL_ERR_NO_DEVICE without the unit). */
 vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device *dev, struct vrex_hal_resv_stats *stats);
+
+/* ---- Segments: prompt and generated tokens (docs/hal.md "Segments", C++: vrex/segment.hpp) ---- */
+
+/*
+ * An append-only token sequence in blocks of tokens_per_block tokens, for KV that has no frame
+ * (the text prompt, generated tokens): block k holds positions first_position + k * T .. + T - 1
+ * (block.first_token, block.token_count). Segment blocks are ordinary KV blocks (same slabs,
+ * layout, handles, vrex_hal_export_dmabuf, vrex_hal_pin) with VREX_HAL_BLOCK_SEGMENT set; they
+ * are not indexed, never aged and never evicted under pressure; vrex_hal_release / reuse /
+ * set_positions / copy_on_write refuse them (VREX_HAL_ERR_INVALID). A segment is used on its
+ * stream's thread; destroying the stream closes it (later calls: VREX_HAL_ERR_STALE), and
+ * vrex_hal_segment_close() must still be called. Failures are recorded in vrex_hal_last_error().
+ */
+typedef struct vrex_hal_segment vrex_hal_segment;
+
+enum vrex_hal_segment_kind { VREX_HAL_SEGMENT_PROMPT = 1, VREX_HAL_SEGMENT_GENERATED = 2 };
+
+vrex_hal_status vrex_hal_segment_open(vrex_hal_stream *stream, uint32_t kind, uint32_t first_position,
+				      vrex_hal_segment **out);
+/* Releases every block of the segment and frees the handle (NULL: no-op). */
+void vrex_hal_segment_close(vrex_hal_segment *seg);
+
+#define VREX_HAL_SEGMENT_OPEN (1u << 0)	/* not closed (by its stream's destruction) */
+
+/* Out, size-prefixed: set struct_size = sizeof(struct vrex_hal_segment_info); the library writes
+ * what both know and zeroes the rest of a larger struct. */
+struct vrex_hal_segment_info {
+	uint32_t struct_size;
+	uint32_t kind;			/* enum vrex_hal_segment_kind */
+	uint32_t first_position;
+	uint32_t tokens;		/* positions first_position .. + tokens - 1 */
+	uint32_t blocks;
+	uint32_t flags;			/* VREX_HAL_SEGMENT_OPEN */
+	uint32_t stream;		/* vrex_hal_stream_id() of its stream */
+	uint32_t pad;
+};
+vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment *seg, struct vrex_hal_segment_info *info);
+
+/*
+ * A list of blocks, size-prefixed like vrex_hal_batch: struct_size = sizeof(struct
+ * vrex_hal_block_list), block_size = sizeof(struct vrex_hal_block) (the stride of @blocks),
+ * @capacity entries at @blocks; @count is set to the number of blocks of the answer.
+ */
+struct vrex_hal_block_list {
+	uint32_t struct_size;
+	uint32_t block_size;
+	uint32_t capacity;
+	uint32_t count;			/* out */
+	struct vrex_hal_block *blocks;
+};
+/*
+ * Appends @tokens positions: the last partial block fills first, then new blocks. @out (may be
+ * NULL) gets the blocks that now hold the new tokens, in position order. All or nothing: on
+ * VREX_HAL_ERR_NOSPC nothing changed; a @capacity below the blocks the append touches is
+ * VREX_HAL_ERR_RANGE before anything changes (@count says how many are needed).
+ */
+vrex_hal_status vrex_hal_segment_append(vrex_hal_segment *seg, uint32_t tokens,
+					struct vrex_hal_block_list *out);
+/* Keeps the positions before @position (first_position <= position <= end, else
+ * VREX_HAL_ERR_RANGE): whole blocks beyond it are released (their handles become stale);
+ * *released (may be NULL) gets their number. */
+vrex_hal_status vrex_hal_segment_truncate(vrex_hal_segment *seg, uint32_t position, uint32_t *released);
+/* All blocks in position order: the first min(capacity, count) are written, @count gets the total. */
+vrex_hal_status vrex_hal_segment_blocks(const vrex_hal_segment *seg, struct vrex_hal_block_list *out);
+
+/* Out, size-prefixed like vrex_hal_segment_info. Segment blocks are part of vrex_hal_stats'
+ * resident counts; its allocations, fallbacks and evictions are frame blocks only. */
+struct vrex_hal_segment_stats {
+	uint32_t struct_size;
+	uint32_t bank_count;
+	uint64_t segments_open;
+	uint64_t blocks;		/* held by open segments */
+	uint64_t tokens;
+	uint64_t allocations;
+	uint64_t releases;
+	uint64_t in_group;		/* placed in the stream's bank group: no room outside it */
+	uint64_t bank_blocks[VREX_HAL_MAX_BANKS];
+};
+vrex_hal_status vrex_hal_get_segment_stats(vrex_hal_allocator *alloc, struct vrex_hal_segment_stats *stats);
 
 #pragma GCC visibility pop
 

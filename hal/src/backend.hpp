@@ -1,4 +1,4 @@
-// The Backend seam: one interface for every device operation, mirroring uapi/drm/vrex_accel.h one to
+// The Backend seam (private to libvrex-hal; users see vrex/hal.hpp): one interface for every device operation, mirroring uapi/drm/vrex_accel.h one to
 // one so the kernel backend stays a thin ioctl layer and the emulation can be checked against it.
 //
 // Rules every implementation follows (the conformance suite checks them on each backend):
@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vrex/export.h"
 #include "vrex/errors.hpp"
+#include "vrex/hal.hpp"
 #include "vrex/result.hpp"
 
 namespace vrex {
@@ -38,7 +38,7 @@ struct ImportedBo {
     bool own = false;
 };
 
-class VREX_API Backend {
+class Backend {
 public:
     virtual ~Backend() = default;
     Backend(const Backend&) = delete;
@@ -141,17 +141,6 @@ private:
     }
 };
 
-// Options for opening a backend. Fields a backend does not use are ignored.
-struct BackendOptions {
-    // Kernel: a specific node ("/dev/accel/accel0"); empty = first vrex device found.
-    std::string node;
-    // Emulation: device geometry (0 = the reference model's default).
-    std::uint32_t emu_banks = 0;
-    std::uint64_t emu_bank_size = 0;
-    std::uint32_t emu_group_banks = 0;
-    std::uint32_t emu_zombie_frames = 0;
-};
-
 // One entry of the backend registry. available() says whether open() can succeed here without
 // side effects (kernel: a vrex device node exists; emulation: always).
 struct BackendFactory {
@@ -162,8 +151,8 @@ struct BackendFactory {
 
 // Every backend built into this library, in auto-selection priority order (kernel first, then the
 // emulation; hal/src/backend_registry.cpp). Tests parameterise over this list.
-VREX_API std::span<const BackendFactory> backend_factories();
+std::span<const BackendFactory> backend_factories();
 // The factory named @name, or nullptr.
-VREX_API const BackendFactory* find_backend_factory(std::string_view name);
+const BackendFactory* find_backend_factory(std::string_view name);
 
 }  // namespace vrex

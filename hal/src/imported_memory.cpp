@@ -12,8 +12,8 @@
 
 #include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
-#include "vrex/vrex_hal.h"
 #include "stream_impl.hpp"
+#include "vrex/vrex_hal.h"
 
 namespace vrex {
 
@@ -44,9 +44,9 @@ Result<std::unique_ptr<ImportedMemory>> KvAllocator::import_memory(int dmabuf_fd
     auto bo = be.bo_import_dmabuf(dmabuf_fd);
     if (!bo) return bo.error_info().within(what + ": PRIME import");
     if (bo->own)
-        return Error{std::make_error_code(std::errc::invalid_argument), what + ": the dma-buf is vrex memory of this device (BO " +
-                                                      std::to_string(bo->handle) +
-                                                      "): index its blocks where they are"};
+        return Error{std::make_error_code(std::errc::invalid_argument),
+                     what + ": the dma-buf is vrex memory of this device (BO " + std::to_string(bo->handle) +
+                         "): index its blocks where they are"};
     std::lock_guard lock(impl_->mu);
     if (Impl::Import* i = impl_->find_import(bo->handle)) {
         // The same buffer again (the file's PRIME cache gave the same handle): one record, one

@@ -99,6 +99,13 @@ struct vrex_device {
 	atomic_t live_streams;
 	atomic_t live_blocks;
 
+	/* PRIME-imported BOs (in no bank): objects and bytes, all files. */
+	atomic_t imported_bos;
+	atomic64_t imported_bytes;
+	/* KV blocks pointing into imported BOs, under @lock. */
+	u32 imported_kv_blocks;
+	u64 imported_kv_bytes;
+
 	/* Fault injection (debugfs): the next N allocations fail. */
 	atomic_t fail_alloc;
 };

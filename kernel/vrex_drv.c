@@ -90,6 +90,7 @@ struct drm_driver vrex_drm_driver = {
 	.fops = &vrex_fops,
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+	.gem_prime_import_sg_table = vrex_gem_prime_import_sg_table,
 	.name = DRM_VREX_DRIVER_NAME,
 	.desc = "V-Rex frame-aware KV-cache retrieval engine",
 	.major = 1,

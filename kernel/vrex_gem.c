@@ -4,6 +4,14 @@
  * once, in the lowest bank of its mask with room, and never moves, so a KV
  * pointer (device address) handed to the hardware stays valid for the BO's
  * lifetime. User mappings go straight to the bank memory.
+ *
+ * A BO can also be imported with PRIME from another driver (an inference
+ * engine's own KV cache, exported as a dma-buf): it is in no bank
+ * (DRM_VREX_BANK_NONE), is not charged to any quota, holds the exporter's
+ * attachment and mapping for this device until freed, and can only be
+ * pointed at by KV blocks (the hardware keeps the pointer with
+ * VREX_KV_ADDR_EXTERNAL); the FCC and ReSV units, which read memory through
+ * the device's bank address space, refuse it.
  */
 #include <linux/dma-buf.h>
 #include <linux/io.h>
@@ -29,9 +37,12 @@ struct vrex_bo {
 	struct list_head link;		/* vdev->bos, under mm_lock; empty before placement */
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
-	u32 bank;
+	struct sg_table *sgt;		/* imported: the exporter's mapping for this device */
+	u32 bank;	/* DRM_VREX_BANK_NONE when imported */
 	u32 flags;	/* DRM_VREX_BO_*: placement hints */
 };
+
+static const struct drm_gem_object_funcs vrex_gem_import_funcs;
 
 static inline struct vrex_bo *to_vrex_bo(struct drm_gem_object *obj)
 {
@@ -70,6 +81,31 @@ static int vrex_quota_charge(struct vrex_quota *quota, struct vrex_bo *bo)
 	kref_get(&quota->ref);
 	bo->quota = quota;
 	return 0;
+}
+
+bool vrex_bo_is_imported(const struct drm_gem_object *obj)
+{
+	return obj->funcs == &vrex_gem_import_funcs;
+}
+
+/* Where the hardware is told KV at @offset of @obj lives (pointer only, never read). */
+u64 vrex_bo_kv_addr(struct drm_gem_object *obj, u64 offset)
+{
+	if (vrex_bo_is_imported(obj))
+		return VREX_KV_ADDR_EXTERNAL | offset;
+	return to_vrex_bo(obj)->node.start + offset;
+}
+
+/*
+ * [@offset, @offset + @length) of @obj for a unit that reads or writes it
+ * through the device's address space (FCC, ReSV): bank memory only, so an
+ * imported BO is refused, then the range is checked.
+ */
+int vrex_bo_check_device_range(struct drm_gem_object *obj, u64 offset, u64 length)
+{
+	if (vrex_bo_is_imported(obj))
+		return -EINVAL;
+	return vrex_check_range(offset, length, obj->size);
 }
 
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj)
@@ -212,6 +248,72 @@ static void *vrex_gem_vmap_old(struct drm_gem_object *obj)
 }
 #endif
 
+static void vrex_gem_import_free(struct drm_gem_object *obj)
+{
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	struct vrex_bo *bo = to_vrex_bo(obj);
+
+	atomic_dec(&vdev->imported_bos);
+	atomic64_sub(obj->size, &vdev->imported_bytes);
+	/* Unmaps the exporter's sg_table, detaches and drops the dma-buf reference. */
+	drm_prime_gem_destroy(obj, bo->sgt);
+	drm_gem_object_release(obj);
+	kfree(bo);
+}
+
+/*
+ * Imported memory belongs to its exporter: no mmap through the vrex fd (no
+ * mmap offset is created; the importer maps the dma-buf itself), no vmap,
+ * no sg_table of ours (a re-export returns the original dma-buf).
+ */
+static const struct drm_gem_object_funcs vrex_gem_import_funcs = {
+	.free = vrex_gem_import_free,
+};
+
+/*
+ * drm_driver.gem_prime_import_sg_table: the DRM core has attached this device
+ * to a foreign dma-buf and mapped it (@sgt); a dma-buf of a vrex BO of this
+ * device never gets here (drm_gem_prime_import() returns the same object).
+ * On failure the core unmaps and detaches.
+ */
+struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
+						      struct dma_buf_attachment *attach,
+						      struct sg_table *sgt)
+{
+	struct vrex_device *vdev = to_vrex_device(drm);
+	size_t size = attach->dmabuf->size;
+	struct vrex_bo *bo;
+	int ret, idx;
+
+	/* drm_gem_private_object_init() needs whole pages. */
+	if (!size || !PAGE_ALIGNED(size))
+		return ERR_PTR(-EINVAL);
+	if (!drm_dev_enter(drm, &idx))
+		return ERR_PTR(-ENODEV);
+	if (atomic_dec_if_positive(&vdev->fail_alloc) >= 0) {
+		ret = -ENOMEM;
+		goto err_exit;
+	}
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo) {
+		ret = -ENOMEM;
+		goto err_exit;
+	}
+	INIT_LIST_HEAD(&bo->link);
+	bo->sgt = sgt;
+	bo->bank = DRM_VREX_BANK_NONE;
+	bo->base.funcs = &vrex_gem_import_funcs;
+	drm_gem_private_object_init(drm, &bo->base, size);
+	atomic_inc(&vdev->imported_bos);
+	atomic64_add(size, &vdev->imported_bytes);
+	drm_dev_exit(idx);
+	return &bo->base;
+
+err_exit:
+	drm_dev_exit(idx);
+	return ERR_PTR(ret);
+}
+
 static const struct vm_operations_struct vrex_gem_vm_ops = {
 	.open = drm_gem_vm_open,
 	.close = drm_gem_vm_close,
@@ -334,15 +436,19 @@ int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_fil
 {
 	struct drm_vrex_bo_mmap_offset *args = data;
 	struct drm_gem_object *obj;
+	int ret = 0;
 
 	if (args->pad)
 		return -EINVAL;
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
-	args->offset = drm_vma_node_offset_addr(&obj->vma_node);
+	if (vrex_bo_is_imported(obj))
+		ret = -EOPNOTSUPP;
+	else
+		args->offset = drm_vma_node_offset_addr(&obj->vma_node);
 	drm_gem_object_put(obj);
-	return 0;
+	return ret;
 }
 
 /* debugfs banks: one "bo <device address> <size> <flags>" line per placed BO. */

@@ -74,7 +74,11 @@ static void vrex_fill_bank_info(struct vrex_device *vdev, struct drm_vrex_bank_i
 	}
 	for (b = 0; b < ngroups && b < DRM_VREX_MAX_BANKS; b++)
 		bi->group_owned[b] = vrex_read(vdev, VREX_REG_GROUP_POOL(b)) != VREX_NIL;
+	bi->imported_kv_blocks = vdev->imported_kv_blocks;
+	bi->imported_kv_bytes = vdev->imported_kv_bytes;
 	mutex_unlock(&vdev->lock);
+	bi->imported_bos = atomic_read(&vdev->imported_bos);
+	bi->imported_bytes = atomic64_read(&vdev->imported_bytes);
 }
 
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)

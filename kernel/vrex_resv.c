@@ -315,8 +315,8 @@ int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *fi
 		goto out_unlock;
 	}
 	/* count < 2^32, dim <= 256: the product cannot wrap in 64 bits. */
-	ret = vrex_check_range(args->offset, (u64)args->count * head->params.dim * sizeof(s16),
-			       obj->size);
+	ret = vrex_bo_check_device_range(obj, args->offset,
+					 (u64)args->count * head->params.dim * sizeof(s16));
 	if (ret)
 		goto out_unlock;
 	src = vrex_bo_dev_addr(obj) + args->offset;
@@ -359,15 +359,15 @@ static int vrex_select_validate(struct vrex_file *vfile, struct drm_file *file,
 	bos->query = drm_gem_object_lookup(file, it->query_handle);
 	if (!bos->query)
 		return -ENOENT;
-	ret = vrex_check_range(it->query_offset, (u64)head->params.dim * sizeof(s16),
-			       bos->query->size);
+	ret = vrex_bo_check_device_range(bos->query, it->query_offset,
+					 (u64)head->params.dim * sizeof(s16));
 	if (ret || !it->max_ranges)
 		return ret;
 	bos->out = drm_gem_object_lookup(file, it->out_handle);
 	if (!bos->out)
 		return -ENOENT;
-	return vrex_check_range(it->out_offset, (u64)it->max_ranges * 2 * sizeof(u32),
-				bos->out->size);
+	return vrex_bo_check_device_range(bos->out, it->out_offset,
+					  (u64)it->max_ranges * 2 * sizeof(u32));
 }
 
 static int vrex_select_one(struct vrex_device *vdev, struct vrex_file *vfile,

@@ -58,6 +58,10 @@ static void vrex_block_released(struct vrex_device *vdev, u32 block, u32 reason,
 		return;
 	stream = ref->stream;
 	stream->nblocks--;
+	if (vrex_bo_is_imported(ref->obj)) {
+		vdev->imported_kv_blocks--;
+		vdev->imported_kv_bytes -= ref->length;
+	}
 	drm_gem_object_put(ref->obj);
 	ref->obj = NULL;
 	atomic_dec(&vdev->live_blocks);
@@ -249,7 +253,7 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 		ref = kzalloc(sizeof(*ref), GFP_KERNEL);
 		if (!ref)
 			return -ENOMEM;
-		addr = vrex_bo_dev_addr(obj) + it->offset;
+		addr = vrex_bo_kv_addr(obj, it->offset);
 	}
 
 	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
@@ -285,6 +289,10 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 		goto err_free;
 	}
 	drm_gem_object_get(obj);
+	if (vrex_bo_is_imported(obj)) {
+		vdev->imported_kv_blocks++;
+		vdev->imported_kv_bytes += it->length;
+	}
 	stream->nblocks++;
 	atomic_inc(&vdev->live_blocks);
 	it->block = block;

@@ -309,7 +309,7 @@ int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file 
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
-	ret = vrex_check_range(args->offset, plane, obj->size);
+	ret = vrex_bo_check_device_range(obj, args->offset, plane);
 	if (ret)
 		goto out_put;
 	src = vrex_bo_dev_addr(obj) + args->offset;

@@ -183,8 +183,12 @@ int vrex_blocks_pop_released(struct vrex_blocks *bl, struct vrex_released *rec)
 void vrex_lifecycle_account(struct vrex_model *m, const struct vrex_block *b, int sign)
 {
 	u32 kb = (u32)(((u64)b->kv.length + 1023) / 1024);
-	u32 *kb_reg = &m->regs[VREX_REG_BANK_KB(b->bank) / 4];
+	u32 *kb_reg;
 
+	/* External memory (VREX_KV_ADDR_EXTERNAL) is in no bank. */
+	if (b->bank == VREX_BANK_NONE)
+		return;
+	kb_reg = &m->regs[VREX_REG_BANK_KB(b->bank) / 4];
 	if (sign > 0) {
 		m->bankmap.bank_bytes[b->bank] += b->kv.length;
 		m->bankmap.bank_blocks[b->bank]++;

@@ -303,13 +303,20 @@ int vrex_model_frame(struct vrex_model *m, u32 stream, u64 src, u32 width, u32 h
 	return 0;
 }
 
-/* The bank holding the whole KV range, or VREX_ERANGE. */
+/* The bank holding the whole KV range (VREX_BANK_NONE: external memory), or VREX_ERANGE. */
 static int kv_bank(const struct vrex_model *m, const struct vrex_kv_ref *kv, u8 *bank)
 {
 	u64 b;
 
 	if (!kv->length)
 		return VREX_ERANGE;
+	if (kv->addr & VREX_KV_ADDR_EXTERNAL) {
+		/* The range must not wrap past the top of the external address space. */
+		if ((kv->addr & ~VREX_KV_ADDR_EXTERNAL) + kv->length > VREX_KV_ADDR_EXTERNAL)
+			return VREX_ERANGE;
+		*bank = VREX_BANK_NONE;
+		return 0;
+	}
 	b = kv->addr / m->cfg.bank_size;
 	if (b >= m->cfg.nbanks || kv->addr % m->cfg.bank_size + kv->length > m->cfg.bank_size)
 		return VREX_ERANGE;

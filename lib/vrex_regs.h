@@ -89,6 +89,15 @@
 #define VREX_REG_ARG_KV_ADDR_LO		0x140
 #define VREX_REG_ARG_KV_ADDR_HI		0x144
 #define VREX_REG_ARG_KV_LEN		0x148
+
+/*
+ * Bit 63 of ARG_KV_ADDR: the range is outside device memory (a buffer the
+ * driver imported, e.g. an inference engine's own KV cache). The device only
+ * keeps the pointer; the block is in no bank (RES_BANK_FIRST = VREX_BANK_NONE)
+ * and no bank's occupancy counts it.
+ */
+#define VREX_KV_ADDR_EXTERNAL		0x8000000000000000ull
+#define VREX_BANK_NONE			0xffu
 #define VREX_REG_ARG_RADIUS		0x14c
 #define VREX_REG_ARG_BLOCK		0x150
 #define VREX_REG_ARG_POOL		0x154

@@ -29,6 +29,15 @@
 
 namespace vrex {
 
+// A dma-buf imported with Backend::bo_import_dmabuf().
+struct ImportedBo {
+    std::uint32_t handle = 0;
+    std::uint64_t size = 0;  // bytes of the dma-buf
+    // The dma-buf is a BO this Backend created (PRIME self-import): @handle is that BO's and the
+    // import took no reference of its own (no bo_destroy() for it).
+    bool own = false;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -109,12 +118,25 @@ public:
         return std::make_error_code(std::errc::operation_not_supported);
     }
 
+    // PRIME import (DRM_IOCTL_PRIME_FD_TO_HANDLE) of a dma-buf another driver exported, e.g. an
+    // inference engine's own KV memory. The BO is in no bank (DRM_VREX_BANK_NONE, counted in
+    // bank_info()'s imported_* fields); SHIE inserts may point into it, frame_submit() and the ReSV
+    // calls refuse it (EINVAL); bo_map() maps the dma-buf itself. Importing the same buffer again
+    // gives the same handle, one reference per import, each dropped by bo_destroy(). The caller's
+    // fd stays the caller's. EBADF for a bad fd, EINVAL for an fd that is not a dma-buf (the
+    // emulation, which has no dma-bufs, takes any mmap-able fd of whole pages: a memfd stands in).
+    virtual Result<ImportedBo> bo_import_dmabuf(int fd) { return unsupported_r<ImportedBo>(fd); }
+
 protected:
     Backend() = default;
 
 private:
     template <typename T>
     static std::error_code unsupported(const T&) {
+        return std::make_error_code(std::errc::operation_not_supported);
+    }
+    template <typename R, typename T>
+    static Result<R> unsupported_r(const T&) {
         return std::make_error_code(std::errc::operation_not_supported);
     }
 };

@@ -32,6 +32,7 @@ struct BlockRec {
     // A segment block (segment_ops.hpp): the segment's reference instead of the device's. Never
     // device_live, so neither aging nor lru_victim() nor the owner's stream_destroy touches it.
     bool segment = false;
+    bool imported = false;  // in engine-owned memory (Stream::index_imported): never freed by vrex
 
     std::uint32_t refs() const noexcept { return (device_live || segment ? 1u : 0u) + holds + pins; }
     // Writable only for the owner while the device (or its segment) holds it and no other stream
@@ -93,7 +94,8 @@ class BlockTable {
     std::optional<std::uint32_t> lru_victim(std::uint32_t stream, std::uint32_t frame) const {
         const BlockRec* best = nullptr;
         for (const auto& [k, r] : recs_)
-            if (r.owner == stream && r.device_live && !r.holds && !r.pins && r.use_frame != frame &&
+            // Imported blocks free no vrex memory: evicting them would only drop the engine's index.
+            if (r.owner == stream && r.device_live && !r.holds && !r.pins && r.use_frame != frame && !r.imported &&
                 (!best || r.last_use < best->last_use))
                 best = &r;
         return best ? std::optional<std::uint32_t>(best->id) : std::nullopt;

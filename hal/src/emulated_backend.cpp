@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -114,6 +116,19 @@ Result<drm_vrex_bank_info> EmulatedBackend::bank_info()
     }
     for (std::uint32_t g = 0; g < dev_->cfg.nbanks / dev_->cfg.group_banks; g++)
         info.group_owned[g] = r.read(VREX_REG_GROUP_POOL(g)) != VREX_NIL;
+    // Imported memory is in no bank: its BOs (every file) and the model's blocks with bank NONE.
+    for (const auto& [id, f] : dev_->files)
+        for (const auto& [h, bo] : f.bos)
+            if (bo.imported) {
+                info.imported_bos++;
+                info.imported_bytes += bo.ext.size;
+            }
+    const vrex_blocks& bl = dev_->model.blocks;
+    for (std::uint32_t b = 0; b < bl.capacity; b++)
+        if (bl.b[b].live && bl.b[b].bank == VREX_BANK_NONE) {
+            info.imported_kv_blocks++;
+            info.imported_kv_bytes += bl.b[b].kv.length;
+        }
     return info;
 }
 
@@ -151,10 +166,17 @@ std::error_code EmulatedBackend::bo_destroy(std::uint32_t handle)
     auto it = file.bos.find(handle);
     if (it == file.bos.end())
         return err(std::errc::no_such_file_or_directory);
+    if (it->second.imported && it->second.imports > 1) {
+        it->second.imports--;
+        return {};
+    }
     // The SHIE holds device addresses into this memory: it must not be reused under live blocks.
     if (it->second.live_blocks)
         return err(std::errc::device_or_resource_busy);
-    dev_->mem.release(it->second.ext);
+    if (it->second.imported)
+        EmulatedDevice::release_import(it->second);
+    else
+        dev_->mem.release(it->second.ext);
     file.bos.erase(it);
     return {};
 }
@@ -165,6 +187,8 @@ Result<std::span<std::byte>> EmulatedBackend::bo_map(std::uint32_t handle)
     auto it = file.bos.find(handle);
     if (it == file.bos.end())
         return err(std::errc::no_such_file_or_directory);
+    if (it->second.imported)
+        return std::span<std::byte>(it->second.import_map, it->second.ext.size);
     return std::span<std::byte>(dev_->mem.base() + it->second.ext.addr, it->second.ext.size);
 }
 
@@ -174,6 +198,13 @@ Result<int> EmulatedBackend::bo_export_dmabuf(std::uint32_t handle)
     auto it = file.bos.find(handle);
     if (it == file.bos.end())
         return err(std::errc::no_such_file_or_directory);
+    // Re-export of an import: the buffer it came from (PRIME returns the original dma-buf).
+    if (it->second.imported) {
+        const int fd = fcntl(it->second.import_fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return errno_code(errno);
+        return fd;
+    }
     // A new open file description of the BO's memfd (O_RDWR), like a dma-buf of its own.
     const std::string path = "/proc/self/fd/" + std::to_string(it->second.ext.memfd);
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -241,7 +272,8 @@ std::error_code EmulatedBackend::frame_submit(drm_vrex_frame_submit& a)
     if (bo == file.bos.end())
         return err(std::errc::no_such_file_or_directory);
     const std::uint64_t plane = std::uint64_t{a.height - 1} * a.stride + a.width;
-    if (!range_inside(a.offset, plane, bo->second.ext.size))
+    // The FCC reads through the bank address space: imported memory is refused, as by vrex.ko.
+    if (bo->second.imported || !range_inside(a.offset, plane, bo->second.ext.size))
         return err(std::errc::invalid_argument);
 
     const RegisterFile& r = dev_->regs;
@@ -531,7 +563,8 @@ std::error_code EmulatedBackend::resv_hash(drm_vrex_resv_hash& a) {
     auto bo = file.bos.find(a.handle);
     if (bo == file.bos.end()) return err(std::errc::no_such_file_or_directory);
     const std::uint64_t bytes = std::uint64_t{a.count} * dev_->resv_heads[a.head].params.dim * 2;
-    if (!range_inside(a.offset, bytes, bo->second.ext.size)) return err(std::errc::invalid_argument);
+    if (bo->second.imported || !range_inside(a.offset, bytes, bo->second.ext.size))
+        return err(std::errc::invalid_argument);
     const RegisterFile& r = dev_->regs;
     resv_program(a.head);
     r.write64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI, bo->second.ext.addr + a.offset);
@@ -553,13 +586,14 @@ std::error_code EmulatedBackend::resv_select(std::span<drm_vrex_resv_select_item
             return err(std::errc::invalid_argument);
         auto q = file.bos.find(it.query_handle);
         if (q == file.bos.end()) return err(std::errc::no_such_file_or_directory);
-        if (!range_inside(it.query_offset, std::uint64_t{dev_->resv_heads[it.head].params.dim} * 2,
+        if (q->second.imported ||
+            !range_inside(it.query_offset, std::uint64_t{dev_->resv_heads[it.head].params.dim} * 2,
                           q->second.ext.size))
             return err(std::errc::invalid_argument);
         if (!it.max_ranges) continue;
         auto o = file.bos.find(it.out_handle);
         if (o == file.bos.end()) return err(std::errc::no_such_file_or_directory);
-        if (!range_inside(it.out_offset, std::uint64_t{it.max_ranges} * 8, o->second.ext.size))
+        if (o->second.imported || !range_inside(it.out_offset, std::uint64_t{it.max_ranges} * 8, o->second.ext.size))
             return err(std::errc::invalid_argument);
     }
     const RegisterFile& r = dev_->regs;
@@ -655,6 +689,60 @@ const BackendFactory& emulated_backend_factory()
 {
     static const BackendFactory factory{"emulated", emulated_available, emulated_open};
     return factory;
+}
+
+}  // namespace vrex
+
+namespace vrex {
+
+Result<ImportedBo> EmulatedBackend::bo_import_dmabuf(int fd)
+{
+    VREX_EMU_ENTER(errc::device_lost);
+    struct stat st{};
+    if (fstat(fd, &st))
+        return errno_code(errno);
+    auto same_file = [&](int other) {
+        struct stat o{};
+        return other >= 0 && !fstat(other, &o) && o.st_dev == st.st_dev && o.st_ino == st.st_ino;
+    };
+    // The dma-buf of one of this file's BOs: its handle (PRIME self-import), no new reference.
+    for (auto& [h, bo] : file.bos) {
+        if (bo.imported && bo.import_dev == st.st_dev && bo.import_ino == st.st_ino) {
+            bo.imports++;
+            return ImportedBo{h, bo.ext.size, false};
+        }
+        if (!bo.imported && same_file(bo.ext.memfd))
+            return ImportedBo{h, bo.ext.size, true};
+    }
+    // No dma-bufs here: any fd mmap-able in whole pages stands in (a memfd); a pipe, a socket or a
+    // directory is not a buffer (EINVAL, as PRIME answers a non-dma-buf fd).
+    const off_t end = lseek(fd, 0, SEEK_END);
+    if (end <= 0 || static_cast<std::uint64_t>(end) % dev_->page_size)
+        return err(std::errc::invalid_argument);
+    const int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0)
+        return errno_code(errno);
+    void* p = mmap(nullptr, static_cast<std::size_t>(end), PROT_READ | PROT_WRITE, MAP_SHARED, dup, 0);
+    if (p == MAP_FAILED) {
+        close(dup);
+        return err(std::errc::invalid_argument);
+    }
+    std::uint32_t handle = 1;
+    for (const auto& [h, bo] : file.bos) {
+        if (h != handle)
+            break;
+        handle++;
+    }
+    EmulatedBo bo;
+    bo.ext = BankMemory::Extent{VREX_KV_ADDR_EXTERNAL, static_cast<std::uint64_t>(end), 0, -1};
+    bo.imported = true;
+    bo.import_fd = dup;
+    bo.import_map = static_cast<std::byte*>(p);
+    bo.imports = 1;
+    bo.import_dev = st.st_dev;
+    bo.import_ino = st.st_ino;
+    file.bos.emplace(handle, bo);
+    return ImportedBo{handle, bo.ext.size, false};
 }
 
 }  // namespace vrex

@@ -43,6 +43,7 @@ public:
     std::error_code resv_select(std::span<drm_vrex_resv_select_item> items) override;
     std::error_code resv_truncate(std::uint32_t head, std::uint32_t keep) override;
     Result<drm_vrex_resv_stats> resv_stats() override;
+    Result<ImportedBo> bo_import_dmabuf(int fd) override;
     Result<std::uint32_t> reg_read(std::uint32_t offset) override;
     int event_fd() const noexcept override { return event_fd_; }
     Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override;

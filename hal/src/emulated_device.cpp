@@ -1,5 +1,6 @@
 #include "emulated_device.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <string>
@@ -88,9 +89,23 @@ void EmulatedDevice::remove_file(std::uint32_t file)
             if (resv_heads[h].used && resv_heads[h].file == file)
                 release_resv_head(h);
     }
-    for (auto& [handle, bo] : it->second.bos)
-        mem.release(bo.ext);
+    for (auto& [handle, bo] : it->second.bos) {
+        if (bo.imported)
+            release_import(bo);
+        else
+            mem.release(bo.ext);
+    }
     files.erase(it);
+}
+
+void EmulatedDevice::release_import(EmulatedBo& bo)
+{
+    if (bo.import_map)
+        munmap(bo.import_map, bo.ext.size);
+    if (bo.import_fd >= 0)
+        close(bo.import_fd);
+    bo.import_map = nullptr;
+    bo.import_fd = -1;
 }
 
 void EmulatedDevice::release_resv_head(std::uint32_t head)

@@ -20,6 +20,14 @@ namespace vrex {
 struct EmulatedBo {
     BankMemory::Extent ext;
     std::uint32_t live_blocks = 0;  // KV blocks of the SHIE pointing into it
+    // Imported (bo_import_dmabuf): ext.addr is VREX_KV_ADDR_EXTERNAL (in no bank), ext.size the
+    // buffer's size, ext.memfd -1; the HAL's dup of the fd, its mapping and the file it names.
+    bool imported = false;
+    int import_fd = -1;
+    std::byte* import_map = nullptr;
+    std::uint32_t imports = 0;
+    std::uint64_t import_dev = 0;
+    std::uint64_t import_ino = 0;
 };
 
 struct EmulatedFile {
@@ -61,6 +69,8 @@ public:
     std::uint32_t add_file();
     // Closes every stream and BO of @file (as the kernel does on the last close of an fd).
     void remove_file(std::uint32_t file);
+    // Unmaps and closes an imported BO's host side (its entry is erased by the caller).
+    static void release_import(EmulatedBo& bo);
     void mark_lost();
 
     // Applies the release record in the RES_* registers (after POP_RELEASED or REMOVE, which

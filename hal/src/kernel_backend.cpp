@@ -77,9 +77,12 @@ Result<std::unique_ptr<KernelBackend>> KernelBackend::open(const BackendOptions&
 
 KernelBackend::~KernelBackend()
 {
-    for (auto& [handle, bo] : bos_)
+    for (auto& [handle, bo] : bos_) {
         if (bo.map)
             munmap(bo.map, bo.size);
+        if (bo.dmabuf >= 0)
+            ::close(bo.dmabuf);
+    }
     // Closing the file releases its GEM handles, streams and SHIE blocks in the driver.
     ::close(fd_);
 }
@@ -137,6 +140,10 @@ std::error_code KernelBackend::bo_destroy(std::uint32_t handle)
     auto it = bos_.find(handle);
     if (it == bos_.end())
         return std::make_error_code(std::errc::no_such_file_or_directory);
+    if (it->second.imports > 1) {
+        it->second.imports--;
+        return {};
+    }
     if (it->second.live_blocks)
         return std::make_error_code(std::errc::device_or_resource_busy);
     drm_gem_close close{handle, 0};
@@ -144,6 +151,8 @@ std::error_code KernelBackend::bo_destroy(std::uint32_t handle)
         return ec;
     if (it->second.map)
         munmap(it->second.map, it->second.size);
+    if (it->second.dmabuf >= 0)
+        ::close(it->second.dmabuf);
     bos_.erase(it);
     return {};
 }
@@ -157,6 +166,13 @@ Result<std::span<std::byte>> KernelBackend::bo_map(std::uint32_t handle)
     if (it == bos_.end())
         return std::make_error_code(std::errc::no_such_file_or_directory);
     Bo& bo = it->second;
+    if (!bo.map && bo.dmabuf >= 0) {
+        // Imported: the exporter maps its memory (vrex.ko answers BO_MMAP_OFFSET with EOPNOTSUPP).
+        void* p = mmap(nullptr, bo.size, PROT_READ | PROT_WRITE, MAP_SHARED, bo.dmabuf, 0);
+        if (p == MAP_FAILED)
+            return std::error_code(errno, std::generic_category());
+        bo.map = static_cast<std::byte*>(p);
+    }
     if (!bo.map) {
         drm_vrex_bo_mmap_offset mo{handle, 0, 0};
         if (auto ec = ioctl(DRM_IOCTL_VREX_BO_MMAP_OFFSET, &mo))
@@ -178,6 +194,33 @@ Result<int> KernelBackend::bo_export_dmabuf(std::uint32_t handle)
     if (drmPrimeHandleToFD(fd_, handle, DRM_CLOEXEC | DRM_RDWR, &out))
         return lost_or(errno);
     return out;
+}
+
+Result<ImportedBo> KernelBackend::bo_import_dmabuf(int fd)
+{
+    if (lost_)
+        return errc::device_lost;
+    std::lock_guard lock(mu_);
+    std::uint32_t handle = 0;
+    if (drmPrimeFDToHandle(fd_, fd, &handle))
+        return lost_or(errno);
+    auto it = bos_.find(handle);
+    if (it != bos_.end() && it->second.dmabuf < 0)  // a BO of this file: the core gave its handle back
+        return ImportedBo{handle, it->second.size, true};
+    if (it != bos_.end()) {  // imported before: the same handle (the file's PRIME cache)
+        it->second.imports++;
+        return ImportedBo{handle, it->second.size, false};
+    }
+    const off_t end = lseek(fd, 0, SEEK_END);
+    const int dup = end > 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (dup < 0) {
+        const int e = errno;
+        drm_gem_close close{handle, 0};
+        (void)ioctl(DRM_IOCTL_GEM_CLOSE, &close);
+        return std::error_code(e ? e : EINVAL, std::generic_category());
+    }
+    bos_[handle] = Bo{static_cast<std::uint64_t>(end), nullptr, 0, dup, 1};
+    return ImportedBo{handle, static_cast<std::uint64_t>(end), false};
 }
 
 std::error_code KernelBackend::stream_create(drm_vrex_stream_create& args)

@@ -56,6 +56,7 @@ public:
     std::error_code resv_select(std::span<drm_vrex_resv_select_item> items) override;
     std::error_code resv_truncate(std::uint32_t head, std::uint32_t keep) override;
     Result<drm_vrex_resv_stats> resv_stats() override;
+    Result<ImportedBo> bo_import_dmabuf(int fd) override;
     Result<std::uint32_t> reg_read(std::uint32_t offset) override;
     // The DRM fd itself: readable while the file has queued events.
     int event_fd() const noexcept override { return fd_; }
@@ -72,6 +73,10 @@ private:
         std::uint64_t size = 0;  // page-rounded
         std::byte* map = nullptr;
         std::uint32_t live_blocks = 0;
+        // Imported (PRIME): a dup of the dma-buf, mapped by bo_map() (vrex.ko does not map imported
+        // memory), and the imports the handle stands for (the GEM handle goes with the last).
+        int dmabuf = -1;
+        std::uint32_t imports = 0;
     };
     struct Block {
         std::uint32_t stream;

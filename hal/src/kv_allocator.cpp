@@ -64,6 +64,11 @@ KvAllocator::~KvAllocator() {
         if (s.dmabuf >= 0) ::close(s.dmabuf);
         (void)backend_of(*device_).bo_destroy(s.handle);
     }
+    // ImportedMemory objects hold the allocator and streams are gone: nothing uses these any more.
+    for (const Impl::Import& i : impl_->imports) {
+        if (i.dmabuf >= 0) ::close(i.dmabuf);
+        (void)backend_of(*device_).bo_destroy(i.handle);
+    }
 }
 
 Result<std::unique_ptr<Stream>> KvAllocator::create_stream(const StreamOptions& options) {
@@ -201,11 +206,24 @@ std::optional<KvAllocator::Placement> KvAllocator::view_locked(std::uint32_t han
     for (const Impl::Slab& s : impl_->slabs)
         if (s.handle == handle && offset + block_bytes_ <= s.map.size())
             return Placement{s.handle, offset, s.bank, s.map.subspan(offset, block_bytes_)};
+    if (const Impl::Import* i = impl_->find_import(handle); i && offset + block_bytes_ <= i->map.size())
+        return Placement{handle, offset, DRM_VREX_BANK_NONE, i->map.subspan(offset, block_bytes_)};
     return std::nullopt;
 }
 
 bool KvAllocator::free_if_unreferenced_locked(BlockRec& r) {
     if (r.refs()) return false;
+    if (r.imported) {
+        // Engine-owned memory is never given out: the record goes, and with its last block and
+        // ImportedMemory object the import itself.
+        const std::uint32_t handle = r.handle;
+        impl_->blocks->erase(r);
+        if (Impl::Import* i = impl_->find_import(handle)) {
+            i->blocks--;
+            impl_->drop_import_if_unused_locked(backend_of(*device_), handle);
+        }
+        return true;
+    }
     give_slot_locked(r.handle, r.offset);
     impl_->blocks->erase(r);
     return true;

@@ -2,10 +2,13 @@
 // lock or container types (tests/hal/public_headers_test.sh checks it).
 #pragma once
 
+#include <unistd.h>
+
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "backend.hpp"
 #include "block_table.hpp"
 #include "segment_ops.hpp"
 #include "vrex/hal.hpp"
@@ -24,8 +27,41 @@ struct VREX_LOCAL KvAllocator::Impl {
         std::uint32_t segment_blocks = 0;  // held by segments (their placement packs them)
     };
 
-    std::mutex mu;  // slabs, stats, blocks
+    // Engine-owned memory (KvAllocator::import_memory): one record per GEM handle, holding one
+    // Backend import reference, alive while an ImportedMemory object or a block record uses it.
+    struct Import {
+        std::uint32_t handle = 0;
+        std::uint64_t size = 0;
+        std::span<std::byte> map;  // Backend::bo_map() of the import
+        int dmabuf = -1;           // dup of the engine's fd: Stream::export_dmabuf() of its blocks
+        std::uint32_t users = 0;   // ImportedMemory objects
+        std::uint32_t blocks = 0;  // BlockRecs pointing into it
+    };
+
+    Import* find_import(std::uint32_t handle) {
+        for (Import& i : imports)
+            if (i.handle == handle) return &i;
+        return nullptr;
+    }
+
+    // The import of @handle goes (dma-buf dup closed, Backend reference dropped) once neither an
+    // ImportedMemory object nor a block record uses it. Callers hold mu.
+    void drop_import_if_unused_locked(Backend& be, std::uint32_t handle) {
+        for (auto it = imports.begin(); it != imports.end(); ++it) {
+            if (it->handle != handle) continue;
+            if (it->users || it->blocks) return;
+            if (it->dmabuf >= 0) ::close(it->dmabuf);
+            // The device released every block pointing into it, so the backend has no reason to
+            // refuse; should it anyway (device lost), the handle goes with the Backend.
+            (void)be.bo_destroy(handle);
+            imports.erase(it);
+            return;
+        }
+    }
+
+    std::mutex mu;  // slabs, stats, blocks, imports
     std::vector<Slab> slabs;
+    std::vector<Import> imports;
     Stats stats;
     std::unique_ptr<BlockTable> blocks;  // generations and references (block_table.hpp)
     SegmentRegistry segments;            // open segments, segment block ids (segment_ops.hpp)

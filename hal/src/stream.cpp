@@ -235,8 +235,13 @@ void Stream::Impl::apply_releases(std::span<const drm_vrex_released_block> recs,
                 r->device_live = false;
                 rb.generation = r->gen;
                 rb.bank = r->bank;
-                rb.memory_freed = alloc_->free_if_unreferenced_locked(*r);
-                alloc_->impl_->stats.deferred_frees += !rb.memory_freed;
+                const bool imported = r->imported;  // engine-owned memory: never freed by vrex
+                const bool gone = alloc_->free_if_unreferenced_locked(*r);
+                rb.memory_freed = gone && !imported;
+                alloc_->impl_->stats.deferred_frees += !gone;
+            } else if (alloc_->impl_->find_import(d.handle)) {
+                rb.bank = DRM_VREX_BANK_NONE;
+                rb.memory_freed = false;
             } else {
                 if (auto p = alloc_->view_locked(d.handle, d.offset)) rb.bank = p->bank;
                 // Only a slot nobody accounts for goes back (a block inserted on the device that
@@ -639,6 +644,11 @@ Result<int> Stream::Impl::do_export_dmabuf(const KvBlock& block) {
     std::lock_guard lock(alloc_->impl_->mu);
     const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
     if (!r) return local_error(errc::stale_handle);
+    if (const auto* im = alloc_->impl_->find_import(r->handle)) {  // the engine's own buffer
+        const int dup = ::fcntl(im->dmabuf, F_DUPFD_CLOEXEC, 0);
+        if (dup < 0) return Error{std::error_code(errno, std::generic_category()), "dup of the imported dma-buf"};
+        return dup;
+    }
     auto& slabs = alloc_->impl_->slabs;
     auto slab =
         std::find_if(slabs.begin(), slabs.end(), [&](const auto& s) { return s.handle == r->handle; });

@@ -39,6 +39,8 @@ struct VREX_LOCAL Stream::Impl {
     Result<KvBlock> do_copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset);
     Result<FrameEnd> do_end_frame();
     Result<int> do_export_dmabuf(const KvBlock& block);
+    Result<KvBlock> index_imported(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
+                                   std::int32_t frame_offset);
     void on_release(ReleaseCallback cb);
     Result<int> release_event_fd();
     // "<what> (stream S, frame F)": the context every error of this stream starts with.

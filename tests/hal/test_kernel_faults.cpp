@@ -89,7 +89,7 @@ protected:
     }
 
     using Counts = std::map<std::string, long>;
-    static Counts zero() { return {{"bos", 0}, {"streams", 0}, {"blocks", 0}, {"entries", 0}, {"hw_blocks", 0}}; }
+    static Counts zero() { return {{"bos", 0}, {"streams", 0}, {"blocks", 0}, {"entries", 0}, {"hw_blocks", 0}, {"imported", 0}}; }
     Counts live() const
     {
         Counts c;

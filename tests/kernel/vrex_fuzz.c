@@ -973,6 +973,13 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		seconds = strtoul(argv[1], NULL, 0);
+	/*
+	 * The fault knobs are device-wide: a concurrent copy's injected command
+	 * fault can fail one of this copy's commands before this copy armed any.
+	 */
+	env = getenv("VREX_FUZZ_PEERS");
+	if (env && strtol(env, NULL, 0) > 1)
+		faults_armed = 1;
 	max_calls = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
 	seed = argc > 3 ? strtoull(argv[3], NULL, 0) : (uint64_t)time(NULL);
 	printf("fuzz: %lu s, max %llu calls, seed %llu, %d threads, %d files\n", seconds,

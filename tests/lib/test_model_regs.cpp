@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "test_model_fixture.h"
@@ -357,6 +358,41 @@ TEST_F(RegisterFile, InsertLookupRemoveAndBlockInfoCommands) {
     EXPECT_EQ(regs_.r(VREX_REG_BANK_KB(5)), 0u);
     EXPECT_EQ(regs_.on_block(VREX_CMD_REMOVE, block), VREX_ENOENT);
     EXPECT_EQ(regs_.on_block(VREX_CMD_BLOCK_INFO, block), VREX_ENOENT);
+}
+
+// KV_ADDR bit 63: memory outside the device (a buffer the driver imported). The device keeps the
+// pointer; the block is in no bank and no bank's occupancy registers count it.
+TEST_F(RegisterFile, ExternalKvAddressesAreInNoBank) {
+    auto bank_sums = [&] {
+        uint64_t kb = 0, blocks = 0;
+        for (uint32_t b = 0; b < cfg().nbanks; b++) {
+            kb += regs_.r(VREX_REG_BANK_KB(b));
+            blocks += regs_.r(VREX_REG_BANK_BLOCKS(b));
+        }
+        return std::pair<uint64_t, uint64_t>(kb, blocks);
+    };
+    ASSERT_EQ(regs_.open(0, 0), 0);
+    ASSERT_EQ(regs_.frame(0, luma()), 0);
+    const vrex_fp fp = make_fp(0xabcdull, 0x1234ull);
+    const vrex_kv_ref ext{VREX_KV_ADDR_EXTERNAL | 0x40000ull, 65536, 7};
+    EXPECT_EQ(regs_.insert(0, 3, 0, fp, vrex_kv_ref{VREX_KV_ADDR_EXTERNAL, 0, 7}), VREX_ERANGE) << "length 0";
+    EXPECT_EQ(regs_.insert(0, 3, 0, fp, vrex_kv_ref{~0ull - 8, 16, 7}), VREX_ERANGE) << "wraps";
+    ASSERT_EQ(regs_.insert(0, 3, 0, fp, ext), 0);
+    const uint32_t block = regs_.r(VREX_REG_RES_BLOCK);
+    EXPECT_EQ(regs_.r(VREX_REG_RES_BANK_FIRST), VREX_BANK_NONE);
+    EXPECT_EQ(bank_sums(), (std::pair<uint64_t, uint64_t>(0, 0)));
+    EXPECT_EQ(regs_.counter(VREX_CNT_LIVE_BLOCKS), 1u);
+    ASSERT_EQ(regs_.similar(0, 3, fp, 0, 0), 0);
+    EXPECT_EQ(regs_.r(VREX_REG_RES_BLOCK), block);
+    EXPECT_EQ(regs_.res_kv().addr, ext.addr) << "the pointer comes back verbatim";
+    // A bank block next to it is counted as usual.
+    ASSERT_EQ(regs_.insert(0, 4, 0, fp, kv_at(cfg(), 2, 0, 2048, 1)), 0);
+    EXPECT_EQ(bank_sums(), (std::pair<uint64_t, uint64_t>(2, 1)));
+    ASSERT_EQ(regs_.on_block(VREX_CMD_REMOVE, block), 0);
+    EXPECT_EQ(regs_.r(VREX_REG_RES_BANK_FIRST), VREX_BANK_NONE);
+    EXPECT_EQ(regs_.res_kv().addr, ext.addr);
+    EXPECT_EQ(bank_sums(), (std::pair<uint64_t, uint64_t>(2, 1))) << "the release took nothing from a bank";
+    EXPECT_EQ(regs_.counter(VREX_CNT_LIVE_BLOCKS), 1u);
 }
 
 TEST_F(RegisterFile, RetirePopAndCloseCommands) {

@@ -4,6 +4,7 @@
  * multiple of 8 bytes with no implicit padding: the sum of the member sizes equals the struct size, so
  * 32- and 64-bit user space see one layout and no hole can leak kernel stack.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +41,11 @@ int main(void)
 	CHECK(drm_vrex_bank_info,
 	      M(drm_vrex_bank_info, bank_count) + M(drm_vrex_bank_info, pad) + M(drm_vrex_bank_info, bo_bytes) +
 		      M(drm_vrex_bank_info, kv_bytes) + M(drm_vrex_bank_info, kv_blocks) +
-		      M(drm_vrex_bank_info, group_owned));
+		      M(drm_vrex_bank_info, group_owned) + M(drm_vrex_bank_info, imported_bytes) +
+		      M(drm_vrex_bank_info, imported_bos) + M(drm_vrex_bank_info, imported_kv_blocks) +
+		      M(drm_vrex_bank_info, imported_kv_bytes));
+	/* The imported_* tail was appended: an older caller's 1544-byte struct is a prefix. */
+	check("drm_vrex_bank_info tail", offsetof(struct drm_vrex_bank_info, imported_bytes), 1544);
 	CHECK(drm_vrex_bo_create,
 	      M(drm_vrex_bo_create, size) + M(drm_vrex_bo_create, bank_mask) + M(drm_vrex_bo_create, flags) +
 		      M(drm_vrex_bo_create, handle) + M(drm_vrex_bo_create, bank) + M(drm_vrex_bo_create, pad));

@@ -113,6 +113,13 @@ struct drm_vrex_device_info {
 	__u32 pad;
 };
 
+/*
+ * The bank of memory that is in no bank: a BO imported with PRIME
+ * (DRM_IOCTL_PRIME_FD_TO_HANDLE of another driver's dma-buf, e.g. an
+ * inference engine's own KV cache) and the KV blocks pointing into it.
+ */
+#define DRM_VREX_BANK_NONE	0xffffffffu
+
 /**
  * struct drm_vrex_bank_info - DRM_VREX_QUERY_BANKS: occupancy, all files
  * @bank_count: valid entries of the per-bank arrays
@@ -121,6 +128,14 @@ struct drm_vrex_device_info {
  * @kv_bytes: per bank, KV bytes the SHIE's blocks point into
  * @kv_blocks: per bank, live KV blocks
  * @group_owned: per bank group, 1 if a pool holds it
+ * @imported_bytes: bytes of imported BOs (DRM_VREX_BANK_NONE; counted in no
+ *                  bank above and in no file's quota)
+ * @imported_bos: imported BOs alive
+ * @imported_kv_blocks: live KV blocks pointing into imported BOs
+ * @imported_kv_bytes: KV bytes of those blocks
+ *
+ * The imported_* fields were appended (vrex 1.1); an older caller's smaller
+ * struct simply does not receive them (QUERY's size negotiation).
  */
 struct drm_vrex_bank_info {
 	__u32 bank_count;
@@ -129,6 +144,10 @@ struct drm_vrex_bank_info {
 	__u64 kv_bytes[DRM_VREX_MAX_BANKS];
 	__u32 kv_blocks[DRM_VREX_MAX_BANKS];
 	__u32 group_owned[DRM_VREX_MAX_BANKS];
+	__u64 imported_bytes;
+	__u32 imported_bos;
+	__u32 imported_kv_blocks;
+	__u64 imported_kv_bytes;
 };
 
 /* ---- DRM_VREX_BO_CREATE / DRM_VREX_BO_MMAP_OFFSET ---------------------- */
@@ -165,7 +184,8 @@ struct drm_vrex_bo_create {
 
 /**
  * struct drm_vrex_bo_mmap_offset - where to mmap() a BO
- * @handle: GEM handle of this file
+ * @handle: GEM handle of this file; -EOPNOTSUPP for an imported BO (map the
+ *          dma-buf it came from instead)
  * @pad: zero
  * @offset: out: fake offset for mmap(MAP_SHARED) on the device fd
  */
@@ -213,7 +233,8 @@ struct drm_vrex_stream_destroy {
 /**
  * struct drm_vrex_frame_submit - run the FCC on a luma plane held in a BO
  * @stream: stream id
- * @handle: BO holding the plane
+ * @handle: BO holding the plane; not an imported BO (-EINVAL: the FCC reads
+ *          the plane through the device's own address space, bank memory)
  * @offset: byte offset of the plane in the BO; the plane (height - 1) *
  *          stride + width bytes must lie inside the BO
  * @width, @height: fcc_min_dim..fcc_max_dim
@@ -267,7 +288,9 @@ struct drm_vrex_frame_submit {
  * struct drm_vrex_shie_insert_item - one SHIE entry (and, unless ALIAS, one
  * new KV block)
  * @fp: fingerprint the entry is indexed by
- * @handle: BO holding the KV block (ignored with ALIAS, must be 0)
+ * @handle: BO holding the KV block (ignored with ALIAS, must be 0); a BO
+ *          created with BO_CREATE or imported with PRIME (the block is then
+ *          in no bank, DRM_VREX_BANK_NONE)
  * @flags: DRM_VREX_INSERT_*
  * @offset, @length: KV range inside the BO; length > 0, no overflow, inside
  *                   the BO (must be 0 with ALIAS)

@@ -351,6 +351,7 @@ struct StreamOptions {
 class KvAllocator;
 class BlockTable;
 struct BlockRec;
+class ImportedMemory;  // vrex/imported_memory.hpp
 class Segment;  // vrex/segment.hpp
 enum class SegmentKind : std::uint32_t;
 struct SegmentOps;
@@ -423,6 +424,12 @@ class VREX_API Stream {
     // dma-buf of the BO holding @block (caller owns the fd); the block is at block.offset in it.
     Result<int> export_dmabuf(const KvBlock& block);
 
+    // Indexes the block_bytes() at @offset of engine-owned @memory (vrex/imported_memory.hpp) for
+    // (current frame + @frame_offset, @region) under the frame's fingerprint; no vrex memory is
+    // taken. EINVAL (with context) for an offset not a multiple of ModelGeometry::kBlockAlign, a
+    // block past the buffer's end, or memory imported by another allocator.
+    Result<KvBlock> index_imported(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
+                                   std::int32_t frame_offset = 0);
     // A segment for non-visual tokens from position @first_position on (vrex/segment.hpp).
     Result<Segment> open_segment(SegmentKind kind, std::uint32_t first_position = 0);
 
@@ -461,6 +468,11 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
     Device& device() noexcept { return *device_; }
     Result<Stats> stats();
 
+    // PRIME import of an engine's dma-buf (@dmabuf_fd stays the caller's; vrex keeps a reference
+    // of its own). EBADF / EINVAL (not a dma-buf; the emulation takes any mmap-able fd of whole
+    // pages), EINVAL for a dma-buf of this device's own vrex memory.
+    Result<std::unique_ptr<ImportedMemory>> import_memory(int dmabuf_fd);
+
     class Key {
         friend class KvAllocator;
         Key() = default;
@@ -472,6 +484,7 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
     friend class Stream;
     friend struct Stream::Impl;
     friend struct SegmentOps;  // hal/src/segment_ops.hpp
+    friend class ImportedMemory;
     struct Placement {
         std::uint32_t handle;
         std::uint64_t offset;

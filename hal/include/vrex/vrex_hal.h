@@ -22,7 +22,7 @@ extern "C" {
 /* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
  * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
 #define VREX_HAL_VERSION_MAJOR 0
-#define VREX_HAL_VERSION_MINOR 5
+#define VREX_HAL_VERSION_MINOR 6
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -258,6 +258,53 @@ struct vrex_hal_stats {
 };
 
 vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator *alloc, struct vrex_hal_stats *stats);
+
+/*
+ * Engine-owned KV memory (C++: vrex/imported_memory.hpp, docs/hal.md "Imported memory"). The
+ * engine exports its KV buffer as a dma-buf; vrex imports it (the fd stays the caller's) and
+ * indexes blocks at offsets inside it. vrex never frees, reuses or writes that memory: releases
+ * of such blocks report memory_freed = 0 and bank VREX_HAL_BANK_NONE. The import lives while the
+ * vrex_hal_imported handle or any block indexed into it does.
+ */
+typedef struct vrex_hal_imported vrex_hal_imported;
+#define VREX_HAL_BANK_NONE 0xffffffffu	/* bank of engine-owned (imported) memory: no device bank */
+
+/* VREX_HAL_ERR_INVALID: not a dma-buf (the emulation takes any mmap-able fd of whole pages), or
+ * vrex memory of this device; VREX_HAL_ERR_IO (EBADF) for a bad fd. */
+vrex_hal_status vrex_hal_import_memory(vrex_hal_allocator *alloc, int dmabuf_fd, vrex_hal_imported **out);
+/* Blocks indexed into the memory stay valid until released; the import goes with the last. */
+void vrex_hal_imported_destroy(vrex_hal_imported *mem);
+
+/* Size-prefixed: struct_size = sizeof(struct vrex_hal_imported_info); a smaller struct gets the
+ * fields it has room for (at least struct_size 4), a larger one has its unknown bytes zeroed. */
+struct vrex_hal_imported_info {
+	uint32_t struct_size;
+	uint32_t handle;	/* GEM handle: vrex_hal_block.handle of its blocks */
+	uint64_t size;		/* bytes of the buffer */
+	void *data;		/* vrex's read/write mapping of it */
+	uint32_t blocks;	/* blocks indexed into it that vrex still tracks */
+	uint32_t pad;
+};
+vrex_hal_status vrex_hal_imported_get_info(const vrex_hal_imported *mem, struct vrex_hal_imported_info *info);
+
+/*
+ * Indexes the block at @offset (a multiple of 64, the block inside the buffer) of @mem for
+ * (open frame + frame_offset, region) under the frame's fingerprint. Size-prefixed:
+ * struct_size = sizeof(struct vrex_hal_index_request), block_size = sizeof(struct vrex_hal_block)
+ * (bytes of @block a newer library does not know are zeroed); unknown trailing request bytes must
+ * be zero, flags 0.
+ */
+struct vrex_hal_index_request {
+	uint32_t struct_size;
+	uint32_t block_size;
+	uint64_t offset;
+	uint32_t region;
+	int32_t frame_offset;
+	uint32_t flags;		/* 0 */
+	uint32_t pad;		/* 0 */
+};
+vrex_hal_status vrex_hal_index_imported(vrex_hal_stream *stream, const vrex_hal_imported *mem,
+					const struct vrex_hal_index_request *req, struct vrex_hal_block *block);
 
 /* ---- ReSV: key hashing and WiCSum selection (docs/hw/resv.md, C++: vrex/resv.hpp) -------------- */
 

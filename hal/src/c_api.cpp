@@ -66,9 +66,7 @@ vrex::Error ok() {
     return {};
 }
 
-vrex::Error invalid(std::string what) {
-    return {std::errc::invalid_argument, std::move(what)};
-}
+using vrex::capi::invalid;
 
 void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     *out = vrex_hal_block{};

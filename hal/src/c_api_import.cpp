@@ -16,9 +16,7 @@ namespace {
 
 using vrex::capi::guarded;
 
-vrex::Error invalid(std::string what) {
-    return {std::errc::invalid_argument, std::move(what)};
-}
+using vrex::capi::invalid;
 
 // Bytes [from, to) of a caller's struct are all zero (a newer caller's fields we do not know).
 bool zero_tail(const void* p, std::size_t from, std::size_t to) {

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "vrex/hal.hpp"
 #include "vrex/vrex_hal.h"
@@ -25,6 +26,11 @@ void block_to_c(const KvBlock& b, vrex_hal_block* out);
 vrex_hal_status status_of(std::error_code ec);
 // Records "@fn: @message" as the calling thread's vrex_hal_last_error().
 void note_error(const char* fn, const std::string& message) noexcept;
+
+// EINVAL with @what as its context: a C argument the entry point refuses.
+inline Error invalid(std::string what) {
+    return {std::make_error_code(std::errc::invalid_argument), std::move(what)};
+}
 
 // How an entry point turns an error code into its C status.
 using StatusMapper = vrex_hal_status (*)(std::error_code);

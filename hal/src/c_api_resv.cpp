@@ -26,9 +26,7 @@ vrex_hal_status guarded(const char* fn, F&& f) noexcept {
     return vrex::capi::guarded(fn, nullptr, std::forward<F>(f), resv_status_of);
 }
 
-vrex::Error invalid(const char* what) {
-    return {std::errc::invalid_argument, what};
-}
+using vrex::capi::invalid;
 
 // The caller's params over the defaults, size-negotiated (vrex_hal.h).
 bool read_params(const vrex_hal_resv_params* in, vrex_hal_resv_params& out) {

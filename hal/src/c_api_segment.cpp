@@ -15,9 +15,7 @@ struct vrex_hal_segment {
 
 namespace {
 
-vrex::Error invalid(const std::string& what) {
-    return {std::errc::invalid_argument, what};
-}
+using vrex::capi::invalid;
 
 // Writes @ours into the caller's size-prefixed out struct: the bytes both know, zeroes beyond.
 template <class T>

@@ -11,7 +11,7 @@
 #include "shie_table.h"
 
 #define SHIE_ALIGN 64
-#define SHIE_RULE_MIN_BITS 11	/* the geometry rule's shortest substring */
+#define SHIE_RULE_MIN_BITS 8	/* the geometry rule's shortest substring */
 #define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from mih_heads on */
 
 /*
@@ -91,24 +91,30 @@ static u64 shie_align(u64 v)
 
 /*
  * The geometry rule (measured: docs/hw/shie.md, "Geometry"). MIH theory
- * (Norouzi et al.) puts the substring length near log2(N): then a bucket
- * holds about one record, and a probe neither reads a crowd of candidates
- * (substrings too short) nor stays an empty, cache-missing read (too long:
- * at 16k entries the fixed 8 x 16 bits left 0.25 records per bucket in a
- * 2 MiB count array). So b = ceil(log2(capacity)), clamped to 11..16, and
- * as many substrings as it takes to cover 128 bits at that length, two per
- * 64 bits ... so m = 2 * ceil(64 / b) (16k: b = 14, m = 10 of 13/12 bits;
- * 4k: m = 12 of 11/10 bits; from 32k on: m = 8 of 16 bits, the old fixed
- * geometry).
+ * (Norouzi et al.) puts the substring length b near log2(N), about one
+ * record per bucket, counting a probe and a candidate check as equal costs.
+ * Here they are not: a candidate is an 8-byte word read in sequence from the
+ * bucket's chunk and rejected by one popcount, a probe a random read (bucket
+ * size, then the chunk) plus the cursor's work; at radius 20 fewer, fuller
+ * buckets win until a bucket holds about 16 records. So b = ceil(log2(N)) - 3
+ * (8..16 records per bucket), clamped to 8..16 bits, and m = 2 * ceil(64 / b)
+ * substrings, half per 64-bit word: 4k entries -> 16 x 8 bits, 16k -> 12 x
+ * 11/10 bits, 100k -> 10 x 13/12 bits, from 256k + 1 on the old fixed
+ * 8 x 16 bits. Measured on uniform codes at radius 20, MIH alone
+ * (fallback_pct 0), one query per call, queries/s by m:
+ *   4k:   8: 320k  10: 385k  12: 666k  14: 724k  16: 745k
+ *   16k:  8: 139k  10: 297k  12: 445k  14: 421k  16: 291k
+ *   100k: 8: 111k  10: 252k  12:  63k  14:  30k
  */
 u32 vrex_shie_mih_tables(u32 capacity)
 {
 	u32 b = 0;
 
-	while (b < VREX_MIH_MAX_BITS && (1u << b) < capacity)
+	while (b < 32 && (1ull << b) < capacity)
 		b++;
-	if (b < SHIE_RULE_MIN_BITS)
-		b = SHIE_RULE_MIN_BITS;
+	b = b > SHIE_RULE_MIN_BITS + 3 ? b - 3 : SHIE_RULE_MIN_BITS;
+	if (b > VREX_MIH_MAX_BITS)
+		b = VREX_MIH_MAX_BITS;
 	return 2 * ((64 + b - 1) / b);
 }
 
@@ -855,13 +861,17 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 		/*
 		 * The vector scan is cheaper while the codes sit in L2 (beyond
 		 * it both scans stream at the same bandwidth): so is the budget
-		 * it allows the probes. A scan shared by a batch costs each
-		 * query its share.
+		 * it allows the probes. A batch's shared group scan gets no
+		 * further discount: every query still computes its own
+		 * distances, so it is only 1.5-1.6x cheaper per query than a
+		 * scan alone (measured at 4k, 16k and 100k entries, 8
+		 * queries), and the probes a query made before it falls back
+		 * are spent either way. Dividing the budget by the share (8)
+		 * sent most uniform queries at 16k to a scan slower than their
+		 * probes (batch 330k queries/s, 500k without; docs/hw/shie.md).
 		 */
 		if (vec && (u64)t->capacity * sizeof(struct vrex_fp) <= t->vector_l2)
 			budget /= SHIE_VECTOR_GAIN;
-		if (sr->share > 1)
-			budget /= sr->share;
 	}
 
 	while (more || consumed < produced) {

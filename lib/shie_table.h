@@ -48,7 +48,7 @@
  * percentage of the capacity (crowded buckets of near-duplicate codes)
  * finishes as a linear scan instead: same result, bounded cost.
  */
-#define VREX_SHIE_FALLBACK_PCT 50
+#define VREX_SHIE_FALLBACK_PCT 100
 /*
  * What one bucket probe costs, in records of that scan: the probe is a
  * dependent random read (bucket size, then the records), the scan a
@@ -56,7 +56,7 @@
  * empty buckets (uniform codes in a small table, radius 20: up to 736
  * probes) never reaches the budget and costs more than the scan would.
  */
-#define VREX_SHIE_PROBE_COST 16
+#define VREX_SHIE_PROBE_COST 24
 /*
  * The vector fallback scan is cheaper per record than the scalar one only
  * while the dense codes (16 B per entry) sit in L2; beyond it both stream

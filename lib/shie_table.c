@@ -889,12 +889,14 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 			/*
 			 * Stage 0 (the query's own bucket in each table) is
 			 * planned before any bucket is scanned while m <=
-			 * SHIE_AHEAD (else a few stage-0 buckets are scanned
-			 * first: the check is a heuristic, not exactness). It samples the neighbourhood: when it alone holds
-			 * more than budget / SHIE_CROWD_DIV records, the later
-			 * stages (up to 728 buckets around the same keys) all
-			 * but certainly exceed the budget, so scan now rather
-			 * than after reading that much.
+			 * SHIE_AHEAD (with more tables a few stage-0 buckets
+			 * are scanned first: a heuristic, exactness does not
+			 * depend on it). It samples the neighbourhood: when
+			 * it alone holds more than budget / SHIE_CROWD_DIV
+			 * records, the later stages (hundreds of buckets
+			 * around the same keys) all but certainly exceed the
+			 * budget, so scan now rather than after reading that
+			 * much.
 			 */
 			if ((item >> SHIE_STAGE_SHIFT) && !crowd_checked) {
 				crowd_checked = 1;
@@ -904,8 +906,8 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 				}
 			}
 			tb = (item >> SHIE_TABLE_SHIFT) & 0xff;
-			records += mih_prefetch_records(t, t->mih_base[tb] + (item & SHIE_KEY_MASK)) +
-				   t->probe_cost;
+			key = item & SHIE_KEY_MASK;
+			records += mih_prefetch_records(t, t->mih_base[tb] + key) + t->probe_cost;
 			if (records > budget) {
 				shie_fall_back(sr, hw, vec);
 				return;

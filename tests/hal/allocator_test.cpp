@@ -8,8 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "device_impl.hpp"
-#include "backends.hpp"
+#include "device_test.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
@@ -77,18 +76,13 @@ TEST(Errors, MessagesAreClear)
     EXPECT_STREQ(make_error_code(errc::device_lost).category().name(), "vrex");
 }
 
-class Allocator : public ::testing::TestWithParam<std::string> {
+class Allocator : public test::DeviceTest {
 protected:
     void SetUp() override
     {
-        auto be = test::open_backend(GetParam());
-        ASSERT_NE(be, nullptr);
-        auto d = adopt_backend(std::move(be));
-        ASSERT_TRUE(d);
-        dev_ = *d;
-        auto a = KvAllocator::create(dev_, kGeom);
-        ASSERT_TRUE(a);
-        alloc_ = *a;
+        ASSERT_NO_FATAL_FAILURE(test::DeviceTest::SetUp());
+        alloc_ = allocator(kGeom);
+        ASSERT_NE(alloc_, nullptr);
     }
     std::unique_ptr<Stream> stream(StreamOptions o = {})
     {
@@ -97,7 +91,6 @@ protected:
         return s ? std::move(*s) : nullptr;
     }
 
-    std::shared_ptr<Device> dev_;
     std::shared_ptr<KvAllocator> alloc_;
 };
 
@@ -382,12 +375,9 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
 {
     constexpr std::uint64_t kSlab = 4 * 16384;
     for (const std::uint32_t spare : {0u, 1u}) {
-        AllocatorOptions o;
-        o.blocks_per_slab = 4;
-        o.spare_slabs = spare;
-        auto a = KvAllocator::create(dev_, kGeom, o);
-        ASSERT_TRUE(a);
-        auto s = (*a)->create_stream();
+        auto a = tight_allocator(kGeom, {.blocks_per_slab = 4, .spare_slabs = spare});
+        ASSERT_NE(a, nullptr);
+        auto s = a->create_stream();
         ASSERT_TRUE(s);
         auto px = synthetic_frame(128, 96, 40, 0);
         ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
@@ -402,7 +392,7 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
         ASSERT_TRUE(n);
         EXPECT_EQ(n->count, 16u);
         EXPECT_EQ(device_bo_bytes(backend_of(*dev_)), before + spare * kSlab) << "spare " << spare;
-        auto st = (*a)->stats();
+        auto st = a->stats();
         ASSERT_TRUE(st);
         EXPECT_EQ(held_slab_bytes(*st), spare * kSlab);
         EXPECT_EQ(st->slabs_created, 4u);
@@ -411,7 +401,7 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
         // The next frame takes the spare before creating a slab.
         ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
         ASSERT_TRUE((*s)->allocate(0));
-        st = (*a)->stats();
+        st = a->stats();
         ASSERT_TRUE(st);
         EXPECT_EQ(st->slabs_created, 4u + (spare ? 0 : 1));
         ASSERT_TRUE((*s)->end_frame());
@@ -420,12 +410,9 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
 
 TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
 {
-    AllocatorOptions o;
-    o.blocks_per_slab = 2;
-    o.spare_slabs = 0;
-    auto a = KvAllocator::create(dev_, kGeom, o);
-    ASSERT_TRUE(a);
-    auto s = (*a)->create_stream();
+    auto a = tight_allocator(kGeom, {.blocks_per_slab = 2});
+    ASSERT_NE(a, nullptr);
+    auto s = a->create_stream();
     ASSERT_TRUE(s);
     auto px = synthetic_frame(128, 96, 41, 0);
     ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
@@ -437,7 +424,7 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
     std::memset(kept.data.data(), 0x5a, kept.data.size());
     ASSERT_TRUE((*s)->release(gone));
     ASSERT_TRUE((*s)->end_frame());
-    auto st = (*a)->stats();
+    auto st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->slabs_released, 0u) << "a slab with a live block stays";
     EXPECT_EQ(static_cast<unsigned char>(kept.data[kept.data.size() - 1]), 0x5a);
@@ -447,7 +434,7 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
     ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
     ASSERT_TRUE((*s)->release(kept));
     ASSERT_TRUE((*s)->end_frame());
-    st = (*a)->stats();
+    st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->slabs_released, 1u);
     EXPECT_EQ(held_slab_bytes(*st), 0u);
@@ -466,13 +453,10 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
 
 TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
 {
-    AllocatorOptions o;
-    o.blocks_per_slab = 4;
-    o.spare_slabs = 0;
-    auto a = KvAllocator::create(dev_, kGeom, o);
-    ASSERT_TRUE(a);
-    auto s1 = (*a)->create_stream();
-    auto s2 = (*a)->create_stream();
+    auto a = tight_allocator(kGeom, {.blocks_per_slab = 4});
+    ASSERT_NE(a, nullptr);
+    auto s1 = a->create_stream();
+    auto s2 = a->create_stream();
     ASSERT_TRUE(s1 && s2);
     auto px1 = synthetic_frame(128, 96, 42, 0);
     auto f1 = (*s1)->begin_frame(view_of(px1, 128, 96));
@@ -486,7 +470,7 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
         }
     }
     ASSERT_TRUE((*s1)->end_frame());
-    auto st = (*a)->stats();
+    auto st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(held_slab_bytes(*st), 2u * 4 * 16384);
 
@@ -502,7 +486,7 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
         ASSERT_TRUE(b);
         EXPECT_FALSE(in_f2(*b));
     }
-    st = (*a)->stats();
+    st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->fallback_allocations, 2u);
     EXPECT_EQ(held_slab_bytes(*st), 2u * 4 * 16384) << "no new slab";
@@ -513,7 +497,7 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
     auto fourth = (*s2)->allocate(3);
     ASSERT_TRUE(fourth);
     EXPECT_TRUE(in_f2(*fourth)) << "idle memory below a slab: placement stays in the group";
-    st = (*a)->stats();
+    st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->fallback_allocations, 3u);
     EXPECT_EQ(held_slab_bytes(*st), 3u * 4 * 16384);

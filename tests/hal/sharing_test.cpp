@@ -34,14 +34,6 @@ class Sharing : public test::DeviceTest {
         for (const BankStats& b : st->banks) sum += b.slab_bytes;
         return sum;
     }
-
-    // Blocks of half a bank (8 kv heads x 128 x bf16 x 16 tokens = 64 KiB a layer): device memory
-    // fills after about two blocks a bank (emulation 4 MiB banks: 2 MiB blocks; the kernel's
-    // simulated device 1 MiB banks: 512 KiB blocks).
-    ModelGeometry big() const {
-        return ModelGeometry{static_cast<std::uint32_t>(dev_->info().bank_size / 2 / (64 * 1024)), 8, 128,
-                             DType::bf16, 16};
-    }
 };
 
 TEST_P(Sharing, StaleHandlesGetAClearErrorNeverAnotherBlock) {
@@ -89,10 +81,7 @@ TEST_P(Sharing, StaleHandlesGetAClearErrorNeverAnotherBlock) {
 // The crash: with spare_slabs = 0 the owner's release destroyed the slab a reader in
 // another stream was still reading. The reader's reference now keeps the memory.
 TEST_P(Sharing, ACrossStreamHitOutlivesTheOwnersRelease) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(kSmall, o);
+    auto a = tight_allocator(kSmall);
     auto owner = stream(*a, {true, 3});
     auto reader = stream(*a, {true, 3});
     auto px = synthetic_frame(128, 96, 51, 0);
@@ -183,10 +172,7 @@ TEST_P(Sharing, PositionMetadataTravelsWithTheBlock) {
 }
 
 TEST_P(Sharing, ZombieAgingAndStreamCloseOfTheOwnerKeepReferencedMemory) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(kSmall, o);
+    auto a = tight_allocator(kSmall);
     auto owner = stream(*a, {true, 4});
     auto reader = stream(*a, {true, 4});
     auto px = synthetic_frame(128, 96, 52, 0);
@@ -306,10 +292,7 @@ TEST_P(Sharing, BatchesAreAllOrNothing) {
 
 // Fills device memory with half-bank blocks: frame after frame of 8 blocks until ENOSPC.
 TEST_P(Sharing, WithoutPressureEvictionENOSPCIsFinalAndLeavesNoOrphan) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry());
     auto s = stream(*a);
     auto px = synthetic_frame(128, 96, 55, 0);
     std::error_code failed;
@@ -331,11 +314,7 @@ TEST_P(Sharing, WithoutPressureEvictionENOSPCIsFinalAndLeavesNoOrphan) {
 }
 
 TEST_P(Sharing, PressureEvictsZombiesFirst) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
     s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
@@ -383,11 +362,7 @@ TEST_P(Sharing, PressureEvictsZombiesFirst) {
 }
 
 TEST_P(Sharing, PressureEvictsLeastRecentlyUsedUnpinnedBlocks) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
     s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
@@ -434,11 +409,7 @@ TEST_P(Sharing, PressureEvictsLeastRecentlyUsedUnpinnedBlocks) {
 // stream's blocks (old, unpinned, never used again) survive, and a stream with nothing of its own
 // to evict gets ENOSPC rather than someone else's memory.
 TEST_P(Sharing, PressureEvictsOnlyTheCallingStreamsOwnBlocks) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto victim = stream(*a);
     auto greedy = stream(*a);
     std::vector<ReleasedBlock> victim_seen;

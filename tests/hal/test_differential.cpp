@@ -33,6 +33,9 @@ struct Clip {
 
 constexpr std::uint32_t kFrames = 60;
 
+// A scripted workload: its canonical output on @be for clip @c, ending in an "ERROR" line where it failed.
+using Workload = std::string (*)(Backend& be, const Clip& c);
+
 // Binary PGM ("P5 w h 255" + w*h bytes), back to back.
 std::optional<Clip> read_pgm_stream(const std::string& path)
 {
@@ -437,24 +440,47 @@ TEST(Differential, ClipIsRealMovingFootage)
     EXPECT_GT(changed, kFrames / 2) << "consecutive frames differ (people walking)";
 }
 
+// The differential shape: @workload on the clip once on each of two backends (two fresh emulations,
+// or the kernel and the emulation), then neither run may have failed and the canonical outputs must
+// be byte-identical. @label names the comparison in the printed summary; @a_out gets run A's output
+// for the caller's checks of what the workload exercised. Call under ASSERT_NO_FATAL_FAILURE.
+struct Run {
+    const char* name;
+    Backend& backend;
+};
+
+void expect_identical_runs(Workload workload, Run a, Run b, const char* label, std::string* a_out = nullptr)
+{
+    const std::string ra = workload(a.backend, *clip());
+    const std::string rb = workload(b.backend, *clip());
+    ASSERT_EQ(ra.find("ERROR"), std::string::npos) << a.name << ": " << ra.substr(ra.find("ERROR"));
+    ASSERT_EQ(rb.find("ERROR"), std::string::npos) << b.name << ": " << rb.substr(rb.find("ERROR"));
+    std::printf("%s: canonical output %zu bytes, fnv1a %s %016llx %s %016llx\n", label, ra.size(), a.name,
+                static_cast<unsigned long long>(fnv1a(ra)), b.name, static_cast<unsigned long long>(fnv1a(rb)));
+    EXPECT_EQ(first_difference(ra, rb), "") << "A = " << a.name << ", B = " << b.name;
+    EXPECT_EQ(ra.size(), rb.size());
+    EXPECT_TRUE(ra == rb);
+    if (a_out)
+        *a_out = ra;
+}
+
 TEST(Differential, WorkloadIsDeterministicAndNonTrivialOnTheEmulation)
 {
     if (!clip())
         GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    std::string runs[2];
-    for (auto& r : runs) {
-        auto be = test::open_backend("emulated");
-        ASSERT_NE(be, nullptr);
-        r = run_workload(*be, *clip());
-    }
-    ASSERT_EQ(runs[0].find("ERROR"), std::string::npos) << runs[0].substr(runs[0].find("ERROR"));
-    EXPECT_EQ(first_difference(runs[0], runs[1]), "");
+    auto first = test::open_backend("emulated");
+    auto second = test::open_backend("emulated");
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    std::string out;
+    ASSERT_NO_FATAL_FAILURE(expect_identical_runs(run_workload, {"emulated", *first}, {"emulated again", *second},
+                                                  "differential determinism", &out));
     // The workload exercises what it claims to compare.
-    EXPECT_EQ(count(runs[0], "F s"), 2 * kFrames);
-    EXPECT_GT(count(runs[0], "hit=1 "), 10u) << "exact hits";
-    EXPECT_GT(count(runs[0], " alias=1 result=0"), 10u) << "reuse of similar blocks";
-    EXPECT_GT(count(runs[0], " alias=0 result=0"), 10u) << "new blocks";
-    EXPECT_GT(count(runs[0], "reason=1"), 4u) << "zombies released";
+    EXPECT_EQ(count(out, "F s"), 2 * kFrames);
+    EXPECT_GT(count(out, "hit=1 "), 10u) << "exact hits";
+    EXPECT_GT(count(out, " alias=1 result=0"), 10u) << "reuse of similar blocks";
+    EXPECT_GT(count(out, " alias=0 result=0"), 10u) << "new blocks";
+    EXPECT_GT(count(out, "reason=1"), 4u) << "zombies released";
 }
 
 TEST(Differential, KernelAndEmulationProduceIdenticalResults)
@@ -475,35 +501,27 @@ TEST(Differential, KernelAndEmulationProduceIdenticalResults)
     eo.emu_zombie_frames = info->zombie_frames;
     auto emu = find_backend_factory("emulated")->open(eo);
     ASSERT_TRUE(emu);
-    const std::string k = run_workload(*kernel, *clip());
-    const std::string e = run_workload(**emu, *clip());
-    ASSERT_EQ(k.find("ERROR"), std::string::npos) << k.substr(k.find("ERROR"));
-    ASSERT_EQ(e.find("ERROR"), std::string::npos) << e.substr(e.find("ERROR"));
-    std::printf("differential: %zu frames x 2 streams, canonical output %zu bytes, fnv1a kernel %016llx emulated %016llx\n",
-                clip()->frames.size(), k.size(), static_cast<unsigned long long>(fnv1a(k)),
-                static_cast<unsigned long long>(fnv1a(e)));
-    EXPECT_EQ(first_difference(k, e), "") << "A = kernel, B = emulated";
-    EXPECT_EQ(k.size(), e.size());
-    EXPECT_TRUE(k == e);
+    std::printf("differential: %zu frames x 2 streams\n", clip()->frames.size());
+    expect_identical_runs(run_workload, {"kernel", *kernel}, {"emulated", **emu}, "differential");
 }
 
 TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation)
 {
     if (!clip())
         GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    std::string runs[2];
-    for (auto& r : runs) {
-        auto be = test::open_backend("emulated");
-        ASSERT_NE(be, nullptr);
-        r = run_resv_workload(*be, *clip());
-    }
-    ASSERT_EQ(runs[0].find("ERROR"), std::string::npos) << runs[0].substr(runs[0].find("ERROR"));
-    EXPECT_EQ(first_difference(runs[0], runs[1]), "");
-    EXPECT_EQ(count(runs[0], "S f"), 80u);
-    EXPECT_EQ(count(runs[0], "O h1 No space left on device"), 1u) << "the overflowing batch is refused";
+    auto first = test::open_backend("emulated");
+    auto second = test::open_backend("emulated");
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    std::string out;
+    ASSERT_NO_FATAL_FAILURE(expect_identical_runs(run_resv_workload, {"emulated", *first},
+                                                  {"emulated again", *second}, "differential resv determinism",
+                                                  &out));
+    EXPECT_EQ(count(out, "S f"), 80u);
+    EXPECT_EQ(count(out, "O h1 No space left on device"), 1u) << "the overflowing batch is refused";
     // Selections are proper subsets: neither nothing nor everything.
     std::size_t proper = 0;
-    std::istringstream in(runs[0]);
+    std::istringstream in(out);
     for (std::string line; std::getline(in, line);) {
         unsigned tokens = 0, head = 0;
         const auto t = line.find(" tokens="), h = line.find("head_tokens=");
@@ -526,14 +544,7 @@ TEST(Differential, ResvKernelAndEmulationProduceIdenticalResults)
     ASSERT_NE(kernel, nullptr);
     auto emu = test::open_backend("emulated");
     ASSERT_NE(emu, nullptr);
-    const std::string k = run_resv_workload(*kernel, *clip());
-    const std::string e = run_resv_workload(*emu, *clip());
-    ASSERT_EQ(k.find("ERROR"), std::string::npos) << k.substr(k.find("ERROR"));
-    ASSERT_EQ(e.find("ERROR"), std::string::npos) << e.substr(e.find("ERROR"));
-    std::printf("differential resv: canonical output %zu bytes, fnv1a kernel %016llx emulated %016llx\n", k.size(),
-                static_cast<unsigned long long>(fnv1a(k)), static_cast<unsigned long long>(fnv1a(e)));
-    EXPECT_EQ(first_difference(k, e), "") << "A = kernel, B = emulated";
-    EXPECT_TRUE(k == e);
+    expect_identical_runs(run_resv_workload, {"kernel", *kernel}, {"emulated", *emu}, "differential resv");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ namespace vrex::test {
 
 inline LumaView view_of(const std::vector<std::uint8_t>& px) {
     return LumaView{px.data(), 128, 96, 128};
+}
+
+// Appends every release @s reports through its callback to @into, in order; @into must outlive the
+// callback (the stream, or a later on_release()).
+inline void collect_releases(Stream& s, std::vector<ReleasedBlock>& into) {
+    s.on_release([&into](std::span<const ReleasedBlock> r) { into.insert(into.end(), r.begin(), r.end()); });
 }
 
 // Allocator options for tests of slab lifetime and memory pressure: small slabs (one block by

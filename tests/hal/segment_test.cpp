@@ -19,6 +19,7 @@
 namespace vrex {
 namespace {
 
+using test::collect_releases;
 using test::synthetic_frame;
 using test::view_of;
 
@@ -270,7 +271,7 @@ TEST_P(Segments, SurviveZombieAgingAndPressureEvictionOfFrameBlocks) {
     auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
-    s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
+    collect_releases(*s, seen);
     Segment seg = open(*s, SegmentKind::prompt, 0);
     auto kept = seg.append(2 * 16);
     ASSERT_TRUE(kept) << kept.error_message();

@@ -440,23 +440,25 @@ TEST(Differential, ClipIsRealMovingFootage)
     EXPECT_GT(changed, kFrames / 2) << "consecutive frames differ (people walking)";
 }
 
-// The differential shape: @workload on the clip once on each of two backends (two fresh emulations,
-// or the kernel and the emulation), then neither run may have failed and the canonical outputs must
-// be byte-identical. @label names the comparison in the printed summary; @a_out gets run A's output
-// for the caller's checks of what the workload exercised. Call under ASSERT_NO_FATAL_FAILURE.
+// One side of a comparison: the backend a workload runs on, and its name in messages.
 struct Run {
     const char* name;
     Backend& backend;
 };
 
+// The differential shape: @workload on the clip once on each of two backends (two fresh emulations,
+// or the kernel and the emulation), then neither run may have failed and the canonical outputs must
+// be byte-identical. @label names the comparison in the printed summary; @a_out gets run A's output
+// for the caller's checks of what the workload exercised (call under ASSERT_NO_FATAL_FAILURE then).
 void expect_identical_runs(Workload workload, Run a, Run b, const char* label, std::string* a_out = nullptr)
 {
     const std::string ra = workload(a.backend, *clip());
     const std::string rb = workload(b.backend, *clip());
     ASSERT_EQ(ra.find("ERROR"), std::string::npos) << a.name << ": " << ra.substr(ra.find("ERROR"));
     ASSERT_EQ(rb.find("ERROR"), std::string::npos) << b.name << ": " << rb.substr(rb.find("ERROR"));
-    std::printf("%s: canonical output %zu bytes, fnv1a %s %016llx %s %016llx\n", label, ra.size(), a.name,
-                static_cast<unsigned long long>(fnv1a(ra)), b.name, static_cast<unsigned long long>(fnv1a(rb)));
+    std::printf("%s: clip of %zu frames, canonical output %zu bytes, fnv1a %s %016llx %s %016llx\n", label,
+                clip()->frames.size(), ra.size(), a.name, static_cast<unsigned long long>(fnv1a(ra)), b.name,
+                static_cast<unsigned long long>(fnv1a(rb)));
     EXPECT_EQ(first_difference(ra, rb), "") << "A = " << a.name << ", B = " << b.name;
     EXPECT_EQ(ra.size(), rb.size());
     EXPECT_TRUE(ra == rb);
@@ -464,17 +466,50 @@ void expect_identical_runs(Workload workload, Run a, Run b, const char* label, s
         *a_out = ra;
 }
 
-TEST(Differential, WorkloadIsDeterministicAndNonTrivialOnTheEmulation)
+// The emulation a kernel run is compared with: the block workload's output names banks and groups,
+// so its emulation takes the kernel device's geometry; the ReSV workload's runs on the default one.
+enum class EmulatedGeometry { the_kernels, default_options };
+
+// Kernel and emulation: @workload on the kernel backend and on an emulation is identical. Skips the
+// test where there is no clip or no vrex device (the QEMU guests have both).
+void expect_kernel_matches_emulation(Workload workload, const char* label, EmulatedGeometry geometry)
 {
     if (!clip())
         GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+    if (!kernel_backend_factory().available())
+        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
+    auto kernel = test::open_backend("kernel");
+    ASSERT_NE(kernel, nullptr);
+    BackendOptions eo;
+    if (geometry == EmulatedGeometry::the_kernels) {
+        auto info = kernel->device_info();
+        ASSERT_TRUE(info);
+        eo.emu_banks = info->bank_count;
+        eo.emu_bank_size = info->bank_size;
+        eo.emu_group_banks = info->group_banks;
+        eo.emu_zombie_frames = info->zombie_frames;
+    }
+    auto emu = find_backend_factory("emulated")->open(eo);
+    ASSERT_TRUE(emu);
+    expect_identical_runs(workload, {"kernel", *kernel}, {"emulated", **emu}, label);
+}
+
+// Determinism: two runs of @workload on two fresh emulations are identical; @out gets the first.
+void expect_deterministic(Workload workload, const char* label, std::string& out)
+{
     auto first = test::open_backend("emulated");
     auto second = test::open_backend("emulated");
     ASSERT_NE(first, nullptr);
     ASSERT_NE(second, nullptr);
+    expect_identical_runs(workload, {"emulated", *first}, {"emulated again", *second}, label, &out);
+}
+
+TEST(Differential, WorkloadIsDeterministicAndNonTrivialOnTheEmulation)
+{
+    if (!clip())
+        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
     std::string out;
-    ASSERT_NO_FATAL_FAILURE(expect_identical_runs(run_workload, {"emulated", *first}, {"emulated again", *second},
-                                                  "differential determinism", &out));
+    ASSERT_NO_FATAL_FAILURE(expect_deterministic(run_workload, "differential determinism", out));
     // The workload exercises what it claims to compare.
     EXPECT_EQ(count(out, "F s"), 2 * kFrames);
     EXPECT_GT(count(out, "hit=1 "), 10u) << "exact hits";
@@ -485,38 +520,15 @@ TEST(Differential, WorkloadIsDeterministicAndNonTrivialOnTheEmulation)
 
 TEST(Differential, KernelAndEmulationProduceIdenticalResults)
 {
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    if (!kernel_backend_factory().available())
-        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
-    auto kernel = test::open_backend("kernel");
-    ASSERT_NE(kernel, nullptr);
-    auto info = kernel->device_info();
-    ASSERT_TRUE(info);
-    // The emulation with the kernel device's geometry.
-    BackendOptions eo;
-    eo.emu_banks = info->bank_count;
-    eo.emu_bank_size = info->bank_size;
-    eo.emu_group_banks = info->group_banks;
-    eo.emu_zombie_frames = info->zombie_frames;
-    auto emu = find_backend_factory("emulated")->open(eo);
-    ASSERT_TRUE(emu);
-    std::printf("differential: %zu frames x 2 streams\n", clip()->frames.size());
-    expect_identical_runs(run_workload, {"kernel", *kernel}, {"emulated", **emu}, "differential");
+    expect_kernel_matches_emulation(run_workload, "differential", EmulatedGeometry::the_kernels);
 }
 
 TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation)
 {
     if (!clip())
         GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    auto first = test::open_backend("emulated");
-    auto second = test::open_backend("emulated");
-    ASSERT_NE(first, nullptr);
-    ASSERT_NE(second, nullptr);
     std::string out;
-    ASSERT_NO_FATAL_FAILURE(expect_identical_runs(run_resv_workload, {"emulated", *first},
-                                                  {"emulated again", *second}, "differential resv determinism",
-                                                  &out));
+    ASSERT_NO_FATAL_FAILURE(expect_deterministic(run_resv_workload, "differential resv determinism", out));
     EXPECT_EQ(count(out, "S f"), 80u);
     EXPECT_EQ(count(out, "O h1 No space left on device"), 1u) << "the overflowing batch is refused";
     // Selections are proper subsets: neither nothing nor everything.
@@ -536,15 +548,7 @@ TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation)
 
 TEST(Differential, ResvKernelAndEmulationProduceIdenticalResults)
 {
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    if (!kernel_backend_factory().available())
-        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
-    auto kernel = test::open_backend("kernel");
-    ASSERT_NE(kernel, nullptr);
-    auto emu = test::open_backend("emulated");
-    ASSERT_NE(emu, nullptr);
-    expect_identical_runs(run_resv_workload, {"kernel", *kernel}, {"emulated", *emu}, "differential resv");
+    expect_kernel_matches_emulation(run_resv_workload, "differential resv", EmulatedGeometry::default_options);
 }
 
 }  // namespace

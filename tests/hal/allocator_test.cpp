@@ -21,16 +21,15 @@ using test::synthetic_frame;
 // 2 * 2 layers * 2 heads * 64 dims * 16 tokens * 2 bytes = 16 KiB: the smallest legal block.
 constexpr ModelGeometry kGeom{2, 2, 64, DType::fp16, 16};
 
-LumaView view_of(const std::vector<std::uint8_t>& px, std::uint32_t w, std::uint32_t h)
-{
+LumaView view_of(const std::vector<std::uint8_t>& px, std::uint32_t w, std::uint32_t h) {
     return LumaView{px.data(), w, h, w};
 }
 
-TEST(ModelGeometry, BlockBytesAndLimits)
-{
+TEST(ModelGeometry, BlockBytesAndLimits) {
     EXPECT_EQ(*kGeom.block_bytes(), 16384u);
     EXPECT_EQ(*ModelGeometry({32, 8, 128, DType::bf16, 16}).block_bytes(), 2u * 32 * 8 * 128 * 16 * 2);
-    EXPECT_EQ(ModelGeometry({1, 1, 64, DType::fp16, 16}).block_bytes().error(), errc::bad_geometry) << "4 KiB";
+    EXPECT_EQ(ModelGeometry({1, 1, 64, DType::fp16, 16}).block_bytes().error(), errc::bad_geometry)
+        << "4 KiB";
     EXPECT_EQ(ModelGeometry({0, 2, 64, DType::fp16, 16}).block_bytes().error(), errc::bad_geometry);
     EXPECT_EQ(ModelGeometry({2, 2, 64, static_cast<DType>(9), 16}).block_bytes().error(), errc::bad_geometry);
     EXPECT_EQ(ModelGeometry({4096, 4096, 4096, DType::fp32, 4096}).block_bytes().error(), errc::bad_geometry);
@@ -38,8 +37,7 @@ TEST(ModelGeometry, BlockBytesAndLimits)
     EXPECT_EQ(dtype_size(DType::fp32), 4u);
 }
 
-TEST(DeviceOpen, BackendChoiceByOptionAndEnvironment)
-{
+TEST(DeviceOpen, BackendChoiceByOptionAndEnvironment) {
     EXPECT_EQ(*parse_backend_choice("emu"), BackendChoice::emulated);
     EXPECT_EQ(*parse_backend_choice("kernel"), BackendChoice::kernel);
     EXPECT_EQ(parse_backend_choice("gpu").error(), errc::unknown_backend);
@@ -70,22 +68,19 @@ TEST(DeviceOpen, BackendChoiceByOptionAndEnvironment)
     }
 }
 
-TEST(Errors, MessagesAreClear)
-{
+TEST(Errors, MessagesAreClear) {
     EXPECT_NE(make_error_code(errc::device_lost).message().find("lost"), std::string::npos);
     EXPECT_STREQ(make_error_code(errc::device_lost).category().name(), "vrex");
 }
 
 class Allocator : public test::DeviceTest {
-protected:
-    void SetUp() override
-    {
+  protected:
+    void SetUp() override {
         ASSERT_NO_FATAL_FAILURE(test::DeviceTest::SetUp());
         alloc_ = allocator(kGeom);
         ASSERT_NE(alloc_, nullptr);
     }
-    std::unique_ptr<Stream> stream(StreamOptions o = {})
-    {
+    std::unique_ptr<Stream> stream(StreamOptions o = {}) {
         auto s = alloc_->create_stream(o);
         EXPECT_TRUE(s);
         return s ? std::move(*s) : nullptr;
@@ -94,8 +89,7 @@ protected:
     std::shared_ptr<KvAllocator> alloc_;
 };
 
-TEST_P(Allocator, FrameAllocateRetrieveRoundTrip)
-{
+TEST_P(Allocator, FrameAllocateRetrieveRoundTrip) {
     auto s = stream();
     auto px = synthetic_frame(320, 240, 1, 0);
     auto f = s->begin_frame(view_of(px, 320, 240));
@@ -153,8 +147,7 @@ TEST_P(Allocator, FrameAllocateRetrieveRoundTrip)
     ASSERT_TRUE(s->end_frame());
 }
 
-TEST_P(Allocator, BatchesAndErrorsOutsideFrames)
-{
+TEST_P(Allocator, BatchesAndErrorsOutsideFrames) {
     auto s = stream();
     EXPECT_EQ(s->allocate(0).error(), errc::not_in_frame);
     EXPECT_EQ(s->end_frame().error(), errc::not_in_frame);
@@ -162,22 +155,19 @@ TEST_P(Allocator, BatchesAndErrorsOutsideFrames)
     auto px = synthetic_frame(128, 96, 2, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));
     std::vector<std::uint32_t> regions(16);
-    for (std::uint32_t r = 0; r < 16; r++)
-        regions[r] = r;
+    for (std::uint32_t r = 0; r < 16; r++) regions[r] = r;
     auto blocks = s->allocate_batch(regions);
     ASSERT_TRUE(blocks);
     ASSERT_EQ(blocks->size(), 16u);
     EXPECT_EQ(s->allocate(16).error(), std::errc::invalid_argument) << "region 0..15";
     EXPECT_EQ(s->allocate(3).error(), std::errc::file_exists) << "one block per (frame, region)";
     std::vector<Query> qs;
-    for (std::uint32_t r = 0; r < 16; r++)
-        qs.push_back(Query::temporal(r, 0));
+    for (std::uint32_t r = 0; r < 16; r++) qs.push_back(Query::temporal(r, 0));
     qs.push_back(Query::similar(0, s->frame().fp, 0));
     auto res = s->retrieve_batch(qs);
     ASSERT_TRUE(res);
     ASSERT_EQ(res->size(), 17u);
-    for (std::uint32_t r = 0; r < 16; r++)
-        EXPECT_EQ((*res)[r].block.id, (*blocks)[r].id);
+    for (std::uint32_t r = 0; r < 16; r++) EXPECT_EQ((*res)[r].block.id, (*blocks)[r].id);
     EXPECT_TRUE((*res)[16].hit);
     ASSERT_TRUE(s->release((*blocks)[0]));
     KvBlock foreign;
@@ -192,8 +182,7 @@ TEST_P(Allocator, BatchesAndErrorsOutsideFrames)
     EXPECT_EQ(st->resident_blocks, 15u);
 }
 
-TEST_P(Allocator, ZombiesReturnMemoryAfterZFrames)
-{
+TEST_P(Allocator, ZombiesReturnMemoryAfterZFrames) {
     auto s = stream();
     auto px = synthetic_frame(128, 96, 3, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));
@@ -216,13 +205,11 @@ TEST_P(Allocator, ZombiesReturnMemoryAfterZFrames)
     EXPECT_EQ(st->evictions, 1u);
     EXPECT_EQ(st->resident_blocks, 0u);
     std::uint64_t slab_bytes = 0;
-    for (const BankStats& bs : st->banks)
-        slab_bytes += bs.slab_bytes;
+    for (const BankStats& bs : st->banks) slab_bytes += bs.slab_bytes;
     EXPECT_EQ(slab_bytes, 16u * 16384) << "the slab stays for reuse";
 }
 
-TEST_P(Allocator, DmabufExportOfABlock)
-{
+TEST_P(Allocator, DmabufExportOfABlock) {
     auto s = stream();
     auto px = synthetic_frame(128, 96, 4, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));
@@ -240,8 +227,7 @@ TEST_P(Allocator, DmabufExportOfABlock)
     ASSERT_TRUE(s->end_frame());
 }
 
-TEST_P(Allocator, FourStreamsOnFourThreads)
-{
+TEST_P(Allocator, FourStreamsOnFourThreads) {
     constexpr int kStreams = 4;
     constexpr int kFrames = 12;
     std::atomic<int> failures{0};
@@ -265,16 +251,13 @@ TEST_P(Allocator, FourStreamsOnFourThreads)
                 if (t > 0) {
                     auto r = (*s)->retrieve_temporal(static_cast<std::uint32_t>(i), -1);
                     // Each stream sees its own previous block, filled with its own byte.
-                    if (!r || !r->hit || static_cast<int>(r->block.data[0]) != i + 1)
-                        failures++;
+                    if (!r || !r->hit || static_cast<int>(r->block.data[0]) != i + 1) failures++;
                 }
-                if (!(*s)->end_frame())
-                    failures++;
+                if (!(*s)->end_frame()) failures++;
             }
         });
     }
-    for (auto& t : threads)
-        t.join();
+    for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);
     auto st = alloc_->stats();
     ASSERT_TRUE(st);
@@ -282,8 +265,7 @@ TEST_P(Allocator, FourStreamsOnFourThreads)
     EXPECT_EQ(st->hits, static_cast<std::uint64_t>(kStreams * (kFrames - 1)));
 }
 
-TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks)
-{
+TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks) {
     auto a = stream({true, 7});
     auto b = stream({true, 7});
     auto c = stream();
@@ -316,8 +298,7 @@ TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks)
     ASSERT_TRUE(c->end_frame());
 }
 
-TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
-{
+TEST_P(Allocator, GroupFullFallsBackToOtherBanks) {
     auto s = stream();
     auto px = synthetic_frame(128, 96, 30, 0);
     auto f = s->begin_frame(view_of(px, 128, 96));
@@ -329,8 +310,7 @@ TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
         drm_vrex_bo_create a{};
         a.size = 64 * 1024;
         a.bank_mask = ((std::uint64_t{1} << f->bank_count) - 1) << f->bank_first;
-        if (be.bo_create(a))
-            break;
+        if (be.bo_create(a)) break;
         fillers.push_back(a.handle);
     }
     ASSERT_FALSE(fillers.empty());
@@ -341,12 +321,10 @@ TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
     ASSERT_TRUE(st);
     EXPECT_EQ(st->fallback_allocations, 1u);
     ASSERT_TRUE(s->end_frame());
-    for (std::uint32_t h : fillers)
-        EXPECT_FALSE(be.bo_destroy(h));
+    for (std::uint32_t h : fillers) EXPECT_FALSE(be.bo_destroy(h));
 }
 
-std::uint64_t device_bo_bytes(Backend& be)
-{
+std::uint64_t device_bo_bytes(Backend& be) {
     auto banks = be.bank_info();
     EXPECT_TRUE(banks);
     std::uint64_t sum = 0;
@@ -355,24 +333,19 @@ std::uint64_t device_bo_bytes(Backend& be)
     return sum;
 }
 
-std::uint64_t held_slab_bytes(const Stats& st)
-{
+std::uint64_t held_slab_bytes(const Stats& st) {
     std::uint64_t sum = 0;
-    for (const BankStats& b : st.banks)
-        sum += b.slab_bytes;
+    for (const BankStats& b : st.banks) sum += b.slab_bytes;
     return sum;
 }
 
-std::vector<std::uint32_t> iota_regions(std::uint32_t n)
-{
+std::vector<std::uint32_t> iota_regions(std::uint32_t n) {
     std::vector<std::uint32_t> r(n);
-    for (std::uint32_t i = 0; i < n; i++)
-        r[i] = i;
+    for (std::uint32_t i = 0; i < n; i++) r[i] = i;
     return r;
 }
 
-TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
-{
+TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare) {
     constexpr std::uint64_t kSlab = 4 * 16384;
     for (const std::uint32_t spare : {0u, 1u}) {
         auto a = tight_allocator(kGeom, {.blocks_per_slab = 4, .spare_slabs = spare});
@@ -386,8 +359,7 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
         auto blocks = (*s)->allocate_batch(iota_regions(16));
         ASSERT_TRUE(blocks);
         EXPECT_EQ(device_bo_bytes(backend_of(*dev_)), before + 4 * kSlab);
-        for (const KvBlock& b : *blocks)
-            ASSERT_TRUE((*s)->release(b));
+        for (const KvBlock& b : *blocks) ASSERT_TRUE((*s)->release(b));
         auto n = (*s)->end_frame();
         ASSERT_TRUE(n);
         EXPECT_EQ(n->count, 16u);
@@ -408,8 +380,7 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
     }
 }
 
-TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
-{
+TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView) {
     auto a = tight_allocator(kGeom, {.blocks_per_slab = 2});
     ASSERT_NE(a, nullptr);
     auto s = a->create_stream();
@@ -451,8 +422,7 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
     ASSERT_TRUE((*s)->end_frame());
 }
 
-TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
-{
+TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab) {
     auto a = tight_allocator(kGeom, {.blocks_per_slab = 4});
     ASSERT_NE(a, nullptr);
     auto s1 = a->create_stream();
@@ -479,7 +449,9 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
     auto f2 = (*s2)->begin_frame(view_of(px2, 128, 96));
     ASSERT_TRUE(f2);
     ASSERT_NE(f2->bank_first, f1->bank_first) << "the test needs two bank groups";
-    auto in_f2 = [&](const KvBlock& b) { return b.bank >= f2->bank_first && b.bank < f2->bank_first + f2->bank_count; };
+    auto in_f2 = [&](const KvBlock& b) {
+        return b.bank >= f2->bank_first && b.bank < f2->bank_first + f2->bank_count;
+    };
     // Six idle slots outside the group (>= one slab): they are used before a new slab.
     for (std::uint32_t r = 0; r < 2; r++) {
         auto b = (*s2)->allocate(r);
@@ -504,11 +476,9 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
     ASSERT_TRUE((*s2)->end_frame());
 }
 
-TEST_P(Allocator, DeviceLossIsAnErrorNotACrash)
-{
+TEST_P(Allocator, DeviceLossIsAnErrorNotACrash) {
     auto* emu = dynamic_cast<EmulatedBackend*>(&backend_of(*dev_));
-    if (!emu)
-        GTEST_SKIP() << "device loss is injected through the emulation (kernel: QEMU hot-unplug tests)";
+    if (!emu) GTEST_SKIP() << "device loss is injected through the emulation (kernel: QEMU hot-unplug tests)";
     auto s = stream();
     auto px = synthetic_frame(128, 96, 5, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));

@@ -37,7 +37,8 @@ class Sharing : public test::DeviceTest {
         FrameInfo frame;
     };
     static OwnerAndReader owner_and_reader(KvAllocator& a, std::uint32_t pool, std::uint32_t scene) {
-        OwnerAndReader r{stream(a, {true, pool}), stream(a, {true, pool}), synthetic_frame(128, 96, scene, 0), {}};
+        OwnerAndReader r{
+            stream(a, {true, pool}), stream(a, {true, pool}), synthetic_frame(128, 96, scene, 0), {}};
         r.frame = r.owner->begin_frame(view_of(r.px)).value_or_throw();
         return r;
     }

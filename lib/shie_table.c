@@ -11,7 +11,7 @@
 #include "shie_table.h"
 
 #define SHIE_ALIGN 64
-#define SHIE_RULE_MIN_BITS 8	/* the geometry rule's shortest substring */
+#define SHIE_RULE_MIN_BITS 10	/* the geometry rule's shortest substring */
 #define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from mih_heads on */
 
 /*
@@ -90,21 +90,25 @@ static u64 shie_align(u64 v)
 }
 
 /*
- * The geometry rule (measured: docs/hw/shie.md, "Geometry"). MIH theory
- * (Norouzi et al.) puts the substring length b near log2(N), about one
- * record per bucket, counting a probe and a candidate check as equal costs.
- * Here they are not: a candidate is an 8-byte word read in sequence from the
- * bucket's chunk and rejected by one popcount, a probe a random read (bucket
- * size, then the chunk) plus the cursor's work; at radius 20 fewer, fuller
- * buckets win until a bucket holds about 16 records. So b = ceil(log2(N)) - 3
- * (8..16 records per bucket), clamped to 8..16 bits, and m = 2 * ceil(64 / b)
- * substrings, half per 64-bit word: 4k entries -> 16 x 8 bits, 16k -> 12 x
- * 11/10 bits, 100k -> 10 x 13/12 bits, from 256k + 1 on the old fixed
- * 8 x 16 bits. Measured on uniform codes at radius 20, MIH alone
- * (fallback_pct 0), one query per call, queries/s by m:
- *   4k:   8: 320k  10: 385k  12: 666k  14: 724k  16: 745k
- *   16k:  8: 139k  10: 297k  12: 445k  14: 421k  16: 291k
- *   100k: 8: 111k  10: 252k  12:  63k  14:  30k
+ * The geometry rule (measured: docs/hw/shie.md, "Parameters (geometry)").
+ * MIH theory (Norouzi et al.) puts the substring length b near log2(N),
+ * about one record per bucket, counting a probe and a candidate check as
+ * equal costs. Here they are not: a candidate is an 8-byte word read in
+ * sequence from the bucket's chunk and rejected by one popcount, a probe a
+ * dependent random read (bucket size, then the chunk) plus the cursor's
+ * work; at radius 20 fewer, fuller buckets win until a bucket holds about
+ * 4-8 records (MIH alone prefers up to 16, but with the fallback scan in
+ * play the shorter schedule of a few more tables wins). So
+ * b = clamp(ceil(log2(N)) - 2, 10, 16) and m = 2 * ceil(64 / b) substrings,
+ * half per 64-bit word: up to 4k entries -> 14 x 10/9 bits, 8k-16k ->
+ * 12 x 11/10 bits, 32k-128k -> 10 x 13/12 bits, from 128k + 1 on the old
+ * fixed 8 x 16 bits. Measured on uniform codes at radius 20 with the
+ * default budget, batches of 8, queries/s by m:
+ *   2k:   12: 2058k  14: 2070k  16: 1840k
+ *   4k:    8:  857k  10: 1265k  12: 1241k  14: 1243k  16: 1064k
+ *   8k:    8:  332k  10:  308k  12:  447k  14:  445k
+ *   16k:  10:  286k  12:  460k  14:  346k
+ *   100k: 8: 111k  10: 252k  12: 63k  (MIH alone, one query per call)
  */
 u32 vrex_shie_mih_tables(u32 capacity)
 {
@@ -112,7 +116,7 @@ u32 vrex_shie_mih_tables(u32 capacity)
 
 	while (b < 32 && (1ull << b) < capacity)
 		b++;
-	b = b > SHIE_RULE_MIN_BITS + 3 ? b - 3 : SHIE_RULE_MIN_BITS;
+	b = b > SHIE_RULE_MIN_BITS + 2 ? b - 2 : SHIE_RULE_MIN_BITS;
 	if (b > VREX_MIH_MAX_BITS)
 		b = VREX_MIH_MAX_BITS;
 	return 2 * ((64 + b - 1) / b);

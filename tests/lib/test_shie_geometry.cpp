@@ -39,18 +39,16 @@ std::vector<Sub> expected_layout(uint32_t m)
 
 TEST(ShieGeometry, RuleSizesTheSubstringsToTheCapacity)
 {
-    // b = clamp(ceil(log2 N) - 3, 8, 16), m = 2 * ceil(64 / b).
-    EXPECT_EQ(vrex_shie_mih_tables(1), 16u);
-    EXPECT_EQ(vrex_shie_mih_tables(1024), 16u);
-    EXPECT_EQ(vrex_shie_mih_tables(4096), 16u);
-    EXPECT_EQ(vrex_shie_mih_tables(4097), 14u);
-    EXPECT_EQ(vrex_shie_mih_tables(8192), 14u);
+    // b = clamp(ceil(log2 N) - 2, 10, 16), m = 2 * ceil(64 / b).
+    EXPECT_EQ(vrex_shie_mih_tables(1), 14u);
+    EXPECT_EQ(vrex_shie_mih_tables(1024), 14u);
+    EXPECT_EQ(vrex_shie_mih_tables(4096), 14u);
+    EXPECT_EQ(vrex_shie_mih_tables(4097), 12u);
     EXPECT_EQ(vrex_shie_mih_tables(16384), 12u);
-    EXPECT_EQ(vrex_shie_mih_tables(32768), 12u);
-    EXPECT_EQ(vrex_shie_mih_tables(65536), 10u);
+    EXPECT_EQ(vrex_shie_mih_tables(16385), 10u);
     EXPECT_EQ(vrex_shie_mih_tables(100000), 10u);
-    EXPECT_EQ(vrex_shie_mih_tables(262144), 10u);
-    EXPECT_EQ(vrex_shie_mih_tables(262145), 8u);
+    EXPECT_EQ(vrex_shie_mih_tables(131072), 10u);
+    EXPECT_EQ(vrex_shie_mih_tables(131073), 8u);
     EXPECT_EQ(vrex_shie_mih_tables(1000000), 8u);
     EXPECT_EQ(vrex_shie_mih_tables(VREX_SHIE_MAX_CAPACITY), 8u);
     for (uint32_t cap : {1u, 100u, 4096u, 16384u, 65536u, 1000000u}) {
@@ -293,8 +291,8 @@ TEST_P(ShieGeometryExact, TightCodesAtTheLastStageAreFound)
 std::vector<Case> cases()
 {
     std::vector<Case> v;
-    // Capacities whose own geometry differs: 4k (m = 16), 8k (14), 16k (12), 100k (10), 300k (8).
-    for (uint32_t cap : {1000u, 4096u, 8192u, 16384u, 100000u, 300000u})
+    // Capacities whose own geometry differs: 1k and 4k (m = 14), 8k and 16k (12), 100k (10), 200k (8).
+    for (uint32_t cap : {1000u, 4096u, 8192u, 16384u, 100000u, 200000u})
         v.push_back({cap, 0, 1});
     v.push_back({1000, 0, 2});
     v.push_back({16384, 0, 2});

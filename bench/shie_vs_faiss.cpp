@@ -535,9 +535,11 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         if (op == Op::nearest)
             compare("the same lookup one query per call (control)",
                     best_of([](const Method& m) { return m.name == kOnePerCall; }), std::nullopt, "");
-        compare("the same lookup with the fixed 8 x 16 MIH geometry (control)",
-                best_of([&](const Method& m) { return m.name == (op == Op::range ? kFixedRange : kFixedBatch); }),
-                std::nullopt, " (this table's own geometry: " + std::to_string(shie.mih_tables()) + " substrings)");
+        compare("the same lookup with the fixed 8 x 16 MIH geometry (control)", best_of([&](const Method& m) {
+                    return m.name == (op == Op::range ? kFixedRange : kFixedBatch);
+                }),
+                std::nullopt,
+                " (this table's own geometry: " + std::to_string(shie.mih_tables()) + " substrings)");
         compare("control (brute force, MIH off)",
                 best_of([](const Method& m) { return m.name.find("_bruteforce") != std::string::npos; }),
                 std::nullopt, "");
@@ -725,7 +727,8 @@ int run(const Options& opt) {
     }
     // A size the mode's plan does not hold (e.g. --mode=quick --n=4096) runs with the plan's first size's
     // query counts, so every size can be measured quickly on its own.
-    if (only_n && std::none_of(plan.sizes.begin(), plan.sizes.end(), [&](const Size& s) { return s.n == only_n; }))
+    if (only_n &&
+        std::none_of(plan.sizes.begin(), plan.sizes.end(), [&](const Size& s) { return s.n == only_n; }))
         plan.sizes = {{only_n, plan.sizes.front().queries, plan.sizes.front().clustered_queries}};
     if (opt.mode != Mode::smoke && !opt.has_footage()) {
         std::fprintf(stderr,

@@ -22,8 +22,7 @@ struct Sub {
     uint32_t word, shift, bits;
 };
 
-std::vector<Sub> expected_layout(uint32_t m)
-{
+std::vector<Sub> expected_layout(uint32_t m) {
     std::vector<Sub> subs;
     for (uint32_t w = 0; w < 2; w++) {
         const uint32_t p = w ? m / 2 : (m + 1) / 2;
@@ -37,8 +36,7 @@ std::vector<Sub> expected_layout(uint32_t m)
     return subs;
 }
 
-TEST(ShieGeometry, RuleSizesTheSubstringsToTheCapacity)
-{
+TEST(ShieGeometry, RuleSizesTheSubstringsToTheCapacity) {
     // b = clamp(ceil(log2 N) - 2, 10, 16), m = 2 * ceil(64 / b).
     EXPECT_EQ(vrex_shie_mih_tables(1), 14u);
     EXPECT_EQ(vrex_shie_mih_tables(1024), 14u);
@@ -58,8 +56,7 @@ TEST(ShieGeometry, RuleSizesTheSubstringsToTheCapacity)
     }
 }
 
-TEST(ShieGeometry, ForcedGeometryArgumentsAreChecked)
-{
+TEST(ShieGeometry, ForcedGeometryArgumentsAreChecked) {
     for (uint32_t bad : {0u, 1u, 7u, 17u, 64u, 0xffffffffu}) {
         SCOPED_TRACE("tables " + std::to_string(bad));
         EXPECT_EQ(vrex_shie_arena_size_geometry(1000, bad), 0u);
@@ -78,8 +75,7 @@ TEST(ShieGeometry, ForcedGeometryArgumentsAreChecked)
     EXPECT_EQ(t.mih_tables, 12u);
 }
 
-TEST(ShieGeometry, SubstringsTileTheFingerprint)
-{
+TEST(ShieGeometry, SubstringsTileTheFingerprint) {
     for (uint32_t m = VREX_MIH_MIN_TABLES; m <= VREX_MIH_MAX_TABLES; m++) {
         SCOPED_TRACE("tables " + std::to_string(m));
         OwnedShie t(3000, 0, m);
@@ -116,16 +112,14 @@ struct Case {
     uint32_t seed;
 };
 
-std::string case_name(const Case& c)
-{
+std::string case_name(const Case& c) {
     return "cap" + std::to_string(c.capacity) + "_m" + (c.tables ? std::to_string(c.tables) : "auto") + "_s" +
            std::to_string(c.seed);
 }
 
 class ShieGeometryExact : public ::testing::TestWithParam<Case> {
   protected:
-    void SetUp() override
-    {
+    void SetUp() override {
         const Case& c = GetParam();
         rng_.seed(c.seed * 104729u + c.capacity);
         table_ = std::make_unique<OwnedShie>(c.capacity, 0, c.tables);
@@ -135,8 +129,7 @@ class ShieGeometryExact : public ::testing::TestWithParam<Case> {
         } else {
             ASSERT_EQ(table_->get()->mih_tables, vrex_shie_mih_tables(c.capacity));
         }
-        for (uint32_t i = 0; i < 4; i++)
-            centres_.push_back(random_fp(rng_));
+        for (uint32_t i = 0; i < 4; i++) centres_.push_back(random_fp(rng_));
         const uint32_t live = c.capacity - c.capacity / 16;
         for (uint32_t i = 0; i < live; i++) {
             const uint16_t stream = static_cast<uint16_t>(rng_() % 4);
@@ -153,21 +146,18 @@ class ShieGeometryExact : public ::testing::TestWithParam<Case> {
             vrex_shie_remove(table_->get(), static_cast<uint32_t>(rng_() % live));
     }
 
-    vrex_shie_query query(uint32_t radius)
-    {
+    vrex_shie_query query(uint32_t radius) {
         const uint16_t stream = static_cast<uint16_t>(rng_() % 4);
-        const vrex_fp fp = rng_() % 4 ? flip_bits(codes_[rng_() % codes_.size()],
-                                                  static_cast<uint32_t>(rng_() % 34), rng_)
-                                      : random_fp(rng_);
-        const uint32_t limit =
-            rng_() % 3 ? VREX_NIL : static_cast<uint32_t>(rng_() % (codes_.size() + 2));
+        const vrex_fp fp =
+            rng_() % 4 ? flip_bits(codes_[rng_() % codes_.size()], static_cast<uint32_t>(rng_() % 34), rng_)
+                       : random_fp(rng_);
+        const uint32_t limit = rng_() % 3 ? VREX_NIL : static_cast<uint32_t>(rng_() % (codes_.size() + 2));
         return make_query(fp, stream, stream / 2u, static_cast<uint8_t>(rng_() % 3), radius,
                           static_cast<uint8_t>(rng_() % 2), limit);
     }
 
     // Every path against the brute force: MIH alone (fallback 0), the default budget, probes free.
-    void check(const vrex_shie_query& q)
-    {
+    void check(const vrex_shie_query& q) {
         vrex_shie_table* t = table_->get();
         const uint32_t cap = t->capacity;
         std::vector<uint32_t> out(cap), want_out(cap);
@@ -176,7 +166,8 @@ class ShieGeometryExact : public ::testing::TestWithParam<Case> {
         const uint32_t want_n = vrex_shie_find_range_bruteforce(t, &q, want_out.data(), cap);
         std::vector<uint32_t> want_set(want_out.begin(), want_out.begin() + want_n);
         std::sort(want_set.begin(), want_set.end());
-        const uint32_t tunings[][2] = {{0, VREX_SHIE_PROBE_COST}, {VREX_SHIE_FALLBACK_PCT, VREX_SHIE_PROBE_COST},
+        const uint32_t tunings[][2] = {{0, VREX_SHIE_PROBE_COST},
+                                       {VREX_SHIE_FALLBACK_PCT, VREX_SHIE_PROBE_COST},
                                        {VREX_SHIE_FALLBACK_PCT, 0}};
         for (const auto& tu : tunings) {
             SCOPED_TRACE("fallback_pct " + std::to_string(tu[0]) + " probe_cost " + std::to_string(tu[1]));
@@ -202,8 +193,7 @@ class ShieGeometryExact : public ::testing::TestWithParam<Case> {
     std::vector<vrex_fp> codes_;
 };
 
-TEST_P(ShieGeometryExact, MihEqualsBruteForceAtEveryRadius)
-{
+TEST_P(ShieGeometryExact, MihEqualsBruteForceAtEveryRadius) {
     const uint32_t per_radius = GetParam().capacity > 50000 ? 2 : 4;
     for (uint32_t radius = 0; radius <= VREX_SHIE_MAX_RADIUS; radius++) {
         SCOPED_TRACE("radius " + std::to_string(radius));
@@ -214,8 +204,7 @@ TEST_P(ShieGeometryExact, MihEqualsBruteForceAtEveryRadius)
     }
 }
 
-TEST_P(ShieGeometryExact, BatchEqualsOneByOne)
-{
+TEST_P(ShieGeometryExact, BatchEqualsOneByOne) {
     vrex_shie_table* t = table_->get();
     for (uint32_t pct : {0u, static_cast<uint32_t>(VREX_SHIE_FALLBACK_PCT)}) {
         t->fallback_pct = pct;
@@ -237,8 +226,7 @@ TEST_P(ShieGeometryExact, BatchEqualsOneByOne)
 // tables 0..j-1, s on table j and on every later one. A query of radius m * s + j must find it (MIH
 // alone: fallback_pct 0), and it is the only entry near the query, so a search that stops one stage
 // early (a stage bound off by one) returns nothing.
-TEST_P(ShieGeometryExact, TightCodesAtTheLastStageAreFound)
-{
+TEST_P(ShieGeometryExact, TightCodesAtTheLastStageAreFound) {
     vrex_shie_table* t = table_->get();
     const uint32_t m = t->mih_tables;
     t->fallback_pct = 0;
@@ -251,8 +239,7 @@ TEST_P(ShieGeometryExact, TightCodesAtTheLastStageAreFound)
             for (uint32_t i = 0; i < m; i++) {
                 const uint32_t flips = i < j ? s + 1 : s;
                 std::vector<uint32_t> bits(t->mih_bits[i]);
-                for (uint32_t b = 0; b < bits.size(); b++)
-                    bits[b] = b;
+                for (uint32_t b = 0; b < bits.size(); b++) bits[b] = b;
                 std::shuffle(bits.begin(), bits.end(), rng_);
                 for (uint32_t f = 0; f < flips; f++)
                     c.w[t->mih_word[i]] ^= 1ull << (t->mih_shift[i] + bits[f]);
@@ -263,8 +250,7 @@ TEST_P(ShieGeometryExact, TightCodesAtTheLastStageAreFound)
             uint32_t id = VREX_NIL;
             ASSERT_EQ(vrex_shie_insert(t, &c, 5, 9, 7, frame++, 0, &id), VREX_OK);
             for (uint32_t radius : {dist, dist + 1, dist ? dist - 1 : 0u}) {
-                if (radius > VREX_SHIE_MAX_RADIUS)
-                    continue;
+                if (radius > VREX_SHIE_MAX_RADIUS) continue;
                 SCOPED_TRACE("radius " + std::to_string(radius));
                 const vrex_shie_query qq = make_query(q, 9, 5, 7, radius);
                 const bool in = radius >= dist;
@@ -288,17 +274,14 @@ TEST_P(ShieGeometryExact, TightCodesAtTheLastStageAreFound)
     t->fallback_pct = VREX_SHIE_FALLBACK_PCT;
 }
 
-std::vector<Case> cases()
-{
+std::vector<Case> cases() {
     std::vector<Case> v;
     // Capacities whose own geometry differs: 1k and 4k (m = 14), 8k and 16k (12), 100k (10), 200k (8).
-    for (uint32_t cap : {1000u, 4096u, 8192u, 16384u, 100000u, 200000u})
-        v.push_back({cap, 0, 1});
+    for (uint32_t cap : {1000u, 4096u, 8192u, 16384u, 100000u, 200000u}) v.push_back({cap, 0, 1});
     v.push_back({1000, 0, 2});
     v.push_back({16384, 0, 2});
     // Every forced geometry on a small table (odd m splits the words unevenly).
-    for (uint32_t m = VREX_MIH_MIN_TABLES; m <= VREX_MIH_MAX_TABLES; m++)
-        v.push_back({3000, m, 3});
+    for (uint32_t m = VREX_MIH_MIN_TABLES; m <= VREX_MIH_MAX_TABLES; m++) v.push_back({3000, m, 3});
     v.push_back({16384, 8, 4});  // the fixed 8 x 16 geometry at the device's capacity
     return v;
 }

@@ -148,7 +148,7 @@ static const struct vrex_shie_group_kernel group_kernels[VREX_SHIE_GROUP_KERNELS
 #endif
 };
 
-const struct vrex_shie_group_kernel *vrex_shie_group_kernel(u32 which)
+const struct vrex_shie_group_kernel *vrex_shie_group_find(u32 which)
 {
 	if (which >= VREX_SHIE_GROUP_KERNELS || !group_kernels[which].block)
 		return NULL;
@@ -162,9 +162,9 @@ const struct vrex_shie_group_kernel *vrex_shie_group_best(int vector)
 	const struct vrex_shie_group_kernel *k = NULL;
 
 	if (vector)
-		k = vrex_shie_group_kernel(VREX_SHIE_GROUP_VPOPCNTDQ);
+		k = vrex_shie_group_find(VREX_SHIE_GROUP_VPOPCNTDQ);
 	if (!k)
-		k = vrex_shie_group_kernel(VREX_SHIE_GROUP_POPCNT);
+		k = vrex_shie_group_find(VREX_SHIE_GROUP_POPCNT);
 	return k ? k : &group_kernels[VREX_SHIE_GROUP_PORTABLE];
 }
 

@@ -59,7 +59,7 @@ struct vrex_shie_group_kernel {
 #define VREX_SHIE_GROUP_KERNELS 3
 
 /* The kernel @which, or NULL when this build or this CPU does not have it. */
-const struct vrex_shie_group_kernel *vrex_shie_group_kernel(u32 which);
+const struct vrex_shie_group_kernel *vrex_shie_group_find(u32 which);
 
 /* The fastest kernel this CPU runs; the AVX-512 one only if @vector. */
 const struct vrex_shie_group_kernel *vrex_shie_group_best(int vector);

@@ -75,7 +75,8 @@ static inline u32 group_block_body(const struct vrex_fp *p, u32 m, const struct 
 		const u64 c0 = p[j].w[0], c1 = p[j].w[1];
 
 		for (k = 0; k < GROUP_Q; k++) {
-			u64 d = group_popcount(c0 ^ g->q0[k], hw) + group_popcount(c1 ^ g->q1[k], hw);
+			u64 d = group_popcount(c0 ^ g->q0[k], hw) +
+				group_popcount(c1 ^ g->q1[k], hw);
 
 			low[k] = d < low[k] ? d : low[k];
 		}
@@ -85,7 +86,8 @@ static inline u32 group_block_body(const struct vrex_fp *p, u32 m, const struct 
 		if (low[k] > g->limit[k])
 			continue;
 		mask |= 1u << k;
-		hits->count[k] = group_list(p, m, g->q0[k], g->q1[k], g->limit[k], hits->idx[k], hw);
+		hits->count[k] = group_list(p, m, g->q0[k], g->q1[k], g->limit[k], hits->idx[k],
+					    hw);
 	}
 	return mask;
 }

@@ -882,7 +882,7 @@ static void shie_scan_group(struct shie_search *const *g, u32 ng)
 	const struct vrex_shie_group_kernel *kern = vrex_shie_group_best(t->vector_scan);
 	struct vrex_shie_group grp;
 	struct vrex_shie_group_hits hits;
-	u32 i, j, k, m, mask;
+	u32 i, j, k, m, mask, d;
 
 	for (k = 0; k < ng; k++) {
 		grp.q0[k] = g[k]->q->fp.w[0];
@@ -892,7 +892,8 @@ static void shie_scan_group(struct shie_search *const *g, u32 ng)
 	grp.nq = ng;
 	vrex_shie_group_pad(&grp);
 	for (i = 0; i < t->capacity; i += m) {
-		m = t->capacity - i > VREX_SHIE_GROUP_BLOCK ? VREX_SHIE_GROUP_BLOCK : t->capacity - i;
+		m = t->capacity - i;
+		m = m > VREX_SHIE_GROUP_BLOCK ? VREX_SHIE_GROUP_BLOCK : m;
 		mask = kern->block(fps + i, m, &grp, &hits);
 		for (k = 0; mask; k++, mask >>= 1) {
 			struct shie_search *sr = g[k];
@@ -903,9 +904,10 @@ static void shie_scan_group(struct shie_search *const *g, u32 ng)
 				u32 id = i + hits.idx[k][j];
 				const struct vrex_shie_entry *e = &t->e[id];
 
-				if (shie_entry_matches(e, sr->q))
-					shie_take_nearest(sr, id, shie_distance(&e->fp, &sr->q->fp, 0),
-							  e->frame);
+				if (!shie_entry_matches(e, sr->q))
+					continue;
+				d = shie_distance(&e->fp, &sr->q->fp, 0);
+				shie_take_nearest(sr, id, d, e->frame);
 			}
 			grp.limit[k] = sr->limit;
 		}

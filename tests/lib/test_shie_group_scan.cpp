@@ -22,14 +22,12 @@ namespace {
 constexpr uint32_t kQ = VREX_SHIE_GROUP_QUERIES;
 constexpr uint32_t kBlock = VREX_SHIE_GROUP_BLOCK;
 
-uint32_t distance(const vrex_fp& a, uint64_t q0, uint64_t q1)
-{
+uint32_t distance(const vrex_fp& a, uint64_t q0, uint64_t q1) {
     return static_cast<uint32_t>(__builtin_popcountll(a.w[0] ^ q0) + __builtin_popcountll(a.w[1] ^ q1));
 }
 
 // The kernels to check: all this build and CPU run. The portable one always exists.
-std::vector<const vrex_shie_group_kernel*> kernels()
-{
+std::vector<const vrex_shie_group_kernel*> kernels() {
     std::vector<const vrex_shie_group_kernel*> out;
     for (uint32_t w = 0; w < VREX_SHIE_GROUP_KERNELS; w++)
         if (const vrex_shie_group_kernel* k = vrex_shie_group_find(w)) out.push_back(k);
@@ -37,8 +35,7 @@ std::vector<const vrex_shie_group_kernel*> kernels()
 }
 
 // Flips @n distinct bits of @fp, chosen at random.
-vrex_fp flip(vrex_fp fp, uint32_t n, std::mt19937_64& rng)
-{
+vrex_fp flip(vrex_fp fp, uint32_t n, std::mt19937_64& rng) {
     std::vector<uint32_t> bits(128);
     for (uint32_t i = 0; i < 128; i++) bits[i] = i;
     std::shuffle(bits.begin(), bits.end(), rng);
@@ -47,15 +44,15 @@ vrex_fp flip(vrex_fp fp, uint32_t n, std::mt19937_64& rng)
 }
 
 // Runs every kernel on one block and compares mask, counts and lists with the reference.
-void check_block(const std::vector<vrex_fp>& codes, const vrex_shie_group& g, const std::string& what)
-{
+void check_block(const std::vector<vrex_fp>& codes, const vrex_shie_group& g, const std::string& what) {
     const uint32_t m = static_cast<uint32_t>(codes.size());
     ASSERT_LE(m, kBlock);
     uint32_t want_mask = 0;
     std::vector<std::vector<uint8_t>> want(g.nq);
     for (uint32_t k = 0; k < g.nq; k++) {
         for (uint32_t j = 0; j < m; j++)
-            if (distance(codes[j], g.q0[k], g.q1[k]) <= g.limit[k]) want[k].push_back(static_cast<uint8_t>(j));
+            if (distance(codes[j], g.q0[k], g.q1[k]) <= g.limit[k])
+                want[k].push_back(static_cast<uint8_t>(j));
         if (!want[k].empty()) want_mask |= 1u << k;
     }
     for (const vrex_shie_group_kernel* kern : kernels()) {
@@ -74,8 +71,7 @@ void check_block(const std::vector<vrex_fp>& codes, const vrex_shie_group& g, co
     }
 }
 
-vrex_shie_group make_group(const std::vector<vrex_fp>& queries, const std::vector<uint32_t>& limits)
-{
+vrex_shie_group make_group(const std::vector<vrex_fp>& queries, const std::vector<uint32_t>& limits) {
     vrex_shie_group g{};
     g.nq = static_cast<uint32_t>(queries.size());
     for (uint32_t k = 0; k < g.nq; k++) {
@@ -87,8 +83,7 @@ vrex_shie_group make_group(const std::vector<vrex_fp>& queries, const std::vecto
     return g;
 }
 
-TEST(ShieGroupScan, KernelsMatchTheCpu)
-{
+TEST(ShieGroupScan, KernelsMatchTheCpu) {
     ASSERT_NE(vrex_shie_group_find(VREX_SHIE_GROUP_PORTABLE), nullptr);
     EXPECT_EQ(vrex_shie_group_find(VREX_SHIE_GROUP_KERNELS), nullptr);
 #if defined(__x86_64__) && !defined(__POPCNT__)
@@ -99,9 +94,9 @@ TEST(ShieGroupScan, KernelsMatchTheCpu)
                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vpopcntdq");
     EXPECT_EQ(vrex_shie_group_find(VREX_SHIE_GROUP_POPCNT) != nullptr, popcnt);
     EXPECT_EQ(vrex_shie_group_find(VREX_SHIE_GROUP_VPOPCNTDQ) != nullptr, vec);
-    EXPECT_EQ(vrex_shie_group_best(1), vrex_shie_group_find(vec ? VREX_SHIE_GROUP_VPOPCNTDQ
-                                                                   : popcnt ? VREX_SHIE_GROUP_POPCNT
-                                                                            : VREX_SHIE_GROUP_PORTABLE));
+    EXPECT_EQ(vrex_shie_group_best(1), vrex_shie_group_find(vec      ? VREX_SHIE_GROUP_VPOPCNTDQ
+                                                            : popcnt ? VREX_SHIE_GROUP_POPCNT
+                                                                     : VREX_SHIE_GROUP_PORTABLE));
     if (popcnt) {
         EXPECT_EQ(vrex_shie_group_best(0), vrex_shie_group_find(VREX_SHIE_GROUP_POPCNT));
     }
@@ -112,8 +107,7 @@ TEST(ShieGroupScan, KernelsMatchTheCpu)
 }
 
 // Random codes, near copies of the queries among them, every block length and group size.
-TEST(ShieGroupScan, RandomBlocks)
-{
+TEST(ShieGroupScan, RandomBlocks) {
     std::mt19937_64 rng(14);
     for (uint32_t m = 1; m <= kBlock; m++) {
         for (uint32_t nq = 1; nq <= kQ; nq++) {
@@ -122,7 +116,10 @@ TEST(ShieGroupScan, RandomBlocks)
             for (uint32_t k = 0; k < nq; k++) {
                 queries.push_back(vrex_fp{{rng(), rng()}});
                 const uint32_t pick = static_cast<uint32_t>(rng() % 6);
-                limits.push_back(pick == 0 ? 0 : pick == 1 ? 31 : pick == 2 ? 128 : static_cast<uint32_t>(rng() % 40));
+                limits.push_back(pick == 0   ? 0
+                                 : pick == 1 ? 31
+                                 : pick == 2 ? 128
+                                             : static_cast<uint32_t>(rng() % 40));
             }
             for (uint32_t j = 0; j < m; j++) {
                 if (rng() % 3 == 0)
@@ -136,8 +133,7 @@ TEST(ShieGroupScan, RandomBlocks)
 }
 
 // Every code equal: all of them tie, each query lists all or none.
-TEST(ShieGroupScan, AllCodesEqual)
-{
+TEST(ShieGroupScan, AllCodesEqual) {
     std::mt19937_64 rng(15);
     const vrex_fp c{{rng(), rng()}};
     for (uint32_t m : {1u, 7u, 8u, 9u, 63u, 64u}) {
@@ -157,8 +153,7 @@ TEST(ShieGroupScan, AllCodesEqual)
 
 // Codes at exactly the limit and one past it, in every lane position; limits 0, 31 and 128; the
 // complement of a query (distance 128) and the query itself.
-TEST(ShieGroupScan, LimitEdges)
-{
+TEST(ShieGroupScan, LimitEdges) {
     std::mt19937_64 rng(16);
     for (uint32_t limit : {0u, 1u, 20u, 31u, 127u, 128u}) {
         for (uint32_t nq = 1; nq <= kQ; nq++) {
@@ -169,10 +164,18 @@ TEST(ShieGroupScan, LimitEdges)
             for (uint32_t j = 0; j < kBlock - nq % 3; j++) {
                 const vrex_fp& q = queries[j % nq];
                 switch (j % 4) {
-                    case 0: codes.push_back(flip(q, std::min(limit, 128u), rng)); break;
-                    case 1: codes.push_back(flip(q, std::min(limit + 1, 128u), rng)); break;
-                    case 2: codes.push_back(vrex_fp{{~q.w[0], ~q.w[1]}}); break;
-                    default: codes.push_back(q); break;
+                    case 0:
+                        codes.push_back(flip(q, std::min(limit, 128u), rng));
+                        break;
+                    case 1:
+                        codes.push_back(flip(q, std::min(limit + 1, 128u), rng));
+                        break;
+                    case 2:
+                        codes.push_back(vrex_fp{{~q.w[0], ~q.w[1]}});
+                        break;
+                    default:
+                        codes.push_back(q);
+                        break;
                 }
             }
             check_block(codes, make_group(queries, limits), "limit " + std::to_string(limit));
@@ -181,8 +184,7 @@ TEST(ShieGroupScan, LimitEdges)
 }
 
 // Slots past nq are scanned but never reported, even when they would list every code.
-TEST(ShieGroupScan, PaddingIsNotReported)
-{
+TEST(ShieGroupScan, PaddingIsNotReported) {
     std::mt19937_64 rng(17);
     std::vector<vrex_fp> codes;
     for (uint32_t j = 0; j < kBlock; j++) codes.push_back(vrex_fp{{rng(), rng()}});
@@ -206,8 +208,7 @@ TEST(ShieGroupScan, PaddingIsNotReported)
 // Whole scans, as shie_scan_group runs them: blocks of a table whose size is not a multiple of the
 // block, each query's limit shrinking to its best distance; the nearest (smallest distance, then lowest
 // index) must equal the brute force's.
-TEST(ShieGroupScan, WholeScanFindsTheNearest)
-{
+TEST(ShieGroupScan, WholeScanFindsTheNearest) {
     std::mt19937_64 rng(18);
     for (uint32_t n : {1u, 63u, 65u, 1000u, 4097u}) {
         std::vector<vrex_fp> codes;

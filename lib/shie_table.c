@@ -866,17 +866,18 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 		/*
 		 * The vector scan is cheaper while the codes sit in L2 (beyond
 		 * it both scans stream at the same bandwidth): so is the budget
-		 * it allows the probes. A batch's shared group scan gets no
-		 * further discount: every query still computes its own
-		 * distances, so it is only 1.5-1.6x cheaper per query than a
-		 * scan alone (measured at 4k, 16k and 100k entries, 8
-		 * queries), and the probes a query made before it falls back
-		 * are spent either way. Dividing the budget by the share (8)
-		 * sent most uniform queries at 16k to a scan slower than their
-		 * probes (batch 330k queries/s, 500k without; docs/hw/shie.md).
+		 * it allows the probes. A scan shared by a batch costs each
+		 * query its share: with the register-blocked group scan
+		 * (shie_group_scan.c) a group of 8 is 2.5-3x cheaper per query
+		 * than one query's scan, and since probes spent before a
+		 * fallback are lost, the full share discount measured best
+		 * (16k uniform, batch: 514k queries/s without it, 649k with a
+		 * quarter of the budget, 659k with an eighth; docs/hw/shie.md).
 		 */
 		if (vec && (u64)t->capacity * sizeof(struct vrex_fp) <= t->vector_l2)
 			budget /= SHIE_VECTOR_GAIN;
+		if (sr->share > 1)
+			budget /= sr->share;
 	}
 
 	while (more || consumed < produced) {

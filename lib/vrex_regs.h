@@ -14,22 +14,18 @@
 #define VREX_REGS_H
 
 #ifdef __KERNEL__
+#include <linux/build_bug.h>
 #include <linux/types.h>
 /* Records in device memory are little endian: sparse checks the driver's conversions. */
 typedef __le32 vrex_le32;
 typedef __le64 vrex_le64;
 typedef __u8 vrex_u8;
 #else
+#include <assert.h>	/* C11 static_assert; a keyword in C++ */
 #include <stdint.h>
 typedef uint32_t vrex_le32;
 typedef uint64_t vrex_le64;
 typedef uint8_t vrex_u8;
-#endif
-
-#ifdef __cplusplus
-#define VREX_REGS_ASSERT(e) static_assert(e, #e)
-#else
-#define VREX_REGS_ASSERT(e) _Static_assert(e, #e)
 #endif
 
 #define VREX_REG_WINDOW			0x1000
@@ -206,8 +202,8 @@ struct vrex_lookup_rec {
 	vrex_le32 kv_len;
 };
 
-VREX_REGS_ASSERT(sizeof(struct vrex_lookup_desc) == 32);
-VREX_REGS_ASSERT(sizeof(struct vrex_lookup_rec) == 64);
+static_assert(sizeof(struct vrex_lookup_desc) == 32, "descriptor layout");
+static_assert(sizeof(struct vrex_lookup_rec) == 64, "record layout");
 
 /* Descriptors then records of a whole batch: what a driver stages. */
 #define VREX_LOOKUP_STAGE_SIZE \

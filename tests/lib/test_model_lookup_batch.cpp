@@ -17,8 +17,7 @@ constexpr uint32_t kStreams = 4;
 constexpr uint32_t kNoFrameStream = 3;  // open, never framed: PAST_ONLY is refused per query
 constexpr uint64_t kTail = 16 * 1024;   // device memory past the banks: the staging area
 
-vrex_model_config batch_config()
-{
+vrex_model_config batch_config() {
     vrex_model_config cfg = small_config();
     cfg.max_streams = kStreams;
     cfg.shie_capacity = 1024;
@@ -27,21 +26,19 @@ vrex_model_config batch_config()
 }
 
 struct Dev {
-    Device d{batch_config(), batch_config().nbanks * batch_config().bank_size + kTail};
+    Device d{batch_config(), batch_config().nbanks* batch_config().bank_size + kTail};
     uint64_t src() const { return banks(); }
     uint64_t banks() const { return uint64_t{batch_config().nbanks} * batch_config().bank_size; }
     uint64_t dst() const { return banks() + VREX_LOOKUP_BATCH_MAX * sizeof(vrex_lookup_desc); }
 
     uint32_t r(uint32_t off) { return vrex_model_read(d.get(), off); }
     void w(uint32_t off, uint32_t v) { vrex_model_write(d.get(), off, v); }
-    void w64(uint32_t lo, uint32_t hi, uint64_t v)
-    {
+    void w64(uint32_t lo, uint32_t hi, uint64_t v) {
         w(lo, static_cast<uint32_t>(v));
         w(hi, static_cast<uint32_t>(v >> 32));
     }
     uint64_t r64(uint32_t lo, uint32_t hi) { return uint64_t{r(hi)} << 32 | r(lo); }
-    int cmd(uint32_t op)
-    {
+    int cmd(uint32_t op) {
         w(VREX_REG_CMD, op);
         const uint32_t st = r(VREX_REG_STATUS);
         if (st & VREX_STATUS_ERROR)
@@ -49,8 +46,7 @@ struct Dev {
         EXPECT_EQ(st, VREX_STATUS_DONE);
         return 0;
     }
-    int batch(const std::vector<vrex_lookup_desc>& q, uint64_t src, uint64_t dst, uint32_t count)
-    {
+    int batch(const std::vector<vrex_lookup_desc>& q, uint64_t src, uint64_t dst, uint32_t count) {
         if (!q.empty() && src <= d.mem().size() &&
             q.size() * sizeof(vrex_lookup_desc) <= d.mem().size() - src)
             std::memcpy(d.mem().data() + src, q.data(), q.size() * sizeof(vrex_lookup_desc));
@@ -59,15 +55,13 @@ struct Dev {
         w(VREX_REG_ARG_COUNT, count);
         return cmd(VREX_CMD_LOOKUP_SIMILAR_BATCH);
     }
-    vrex_lookup_rec rec(uint64_t dst, uint32_t i)
-    {
+    vrex_lookup_rec rec(uint64_t dst, uint32_t i) {
         vrex_lookup_rec out;
         std::memcpy(&out, d.mem().data() + dst + i * sizeof(out), sizeof(out));
         return out;
     }
     // LOOKUP_SIMILAR for @q, its outcome as a record built from STATUS and RES_*.
-    vrex_lookup_rec single(const vrex_lookup_desc& q)
-    {
+    vrex_lookup_rec single(const vrex_lookup_desc& q) {
         w(VREX_REG_ARG_STREAM, q.stream);
         w(VREX_REG_ARG_REGION, q.region);
         w64(VREX_REG_ARG_FP(0), VREX_REG_ARG_FP(1), q.fp[0]);
@@ -77,12 +71,10 @@ struct Dev {
         vrex_lookup_rec out{};
         out.block = VREX_NIL;
         out.status = static_cast<uint32_t>(cmd(VREX_CMD_LOOKUP_SIMILAR));
-        if (out.status)
-            return out;
+        if (out.status) return out;
         out.flags = r(VREX_REG_RES_FLAGS);
         out.block = r(VREX_REG_RES_BLOCK);
-        if (!(out.flags & VREX_RESF_HIT))
-            return out;
+        if (!(out.flags & VREX_RESF_HIT)) return out;
         out.distance = r(VREX_REG_RES_DISTANCE);
         out.frame = r(VREX_REG_RES_FRAME);
         out.stream = r(VREX_REG_RES_STREAM);
@@ -96,24 +88,19 @@ struct Dev {
         out.kv_len = r(VREX_REG_RES_KV_LEN);
         return out;
     }
-    std::vector<uint64_t> counters()
-    {
+    std::vector<uint64_t> counters() {
         std::vector<uint64_t> c;
-        for (uint32_t i = 0; i < VREX_CNT_NUM; i++)
-            c.push_back(r64(VREX_REG_CNT_LO(i), VREX_REG_CNT_HI(i)));
+        for (uint32_t i = 0; i < VREX_CNT_NUM; i++) c.push_back(r64(VREX_REG_CNT_LO(i), VREX_REG_CNT_HI(i)));
         return c;
     }
-    std::vector<uint32_t> ages()
-    {
+    std::vector<uint32_t> ages() {
         std::vector<uint32_t> a;
-        for (uint32_t b = 0; b < d->cfg.block_capacity; b++)
-            a.push_back(d->blocks.b[b].last_access);
+        for (uint32_t b = 0; b < d->cfg.block_capacity; b++) a.push_back(d->blocks.b[b].last_access);
         return a;
     }
 };
 
-void expect_same(const vrex_lookup_rec& a, const vrex_lookup_rec& b, uint32_t i)
-{
+void expect_same(const vrex_lookup_rec& a, const vrex_lookup_rec& b, uint32_t i) {
     EXPECT_EQ(0, std::memcmp(&a, &b, sizeof(a)))
         << "query " << i << ": batch status " << a.status << " flags " << a.flags << " block " << a.block
         << " dist " << a.distance << " / single status " << b.status << " flags " << b.flags << " block "
@@ -122,15 +109,12 @@ void expect_same(const vrex_lookup_rec& a, const vrex_lookup_rec& b, uint32_t i)
 
 // Both devices get the same streams, frames and clustered entries (a few base codes plus flips).
 class Scene {
-public:
-    explicit Scene(uint32_t seed) : rng_(seed)
-    {
-        for (int i = 0; i < 6; i++)
-            bases_.push_back(make_fp(rng_(), rng_()));
+  public:
+    explicit Scene(uint32_t seed) : rng_(seed) {
+        for (int i = 0; i < 6; i++) bases_.push_back(make_fp(rng_(), rng_()));
     }
 
-    vrex_fp near(uint32_t max_flips)
-    {
+    vrex_fp near(uint32_t max_flips) {
         vrex_fp fp = bases_[rng_() % bases_.size()];
         const uint32_t flips = rng_() % (max_flips + 1);
         for (uint32_t f = 0; f < flips; f++) {
@@ -140,8 +124,7 @@ public:
         return fp;
     }
 
-    void setup(Dev& a, Dev& b)
-    {
+    void setup(Dev& a, Dev& b) {
         for (Dev* d : {&a, &b}) {
             ASSERT_EQ(0, vrex_model_stream_open(d->d.get(), 0, 0));
             ASSERT_EQ(0, vrex_model_stream_open(d->d.get(), 1, 0));
@@ -151,14 +134,14 @@ public:
     }
 
     // One frame on streams 0..2, each with 16 entries of clustered codes.
-    void frame(Dev& a, Dev& b, uint32_t scene)
-    {
+    void frame(Dev& a, Dev& b, uint32_t scene) {
         for (uint32_t s = 0; s < 3; s++) {
             ASSERT_EQ(0, a.d.frame(s, scene + s));
             ASSERT_EQ(0, b.d.frame(s, scene + s));
             for (uint32_t region = 0; region < VREX_SHIE_REGIONS; region++) {
                 const vrex_fp fp = near(12);
-                const vrex_kv_ref kv{(rng_() % 4) * batch_config().bank_size + 64 * region, 64, static_cast<uint32_t>(rng_())};
+                const vrex_kv_ref kv{(rng_() % 4) * batch_config().bank_size + 64 * region, 64,
+                                     static_cast<uint32_t>(rng_())};
                 uint32_t ba = 0, bb = 0;
                 ASSERT_EQ(0, vrex_model_insert(a.d.get(), s, region, 0, &fp, &kv, VREX_NIL, &ba));
                 ASSERT_EQ(0, vrex_model_insert(b.d.get(), s, region, 0, &fp, &kv, VREX_NIL, &bb));
@@ -167,8 +150,7 @@ public:
         }
     }
 
-    vrex_lookup_desc query()
-    {
+    vrex_lookup_desc query() {
         vrex_lookup_desc q{};
         q.stream = rng_() % kStreams;
         q.region = rng_() % VREX_SHIE_REGIONS;
@@ -182,13 +164,12 @@ public:
 
     std::mt19937& rng() { return rng_; }
 
-private:
+  private:
     std::mt19937 rng_;
     std::vector<vrex_fp> bases_;
 };
 
-TEST(ModelLookupBatch, RecordsCountersAndAgesEqualSingleCommands)
-{
+TEST(ModelLookupBatch, RecordsCountersAndAgesEqualSingleCommands) {
     for (uint32_t seed = 1; seed <= 6; seed++) {
         Dev a, b;
         Scene sc(seed);
@@ -198,8 +179,7 @@ TEST(ModelLookupBatch, RecordsCountersAndAgesEqualSingleCommands)
             sc.frame(a, b, round * 7 + seed);
             const uint32_t n = 1 + sc.rng()() % VREX_LOOKUP_BATCH_MAX;
             std::vector<vrex_lookup_desc> q(n);
-            for (auto& d : q)
-                d = sc.query();
+            for (auto& d : q) d = sc.query();
             ASSERT_EQ(0, a.batch(q, a.src(), a.dst(), n)) << "seed " << seed << " round " << round;
             EXPECT_EQ(n, a.r(VREX_REG_RES_COUNT));
             uint32_t batch_hits = 0;
@@ -225,13 +205,11 @@ TEST(ModelLookupBatch, RecordsCountersAndAgesEqualSingleCommands)
     }
 }
 
-TEST(ModelLookupBatch, SharedScanAndOverlappingRecordsGiveTheSameAnswers)
-{
+TEST(ModelLookupBatch, SharedScanAndOverlappingRecordsGiveTheSameAnswers) {
     Dev a, b;
     Scene sc(42);
     sc.setup(a, b);
-    for (uint32_t round = 0; round < 4; round++)
-        sc.frame(a, b, round);
+    for (uint32_t round = 0; round < 4; round++) sc.frame(a, b, round);
     // Every query on crowded codes with a wide radius: the batch shares its fallback scans.
     std::vector<vrex_lookup_desc> q(VREX_LOOKUP_BATCH_MAX);
     for (auto& d : q) {
@@ -241,13 +219,11 @@ TEST(ModelLookupBatch, SharedScanAndOverlappingRecordsGiveTheSameAnswers)
     }
     // Records written over the descriptors: every descriptor is read first.
     ASSERT_EQ(0, a.batch(q, a.src(), a.src(), VREX_LOOKUP_BATCH_MAX));
-    for (uint32_t i = 0; i < VREX_LOOKUP_BATCH_MAX; i++)
-        expect_same(a.rec(a.src(), i), b.single(q[i]), i);
+    for (uint32_t i = 0; i < VREX_LOOKUP_BATCH_MAX; i++) expect_same(a.rec(a.src(), i), b.single(q[i]), i);
     EXPECT_EQ(a.counters(), b.counters());
 }
 
-TEST(ModelLookupBatch, MalformedBatchFailsWholeAndWritesNothing)
-{
+TEST(ModelLookupBatch, MalformedBatchFailsWholeAndWritesNothing) {
     Dev a, b;
     Scene sc(7);
     sc.setup(a, b);
@@ -261,8 +237,8 @@ TEST(ModelLookupBatch, MalformedBatchFailsWholeAndWritesNothing)
 
     struct Case {
         const char* what;
-        int index;        // descriptor to spoil, -1: none
-        uint32_t field;   // 0 stream, 1 region, 2 radius, 3 flags
+        int index;       // descriptor to spoil, -1: none
+        uint32_t field;  // 0 stream, 1 region, 2 radius, 3 flags
         uint32_t value;
         uint64_t src, dst;
         uint32_t count;
@@ -297,7 +273,8 @@ TEST(ModelLookupBatch, MalformedBatchFailsWholeAndWritesNothing)
         EXPECT_TRUE(a.r(VREX_REG_STATUS) & VREX_STATUS_ERROR) << c.what;
         // Nothing but the staged descriptors differs in device memory.
         std::vector<uint8_t> after(a.d.mem().begin(), a.d.mem().end());
-        std::memcpy(after.data() + a.src(), before.data() + a.src(), VREX_LOOKUP_BATCH_MAX * sizeof(vrex_lookup_desc));
+        std::memcpy(after.data() + a.src(), before.data() + a.src(),
+                    VREX_LOOKUP_BATCH_MAX * sizeof(vrex_lookup_desc));
         EXPECT_TRUE(before == after) << c.what << ": memory written";
         cnt[VREX_CNT_CMD_ERRORS]++;
         EXPECT_EQ(cnt, a.counters()) << c.what;
@@ -306,12 +283,10 @@ TEST(ModelLookupBatch, MalformedBatchFailsWholeAndWritesNothing)
     }
     // The device still answers a good batch afterwards.
     ASSERT_EQ(0, a.batch(good, a.src(), a.dst(), 5));
-    for (uint32_t i = 0; i < 5; i++)
-        expect_same(a.rec(a.dst(), i), b.single(good[i]), i);
+    for (uint32_t i = 0; i < 5; i++) expect_same(a.rec(a.dst(), i), b.single(good[i]), i);
 }
 
-TEST(ModelLookupBatch, PastOnlyBeforeTheFirstFrameIsRefusedPerQuery)
-{
+TEST(ModelLookupBatch, PastOnlyBeforeTheFirstFrameIsRefusedPerQuery) {
     Dev a, b;
     Scene sc(9);
     sc.setup(a, b);
@@ -333,8 +308,7 @@ TEST(ModelLookupBatch, PastOnlyBeforeTheFirstFrameIsRefusedPerQuery)
     EXPECT_EQ(VREX_NIL, r.block);
     EXPECT_EQ(cnt[VREX_CNT_CMD_ERRORS] + 1, a.counters()[VREX_CNT_CMD_ERRORS]);
     EXPECT_EQ(cnt[VREX_CNT_LOOKUPS] + 2, a.counters()[VREX_CNT_LOOKUPS]);
-    for (uint32_t i = 0; i < 3; i++)
-        expect_same(a.rec(a.dst(), i), b.single(q[i]), i);
+    for (uint32_t i = 0; i < 3; i++) expect_same(a.rec(a.dst(), i), b.single(q[i]), i);
 }
 
 }  // namespace

@@ -8,8 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "device_impl.hpp"
-#include "backends.hpp"
+#include "device_test.hpp"
 #include "emulated_backend.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
@@ -22,16 +21,15 @@ using test::synthetic_frame;
 // 2 * 2 layers * 2 heads * 64 dims * 16 tokens * 2 bytes = 16 KiB: the smallest legal block.
 constexpr ModelGeometry kGeom{2, 2, 64, DType::fp16, 16};
 
-LumaView view_of(const std::vector<std::uint8_t>& px, std::uint32_t w, std::uint32_t h)
-{
+LumaView view_of(const std::vector<std::uint8_t>& px, std::uint32_t w, std::uint32_t h) {
     return LumaView{px.data(), w, h, w};
 }
 
-TEST(ModelGeometry, BlockBytesAndLimits)
-{
+TEST(ModelGeometry, BlockBytesAndLimits) {
     EXPECT_EQ(*kGeom.block_bytes(), 16384u);
     EXPECT_EQ(*ModelGeometry({32, 8, 128, DType::bf16, 16}).block_bytes(), 2u * 32 * 8 * 128 * 16 * 2);
-    EXPECT_EQ(ModelGeometry({1, 1, 64, DType::fp16, 16}).block_bytes().error(), errc::bad_geometry) << "4 KiB";
+    EXPECT_EQ(ModelGeometry({1, 1, 64, DType::fp16, 16}).block_bytes().error(), errc::bad_geometry)
+        << "4 KiB";
     EXPECT_EQ(ModelGeometry({0, 2, 64, DType::fp16, 16}).block_bytes().error(), errc::bad_geometry);
     EXPECT_EQ(ModelGeometry({2, 2, 64, static_cast<DType>(9), 16}).block_bytes().error(), errc::bad_geometry);
     EXPECT_EQ(ModelGeometry({4096, 4096, 4096, DType::fp32, 4096}).block_bytes().error(), errc::bad_geometry);
@@ -39,8 +37,7 @@ TEST(ModelGeometry, BlockBytesAndLimits)
     EXPECT_EQ(dtype_size(DType::fp32), 4u);
 }
 
-TEST(DeviceOpen, BackendChoiceByOptionAndEnvironment)
-{
+TEST(DeviceOpen, BackendChoiceByOptionAndEnvironment) {
     EXPECT_EQ(*parse_backend_choice("emu"), BackendChoice::emulated);
     EXPECT_EQ(*parse_backend_choice("kernel"), BackendChoice::kernel);
     EXPECT_EQ(parse_backend_choice("gpu").error(), errc::unknown_backend);
@@ -71,38 +68,28 @@ TEST(DeviceOpen, BackendChoiceByOptionAndEnvironment)
     }
 }
 
-TEST(Errors, MessagesAreClear)
-{
+TEST(Errors, MessagesAreClear) {
     EXPECT_NE(make_error_code(errc::device_lost).message().find("lost"), std::string::npos);
     EXPECT_STREQ(make_error_code(errc::device_lost).category().name(), "vrex");
 }
 
-class Allocator : public ::testing::TestWithParam<std::string> {
-protected:
-    void SetUp() override
-    {
-        auto be = test::open_backend(GetParam());
-        ASSERT_NE(be, nullptr);
-        auto d = adopt_backend(std::move(be));
-        ASSERT_TRUE(d);
-        dev_ = *d;
-        auto a = KvAllocator::create(dev_, kGeom);
-        ASSERT_TRUE(a);
-        alloc_ = *a;
+class Allocator : public test::DeviceTest {
+  protected:
+    void SetUp() override {
+        ASSERT_NO_FATAL_FAILURE(test::DeviceTest::SetUp());
+        alloc_ = allocator(kGeom);
+        ASSERT_NE(alloc_, nullptr);
     }
-    std::unique_ptr<Stream> stream(StreamOptions o = {})
-    {
+    std::unique_ptr<Stream> stream(StreamOptions o = {}) {
         auto s = alloc_->create_stream(o);
         EXPECT_TRUE(s);
         return s ? std::move(*s) : nullptr;
     }
 
-    std::shared_ptr<Device> dev_;
     std::shared_ptr<KvAllocator> alloc_;
 };
 
-TEST_P(Allocator, FrameAllocateRetrieveRoundTrip)
-{
+TEST_P(Allocator, FrameAllocateRetrieveRoundTrip) {
     auto s = stream();
     auto px = synthetic_frame(320, 240, 1, 0);
     auto f = s->begin_frame(view_of(px, 320, 240));
@@ -160,8 +147,7 @@ TEST_P(Allocator, FrameAllocateRetrieveRoundTrip)
     ASSERT_TRUE(s->end_frame());
 }
 
-TEST_P(Allocator, BatchesAndErrorsOutsideFrames)
-{
+TEST_P(Allocator, BatchesAndErrorsOutsideFrames) {
     auto s = stream();
     EXPECT_EQ(s->allocate(0).error(), errc::not_in_frame);
     EXPECT_EQ(s->end_frame().error(), errc::not_in_frame);
@@ -169,22 +155,19 @@ TEST_P(Allocator, BatchesAndErrorsOutsideFrames)
     auto px = synthetic_frame(128, 96, 2, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));
     std::vector<std::uint32_t> regions(16);
-    for (std::uint32_t r = 0; r < 16; r++)
-        regions[r] = r;
+    for (std::uint32_t r = 0; r < 16; r++) regions[r] = r;
     auto blocks = s->allocate_batch(regions);
     ASSERT_TRUE(blocks);
     ASSERT_EQ(blocks->size(), 16u);
     EXPECT_EQ(s->allocate(16).error(), std::errc::invalid_argument) << "region 0..15";
     EXPECT_EQ(s->allocate(3).error(), std::errc::file_exists) << "one block per (frame, region)";
     std::vector<Query> qs;
-    for (std::uint32_t r = 0; r < 16; r++)
-        qs.push_back(Query::temporal(r, 0));
+    for (std::uint32_t r = 0; r < 16; r++) qs.push_back(Query::temporal(r, 0));
     qs.push_back(Query::similar(0, s->frame().fp, 0));
     auto res = s->retrieve_batch(qs);
     ASSERT_TRUE(res);
     ASSERT_EQ(res->size(), 17u);
-    for (std::uint32_t r = 0; r < 16; r++)
-        EXPECT_EQ((*res)[r].block.id, (*blocks)[r].id);
+    for (std::uint32_t r = 0; r < 16; r++) EXPECT_EQ((*res)[r].block.id, (*blocks)[r].id);
     EXPECT_TRUE((*res)[16].hit);
     ASSERT_TRUE(s->release((*blocks)[0]));
     KvBlock foreign;
@@ -199,8 +182,7 @@ TEST_P(Allocator, BatchesAndErrorsOutsideFrames)
     EXPECT_EQ(st->resident_blocks, 15u);
 }
 
-TEST_P(Allocator, ZombiesReturnMemoryAfterZFrames)
-{
+TEST_P(Allocator, ZombiesReturnMemoryAfterZFrames) {
     auto s = stream();
     auto px = synthetic_frame(128, 96, 3, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));
@@ -223,13 +205,11 @@ TEST_P(Allocator, ZombiesReturnMemoryAfterZFrames)
     EXPECT_EQ(st->evictions, 1u);
     EXPECT_EQ(st->resident_blocks, 0u);
     std::uint64_t slab_bytes = 0;
-    for (const BankStats& bs : st->banks)
-        slab_bytes += bs.slab_bytes;
+    for (const BankStats& bs : st->banks) slab_bytes += bs.slab_bytes;
     EXPECT_EQ(slab_bytes, 16u * 16384) << "the slab stays for reuse";
 }
 
-TEST_P(Allocator, DmabufExportOfABlock)
-{
+TEST_P(Allocator, DmabufExportOfABlock) {
     auto s = stream();
     auto px = synthetic_frame(128, 96, 4, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));
@@ -247,8 +227,7 @@ TEST_P(Allocator, DmabufExportOfABlock)
     ASSERT_TRUE(s->end_frame());
 }
 
-TEST_P(Allocator, FourStreamsOnFourThreads)
-{
+TEST_P(Allocator, FourStreamsOnFourThreads) {
     constexpr int kStreams = 4;
     constexpr int kFrames = 12;
     std::atomic<int> failures{0};
@@ -272,16 +251,13 @@ TEST_P(Allocator, FourStreamsOnFourThreads)
                 if (t > 0) {
                     auto r = (*s)->retrieve_temporal(static_cast<std::uint32_t>(i), -1);
                     // Each stream sees its own previous block, filled with its own byte.
-                    if (!r || !r->hit || static_cast<int>(r->block.data[0]) != i + 1)
-                        failures++;
+                    if (!r || !r->hit || static_cast<int>(r->block.data[0]) != i + 1) failures++;
                 }
-                if (!(*s)->end_frame())
-                    failures++;
+                if (!(*s)->end_frame()) failures++;
             }
         });
     }
-    for (auto& t : threads)
-        t.join();
+    for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);
     auto st = alloc_->stats();
     ASSERT_TRUE(st);
@@ -289,8 +265,7 @@ TEST_P(Allocator, FourStreamsOnFourThreads)
     EXPECT_EQ(st->hits, static_cast<std::uint64_t>(kStreams * (kFrames - 1)));
 }
 
-TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks)
-{
+TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks) {
     auto a = stream({true, 7});
     auto b = stream({true, 7});
     auto c = stream();
@@ -323,8 +298,7 @@ TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks)
     ASSERT_TRUE(c->end_frame());
 }
 
-TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
-{
+TEST_P(Allocator, GroupFullFallsBackToOtherBanks) {
     auto s = stream();
     auto px = synthetic_frame(128, 96, 30, 0);
     auto f = s->begin_frame(view_of(px, 128, 96));
@@ -336,8 +310,7 @@ TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
         drm_vrex_bo_create a{};
         a.size = 64 * 1024;
         a.bank_mask = ((std::uint64_t{1} << f->bank_count) - 1) << f->bank_first;
-        if (be.bo_create(a))
-            break;
+        if (be.bo_create(a)) break;
         fillers.push_back(a.handle);
     }
     ASSERT_FALSE(fillers.empty());
@@ -348,12 +321,10 @@ TEST_P(Allocator, GroupFullFallsBackToOtherBanks)
     ASSERT_TRUE(st);
     EXPECT_EQ(st->fallback_allocations, 1u);
     ASSERT_TRUE(s->end_frame());
-    for (std::uint32_t h : fillers)
-        EXPECT_FALSE(be.bo_destroy(h));
+    for (std::uint32_t h : fillers) EXPECT_FALSE(be.bo_destroy(h));
 }
 
-std::uint64_t device_bo_bytes(Backend& be)
-{
+std::uint64_t device_bo_bytes(Backend& be) {
     auto banks = be.bank_info();
     EXPECT_TRUE(banks);
     std::uint64_t sum = 0;
@@ -362,32 +333,24 @@ std::uint64_t device_bo_bytes(Backend& be)
     return sum;
 }
 
-std::uint64_t held_slab_bytes(const Stats& st)
-{
+std::uint64_t held_slab_bytes(const Stats& st) {
     std::uint64_t sum = 0;
-    for (const BankStats& b : st.banks)
-        sum += b.slab_bytes;
+    for (const BankStats& b : st.banks) sum += b.slab_bytes;
     return sum;
 }
 
-std::vector<std::uint32_t> iota_regions(std::uint32_t n)
-{
+std::vector<std::uint32_t> iota_regions(std::uint32_t n) {
     std::vector<std::uint32_t> r(n);
-    for (std::uint32_t i = 0; i < n; i++)
-        r[i] = i;
+    for (std::uint32_t i = 0; i < n; i++) r[i] = i;
     return r;
 }
 
-TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
-{
+TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare) {
     constexpr std::uint64_t kSlab = 4 * 16384;
     for (const std::uint32_t spare : {0u, 1u}) {
-        AllocatorOptions o;
-        o.blocks_per_slab = 4;
-        o.spare_slabs = spare;
-        auto a = KvAllocator::create(dev_, kGeom, o);
-        ASSERT_TRUE(a);
-        auto s = (*a)->create_stream();
+        auto a = tight_allocator(kGeom, {.blocks_per_slab = 4, .spare_slabs = spare});
+        ASSERT_NE(a, nullptr);
+        auto s = a->create_stream();
         ASSERT_TRUE(s);
         auto px = synthetic_frame(128, 96, 40, 0);
         ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
@@ -396,13 +359,12 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
         auto blocks = (*s)->allocate_batch(iota_regions(16));
         ASSERT_TRUE(blocks);
         EXPECT_EQ(device_bo_bytes(backend_of(*dev_)), before + 4 * kSlab);
-        for (const KvBlock& b : *blocks)
-            ASSERT_TRUE((*s)->release(b));
+        for (const KvBlock& b : *blocks) ASSERT_TRUE((*s)->release(b));
         auto n = (*s)->end_frame();
         ASSERT_TRUE(n);
         EXPECT_EQ(n->count, 16u);
         EXPECT_EQ(device_bo_bytes(backend_of(*dev_)), before + spare * kSlab) << "spare " << spare;
-        auto st = (*a)->stats();
+        auto st = a->stats();
         ASSERT_TRUE(st);
         EXPECT_EQ(held_slab_bytes(*st), spare * kSlab);
         EXPECT_EQ(st->slabs_created, 4u);
@@ -411,21 +373,17 @@ TEST_P(Allocator, EndFrameReturnsEmptySlabsToTheDeviceBeyondTheSpare)
         // The next frame takes the spare before creating a slab.
         ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
         ASSERT_TRUE((*s)->allocate(0));
-        st = (*a)->stats();
+        st = a->stats();
         ASSERT_TRUE(st);
         EXPECT_EQ(st->slabs_created, 4u + (spare ? 0 : 1));
         ASSERT_TRUE((*s)->end_frame());
     }
 }
 
-TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
-{
-    AllocatorOptions o;
-    o.blocks_per_slab = 2;
-    o.spare_slabs = 0;
-    auto a = KvAllocator::create(dev_, kGeom, o);
-    ASSERT_TRUE(a);
-    auto s = (*a)->create_stream();
+TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView) {
+    auto a = tight_allocator(kGeom, {.blocks_per_slab = 2});
+    ASSERT_NE(a, nullptr);
+    auto s = a->create_stream();
     ASSERT_TRUE(s);
     auto px = synthetic_frame(128, 96, 41, 0);
     ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
@@ -437,7 +395,7 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
     std::memset(kept.data.data(), 0x5a, kept.data.size());
     ASSERT_TRUE((*s)->release(gone));
     ASSERT_TRUE((*s)->end_frame());
-    auto st = (*a)->stats();
+    auto st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->slabs_released, 0u) << "a slab with a live block stays";
     EXPECT_EQ(static_cast<unsigned char>(kept.data[kept.data.size() - 1]), 0x5a);
@@ -447,7 +405,7 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
     ASSERT_TRUE((*s)->begin_frame(view_of(px, 128, 96)));
     ASSERT_TRUE((*s)->release(kept));
     ASSERT_TRUE((*s)->end_frame());
-    st = (*a)->stats();
+    st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->slabs_released, 1u);
     EXPECT_EQ(held_slab_bytes(*st), 0u);
@@ -464,15 +422,11 @@ TEST_P(Allocator, ALiveBlockKeepsItsSlabAndItsView)
     ASSERT_TRUE((*s)->end_frame());
 }
 
-TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
-{
-    AllocatorOptions o;
-    o.blocks_per_slab = 4;
-    o.spare_slabs = 0;
-    auto a = KvAllocator::create(dev_, kGeom, o);
-    ASSERT_TRUE(a);
-    auto s1 = (*a)->create_stream();
-    auto s2 = (*a)->create_stream();
+TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab) {
+    auto a = tight_allocator(kGeom, {.blocks_per_slab = 4});
+    ASSERT_NE(a, nullptr);
+    auto s1 = a->create_stream();
+    auto s2 = a->create_stream();
     ASSERT_TRUE(s1 && s2);
     auto px1 = synthetic_frame(128, 96, 42, 0);
     auto f1 = (*s1)->begin_frame(view_of(px1, 128, 96));
@@ -486,7 +440,7 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
         }
     }
     ASSERT_TRUE((*s1)->end_frame());
-    auto st = (*a)->stats();
+    auto st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(held_slab_bytes(*st), 2u * 4 * 16384);
 
@@ -495,14 +449,16 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
     auto f2 = (*s2)->begin_frame(view_of(px2, 128, 96));
     ASSERT_TRUE(f2);
     ASSERT_NE(f2->bank_first, f1->bank_first) << "the test needs two bank groups";
-    auto in_f2 = [&](const KvBlock& b) { return b.bank >= f2->bank_first && b.bank < f2->bank_first + f2->bank_count; };
+    auto in_f2 = [&](const KvBlock& b) {
+        return b.bank >= f2->bank_first && b.bank < f2->bank_first + f2->bank_count;
+    };
     // Six idle slots outside the group (>= one slab): they are used before a new slab.
     for (std::uint32_t r = 0; r < 2; r++) {
         auto b = (*s2)->allocate(r);
         ASSERT_TRUE(b);
         EXPECT_FALSE(in_f2(*b));
     }
-    st = (*a)->stats();
+    st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->fallback_allocations, 2u);
     EXPECT_EQ(held_slab_bytes(*st), 2u * 4 * 16384) << "no new slab";
@@ -513,18 +469,16 @@ TEST_P(Allocator, FullGroupTakesIdleSlotsElsewhereBeforeANewSlab)
     auto fourth = (*s2)->allocate(3);
     ASSERT_TRUE(fourth);
     EXPECT_TRUE(in_f2(*fourth)) << "idle memory below a slab: placement stays in the group";
-    st = (*a)->stats();
+    st = a->stats();
     ASSERT_TRUE(st);
     EXPECT_EQ(st->fallback_allocations, 3u);
     EXPECT_EQ(held_slab_bytes(*st), 3u * 4 * 16384);
     ASSERT_TRUE((*s2)->end_frame());
 }
 
-TEST_P(Allocator, DeviceLossIsAnErrorNotACrash)
-{
+TEST_P(Allocator, DeviceLossIsAnErrorNotACrash) {
     auto* emu = dynamic_cast<EmulatedBackend*>(&backend_of(*dev_));
-    if (!emu)
-        GTEST_SKIP() << "device loss is injected through the emulation (kernel: QEMU hot-unplug tests)";
+    if (!emu) GTEST_SKIP() << "device loss is injected through the emulation (kernel: QEMU hot-unplug tests)";
     auto s = stream();
     auto px = synthetic_frame(128, 96, 5, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px, 128, 96)));

@@ -19,6 +19,7 @@
 namespace vrex {
 namespace {
 
+using test::collect_releases;
 using test::synthetic_frame;
 using test::view_of;
 
@@ -33,11 +34,6 @@ class Segments : public test::DeviceTest {
     }
     static Segment open(Stream& s, SegmentKind k, std::uint32_t first) {
         return s.open_segment(k, first).value_or_throw();
-    }
-    // Half-bank blocks (as in sharing_test.cpp): device memory fills after about two a bank.
-    ModelGeometry big() const {
-        return ModelGeometry{static_cast<std::uint32_t>(dev_->info().bank_size / 2 / (64 * 1024)), 8, 128,
-                             DType::bf16, 16};
     }
     static bool contains(std::span<const ReleasedBlock> rel, const KvBlock& b) {
         return std::any_of(rel.begin(), rel.end(), [&](const ReleasedBlock& r) {
@@ -272,14 +268,10 @@ TEST_P(Segments, PlacedOutsideTheStreamsBankGroupAndPacked) {
 }
 
 TEST_P(Segments, SurviveZombieAgingAndPressureEvictionOfFrameBlocks) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
-    s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
+    collect_releases(*s, seen);
     Segment seg = open(*s, SegmentKind::prompt, 0);
     auto kept = seg.append(2 * 16);
     ASSERT_TRUE(kept) << kept.error_message();
@@ -325,10 +317,7 @@ TEST_P(Segments, SurviveZombieAgingAndPressureEvictionOfFrameBlocks) {
 }
 
 TEST_P(Segments, OutOfMemoryIsAllOrNothing) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry());
     auto s = stream(*a);
     Segment seg = open(*s, SegmentKind::prompt, 0);
     auto first = seg.append(1);

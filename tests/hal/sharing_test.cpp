@@ -16,6 +16,7 @@
 namespace vrex {
 namespace {
 
+using test::collect_releases;
 using test::synthetic_frame;
 using test::view_of;
 
@@ -28,19 +29,24 @@ class Sharing : public test::DeviceTest {
         EXPECT_TRUE(s) << s.error().message();
         return s ? std::move(*s) : nullptr;
     }
+    // The set-up of the cross-stream tests: an owner and a reader stream in pool @pool, and the
+    // owner in a frame of synthetic scene @scene (px: the scene, for the reader's frames too).
+    struct OwnerAndReader {
+        std::unique_ptr<Stream> owner, reader;
+        std::vector<std::uint8_t> px;
+        FrameInfo frame;
+    };
+    static OwnerAndReader owner_and_reader(KvAllocator& a, std::uint32_t pool, std::uint32_t scene) {
+        OwnerAndReader r{
+            stream(a, {true, pool}), stream(a, {true, pool}), synthetic_frame(128, 96, scene, 0), {}};
+        r.frame = r.owner->begin_frame(view_of(r.px)).value_or_throw();
+        return r;
+    }
     static std::uint64_t slab_bytes(KvAllocator& a) {
         auto st = a.stats();
         std::uint64_t sum = 0;
         for (const BankStats& b : st->banks) sum += b.slab_bytes;
         return sum;
-    }
-
-    // Blocks of half a bank (8 kv heads x 128 x bf16 x 16 tokens = 64 KiB a layer): device memory
-    // fills after about two blocks a bank (emulation 4 MiB banks: 2 MiB blocks; the kernel's
-    // simulated device 1 MiB banks: 512 KiB blocks).
-    ModelGeometry big() const {
-        return ModelGeometry{static_cast<std::uint32_t>(dev_->info().bank_size / 2 / (64 * 1024)), 8, 128,
-                             DType::bf16, 16};
     }
 };
 
@@ -89,15 +95,8 @@ TEST_P(Sharing, StaleHandlesGetAClearErrorNeverAnotherBlock) {
 // The crash: with spare_slabs = 0 the owner's release destroyed the slab a reader in
 // another stream was still reading. The reader's reference now keeps the memory.
 TEST_P(Sharing, ACrossStreamHitOutlivesTheOwnersRelease) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(kSmall, o);
-    auto owner = stream(*a, {true, 3});
-    auto reader = stream(*a, {true, 3});
-    auto px = synthetic_frame(128, 96, 51, 0);
-    auto f = owner->begin_frame(view_of(px));
-    ASSERT_TRUE(f);
+    auto a = tight_allocator(kSmall);
+    auto [owner, reader, px, f] = owner_and_reader(*a, 3, 51);
     auto blk = owner->allocate(4);
     ASSERT_TRUE(blk);
     ASSERT_FALSE(blk->data.empty());
@@ -105,7 +104,7 @@ TEST_P(Sharing, ACrossStreamHitOutlivesTheOwnersRelease) {
     std::memset(blk->data.data(), 0x6b, blk->data.size());
 
     ASSERT_TRUE(reader->begin_frame(view_of(px)));
-    auto hit = reader->retrieve_similar(4, f->fp, 0, Scope::pool);
+    auto hit = reader->retrieve_similar(4, f.fp, 0, Scope::pool);
     ASSERT_TRUE(hit);
     ASSERT_TRUE(hit->hit);
     EXPECT_EQ(hit->stream, owner->id());
@@ -155,11 +154,7 @@ TEST_P(Sharing, ACrossStreamHitOutlivesTheOwnersRelease) {
 
 TEST_P(Sharing, PositionMetadataTravelsWithTheBlock) {
     auto a = allocator(kSmall);
-    auto owner = stream(*a, {true, 5});
-    auto reader = stream(*a, {true, 5});
-    auto px = synthetic_frame(128, 96, 58, 0);
-    auto f = owner->begin_frame(view_of(px));
-    ASSERT_TRUE(f);
+    auto [owner, reader, px, f] = owner_and_reader(*a, 5, 58);
     auto b = owner->allocate(7);
     ASSERT_TRUE(b);
     EXPECT_EQ(b->first_token, 0u);
@@ -171,7 +166,7 @@ TEST_P(Sharing, PositionMetadataTravelsWithTheBlock) {
     EXPECT_EQ(t->block.first_token, 4096u);
     EXPECT_EQ(t->block.token_count, 12u);
     ASSERT_TRUE(reader->begin_frame(view_of(px)));
-    auto h = reader->retrieve_similar(7, f->fp, 0, Scope::pool);
+    auto h = reader->retrieve_similar(7, f.fp, 0, Scope::pool);
     ASSERT_TRUE(h && h->hit);
     EXPECT_EQ(h->block.first_token, 4096u) << "another stream sees them too";
     EXPECT_EQ(h->block.token_count, 12u);
@@ -183,15 +178,8 @@ TEST_P(Sharing, PositionMetadataTravelsWithTheBlock) {
 }
 
 TEST_P(Sharing, ZombieAgingAndStreamCloseOfTheOwnerKeepReferencedMemory) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(kSmall, o);
-    auto owner = stream(*a, {true, 4});
-    auto reader = stream(*a, {true, 4});
-    auto px = synthetic_frame(128, 96, 52, 0);
-    auto f = owner->begin_frame(view_of(px));
-    ASSERT_TRUE(f);
+    auto a = tight_allocator(kSmall);
+    auto [owner, reader, px, f] = owner_and_reader(*a, 4, 52);
     auto aged = owner->allocate(1);
     auto closed = owner->allocate(2);
     ASSERT_TRUE(aged && closed);
@@ -200,8 +188,8 @@ TEST_P(Sharing, ZombieAgingAndStreamCloseOfTheOwnerKeepReferencedMemory) {
     ASSERT_TRUE(owner->end_frame());
 
     ASSERT_TRUE(reader->begin_frame(view_of(px)));
-    auto h1 = reader->retrieve_similar(1, f->fp, 0, Scope::pool);
-    auto h2 = reader->retrieve_similar(2, f->fp, 0, Scope::pool);
+    auto h1 = reader->retrieve_similar(1, f.fp, 0, Scope::pool);
+    auto h2 = reader->retrieve_similar(2, f.fp, 0, Scope::pool);
     ASSERT_TRUE(h1 && h2 && h1->hit && h2->hit);
     ASSERT_TRUE(reader->pin(h1->block)) << "a pin outlives the reader's frame";
 
@@ -240,7 +228,7 @@ TEST_P(Sharing, ReleasesAreReportedByEndFrameCallbackAndEventFd) {
     auto a = allocator(kSmall);
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
-    s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
+    collect_releases(*s, seen);
     auto fd = s->release_event_fd();
     ASSERT_TRUE(fd);
     auto px = synthetic_frame(128, 96, 53, 0);
@@ -306,10 +294,7 @@ TEST_P(Sharing, BatchesAreAllOrNothing) {
 
 // Fills device memory with half-bank blocks: frame after frame of 8 blocks until ENOSPC.
 TEST_P(Sharing, WithoutPressureEvictionENOSPCIsFinalAndLeavesNoOrphan) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry());
     auto s = stream(*a);
     auto px = synthetic_frame(128, 96, 55, 0);
     std::error_code failed;
@@ -331,14 +316,10 @@ TEST_P(Sharing, WithoutPressureEvictionENOSPCIsFinalAndLeavesNoOrphan) {
 }
 
 TEST_P(Sharing, PressureEvictsZombiesFirst) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
-    s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
+    collect_releases(*s, seen);
     auto px = synthetic_frame(128, 96, 56, 0);
     ASSERT_TRUE(s->begin_frame(view_of(px)));
     auto first = s->allocate_batch(std::vector<std::uint32_t>{0, 1, 2, 3});
@@ -383,14 +364,10 @@ TEST_P(Sharing, PressureEvictsZombiesFirst) {
 }
 
 TEST_P(Sharing, PressureEvictsLeastRecentlyUsedUnpinnedBlocks) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto s = stream(*a);
     std::vector<ReleasedBlock> seen;
-    s->on_release([&](std::span<const ReleasedBlock> r) { seen.insert(seen.end(), r.begin(), r.end()); });
+    collect_releases(*s, seen);
     const std::vector<std::uint32_t> regions{0, 1, 2, 3, 4, 5, 6, 7};
     auto px = synthetic_frame(128, 96, 57, 0);
     std::vector<std::vector<KvBlock>> frames;
@@ -434,16 +411,11 @@ TEST_P(Sharing, PressureEvictsLeastRecentlyUsedUnpinnedBlocks) {
 // stream's blocks (old, unpinned, never used again) survive, and a stream with nothing of its own
 // to evict gets ENOSPC rather than someone else's memory.
 TEST_P(Sharing, PressureEvictsOnlyTheCallingStreamsOwnBlocks) {
-    AllocatorOptions o;
-    o.blocks_per_slab = 1;
-    o.spare_slabs = 0;
-    o.evict_under_pressure = true;
-    auto a = allocator(big(), o);
+    auto a = tight_allocator(half_bank_geometry(), {.evict_under_pressure = true});
     auto victim = stream(*a);
     auto greedy = stream(*a);
     std::vector<ReleasedBlock> victim_seen;
-    victim->on_release(
-        [&](std::span<const ReleasedBlock> r) { victim_seen.insert(victim_seen.end(), r.begin(), r.end()); });
+    collect_releases(*victim, victim_seen);
     auto px = synthetic_frame(128, 96, 58, 0);
     // The victim fills about half of device memory in one frame and then idles.
     const std::uint32_t half = dev_->info().bank_count;  // two half-bank blocks a bank: half the device
@@ -457,8 +429,7 @@ TEST_P(Sharing, PressureEvictsOnlyTheCallingStreamsOwnBlocks) {
     ASSERT_TRUE(victim->end_frame());
     // The greedy stream allocates frame after frame: it may only ever evict its own blocks.
     std::vector<ReleasedBlock> greedy_seen;
-    greedy->on_release(
-        [&](std::span<const ReleasedBlock> r) { greedy_seen.insert(greedy_seen.end(), r.begin(), r.end()); });
+    collect_releases(*greedy, greedy_seen);
     std::set<std::uint32_t> greedy_ids;
     std::error_code failed;
     for (int f = 0; f < 6 && !failed; f++) {

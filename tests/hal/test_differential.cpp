@@ -33,21 +33,20 @@ struct Clip {
 
 constexpr std::uint32_t kFrames = 60;
 
+// A scripted workload: its canonical output on @be for clip @c, ending in an "ERROR" line where it failed.
+using Workload = std::string (*)(Backend& be, const Clip& c);
+
 // Binary PGM ("P5 w h 255" + w*h bytes), back to back.
-std::optional<Clip> read_pgm_stream(const std::string& path)
-{
+std::optional<Clip> read_pgm_stream(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return std::nullopt;
+    if (!in) return std::nullopt;
     Clip c;
     std::string magic;
     while (c.frames.size() < kFrames && in >> magic) {
         std::uint32_t w, h, maxval;
-        if (magic != "P5" || !(in >> w >> h >> maxval) || maxval != 255)
-            return std::nullopt;
+        if (magic != "P5" || !(in >> w >> h >> maxval) || maxval != 255) return std::nullopt;
         in.get();  // the single whitespace before the raster
-        if ((c.width && (w != c.width || h != c.height)) || !w || !h)
-            return std::nullopt;
+        if ((c.width && (w != c.width || h != c.height)) || !w || !h) return std::nullopt;
         c.width = w;
         c.height = h;
         std::vector<std::uint8_t> px(std::size_t{w} * h);
@@ -59,11 +58,9 @@ std::optional<Clip> read_pgm_stream(const std::string& path)
 }
 
 // The cached full-size footage, 4x4 box-averaged.
-std::optional<Clip> vtest_downscaled()
-{
+std::optional<Clip> vtest_downscaled() {
     auto f = test::Footage::vtest();
-    if (!f)
-        return std::nullopt;
+    if (!f) return std::nullopt;
     Clip c;
     c.width = f->width() / 4;
     c.height = f->height() / 4;
@@ -83,8 +80,7 @@ std::optional<Clip> vtest_downscaled()
     return c;
 }
 
-const std::optional<Clip>& clip()
-{
+const std::optional<Clip>& clip() {
     static const std::optional<Clip> c = [] {
         const std::string& path = test::clip_path();
         return path.empty() ? vtest_downscaled() : read_pgm_stream(path);
@@ -92,16 +88,15 @@ const std::optional<Clip>& clip()
     return c;
 }
 
-#define WL_CHECK(expr)                                                       \
-    do {                                                                     \
-        if (auto ec_ = (expr)) {                                             \
-            out << "ERROR " #expr ": " << ec_.message() << "\n";             \
-            return out.str();                                                \
-        }                                                                    \
+#define WL_CHECK(expr)                                           \
+    do {                                                         \
+        if (auto ec_ = (expr)) {                                 \
+            out << "ERROR " #expr ": " << ec_.message() << "\n"; \
+            return out.str();                                    \
+        }                                                        \
     } while (0)
 
-std::string fp_hex(const __u64 (&fp)[2])
-{
+std::string fp_hex(const __u64 (&fp)[2]) {
     char buf[40];
     std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(fp[1]),
                   static_cast<unsigned long long>(fp[0]));
@@ -111,8 +106,7 @@ std::string fp_hex(const __u64 (&fp)[2])
 // The workload: two streams (the clip forwards and backwards), per frame and stream: FCC, a temporal
 // and a past-only similarity lookup for regions 0..3, then an insert per region that reuses the
 // similar block when it is within Hamming 8 (ALIAS) or takes a new 16 KiB slot, then retire.
-std::string run_workload(Backend& be, const Clip& c)
-{
+std::string run_workload(Backend& be, const Clip& c) {
     std::ostringstream out;
     std::map<std::uint32_t, std::uint32_t> canon;  // device block id -> order of first appearance
     auto block = [&canon](std::uint32_t id) {
@@ -121,8 +115,7 @@ std::string run_workload(Backend& be, const Clip& c)
     auto info = be.device_info();
     auto stats0 = be.stats();
     auto banks0 = be.bank_info();
-    if (!info || !stats0 || !banks0)
-        return "ERROR device queries failed";
+    if (!info || !stats0 || !banks0) return "ERROR device queries failed";
     const std::uint64_t all = info->bank_count >= 64 ? ~0ull : (1ull << info->bank_count) - 1;
     out << "device banks=" << info->bank_count << " group_banks=" << info->group_banks
         << " zombie_frames=" << info->zombie_frames << "\n";
@@ -133,7 +126,8 @@ std::string run_workload(Backend& be, const Clip& c)
     staging.flags = DRM_VREX_BO_STAGING;
     WL_CHECK(be.bo_create(staging));
     constexpr std::uint64_t kBlock = 16384;
-    const std::uint32_t slots = static_cast<std::uint32_t>(std::min<std::uint64_t>(96, info->bank_size / kBlock));
+    const std::uint32_t slots =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(96, info->bank_size / kBlock));
     drm_vrex_bo_create kv{};
     kv.size = slots * kBlock;
     kv.bank_mask = all;
@@ -141,8 +135,7 @@ std::string run_workload(Backend& be, const Clip& c)
     WL_CHECK(be.bo_create(kv));
     out << "bo staging bank=" << staging.bank << " kv bank=" << kv.bank << " slots=" << slots << "\n";
     std::vector<std::uint64_t> free_slots;
-    for (std::uint32_t i = slots; i-- > 0;)
-        free_slots.push_back(i * kBlock);
+    for (std::uint32_t i = slots; i-- > 0;) free_slots.push_back(i * kBlock);
 
     std::uint32_t streams[2];
     for (auto& s : streams) {
@@ -151,8 +144,7 @@ std::string run_workload(Backend& be, const Clip& c)
         s = sc.stream;
     }
     auto map = be.bo_map(staging.handle);
-    if (!map)
-        return out.str() + "ERROR map\n";
+    if (!map) return out.str() + "ERROR map\n";
 
     std::vector<drm_vrex_released_block> released(slots + 8);
     const auto n = static_cast<std::uint32_t>(c.frames.size());
@@ -216,10 +208,10 @@ std::string run_workload(Backend& be, const Clip& c)
                 }
             }
             std::erase_if(ins, [](const auto& it) { return it.block == ~0u; });
-            if (!ins.empty())
-                WL_CHECK(be.shie_insert(s, ins));
+            if (!ins.empty()) WL_CHECK(be.shie_insert(s, ins));
             for (const auto& it : ins) {
-                out << " I r" << it.region << " alias=" << (it.flags & DRM_VREX_INSERT_ALIAS) << " result=" << it.result;
+                out << " I r" << it.region << " alias=" << (it.flags & DRM_VREX_INSERT_ALIAS)
+                    << " result=" << it.result;
                 if (it.result == 0)
                     out << " b" << block(it.block);
                 else if (!(it.flags & DRM_VREX_INSERT_ALIAS))
@@ -239,13 +231,12 @@ std::string run_workload(Backend& be, const Clip& c)
 
     auto banks = be.bank_info();
     auto stats = be.stats();
-    if (!banks || !stats)
-        return out.str() + "ERROR final queries\n";
+    if (!banks || !stats) return out.str() + "ERROR final queries\n";
     for (std::uint32_t b = 0; b < banks->bank_count; b++)
         out << "bank " << b << " bo=" << banks->bo_bytes[b] - banks0->bo_bytes[b]
             << " kv=" << banks->kv_bytes[b] - banks0->kv_bytes[b]
-            << " blocks=" << banks->kv_blocks[b] - banks0->kv_blocks[b] << " group_owned=" << banks->group_owned[b]
-            << "\n";
+            << " blocks=" << banks->kv_blocks[b] - banks0->kv_blocks[b]
+            << " group_owned=" << banks->group_owned[b] << "\n";
     const std::pair<const char*, __u64 drm_vrex_stats::*> counters[] = {
         {"lookups", &drm_vrex_stats::lookups},         {"exact_hits", &drm_vrex_stats::exact_hits},
         {"approx_hits", &drm_vrex_stats::approx_hits}, {"misses", &drm_vrex_stats::misses},
@@ -256,8 +247,7 @@ std::string run_workload(Backend& be, const Clip& c)
     for (const auto& [name, field] : counters)
         out << "counter " << name << " " << ((*stats).*field - (*stats0).*field) << "\n";
 
-    for (const auto s : streams)
-        WL_CHECK(be.stream_destroy(s));
+    for (const auto s : streams) WL_CHECK(be.stream_destroy(s));
     WL_CHECK(be.bo_destroy(kv.handle));
     WL_CHECK(be.bo_destroy(staging.handle));
     return out.str();
@@ -268,14 +258,12 @@ std::string run_workload(Backend& be, const Clip& c)
 // frame, a batch selects for a query patch on both heads as token and as block ranges. A truncation
 // and a batch that overflows a head (ENOSPC, nothing added) are part of it. Printed: tokens and
 // clusters after every batch, every selection's outputs and the ranges it wrote, counter deltas.
-std::string run_resv_workload(Backend& be, const Clip& c)
-{
+std::string run_resv_workload(Backend& be, const Clip& c) {
     std::ostringstream out;
     constexpr std::uint32_t kDim = 32, kPw = 8, kPh = 4, kGx = 12, kGy = 9, kResvFrames = 20;
     constexpr std::uint64_t kMaxRanges = 2048;
     auto stats0 = be.resv_stats();
-    if (!stats0)
-        return "ERROR resv_stats: " + stats0.error().message();
+    if (!stats0) return "ERROR resv_stats: " + stats0.error().message();
     // Room for a whole head's keys (the overflowing batch), then the query, then the ranges.
     const std::uint64_t kQuery = std::uint64_t{stats0->max_tokens} * kDim * 2, kOut = kQuery + 4096;
     out << "resv heads=" << stats0->heads << " max_tokens=" << stats0->max_tokens
@@ -285,15 +273,13 @@ std::string run_resv_workload(Backend& be, const Clip& c)
     bo.bank_mask = 1;
     WL_CHECK(be.bo_create(bo));
     auto map = be.bo_map(bo.handle);
-    if (!map)
-        return out.str() + "ERROR map\n";
+    if (!map) return out.str() + "ERROR map\n";
 
     // Patch (x, y) of frame @px, 2-byte little-endian int16 at @dst.
     auto patch = [&c](const std::vector<std::uint8_t>& px, std::uint32_t x, std::uint32_t y, std::byte* dst) {
         int sum = 0;
         for (std::uint32_t dy = 0; dy < kPh; dy++)
-            for (std::uint32_t dx = 0; dx < kPw; dx++)
-                sum += px[std::size_t{y + dy} * c.width + x + dx];
+            for (std::uint32_t dx = 0; dx < kPw; dx++) sum += px[std::size_t{y + dy} * c.width + x + dx];
         const int mean = sum / static_cast<int>(kDim);
         for (std::uint32_t i = 0; i < kDim; i++) {
             const int v = (px[std::size_t{y + i / kPw} * c.width + x + i % kPw] - mean) * 128;
@@ -364,9 +350,10 @@ std::string run_resv_workload(Backend& be, const Clip& c)
         WL_CHECK(be.resv_select(items));
         for (std::uint32_t i = 0; i < 4; i++) {
             const auto& it = items[i];
-            out << "S f" << f << " h" << i / 2 << (it.flags ? " blocks" : " tokens") << " ranges=" << it.ranges
-                << " tokens=" << it.tokens << " clusters=" << it.clusters << " qhash=" << it.qhash
-                << " cutoff=" << it.cutoff << " head_tokens=" << it.head_tokens << " :";
+            out << "S f" << f << " h" << i / 2 << (it.flags ? " blocks" : " tokens")
+                << " ranges=" << it.ranges << " tokens=" << it.tokens << " clusters=" << it.clusters
+                << " qhash=" << it.qhash << " cutoff=" << it.cutoff << " head_tokens=" << it.head_tokens
+                << " :";
             for (std::uint32_t r = 0; r < std::min(it.ranges, it.max_ranges); r++) {
                 std::uint32_t fc[2];
                 std::memcpy(fc, map->data() + it.out_offset + r * 8, 8);
@@ -376,8 +363,7 @@ std::string run_resv_workload(Backend& be, const Clip& c)
         }
     }
     auto stats = be.resv_stats();
-    if (!stats)
-        return out.str() + "ERROR final resv_stats\n";
+    if (!stats) return out.str() + "ERROR final resv_stats\n";
     const std::pair<const char*, __u64 drm_vrex_resv_stats::*> counters[] = {
         {"keys", &drm_vrex_resv_stats::keys},
         {"clusters", &drm_vrex_resv_stats::clusters},
@@ -389,46 +375,38 @@ std::string run_resv_workload(Backend& be, const Clip& c)
     for (const auto& [name, field] : counters)
         out << "counter " << name << " " << ((*stats).*field - (*stats0).*field) << "\n";
     out << "heads_in_use " << stats->heads_in_use - stats0->heads_in_use << "\n";
-    for (const auto& h : heads)
-        WL_CHECK(be.resv_head_destroy(h.head));
+    for (const auto& h : heads) WL_CHECK(be.resv_head_destroy(h.head));
     WL_CHECK(be.bo_destroy(bo.handle));
     return out.str();
 }
 
-std::size_t count(const std::string& text, const std::string& needle)
-{
+std::size_t count(const std::string& text, const std::string& needle) {
     std::size_t n = 0;
-    for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1))
-        n++;
+    for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) n++;
     return n;
 }
 
 // "" when equal, else the first differing line of each.
-std::string first_difference(const std::string& a, const std::string& b)
-{
+std::string first_difference(const std::string& a, const std::string& b) {
     std::istringstream sa(a), sb(b);
     std::string la, lb;
     for (int line = 1;; line++) {
         const bool ga = static_cast<bool>(std::getline(sa, la)), gb = static_cast<bool>(std::getline(sb, lb));
-        if (!ga && !gb)
-            return {};
+        if (!ga && !gb) return {};
         if (ga != gb || la != lb)
-            return "line " + std::to_string(line) + ":\n  A: " + (ga ? la : "<end>") + "\n  B: " + (gb ? lb : "<end>");
+            return "line " + std::to_string(line) + ":\n  A: " + (ga ? la : "<end>") +
+                   "\n  B: " + (gb ? lb : "<end>");
     }
 }
 
-std::uint64_t fnv1a(const std::string& s)
-{
+std::uint64_t fnv1a(const std::string& s) {
     std::uint64_t h = 1469598103934665603ull;
-    for (unsigned char ch : s)
-        h = (h ^ ch) * 1099511628211ull;
+    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
     return h;
 }
 
-TEST(Differential, ClipIsRealMovingFootage)
-{
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+TEST(Differential, ClipIsRealMovingFootage) {
+    if (!clip()) GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
     ASSERT_EQ(clip()->frames.size(), kFrames);
     EXPECT_GE(clip()->width, 64u);
     std::uint64_t changed = 0;
@@ -437,78 +415,94 @@ TEST(Differential, ClipIsRealMovingFootage)
     EXPECT_GT(changed, kFrames / 2) << "consecutive frames differ (people walking)";
 }
 
-TEST(Differential, WorkloadIsDeterministicAndNonTrivialOnTheEmulation)
-{
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    std::string runs[2];
-    for (auto& r : runs) {
-        auto be = test::open_backend("emulated");
-        ASSERT_NE(be, nullptr);
-        r = run_workload(*be, *clip());
-    }
-    ASSERT_EQ(runs[0].find("ERROR"), std::string::npos) << runs[0].substr(runs[0].find("ERROR"));
-    EXPECT_EQ(first_difference(runs[0], runs[1]), "");
-    // The workload exercises what it claims to compare.
-    EXPECT_EQ(count(runs[0], "F s"), 2 * kFrames);
-    EXPECT_GT(count(runs[0], "hit=1 "), 10u) << "exact hits";
-    EXPECT_GT(count(runs[0], " alias=1 result=0"), 10u) << "reuse of similar blocks";
-    EXPECT_GT(count(runs[0], " alias=0 result=0"), 10u) << "new blocks";
-    EXPECT_GT(count(runs[0], "reason=1"), 4u) << "zombies released";
+// One side of a comparison: the backend a workload runs on, and its name in messages.
+struct Run {
+    const char* name;
+    Backend& backend;
+};
+
+// The differential shape: @workload on the clip once on each of two backends (two fresh emulations,
+// or the kernel and the emulation), then neither run may have failed and the canonical outputs must
+// be byte-identical. @label names the comparison in the printed summary; @a_out gets run A's output
+// for the caller's checks of what the workload exercised (call under ASSERT_NO_FATAL_FAILURE then).
+void expect_identical_runs(Workload workload, Run a, Run b, const char* label, std::string* a_out = nullptr) {
+    const std::string ra = workload(a.backend, *clip());
+    const std::string rb = workload(b.backend, *clip());
+    ASSERT_EQ(ra.find("ERROR"), std::string::npos) << a.name << ": " << ra.substr(ra.find("ERROR"));
+    ASSERT_EQ(rb.find("ERROR"), std::string::npos) << b.name << ": " << rb.substr(rb.find("ERROR"));
+    std::printf("%s: clip of %zu frames, canonical output %zu bytes, fnv1a %s %016llx %s %016llx\n", label,
+                clip()->frames.size(), ra.size(), a.name, static_cast<unsigned long long>(fnv1a(ra)), b.name,
+                static_cast<unsigned long long>(fnv1a(rb)));
+    EXPECT_EQ(first_difference(ra, rb), "") << "A = " << a.name << ", B = " << b.name;
+    EXPECT_EQ(ra.size(), rb.size());
+    EXPECT_TRUE(ra == rb);
+    if (a_out) *a_out = ra;
 }
 
-TEST(Differential, KernelAndEmulationProduceIdenticalResults)
-{
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+// The emulation a kernel run is compared with: the block workload's output names banks and groups,
+// so its emulation takes the kernel device's geometry; the ReSV workload's runs on the default one.
+enum class EmulatedGeometry { the_kernels, default_options };
+
+// Kernel and emulation: @workload on the kernel backend and on an emulation is identical. Skips the
+// test where there is no clip or no vrex device (the QEMU guests have both).
+void expect_kernel_matches_emulation(Workload workload, const char* label, EmulatedGeometry geometry) {
+    if (!clip()) GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
     if (!kernel_backend_factory().available())
         GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
     auto kernel = test::open_backend("kernel");
     ASSERT_NE(kernel, nullptr);
-    auto info = kernel->device_info();
-    ASSERT_TRUE(info);
-    // The emulation with the kernel device's geometry.
     BackendOptions eo;
-    eo.emu_banks = info->bank_count;
-    eo.emu_bank_size = info->bank_size;
-    eo.emu_group_banks = info->group_banks;
-    eo.emu_zombie_frames = info->zombie_frames;
+    if (geometry == EmulatedGeometry::the_kernels) {
+        auto info = kernel->device_info();
+        ASSERT_TRUE(info);
+        eo.emu_banks = info->bank_count;
+        eo.emu_bank_size = info->bank_size;
+        eo.emu_group_banks = info->group_banks;
+        eo.emu_zombie_frames = info->zombie_frames;
+    }
     auto emu = find_backend_factory("emulated")->open(eo);
     ASSERT_TRUE(emu);
-    const std::string k = run_workload(*kernel, *clip());
-    const std::string e = run_workload(**emu, *clip());
-    ASSERT_EQ(k.find("ERROR"), std::string::npos) << k.substr(k.find("ERROR"));
-    ASSERT_EQ(e.find("ERROR"), std::string::npos) << e.substr(e.find("ERROR"));
-    std::printf("differential: %zu frames x 2 streams, canonical output %zu bytes, fnv1a kernel %016llx emulated %016llx\n",
-                clip()->frames.size(), k.size(), static_cast<unsigned long long>(fnv1a(k)),
-                static_cast<unsigned long long>(fnv1a(e)));
-    EXPECT_EQ(first_difference(k, e), "") << "A = kernel, B = emulated";
-    EXPECT_EQ(k.size(), e.size());
-    EXPECT_TRUE(k == e);
+    expect_identical_runs(workload, {"kernel", *kernel}, {"emulated", **emu}, label);
 }
 
-TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation)
-{
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    std::string runs[2];
-    for (auto& r : runs) {
-        auto be = test::open_backend("emulated");
-        ASSERT_NE(be, nullptr);
-        r = run_resv_workload(*be, *clip());
-    }
-    ASSERT_EQ(runs[0].find("ERROR"), std::string::npos) << runs[0].substr(runs[0].find("ERROR"));
-    EXPECT_EQ(first_difference(runs[0], runs[1]), "");
-    EXPECT_EQ(count(runs[0], "S f"), 80u);
-    EXPECT_EQ(count(runs[0], "O h1 No space left on device"), 1u) << "the overflowing batch is refused";
+// Determinism: two runs of @workload on two fresh emulations are identical; @out gets the first.
+void expect_deterministic(Workload workload, const char* label, std::string& out) {
+    auto first = test::open_backend("emulated");
+    auto second = test::open_backend("emulated");
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    expect_identical_runs(workload, {"emulated", *first}, {"emulated again", *second}, label, &out);
+}
+
+TEST(Differential, WorkloadIsDeterministicAndNonTrivialOnTheEmulation) {
+    if (!clip()) GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+    std::string out;
+    ASSERT_NO_FATAL_FAILURE(expect_deterministic(run_workload, "differential determinism", out));
+    // The workload exercises what it claims to compare.
+    EXPECT_EQ(count(out, "F s"), 2 * kFrames);
+    EXPECT_GT(count(out, "hit=1 "), 10u) << "exact hits";
+    EXPECT_GT(count(out, " alias=1 result=0"), 10u) << "reuse of similar blocks";
+    EXPECT_GT(count(out, " alias=0 result=0"), 10u) << "new blocks";
+    EXPECT_GT(count(out, "reason=1"), 4u) << "zombies released";
+}
+
+TEST(Differential, KernelAndEmulationProduceIdenticalResults) {
+    expect_kernel_matches_emulation(run_workload, "differential", EmulatedGeometry::the_kernels);
+}
+
+TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation) {
+    if (!clip()) GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
+    std::string out;
+    ASSERT_NO_FATAL_FAILURE(expect_deterministic(run_resv_workload, "differential resv determinism", out));
+    EXPECT_EQ(count(out, "S f"), 80u);
+    EXPECT_EQ(count(out, "O h1 No space left on device"), 1u) << "the overflowing batch is refused";
     // Selections are proper subsets: neither nothing nor everything.
     std::size_t proper = 0;
-    std::istringstream in(runs[0]);
+    std::istringstream in(out);
     for (std::string line; std::getline(in, line);) {
         unsigned tokens = 0, head = 0;
         const auto t = line.find(" tokens="), h = line.find("head_tokens=");
-        if (line.rfind("S f", 0) != 0 || t == std::string::npos || h == std::string::npos)
-            continue;
+        if (line.rfind("S f", 0) != 0 || t == std::string::npos || h == std::string::npos) continue;
         tokens = static_cast<unsigned>(std::stoul(line.substr(t + 8)));
         head = static_cast<unsigned>(std::stoul(line.substr(h + 12)));
         proper += tokens > 0 && tokens < head;
@@ -516,24 +510,9 @@ TEST(Differential, ResvWorkloadIsDeterministicAndNonTrivialOnTheEmulation)
     EXPECT_GT(proper, 60u);
 }
 
-TEST(Differential, ResvKernelAndEmulationProduceIdenticalResults)
-{
-    if (!clip())
-        GTEST_SKIP() << "no footage: give --clip=PATH or run scripts/fetch-footage.sh --gray";
-    if (!kernel_backend_factory().available())
-        GTEST_SKIP() << "no vrex device on this machine (runs in the QEMU guests)";
-    auto kernel = test::open_backend("kernel");
-    ASSERT_NE(kernel, nullptr);
-    auto emu = test::open_backend("emulated");
-    ASSERT_NE(emu, nullptr);
-    const std::string k = run_resv_workload(*kernel, *clip());
-    const std::string e = run_resv_workload(*emu, *clip());
-    ASSERT_EQ(k.find("ERROR"), std::string::npos) << k.substr(k.find("ERROR"));
-    ASSERT_EQ(e.find("ERROR"), std::string::npos) << e.substr(e.find("ERROR"));
-    std::printf("differential resv: canonical output %zu bytes, fnv1a kernel %016llx emulated %016llx\n", k.size(),
-                static_cast<unsigned long long>(fnv1a(k)), static_cast<unsigned long long>(fnv1a(e)));
-    EXPECT_EQ(first_difference(k, e), "") << "A = kernel, B = emulated";
-    EXPECT_TRUE(k == e);
+TEST(Differential, ResvKernelAndEmulationProduceIdenticalResults) {
+    expect_kernel_matches_emulation(run_resv_workload, "differential resv",
+                                    EmulatedGeometry::default_options);
 }
 
 }  // namespace

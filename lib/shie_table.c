@@ -9,6 +9,7 @@
  * same ids and return the same results.
  */
 #include "shie_table.h"
+#include "shie_group_scan.h"
 
 #define SHIE_ALIGN 64
 #define SHIE_HEADS (VREX_MIH_TABLES * VREX_MIH_BUCKETS)
@@ -862,71 +863,55 @@ static void shie_search_init(struct shie_search *sr, const struct vrex_shie_tabl
 
 /*
  * The fallback scan of up to VREX_SHIE_SCAN_GROUP deferred nearest searches
- * at once: each block of SHIE_SCAN_BATCH dense codes (1 KiB) is read from
- * L2, L3 or DRAM once and stays in L1 while every query of the group
- * computes its distances with its own limit (its radius, then its best
- * distance so far), filters and keeps its best, as shie_scan_dense() does
- * for one query. The nearest entry is the minimum of a total order, so the
- * result does not depend on the order in which candidates are met.
+ * at once, by the group scan kernel (shie_group_scan.h): each block of
+ * VREX_SHIE_GROUP_BLOCK dense codes (1 KiB) is read from L2, L3 or DRAM once
+ * and compared against every query of the group held in registers, each with
+ * its own limit (its radius, then its best distance so far). The codes a
+ * query lists go through its filters and the nearest order, as in
+ * shie_scan_dense(). The nearest entry is the minimum of a total order, so
+ * the result does not depend on the order in which candidates are met.
  */
-static inline void shie_scan_group_body(struct shie_search *const *g, u32 ng, int hw)
-{
-	const struct vrex_shie_table *t = g[0]->t;
-	const struct vrex_fp *fps = shie_fps(t);
-	u32 cand[SHIE_SCAN_BATCH];
-	u32 i, j, k, n, m;
-
-	for (i = 0; i < t->capacity; i += m) {
-		m = t->capacity - i > SHIE_SCAN_BATCH ? SHIE_SCAN_BATCH : t->capacity - i;
-		for (k = 0; k < ng; k++) {
-			struct shie_search *sr = g[k];
-
-			n = shie_collect_body(fps + i, m, i, sr->q->fp.w[0], sr->q->fp.w[1],
-					      sr->limit, cand, hw);
-			for (j = 0; j < n; j++) {
-				const struct vrex_shie_entry *e = &t->e[cand[j]];
-
-				if (shie_entry_matches(e, sr->q))
-					shie_take_nearest(sr, cand[j],
-							  shie_distance(&e->fp, &sr->q->fp, hw),
-							  e->frame);
-			}
-		}
-	}
-}
-
-#ifdef SHIE_VECTOR_DISPATCH
-__attribute__((target("popcnt,avx512f,avx512vl,avx512bw,avx512vpopcntdq"), flatten)) static void
-shie_scan_group_vector(struct shie_search *const *g, u32 ng)
-{
-	shie_scan_group_body(g, ng, 1);
-}
-#endif
-
-#ifdef SHIE_POPCNT_DISPATCH
-__attribute__((target("popcnt"), flatten)) static void
-shie_scan_group_popcnt(struct shie_search *const *g, u32 ng)
-{
-	shie_scan_group_body(g, ng, 1);
-}
+#if VREX_SHIE_SCAN_GROUP > VREX_SHIE_GROUP_QUERIES
+#error "a scan group must fit the group scan kernel"
 #endif
 
 static void shie_scan_group(struct shie_search *const *g, u32 ng)
 {
-#ifdef SHIE_POPCNT_DISPATCH
-	__builtin_cpu_init();
-#ifdef SHIE_VECTOR_DISPATCH
-	if (g[0]->t->vector_scan && shie_have_vector()) {
-		shie_scan_group_vector(g, ng);
-		return;
+	const struct vrex_shie_table *t = g[0]->t;
+	const struct vrex_fp *fps = shie_fps(t);
+	const struct vrex_shie_group_kernel *kern = vrex_shie_group_best(t->vector_scan);
+	struct vrex_shie_group grp;
+	struct vrex_shie_group_hits hits;
+	u32 i, j, k, m, mask, d;
+
+	for (k = 0; k < ng; k++) {
+		grp.q0[k] = g[k]->q->fp.w[0];
+		grp.q1[k] = g[k]->q->fp.w[1];
+		grp.limit[k] = g[k]->limit;
 	}
-#endif
-	if (__builtin_cpu_supports("popcnt")) {
-		shie_scan_group_popcnt(g, ng);
-		return;
+	grp.nq = ng;
+	vrex_shie_group_pad(&grp);
+	for (i = 0; i < t->capacity; i += m) {
+		m = t->capacity - i;
+		m = m > VREX_SHIE_GROUP_BLOCK ? VREX_SHIE_GROUP_BLOCK : m;
+		mask = kern->block(fps + i, m, &grp, &hits);
+		for (k = 0; mask; k++, mask >>= 1) {
+			struct shie_search *sr = g[k];
+
+			if (!(mask & 1))
+				continue;
+			for (j = 0; j < hits.count[k]; j++) {
+				u32 id = i + hits.idx[k][j];
+				const struct vrex_shie_entry *e = &t->e[id];
+
+				if (!shie_entry_matches(e, sr->q))
+					continue;
+				d = shie_distance(&e->fp, &sr->q->fp, 0);
+				shie_take_nearest(sr, id, d, e->frame);
+			}
+			grp.limit[k] = sr->limit;
+		}
 	}
-#endif
-	shie_scan_group_body(g, ng, 0);
 }
 
 static u32 shie_put_nearest(const struct shie_search *sr, u32 i, u32 *entry, u32 *distance)

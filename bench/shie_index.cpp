@@ -24,6 +24,21 @@ ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
     prechange_ = table_;
     prechange_.probe_cost = 0;
     prechange_.vector_scan = 0;
+    // The fixed-geometry control: the same entries inserted in the same order, so the same ids.
+    if (table_.mih_tables == VREX_MIH_FIXED_TABLES) {
+        fixed_ = table_;
+        return;
+    }
+    const u32 cap = static_cast<u32>(codes.size());
+    fixed_arena_.resize(vrex_shie_arena_size_geometry(cap, VREX_MIH_FIXED_TABLES));
+    rc = vrex_shie_init_geometry(&fixed_, cap, VREX_MIH_FIXED_TABLES, fixed_arena_.data(), fixed_arena_.size());
+    if (rc) throw std::runtime_error("vrex_shie_init_geometry failed: " + std::to_string(rc));
+    for (size_t i = 0; i < codes.size(); i++) {
+        u32 entry;
+        rc = vrex_shie_insert(&fixed_, &codes[i], 0, 0, 0, static_cast<u32>(i), static_cast<u32>(i), &entry);
+        if (rc || entry >= entry_to_code_.size() || entry_to_code_[entry] != i)
+            throw std::runtime_error("fixed-geometry table: insert " + std::to_string(i) + " diverged");
+    }
 }
 
 size_t ShieIndex::range(Path path, std::span<const vrex_fp> queries, uint32_t radius,
@@ -60,7 +75,7 @@ size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t 
     q.radius = radius;
     q.frame_limit = VREX_NIL;
     size_t hits = 0;
-    if (path == Path::mih_batch) {
+    if (path == Path::mih_batch || path == Path::mih_batch_fixed) {
         vrex_shie_query qs[kBatch];
         u32 e[kBatch], d[kBatch];
         for (size_t i = 0; i < queries.size(); i += kBatch) {
@@ -69,7 +84,7 @@ size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t 
                 qs[j] = q;
                 qs[j].fp = queries[i + j];
             }
-            vrex_shie_find_similar_batch(&table_, qs, static_cast<u32>(n), e, d);
+            vrex_shie_find_similar_batch(table_for(path), qs, static_cast<u32>(n), e, d);
             for (size_t j = 0; j < n; j++) {
                 const bool hit = e[j] != VREX_NIL && e[j] < entry_to_code_.size();
                 ids[i + j] = hit ? entry_to_code_[e[j]] : UINT32_MAX;

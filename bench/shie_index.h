@@ -20,7 +20,10 @@ class ShieIndex {
     // the brute-force reference.
     // mih_batch: vrex_shie_find_similar_batch over groups of kBatch queries (nearest only; range runs one
     // query per call), the queries whose search falls back sharing one pass over the codes.
-    enum class Path { mih, mih_batch, mih_prechange, bruteforce };
+    // mih_fixed / mih_batch_fixed: the same lookups on a second table holding the same entries with the fixed
+    // 8 x 16-bit MIH geometry used for every capacity before the geometry was sized to the table (the control
+    // for that change; at capacities whose own geometry is 8 x 16 it is the same table).
+    enum class Path { mih, mih_batch, mih_prechange, bruteforce, mih_fixed, mih_batch_fixed };
     static constexpr size_t kBatch = 8;  // the SIMD scan's queries per pass: both sides get the same batch
 
     // Same contract as FaissIndex::range: with @out, sorted code indices per query.
@@ -33,13 +36,18 @@ class ShieIndex {
                    std::span<uint32_t> dists) const;
 
     size_t arena_bytes() const { return arena_.size(); }
+    uint32_t mih_tables() const { return table_.mih_tables; }
 
   private:
     std::vector<unsigned char> arena_;  // the model's arena needs no particular alignment
     vrex_shie_table table_{};
     vrex_shie_table prechange_{};  // a shallow copy of table_ (same arena) with the change switched off
+    std::vector<unsigned char> fixed_arena_;  // empty when table_ already has the fixed geometry
+    vrex_shie_table fixed_{};
     const vrex_shie_table* table_for(Path path) const {
-        return path == Path::mih_prechange ? &prechange_ : &table_;
+        if (path == Path::mih_prechange) return &prechange_;
+        if (path == Path::mih_fixed || path == Path::mih_batch_fixed) return &fixed_;
+        return &table_;
     }
     std::vector<uint32_t> entry_to_code_;
     mutable std::vector<uint32_t> scratch_;

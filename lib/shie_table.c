@@ -12,10 +12,8 @@
 #include "shie_group_scan.h"
 
 #define SHIE_ALIGN 64
-#define SHIE_HEADS (VREX_MIH_TABLES * VREX_MIH_BUCKETS)
-#define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from SHIE_HEADS on */
-#define SHIE_KEY_MASK (VREX_MIH_BUCKETS - 1)
-#define SHIE_BATCH 16		/* buckets prefetched ahead of the scan */
+#define SHIE_RULE_MIN_BITS 10	/* the geometry rule's shortest substring */
+#define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from mih_heads on */
 
 /*
  * Without a popcount instruction in the target flags, the compiler's builtin
@@ -66,6 +64,15 @@ static inline u32 shie_distance(const struct vrex_fp *a, const struct vrex_fp *b
 }
 
 struct shie_layout {
+	struct shie_geometry {
+		u32 tables;
+		u32 heads;
+		u32 min_bits;
+		u32 base[VREX_MIH_MAX_TABLES];
+		u8 word[VREX_MIH_MAX_TABLES];
+		u8 shift[VREX_MIH_MAX_TABLES];
+		u8 bits[VREX_MIH_MAX_TABLES];
+	} g;
 	u64 fps_off;
 	u64 link_off;
 	u64 thash_off;
@@ -84,13 +91,81 @@ static u64 shie_align(u64 v)
 }
 
 /*
- * Chunks are sized so that a bucket of average occupancy fits its first
- * chunk: a probe is then one prefetchable read at an address computed from
- * the key, with no pointer chasing.
+ * The geometry rule (measured: docs/hw/shie.md, "Parameters (geometry)").
+ * MIH theory (Norouzi et al.) puts the substring length b near log2(N),
+ * about one record per bucket, counting a probe and a candidate check as
+ * equal costs. Here they are not: a candidate is an 8-byte word read in
+ * sequence from the bucket's chunk and rejected by one popcount, a probe a
+ * dependent random read (bucket size, then the chunk) plus the cursor's
+ * work; at radius 20 fewer, fuller buckets win until a bucket holds about
+ * 4-8 records (MIH alone prefers up to 16, but with the fallback scan in
+ * play the shorter schedule of a few more tables wins). So
+ * b = clamp(ceil(log2(N)) - 2, 10, 16) and m = 2 * ceil(64 / b) substrings,
+ * half per 64-bit word: up to 4k entries -> 14 x 10/9 bits, 8k-16k ->
+ * 12 x 11/10 bits, 32k-128k -> 10 x 13/12 bits, from 128k + 1 on the old
+ * fixed 8 x 16 bits. Measured on uniform codes at radius 20 with the
+ * default budget, batches of 8, queries/s by m:
+ *   2k:   12: 2058k  14: 2070k  16: 1840k
+ *   4k:    8:  857k  10: 1265k  12: 1241k  14: 1243k  16: 1064k
+ *   8k:    8:  332k  10:  308k  12:  447k  14:  445k
+ *   16k:  10:  286k  12:  460k  14:  346k
+ *   100k: 8: 111k  10: 252k  12: 63k  (MIH alone, one query per call)
  */
-static void shie_chunk_geometry(u32 capacity, u32 *slots, u32 *size)
+u32 vrex_shie_mih_tables(u32 capacity)
 {
-	u32 avg = (capacity + VREX_MIH_BUCKETS - 1) >> VREX_MIH_BITS;
+	u32 b = 0;
+
+	while (b < 32 && (1ull << b) < capacity)
+		b++;
+	b = b > SHIE_RULE_MIN_BITS + 2 ? b - 2 : SHIE_RULE_MIN_BITS;
+	if (b > VREX_MIH_MAX_BITS)
+		b = VREX_MIH_MAX_BITS;
+	return 2 * ((64 + b - 1) / b);
+}
+
+/*
+ * ceil(m / 2) substrings in word 0, floor(m / 2) in word 1; a word of p
+ * substrings gives the first 64 % p of them one bit more than 64 / p.
+ * Tables are laid out one after the other, 1 << bits[j] first chunks each.
+ */
+static int shie_geometry(u32 tables, struct shie_geometry *g)
+{
+	u32 j, w, base = 0;
+
+	if (tables < VREX_MIH_MIN_TABLES || tables > VREX_MIH_MAX_TABLES)
+		return VREX_EINVAL;
+	g->tables = tables;
+	g->min_bits = VREX_MIH_MAX_BITS;
+	j = 0;
+	for (w = 0; w < 2; w++) {
+		u32 p = w ? tables / 2 : (tables + 1) / 2;
+		u32 i, shift = 0;
+
+		for (i = 0; i < p; i++, j++) {
+			u32 bits = 64 / p + (i < 64 % p);
+
+			g->word[j] = (u8)w;
+			g->shift[j] = (u8)shift;
+			g->bits[j] = (u8)bits;
+			g->base[j] = base;
+			shift += bits;
+			base += 1u << bits;
+			if (bits < g->min_bits)
+				g->min_bits = bits;
+		}
+	}
+	g->heads = base;
+	return VREX_OK;
+}
+
+/*
+ * Chunks are sized so that a bucket of average occupancy (in the tables with
+ * the fewest buckets) fits its first chunk: a probe is then one prefetchable
+ * read at an address computed from the key, with no pointer chasing.
+ */
+static void shie_chunk_geometry(u32 capacity, u32 min_bits, u32 *slots, u32 *size)
+{
+	u32 avg = (u32)(((u64)capacity + (1u << min_bits) - 1) >> min_bits);
 
 	if (avg <= 1) {
 		*slots = 1;
@@ -110,15 +185,15 @@ static void shie_chunk_geometry(u32 capacity, u32 *slots, u32 *size)
 	}
 }
 
-static int shie_layout(u32 capacity, struct shie_layout *l)
+static int shie_layout(u32 capacity, u32 tables, struct shie_layout *l)
 {
 	u64 off;
 
-	if (!capacity || capacity > VREX_SHIE_MAX_CAPACITY)
+	if (!capacity || capacity > VREX_SHIE_MAX_CAPACITY || shie_geometry(tables, &l->g))
 		return VREX_EINVAL;
-	shie_chunk_geometry(capacity, &l->slots, &l->chunk_size);
+	shie_chunk_geometry(capacity, l->g.min_bits, &l->slots, &l->chunk_size);
 	/* Per table, overflow chunks never exceed live / slots: see mih_add(). */
-	l->nchunks = SHIE_HEADS + VREX_MIH_TABLES * ((capacity + l->slots - 1) / l->slots);
+	l->nchunks = l->g.heads + tables * ((capacity + l->slots - 1) / l->slots);
 	l->thash_size = 1;
 	while (l->thash_size < capacity)
 		l->thash_size <<= 1;
@@ -131,7 +206,7 @@ static int shie_layout(u32 capacity, struct shie_layout *l)
 	l->thash_off = off;
 	off = shie_align(off + (u64)l->thash_size * sizeof(u32));
 	l->count_off = off;
-	off = shie_align(off + (u64)SHIE_HEADS * sizeof(u32));
+	off = shie_align(off + (u64)l->g.heads * sizeof(u32));
 	l->mih_off = off;
 	off += (u64)l->nchunks * l->chunk_size;
 	/* Slack so that init can align an arbitrary arena pointer. */
@@ -153,13 +228,18 @@ static struct vrex_fp *shie_fps(const struct vrex_shie_table *t)
 				  shie_align((u64)t->capacity * sizeof(struct vrex_shie_entry)));
 }
 
-size_t vrex_shie_arena_size(u32 capacity)
+size_t vrex_shie_arena_size_geometry(u32 capacity, u32 tables)
 {
 	struct shie_layout l;
 
-	if (shie_layout(capacity, &l))
+	if (shie_layout(capacity, tables, &l))
 		return 0;
 	return (size_t)l.total;
+}
+
+size_t vrex_shie_arena_size(u32 capacity)
+{
+	return vrex_shie_arena_size_geometry(capacity, vrex_shie_mih_tables(capacity));
 }
 
 /* ---- MIH chunks ------------------------------------------------------- */
@@ -189,15 +269,15 @@ static u32 *chunk_next(const struct vrex_shie_table *t, u8 *c)
 	return (u32 *)(c + (size_t)t->chunk_slots * (sizeof(u64) + sizeof(u32)));
 }
 
-static u32 mih_key(const struct vrex_fp *fp, u32 tb)
+static u32 mih_key(const struct vrex_shie_table *t, const struct vrex_fp *fp, u32 tb)
 {
-	return (u32)(fp->w[tb >> 2] >> ((tb & 3) * VREX_MIH_BITS)) & SHIE_KEY_MASK;
+	return (u32)(fp->w[t->mih_word[tb]] >> t->mih_shift[tb]) & ((1u << t->mih_bits[tb]) - 1);
 }
 
 /* The fingerprint word that does not contain table @tb's substring. */
-static u64 mih_other(const struct vrex_fp *fp, u32 tb)
+static u64 mih_other(const struct vrex_shie_table *t, const struct vrex_fp *fp, u32 tb)
 {
-	return fp->w[(tb >> 2) ^ 1];
+	return fp->w[t->mih_word[tb] ^ 1];
 }
 
 static u32 chunk_alloc(struct vrex_shie_table *t)
@@ -227,7 +307,7 @@ static void chunk_release(struct vrex_shie_table *t, u32 c)
 static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
 {
 	const struct vrex_fp *fp = &t->e[id].fp;
-	u32 head = tb * VREX_MIH_BUCKETS + mih_key(fp, tb);
+	u32 head = t->mih_base[tb] + mih_key(t, fp, tb);
 	u8 *h = chunk_at(t, head);
 	u32 n = t->mih_count[head];
 	u32 k = t->chunk_slots;
@@ -246,7 +326,7 @@ static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
 		}
 	}
 	c = chunk_at(t, ci);
-	chunk_words(c)[slot] = mih_other(fp, tb);
+	chunk_words(c)[slot] = mih_other(t, fp, tb);
 	chunk_ids(t, c)[slot] = id;
 	t->link[id].m_pos[tb] = ci * k + slot;
 	t->mih_count[head] = n + 1;
@@ -254,7 +334,7 @@ static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
 
 static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 {
-	u32 head = tb * VREX_MIH_BUCKETS + mih_key(&t->e[id].fp, tb);
+	u32 head = t->mih_base[tb] + mih_key(t, &t->e[id].fp, tb);
 	u8 *h = chunk_at(t, head);
 	u32 n = t->mih_count[head];
 	u32 k = t->chunk_slots;
@@ -286,13 +366,15 @@ static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 
 /* ---- table ------------------------------------------------------------ */
 
-int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size)
+int vrex_shie_init_geometry(struct vrex_shie_table *t, u32 capacity, u32 tables, void *arena,
+			    size_t arena_size)
 {
 	struct shie_layout l;
 	u8 *base;
+	u32 j;
 	int ret;
 
-	ret = shie_layout(capacity, &l);
+	ret = shie_layout(capacity, tables, &l);
 	if (ret)
 		return ret;
 	if (!arena || arena_size < l.total)
@@ -314,8 +396,22 @@ int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t 
 	t->vector_scan = 1;
 	t->vector_l2 = VREX_SHIE_VECTOR_L2;
 	t->batch_scan = 1;
+	t->mih_tables = l.g.tables;
+	t->mih_heads = l.g.heads;
+	for (j = 0; j < VREX_MIH_MAX_TABLES; j++) {
+		t->mih_base[j] = j < tables ? l.g.base[j] : 0;
+		t->mih_word[j] = j < tables ? l.g.word[j] : 0;
+		t->mih_shift[j] = j < tables ? l.g.shift[j] : 0;
+		t->mih_bits[j] = j < tables ? l.g.bits[j] : 0;
+	}
 	vrex_shie_clear(t);
 	return VREX_OK;
+}
+
+int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size)
+{
+	return vrex_shie_init_geometry(t, capacity, vrex_shie_mih_tables(capacity), arena,
+				       arena_size);
 }
 
 void vrex_shie_clear(struct vrex_shie_table *t)
@@ -332,11 +428,11 @@ void vrex_shie_clear(struct vrex_shie_table *t)
 	t->live = 0;
 	vrex_memset(t->thash, 0xff, (size_t)(t->thash_mask + 1) * sizeof(u32));
 	/* Overflow chunks are handed out in order from chunk_top: no need to touch them. */
-	vrex_memset(t->mih_count, 0, SHIE_HEADS * sizeof(u32));
-	for (i = 0; i < SHIE_HEADS; i++)
+	vrex_memset(t->mih_count, 0, (size_t)t->mih_heads * sizeof(u32));
+	for (i = 0; i < t->mih_heads; i++)
 		*chunk_next(t, chunk_at(t, i)) = SHIE_NO_CHUNK;
 	t->chunk_free = SHIE_NO_CHUNK;
-	t->chunk_top = SHIE_HEADS;
+	t->chunk_top = t->mih_heads;
 }
 
 static u32 shie_thash(const struct vrex_shie_table *t, u16 stream, u8 region, u32 frame)
@@ -397,7 +493,7 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 		t->link[t->thash[h]].t_prev = id;
 	t->thash[h] = id;
 
-	for (tb = 0; tb < VREX_MIH_TABLES; tb++)
+	for (tb = 0; tb < t->mih_tables; tb++)
 		mih_add(t, tb, id);
 	t->live++;
 	if (entry_out)
@@ -422,7 +518,7 @@ int vrex_shie_remove(struct vrex_shie_table *t, u32 entry)
 	if (l->t_next != VREX_NIL)
 		t->link[l->t_next].t_prev = l->t_prev;
 
-	for (tb = 0; tb < VREX_MIH_TABLES; tb++)
+	for (tb = 0; tb < t->mih_tables; tb++)
 		mih_del(t, tb, entry);
 
 	vrex_memset(e, 0, sizeof(*e));
@@ -494,13 +590,13 @@ static void shie_take_range(struct shie_search *sr, u32 id)
  * entry whose substring distances are d_i is reachable at every stage
  * (d_i, i); it is reported at the first of them in that order only.
  */
-static int mih_first_stage(const struct vrex_fp *a, const struct vrex_fp *b, u32 s, u32 tb,
-			   int hw)
+static int mih_first_stage(const struct vrex_shie_table *t, const struct vrex_fp *a,
+			   const struct vrex_fp *b, u32 s, u32 tb, int hw)
 {
 	u32 i;
 
-	for (i = 0; i < VREX_MIH_TABLES; i++) {
-		u32 d = shie_popcount_hw(mih_key(a, i) ^ mih_key(b, i), hw);
+	for (i = 0; i < t->mih_tables; i++) {
+		u32 d = shie_popcount_hw(mih_key(t, a, i) ^ mih_key(t, b, i), hw);
 
 		if (i < tb ? d <= s : i > tb && d < s)
 			return 0;
@@ -517,7 +613,7 @@ static void shie_consider(struct shie_search *sr, u32 id, u32 s, u32 tb, int hw)
 		return;
 	if (!sr->range)
 		shie_take_nearest(sr, id, d, e->frame);
-	else if (mih_first_stage(&e->fp, &sr->q->fp, s, tb, hw))
+	else if (mih_first_stage(sr->t, &e->fp, &sr->q->fp, s, tb, hw))
 		shie_take_range(sr, id);
 }
 
@@ -546,7 +642,7 @@ static void mih_scan_bucket(struct shie_search *sr, u32 head, u32 s, u32 tb, u64
 	}
 }
 
-/* Next 16-bit pattern with the same number of set bits (Gosper's hack). */
+/* Next pattern with the same number of set bits (Gosper's hack). */
 static u32 mih_next_pattern(u32 x)
 {
 	u32 low = x & (0u - x);
@@ -564,27 +660,38 @@ static u32 mih_next_pattern(u32 x)
 struct mih_cursor {
 	u32 s;
 	u32 tb;
-	u32 x;			/* flip pattern; VREX_MIH_BUCKETS: stage exhausted */
-	u32 bound;		/* stages with 8 * s + tb > bound are never needed */
+	u32 x;			/* flip pattern; >= end: stage exhausted */
+	u32 end;		/* 1 << mih_bits[tb] */
+	u32 bound;		/* stages with m * s + tb > bound are never needed */
 };
 
-static int mih_cursor_next(struct mih_cursor *c)
+/*
+ * Moves to the next bucket; returns 0 once its stage is beyond the bound.
+ * A stage with more flips than its table has bits is empty and skipped.
+ */
+static int mih_cursor_next(const struct vrex_shie_table *t, struct mih_cursor *c)
 {
-	if (c->x < VREX_MIH_BUCKETS)
-		c->x = c->s ? mih_next_pattern(c->x) : VREX_MIH_BUCKETS;
-	if (c->x >= VREX_MIH_BUCKETS) {
-		if (++c->tb == VREX_MIH_TABLES) {
+	if (c->x < c->end)
+		c->x = c->s ? mih_next_pattern(c->x) : c->end;
+	while (c->x >= c->end) {
+		if (++c->tb == t->mih_tables) {
 			c->tb = 0;
 			c->s++;
 		}
-		c->x = (1u << c->s) - 1;
+		if (c->s * t->mih_tables + c->tb > c->bound)
+			return 0;
+		c->end = 1u << t->mih_bits[c->tb];
+		c->x = c->s < t->mih_bits[c->tb] ? (1u << c->s) - 1 : c->end;
 	}
-	return c->s * VREX_MIH_TABLES + c->tb <= c->bound;
+	return 1;
 }
 
 #define SHIE_RING 32		/* power of two */
-#define SHIE_AHEAD 12		/* buckets whose records are prefetched ahead of the scan (>= 8) */
-#define SHIE_STAGE_SHIFT 24	/* ring item: s << 24 | bucket head */
+#define SHIE_AHEAD 12		/* buckets whose records are prefetched ahead of the scan */
+/* Ring item: s << 24 | table << 16 | key (keys have at most 16 bits). */
+#define SHIE_STAGE_SHIFT 24
+#define SHIE_TABLE_SHIFT 16
+#define SHIE_KEY_MASK 0xffffu
 
 /*
  * Two prefetch waves: bucket sizes SHIE_RING buckets ahead, then, once a size
@@ -736,7 +843,7 @@ static void shie_fall_back(struct shie_search *sr, int hw, int vec)
 }
 
 /*
- * After stage (s, tb), every code with distance <= 8 * s + tb has been seen:
+ * After stage (s, tb), every code with distance <= m * s + tb has been seen:
  * an unseen one differs by >= s + 1 bits on substrings 0..tb and >= s on the
  * others. So the search stops once that bound reaches the limit, which
  * shrinks to the best distance found so far for nearest-neighbour queries.
@@ -744,14 +851,15 @@ static void shie_fall_back(struct shie_search *sr, int hw, int vec)
 static void mih_search_body(struct shie_search *sr, int hw, int vec)
 {
 	const struct vrex_shie_table *t = sr->t;
-	struct mih_cursor cur = { .s = 0, .tb = 0, .x = 0, .bound = sr->limit };
+	struct mih_cursor cur = { .s = 0, .tb = 0, .x = 0, .end = 1u << t->mih_bits[0],
+				  .bound = sr->limit };
 	u32 ring[SHIE_RING];
-	u32 qkey[VREX_MIH_TABLES];
+	u32 qkey[VREX_MIH_MAX_TABLES];
 	u32 produced = 0, planned = 0, consumed = 0, more = 1, i;
 	u32 records = 0, budget = VREX_NIL, crowd_checked = 0;
 
-	for (i = 0; i < VREX_MIH_TABLES; i++)
-		qkey[i] = mih_key(&sr->q->fp, i);
+	for (i = 0; i < t->mih_tables; i++)
+		qkey[i] = mih_key(t, &sr->q->fp, i);
 	if (t->fallback_pct) {
 		budget = t->capacity / 100 * t->fallback_pct +
 			 t->capacity % 100 * t->fallback_pct / 100;
@@ -759,7 +867,12 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 		 * The vector scan is cheaper while the codes sit in L2 (beyond
 		 * it both scans stream at the same bandwidth): so is the budget
 		 * it allows the probes. A scan shared by a batch costs each
-		 * query its share.
+		 * query its share: with the register-blocked group scan
+		 * (shie_group_scan.c) a group of 8 is 2.5-3x cheaper per query
+		 * than one query's scan, and since probes spent before a
+		 * fallback are lost, the full share discount measured best
+		 * (16k uniform, batch: 514k queries/s without it, 649k with a
+		 * quarter of the budget, 659k with an eighth; docs/hw/shie.md).
 		 */
 		if (vec && (u64)t->capacity * sizeof(struct vrex_fp) <= t->vector_l2)
 			budget /= SHIE_VECTOR_GAIN;
@@ -768,24 +881,28 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 	}
 
 	while (more || consumed < produced) {
-		u32 item, s, head, tb;
+		u32 item, s, key, tb;
 
 		while (more && produced - consumed < SHIE_RING) {
-			head = cur.tb * VREX_MIH_BUCKETS + (qkey[cur.tb] ^ cur.x);
-			__builtin_prefetch(&t->mih_count[head]);
-			ring[produced++ % SHIE_RING] = cur.s << SHIE_STAGE_SHIFT | head;
-			more = mih_cursor_next(&cur);
+			key = qkey[cur.tb] ^ cur.x;
+			__builtin_prefetch(&t->mih_count[t->mih_base[cur.tb] + key]);
+			ring[produced++ % SHIE_RING] =
+				cur.s << SHIE_STAGE_SHIFT | cur.tb << SHIE_TABLE_SHIFT | key;
+			more = mih_cursor_next(t, &cur);
 		}
 		while (planned < produced && planned - consumed < SHIE_AHEAD) {
 			item = ring[planned++ % SHIE_RING];
 			/*
 			 * Stage 0 (the query's own bucket in each table) is
-			 * planned before any bucket is scanned (SHIE_AHEAD >=
-			 * 8). It samples the neighbourhood: when it alone holds
-			 * more than budget / SHIE_CROWD_DIV records, the later
-			 * stages (up to 728 buckets around the same keys) all
-			 * but certainly exceed the budget, so scan now rather
-			 * than after reading that much.
+			 * planned before any bucket is scanned while m <=
+			 * SHIE_AHEAD (with more tables a few stage-0 buckets
+			 * are scanned first: a heuristic, exactness does not
+			 * depend on it). It samples the neighbourhood: when
+			 * it alone holds more than budget / SHIE_CROWD_DIV
+			 * records, the later stages (hundreds of buckets
+			 * around the same keys) all but certainly exceed the
+			 * budget, so scan now rather than after reading that
+			 * much.
 			 */
 			if ((item >> SHIE_STAGE_SHIFT) && !crowd_checked) {
 				crowd_checked = 1;
@@ -794,8 +911,9 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 					return;
 				}
 			}
-			records += mih_prefetch_records(t, item & ((1u << SHIE_STAGE_SHIFT) - 1)) +
-				   t->probe_cost;
+			tb = (item >> SHIE_TABLE_SHIFT) & 0xff;
+			key = item & SHIE_KEY_MASK;
+			records += mih_prefetch_records(t, t->mih_base[tb] + key) + t->probe_cost;
 			if (records > budget) {
 				shie_fall_back(sr, hw, vec);
 				return;
@@ -803,11 +921,11 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 		}
 		item = ring[consumed++ % SHIE_RING];
 		s = item >> SHIE_STAGE_SHIFT;
-		head = item & ((1u << SHIE_STAGE_SHIFT) - 1);
-		tb = head >> VREX_MIH_BITS;
-		if (s * VREX_MIH_TABLES + tb > sr->limit)
+		tb = (item >> SHIE_TABLE_SHIFT) & 0xff;
+		if (s * t->mih_tables + tb > sr->limit)
 			return;
-		mih_scan_bucket(sr, head, s, tb, mih_other(&sr->q->fp, tb), hw);
+		mih_scan_bucket(sr, t->mih_base[tb] + (item & SHIE_KEY_MASK), s, tb,
+				mih_other(t, &sr->q->fp, tb), hw);
 	}
 }
 

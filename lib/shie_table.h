@@ -6,10 +6,11 @@
  * never KV data.
  *
  * Similarity lookups use multi-index hashing: the 128-bit fingerprint is cut
- * into VREX_MIH_TABLES substrings of VREX_MIH_BITS bits; a code within radius r
- * of the query agrees with it to within floor(r / VREX_MIH_TABLES) bits on at
- * least one substring, so probing those buckets finds every match (exact
- * recall) while touching a small part of the table. A brute-force scan with
+ * into m substrings (m chosen from the capacity at init, see
+ * vrex_shie_mih_tables()); a code within radius r of the query agrees with it
+ * to within floor(r / m) bits on at least one substring, so probing those
+ * buckets finds every match (exact recall) while touching a small part of the
+ * table. A brute-force scan with
  * identical semantics is kept as the reference the tests compare against.
  *
  * Result order (both implementations): smallest distance, then the most
@@ -30,23 +31,36 @@
 #define VREX_SHIE_DEFAULT_RADIUS 20
 #define VREX_SHIE_MAX_RADIUS 31
 #define VREX_SHIE_MAX_CAPACITY 0x1000000u
-#define VREX_MIH_TABLES 8
-#define VREX_MIH_BITS 16
-#define VREX_MIH_BUCKETS 0x10000u	/* 1 << VREX_MIH_BITS */
 /*
- * A similarity lookup whose probed buckets hold more records than this
- * percentage of the capacity (crowded buckets of near-duplicate codes)
- * finishes as a linear scan instead: same result, bounded cost.
+ * MIH geometry: m substrings (tables), ceil(m / 2) cut from fingerprint word
+ * 0 and floor(m / 2) from word 1, each word split into near-equal widths, so
+ * every substring lies in one 64-bit word. 8 <= m <= 16 keeps every width
+ * within 8..16 bits. VREX_MIH_FIXED_TABLES (8 x 16 bits) is the geometry used
+ * for every capacity before it was sized to the table (and still is from 64k
+ * entries on).
  */
-#define VREX_SHIE_FALLBACK_PCT 50
+#define VREX_MIH_MIN_TABLES 8
+#define VREX_MIH_MAX_TABLES 16
+#define VREX_MIH_FIXED_TABLES 8
+#define VREX_MIH_MAX_BITS 16
 /*
- * What one bucket probe costs, in records of that scan: the probe is a
- * dependent random read (bucket size, then the records), the scan a
- * sequential one. Without this weight a lookup that probes hundreds of
- * empty buckets (uniform codes in a small table, radius 20: up to 736
- * probes) never reaches the budget and costs more than the scan would.
+ * A similarity lookup whose planned probes cost more than this percentage of
+ * a linear scan (crowded buckets of near-duplicate codes, or a long probe
+ * schedule) finishes as that scan instead: same result, bounded cost. 100:
+ * the break-even, so a lookup costs at most about twice the cheaper of the
+ * two (probes spent before the switch are lost).
  */
-#define VREX_SHIE_PROBE_COST 16
+#define VREX_SHIE_FALLBACK_PCT 100
+/*
+ * What one bucket probe costs, in records of the scalar scan, on top of the
+ * records it reads: the probe is a dependent random read (bucket size, then
+ * the records) plus the cursor's work, the scan a sequential one. Measured
+ * with the capacity-sized geometry at 4k, 16k and 100k entries: about 36 ns
+ * per probe with its 8-25 records, a scalar scan record about 1.1 ns.
+ * Without this weight a lookup that probes hundreds of sparse buckets never
+ * reaches the budget and costs more than the scan would.
+ */
+#define VREX_SHIE_PROBE_COST 24
 /*
  * The vector fallback scan is cheaper per record than the scalar one only
  * while the dense codes (16 B per entry) sit in L2; beyond it both stream
@@ -83,12 +97,12 @@ struct vrex_shie_entry {
 struct vrex_shie_link {
 	u32 t_next;		/* temporal hash chain; the free list when not live */
 	u32 t_prev;
-	u32 m_pos[VREX_MIH_TABLES];	/* slot of the entry in each MIH bucket */
+	u32 m_pos[VREX_MIH_MAX_TABLES];	/* slot of the entry in each MIH bucket */
 };
 
 /*
- * MIH buckets are chunk chains: chunk b (table * VREX_MIH_BUCKETS + key) is
- * the first chunk of bucket b, overflow chunks come from a pool behind them.
+ * MIH buckets are chunk chains: chunk b (mih_base[table] + key) is the first
+ * chunk of bucket b, overflow chunks come from a pool behind them.
  * A chunk holds chunk_slots records (the fingerprint word that does not hold
  * the bucket key, and the entry id) so that a probe reads candidates
  * sequentially and rejects most of them without touching the entry array.
@@ -109,10 +123,16 @@ struct vrex_shie_table {
 	u32 vector_scan;	/* 1 (init): vector fallback scan where the CPU has one */
 	u32 vector_l2;		/* bytes: the vector scan's discount holds while the codes fit */
 	u32 batch_scan;		/* 1 (init): a batch shares its fallback scans; 0: one by one */
+	u32 mih_tables;		/* m, VREX_MIH_MIN_TABLES..VREX_MIH_MAX_TABLES */
+	u32 mih_heads;		/* first chunks: the sum of 1 << mih_bits[] */
+	u32 mih_base[VREX_MIH_MAX_TABLES];	/* first chunk of each table */
+	u8 mih_word[VREX_MIH_MAX_TABLES];	/* fingerprint word holding the substring */
+	u8 mih_shift[VREX_MIH_MAX_TABLES];	/* its lowest bit in that word */
+	u8 mih_bits[VREX_MIH_MAX_TABLES];	/* its width */
 	struct vrex_shie_entry *e;	/* [capacity] */
 	struct vrex_shie_link *link;	/* [capacity] */
 	u32 *thash;			/* [thash_mask + 1] heads */
-	u32 *mih_count;			/* [VREX_MIH_TABLES * VREX_MIH_BUCKETS] bucket sizes */
+	u32 *mih_count;			/* [mih_heads] bucket sizes */
 	u8 *mih;			/* [nchunks] chunks of chunk_size bytes */
 };
 
@@ -126,6 +146,8 @@ struct vrex_shie_query {
 	u32 frame_limit;	/* only entries with frame < frame_limit; VREX_NIL: no limit */
 };
 
+/* The number of MIH tables init chooses for @capacity (the rule: docs/hw/shie.md). */
+u32 vrex_shie_mih_tables(u32 capacity);
 /* 0 for a capacity init would reject (or one whose arena does not fit in size_t). */
 size_t vrex_shie_arena_size(u32 capacity);
 /*
@@ -133,6 +155,14 @@ size_t vrex_shie_arena_size(u32 capacity);
  * if the arena is short. The arena needs no particular alignment.
  */
 int vrex_shie_init(struct vrex_shie_table *t, u32 capacity, void *arena, size_t arena_size);
+/*
+ * The same with a forced number of MIH tables (benchmark controls, tests):
+ * the arena size is 0 and init returns VREX_EINVAL for @tables outside
+ * VREX_MIH_MIN_TABLES..VREX_MIH_MAX_TABLES. Results do not depend on @tables.
+ */
+size_t vrex_shie_arena_size_geometry(u32 capacity, u32 tables);
+int vrex_shie_init_geometry(struct vrex_shie_table *t, u32 capacity, u32 tables, void *arena,
+			    size_t arena_size);
 void vrex_shie_clear(struct vrex_shie_table *t);
 
 /*

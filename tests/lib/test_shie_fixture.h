@@ -15,11 +15,13 @@ namespace vrex_test {
 
 class OwnedShie {
 public:
-    // Allocates the arena and initialises the table; init() reports the result of vrex_shie_init.
-    explicit OwnedShie(uint32_t capacity, std::size_t misalign = 0)
-        : size_(vrex_shie_arena_size(capacity)),
+    // Allocates the arena and initialises the table; init() reports the result of vrex_shie_init
+    // (tables 0) or of vrex_shie_init_geometry with that many MIH tables.
+    explicit OwnedShie(uint32_t capacity, std::size_t misalign = 0, uint32_t tables = 0)
+        : size_(tables ? vrex_shie_arena_size_geometry(capacity, tables) : vrex_shie_arena_size(capacity)),
           arena_(std::make_unique_for_overwrite<std::byte[]>(size_ + misalign + 1)),
-          init_(vrex_shie_init(&t_, capacity, arena_.get() + misalign, size_))
+          init_(tables ? vrex_shie_init_geometry(&t_, capacity, tables, arena_.get() + misalign, size_)
+                       : vrex_shie_init(&t_, capacity, arena_.get() + misalign, size_))
     {
     }
     int init() const { return init_; }

@@ -373,7 +373,7 @@ TEST_P(ShieChunkGeometry, CrowdedBucketSurvivesRandomRemoval)
     }
     EXPECT_EQ(t->live, 0u);
     // Every overflow chunk handed out is back on the free chain (nothing leaked).
-    constexpr uint32_t kHeads = VREX_MIH_TABLES * VREX_MIH_BUCKETS;
+    const uint32_t kHeads = t->mih_heads;
     uint32_t free_chunks = 0;
     for (uint32_t c = t->chunk_free; c != 0; free_chunks++) {
         const uint8_t* chunk = t->mih + static_cast<std::size_t>(c) * t->chunk_size;

@@ -106,6 +106,16 @@ struct vrex_device {
 	u32 imported_kv_blocks;
 	u64 imported_kv_bytes;
 
+	/*
+	 * LOOKUP_SIMILAR_BATCH staging (VREX_LOOKUP_STAGE_SIZE bytes of device
+	 * memory past the banks, used under @lock): descriptors, then records.
+	 * Not reachable by any BO. Without room past the banks (a BAR or region
+	 * exactly the banks' size) @has_stage is false and every lookup is a
+	 * single command.
+	 */
+	bool has_stage;
+	u64 stage_addr;
+
 	/* Fault injection (debugfs): the next N allocations fail. */
 	atomic_t fail_alloc;
 };
@@ -136,6 +146,10 @@ static inline bool vrex_cmd_failed(int ret)
 {
 	return ret == -ETIMEDOUT || ret == -EIO || ret == -EINTR;
 }
+
+/* CPU copies to and from device memory (@addr, @len inside vdev->mem). */
+void vrex_mem_write(struct vrex_device *vdev, u64 addr, const void *src, size_t len);
+void vrex_mem_read(struct vrex_device *vdev, u64 addr, void *dst, size_t len);
 
 void vrex_device_reset(struct vrex_device *vdev);
 int vrex_device_probe(struct vrex_device *vdev);

@@ -377,28 +377,37 @@ out_items:
 
 /* ---- lookup ------------------------------------------------------------ */
 
+/* What the device reported for one lookup, from RES_* or a batch record. */
+struct vrex_lookup_report {
+	u32 resf;
+	u32 block;
+	u32 hw_stream;
+	u32 distance;
+	u32 frame;
+	u64 fp[2];
+};
+
 /* A hit is reported only for a block of the caller; its handle only while it still names the BO. */
 static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
+			     const struct vrex_lookup_report *rep,
 			     struct drm_vrex_shie_lookup_item *it)
 {
 	struct vrex_file *vfile = to_vrex_file(file);
-	u32 resf = vrex_read(vdev, VREX_REG_RES_FLAGS);
-	u32 block = vrex_read(vdev, VREX_REG_RES_BLOCK);
-	u32 hw_stream = vrex_read(vdev, VREX_REG_RES_STREAM);
+	u32 hw_stream = rep->hw_stream;
 	struct vrex_block_ref *ref;
 	struct drm_gem_object *obj;
 
-	if (!(resf & VREX_RESF_HIT))
+	if (!(rep->resf & VREX_RESF_HIT))
 		return;
-	ref = xa_load(&vdev->blocks, block);
+	ref = xa_load(&vdev->blocks, rep->block);
 	if (!ref || ref->stream->vfile != vfile || hw_stream >= VREX_MAX_STREAMS_HW ||
 	    !vdev->hw_streams[hw_stream] || vdev->hw_streams[hw_stream]->vfile != vfile)
 		return;
 
-	it->hit_flags = DRM_VREX_HIT | ((resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0);
-	it->distance = vrex_read(vdev, VREX_REG_RES_DISTANCE);
-	it->block = block;
-	it->frame = vrex_read(vdev, VREX_REG_RES_FRAME);
+	it->hit_flags = DRM_VREX_HIT | ((rep->resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0);
+	it->distance = rep->distance;
+	it->block = rep->block;
+	it->frame = rep->frame;
 	it->stream = vdev->hw_streams[hw_stream]->id;
 	obj = drm_gem_object_lookup(file, ref->handle);
 	it->handle = obj == ref->obj ? ref->handle : 0;
@@ -406,15 +415,12 @@ static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
 		drm_gem_object_put(obj);
 	it->offset = ref->offset;
 	it->length = ref->length;
-	vrex_read_fp(vdev, VREX_REG_RES_FP(0), it->found_fp);
+	it->found_fp[0] = rep->fp[0];
+	it->found_fp[1] = rep->fp[1];
 }
 
-static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
-			   struct vrex_file_stream *stream, struct drm_vrex_shie_lookup_item *it)
+static void vrex_lookup_clear(struct drm_vrex_shie_lookup_item *it)
 {
-	u32 cmd, argf = 0;
-	int ret;
-
 	it->hit_flags = 0;
 	it->distance = 0;
 	it->block = 0;
@@ -425,20 +431,31 @@ static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
 	it->length = 0;
 	it->found_fp[0] = 0;
 	it->found_fp[1] = 0;
+}
 
+static u32 vrex_lookup_argf(const struct drm_vrex_shie_lookup_item *it)
+{
+	return ((it->flags & DRM_VREX_LOOKUP_SCOPE_POOL) ? VREX_ARGF_SCOPE_POOL : 0) |
+	       ((it->flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0);
+}
+
+static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
+			   struct vrex_file_stream *stream, struct drm_vrex_shie_lookup_item *it)
+{
+	struct vrex_lookup_report rep;
+	u32 cmd;
+	int ret;
+
+	vrex_lookup_clear(it);
 	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
 	vrex_write(vdev, VREX_REG_ARG_REGION, it->region);
 	if (it->kind == DRM_VREX_LOOKUP_TEMPORAL) {
 		vrex_write(vdev, VREX_REG_ARG_OFFSET, (u32)it->frame_offset);
 		cmd = VREX_CMD_LOOKUP_TEMPORAL;
 	} else {
-		if (it->flags & DRM_VREX_LOOKUP_SCOPE_POOL)
-			argf |= VREX_ARGF_SCOPE_POOL;
-		if (it->flags & DRM_VREX_LOOKUP_PAST_ONLY)
-			argf |= VREX_ARGF_PAST_ONLY;
 		vrex_write_fp(vdev, VREX_REG_ARG_FP(0), it->fp);
 		vrex_write(vdev, VREX_REG_ARG_RADIUS, it->radius);
-		vrex_write(vdev, VREX_REG_ARG_FLAGS, argf);
+		vrex_write(vdev, VREX_REG_ARG_FLAGS, vrex_lookup_argf(it));
 		cmd = VREX_CMD_LOOKUP_SIMILAR;
 	}
 	ret = vrex_cmd(vdev, cmd);
@@ -451,8 +468,125 @@ static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
 		return 0;
 	if (ret)
 		return ret;
-	vrex_lookup_fill(vdev, file, it);
+	rep.resf = vrex_read(vdev, VREX_REG_RES_FLAGS);
+	rep.block = vrex_read(vdev, VREX_REG_RES_BLOCK);
+	rep.hw_stream = vrex_read(vdev, VREX_REG_RES_STREAM);
+	rep.distance = vrex_read(vdev, VREX_REG_RES_DISTANCE);
+	rep.frame = vrex_read(vdev, VREX_REG_RES_FRAME);
+	vrex_read_fp(vdev, VREX_REG_RES_FP(0), rep.fp);
+	vrex_lookup_fill(vdev, file, &rep, it);
 	return 0;
+}
+
+/* The similarity items @idx[0..@n) of @items as single commands. */
+static int vrex_lookup_singles(struct vrex_device *vdev, struct drm_file *file,
+			       struct vrex_file_stream *stream,
+			       struct drm_vrex_shie_lookup_item *items, const u32 *idx, u32 n)
+{
+	int ret = 0;
+	u32 j;
+
+	for (j = 0; j < n && !ret; j++)
+		ret = vrex_lookup_one(vdev, file, stream, &items[idx[j]]);
+	return ret;
+}
+
+/*
+ * The similarity items @idx[0..@n) of @items (validated, n <= the batch
+ * maximum) as one LOOKUP_SIMILAR_BATCH staged in vdev's staging area. Each
+ * record is checked exactly as RES_* of a single lookup (vrex_lookup_fill()):
+ * the device's word on a block is never trusted.
+ */
+static int vrex_lookup_batch(struct vrex_device *vdev, struct drm_file *file,
+			     struct vrex_file_stream *stream,
+			     struct drm_vrex_shie_lookup_item *items, const u32 *idx, u32 n)
+{
+	u64 src = vdev->stage_addr;
+	u64 dst = src + VREX_LOOKUP_BATCH_MAX * sizeof(struct vrex_lookup_desc);
+	struct vrex_lookup_report rep;
+	struct vrex_lookup_desc d;
+	struct vrex_lookup_rec r;
+	u32 j;
+	int ret;
+
+	/* One query gains nothing from staging. */
+	if (n == 1 || !vdev->has_stage)
+		return vrex_lookup_singles(vdev, file, stream, items, idx, n);
+
+	for (j = 0; j < n; j++) {
+		const struct drm_vrex_shie_lookup_item *it = &items[idx[j]];
+
+		d.stream = cpu_to_le32(stream->hw);
+		d.region = cpu_to_le32(it->region);
+		d.radius = cpu_to_le32(it->radius);
+		d.flags = cpu_to_le32(vrex_lookup_argf(it));
+		d.fp[0] = cpu_to_le64(it->fp[0]);
+		d.fp[1] = cpu_to_le64(it->fp[1]);
+		vrex_mem_write(vdev, src + j * sizeof(d), &d, sizeof(d));
+	}
+	vrex_write(vdev, VREX_REG_ARG_SRC_LO, lower_32_bits(src));
+	vrex_write(vdev, VREX_REG_ARG_SRC_HI, upper_32_bits(src));
+	vrex_write(vdev, VREX_REG_ARG_DST_LO, lower_32_bits(dst));
+	vrex_write(vdev, VREX_REG_ARG_DST_HI, upper_32_bits(dst));
+	vrex_write(vdev, VREX_REG_ARG_COUNT, n);
+	ret = vrex_cmd(vdev, VREX_CMD_LOOKUP_SIMILAR_BATCH);
+	/*
+	 * Refused whole (it wrote nothing and changed nothing): each item then
+	 * gets what a single lookup gets, a refusal being a miss there.
+	 */
+	if (ret == -EINVAL || ret == -ERANGE)
+		return vrex_lookup_singles(vdev, file, stream, items, idx, n);
+	if (ret)
+		return ret;
+
+	for (j = 0; j < n; j++) {
+		struct drm_vrex_shie_lookup_item *it = &items[idx[j]];
+
+		vrex_lookup_clear(it);
+		vrex_mem_read(vdev, dst + j * sizeof(r), &r, sizeof(r));
+		/* A query the device refused (PAST_ONLY before the first frame): a miss. */
+		if (r.status)
+			continue;
+		rep.resf = le32_to_cpu(r.flags);
+		rep.block = le32_to_cpu(r.block);
+		rep.hw_stream = le32_to_cpu(r.stream);
+		rep.distance = le32_to_cpu(r.distance);
+		rep.frame = le32_to_cpu(r.frame);
+		rep.fp[0] = le64_to_cpu(r.fp[0]);
+		rep.fp[1] = le64_to_cpu(r.fp[1]);
+		vrex_lookup_fill(vdev, file, &rep, it);
+	}
+	return 0;
+}
+
+/*
+ * Temporal items run one by one as they come; similarity items are grouped,
+ * VREX_LOOKUP_BATCH_MAX per command. Lookups only age blocks (to the owner's
+ * current frame, the same for every order) and count, so the grouping gives
+ * every item what an in-order run would.
+ */
+static int vrex_lookup_apply(struct vrex_device *vdev, struct drm_file *file,
+			     struct vrex_file_stream *stream,
+			     struct drm_vrex_shie_lookup_item *items, u32 count)
+{
+	u32 idx[VREX_LOOKUP_BATCH_MAX];
+	u32 i, n = 0;
+	int ret = 0;
+
+	for (i = 0; i < count && !ret; i++) {
+		if (items[i].kind == DRM_VREX_LOOKUP_TEMPORAL) {
+			ret = vrex_lookup_one(vdev, file, stream, &items[i]);
+			continue;
+		}
+		idx[n++] = i;
+		if (n == VREX_LOOKUP_BATCH_MAX) {
+			ret = vrex_lookup_batch(vdev, file, stream, items, idx, n);
+			n = 0;
+		}
+	}
+	if (!ret && n)
+		ret = vrex_lookup_batch(vdev, file, stream, items, idx, n);
+	return ret;
 }
 
 int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *file)
@@ -479,10 +613,10 @@ int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *
 
 	mutex_lock(&vdev->lock);
 	stream = vrex_stream_find(to_vrex_file(file), args->stream);
-	if (!stream)
+	if (stream)
+		ret = vrex_lookup_apply(vdev, file, stream, items, args->count);
+	else
 		ret = -ENOENT;
-	for (i = 0; stream && i < args->count && !ret; i++)
-		ret = vrex_lookup_one(vdev, file, stream, &items[i]);
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);
 

@@ -34,9 +34,11 @@ struct vrex_sim {
 #endif
 	u32 forced_status;	/* STATUS of an injected failure or hang, 0 when none */
 	/*
-	 * A misbehaving device: the next @forge_lookups lookups report a hit on
-	 * block @forge_block of hardware stream @forge_stream, whatever the pool
-	 * scoping says, so the driver's own ownership filter can be tested.
+	 * A misbehaving device: the next @forge_lookups lookup commands report
+	 * a hit on block @forge_block of hardware stream @forge_stream, whatever
+	 * the pool scoping says, so the driver's own ownership filter can be
+	 * tested. A LOOKUP_SIMILAR_BATCH that succeeded gets every record it
+	 * wrote forged that way (status 0, HIT), refused queries included.
 	 */
 	atomic_t forge_lookups;
 	u32 forge_block;

@@ -42,6 +42,32 @@ static u32 vrex_sim_read(struct vrex_backend *be, u32 off)
 	return vrex_model_read(&s->model, off);
 }
 
+/*
+ * Rewrites the records a successful LOOKUP_SIMILAR_BATCH wrote as hits on
+ * the forged block; the model checked DST and COUNT, so they are in memory.
+ */
+static void vrex_sim_forge_batch(struct vrex_sim *s)
+{
+	struct vrex_model *m = &s->model;
+	u64 dst = (u64)vrex_model_read(m, VREX_REG_ARG_DST_HI) << 32 |
+		  vrex_model_read(m, VREX_REG_ARG_DST_LO);
+	u32 i, count = vrex_model_read(m, VREX_REG_ARG_COUNT);
+	struct vrex_lookup_rec rec;
+
+	if (!(vrex_model_read(m, VREX_REG_STATUS) & VREX_STATUS_DONE))
+		return;
+	for (i = 0; i < count; i++) {
+		u8 *p = s->be.mem + dst + (size_t)i * sizeof(rec);
+
+		memcpy(&rec, p, sizeof(rec));
+		rec.status = 0;
+		rec.flags = cpu_to_le32(VREX_RESF_HIT);
+		rec.block = cpu_to_le32(s->forge_block);
+		rec.stream = cpu_to_le32(s->forge_stream);
+		memcpy(p, &rec, sizeof(rec));
+	}
+}
+
 /* The generic fault_attr (debugfs "fail_cmd/"), where the kernel has it. */
 static bool vrex_sim_should_fail(struct vrex_sim *s)
 {
@@ -63,7 +89,8 @@ static void vrex_sim_write(struct vrex_backend *be, u32 off, u32 val)
 	}
 	if (off == VREX_REG_CMD) {
 		s->forced_status = 0;
-		s->forging = (val == VREX_CMD_LOOKUP_TEMPORAL || val == VREX_CMD_LOOKUP_SIMILAR) &&
+		s->forging = (val == VREX_CMD_LOOKUP_TEMPORAL || val == VREX_CMD_LOOKUP_SIMILAR ||
+			      val == VREX_CMD_LOOKUP_SIMILAR_BATCH) &&
 			     atomic_dec_if_positive(&s->forge_lookups) >= 0;
 		/* Injected failure or hang: the command never reaches the model. */
 		if (!op || val == op) {
@@ -78,6 +105,8 @@ static void vrex_sim_write(struct vrex_backend *be, u32 off, u32 val)
 			return;
 	}
 	vrex_model_write(&s->model, off, val);
+	if (off == VREX_REG_CMD && s->forging && val == VREX_CMD_LOOKUP_SIMILAR_BATCH)
+		vrex_sim_forge_batch(s);
 }
 
 /* The SHIE table as the device holds it; the driver only sees its own view. */
@@ -173,7 +202,8 @@ struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size)
 	if (!s)
 		return ERR_PTR(-ENOMEM);
 	s->arena = kvzalloc(arena_size, GFP_KERNEL);
-	s->be.mem_size = (u64)nbanks * bank_size;
+	/* The banks, then room for lookup batches that no BO can take (vrex.ko stages there). */
+	s->be.mem_size = (u64)nbanks * bank_size + PAGE_ALIGN(VREX_LOOKUP_STAGE_SIZE);
 	s->be.mem = vmalloc_user(s->be.mem_size);
 	if (!s->arena || !s->be.mem) {
 		ret = -ENOMEM;

@@ -10,12 +10,17 @@
 
 #ifdef __KERNEL__
 #include <linux/types.h>
+#include <asm/byteorder.h>
 #include <linux/bitops.h>
 #include <linux/string.h>
 
 #define vrex_popcount64(x) hweight64((u64)(x))
 #define vrex_memset(d, c, n) memset((d), (c), (n))
 #define vrex_memcpy(d, s, n) memcpy((d), (s), (n))
+#define vrex_le32_to_cpu(x) le32_to_cpu(x)
+#define vrex_le64_to_cpu(x) le64_to_cpu(x)
+#define vrex_cpu_to_le32(x) cpu_to_le32(x)
+#define vrex_cpu_to_le64(x) cpu_to_le64(x)
 #else
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +38,16 @@ typedef int64_t s64;
 /* The builtins expand inline or to the compiler's own helpers: no libc dependency is declared. */
 #define vrex_memset(d, c, n) __builtin_memset((d), (c), (n))
 #define vrex_memcpy(d, s, n) __builtin_memcpy((d), (s), (n))
+/* Records in device memory are little endian (vrex_regs.h). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define vrex_le32_to_cpu(x) __builtin_bswap32(x)
+#define vrex_le64_to_cpu(x) __builtin_bswap64(x)
+#else
+#define vrex_le32_to_cpu(x) ((u32)(x))
+#define vrex_le64_to_cpu(x) ((u64)(x))
+#endif
+#define vrex_cpu_to_le32(x) vrex_le32_to_cpu(x)
+#define vrex_cpu_to_le64(x) vrex_le64_to_cpu(x)
 #endif
 
 #define VREX_NIL 0xffffffffu

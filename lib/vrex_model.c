@@ -428,14 +428,19 @@ int vrex_model_lookup_temporal(struct vrex_model *m, u32 stream, u32 region, s32
 	return 0;
 }
 
-int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,
-			      const struct vrex_fp *fp, u32 radius, u32 flags,
-			      struct vrex_lookup_result *res)
+/* LOOKUP_SIMILAR_BATCH: the descriptor checks that fail the whole command. */
+static int similar_args(struct vrex_model *m, u32 stream, u32 region, u32 radius, u32 flags)
+{
+	if (!open_stream(m, stream) || radius > VREX_SHIE_MAX_RADIUS || (flags & ~SIMILAR_FLAGS))
+		return VREX_EINVAL;
+	return region >= VREX_SHIE_REGIONS ? VREX_ERANGE : 0;
+}
+
+/* The query LOOKUP_SIMILAR runs, or the code it refuses it with. */
+static int similar_query(struct vrex_model *m, u32 stream, u32 region, const struct vrex_fp *fp,
+			 u32 radius, u32 flags, struct vrex_shie_query *q)
 {
 	struct vrex_stream *s = open_stream(m, stream);
-	struct vrex_lookup_result r;
-	struct vrex_shie_query q;
-	u32 entry, distance = 0;
 
 	if (!s || !fp || radius > VREX_SHIE_MAX_RADIUS || (flags & ~SIMILAR_FLAGS))
 		return VREX_EINVAL;
@@ -444,25 +449,137 @@ int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,
 	if (region >= VREX_SHIE_REGIONS)
 		return VREX_ERANGE;
 
-	q.fp = *fp;
-	q.pool = s->pool;
-	q.stream = (u16)stream;
-	q.region = (u8)region;
-	q.scope = (flags & VREX_ARGF_SCOPE_POOL) ? VREX_SCOPE_POOL : VREX_SCOPE_STREAM;
-	q.radius = radius;
-	q.frame_limit = (flags & VREX_ARGF_PAST_ONLY) ? s->frame : VREX_NIL;
+	q->fp = *fp;
+	q->pool = s->pool;
+	q->stream = (u16)stream;
+	q->region = (u8)region;
+	q->scope = (flags & VREX_ARGF_SCOPE_POOL) ? VREX_SCOPE_POOL : VREX_SCOPE_STREAM;
+	q->radius = radius;
+	q->frame_limit = (flags & VREX_ARGF_PAST_ONLY) ? s->frame : VREX_NIL;
+	return 0;
+}
 
+/* Counts a similarity lookup's outcome and touches the block it found. */
+static void similar_result(struct vrex_model *m, u32 entry, u32 distance,
+			   struct vrex_lookup_result *r)
+{
 	m->cnt[VREX_CNT_LOOKUPS]++;
-	entry = vrex_shie_find_similar(&m->shie, &q, &distance);
-	lookup_miss(&r);
+	lookup_miss(r);
 	if (entry == VREX_NIL) {
 		m->cnt[VREX_CNT_MISSES]++;
 	} else {
-		lookup_hit(m, entry, distance, &r);
+		lookup_hit(m, entry, distance, r);
 		m->cnt[distance ? VREX_CNT_APPROX_HITS : VREX_CNT_EXACT_HITS]++;
 	}
+}
+
+int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,
+			      const struct vrex_fp *fp, u32 radius, u32 flags,
+			      struct vrex_lookup_result *res)
+{
+	struct vrex_lookup_result r;
+	struct vrex_shie_query q;
+	u32 entry, distance = 0;
+	int ret;
+
+	ret = similar_query(m, stream, region, fp, radius, flags, &q);
+	if (ret)
+		return ret;
+	entry = vrex_shie_find_similar(&m->shie, &q, &distance);
+	similar_result(m, entry, distance, &r);
 	if (res)
 		*res = r;
+	return 0;
+}
+
+/* What LOOKUP_SIMILAR leaves in RES_*, as one little-endian record. */
+static void batch_record(const struct vrex_model *m, u32 status,
+			 const struct vrex_lookup_result *r, u8 *out)
+{
+	struct vrex_lookup_rec rec;
+
+	vrex_memset(&rec, 0, sizeof(rec));
+	rec.status = vrex_cpu_to_le32(status);
+	rec.block = vrex_cpu_to_le32(VREX_NIL);
+	if (!status) {
+		rec.flags = vrex_cpu_to_le32((r->hit ? VREX_RESF_HIT : 0) |
+					     (r->approx ? VREX_RESF_APPROX : 0));
+		rec.block = vrex_cpu_to_le32(r->block);
+	}
+	if (!status && r->hit) {
+		rec.distance = vrex_cpu_to_le32(r->distance);
+		rec.frame = vrex_cpu_to_le32(r->frame);
+		rec.stream = vrex_cpu_to_le32(r->stream);
+		rec.region = (u8)r->region;
+		rec.bank = m->blocks.b[r->block].bank;
+		rec.last_access = vrex_cpu_to_le32(m->blocks.b[r->block].last_access);
+		rec.fp[0] = vrex_cpu_to_le64(r->fp.w[0]);
+		rec.fp[1] = vrex_cpu_to_le64(r->fp.w[1]);
+		rec.kv_addr = vrex_cpu_to_le64(r->kv.addr);
+		rec.kv_tag = vrex_cpu_to_le32(r->kv.tag);
+		rec.kv_len = vrex_cpu_to_le32(r->kv.length);
+	}
+	vrex_memcpy(out, &rec, sizeof(rec));
+}
+
+/* A device range of @len bytes at @addr, aligned to @align, or NULL. */
+static u8 *dev_mem(struct vrex_model *m, u64 addr, u64 len, u32 align)
+{
+	if (!m->mem || addr % align || addr > m->mem_size || len > m->mem_size - addr)
+		return NULL;
+	return m->mem + addr;
+}
+
+int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 count, u32 *hits)
+{
+	struct vrex_lookup_batch *b = &m->batch;
+	struct vrex_lookup_desc d;
+	struct vrex_lookup_result r;
+	struct vrex_fp fp;
+	const u8 *in;
+	u32 i, n = 0, nhits = 0, stream, region, radius, flags;
+	u8 *out;
+	int ret;
+
+	if (!count || count > VREX_LOOKUP_BATCH_MAX)
+		return VREX_EINVAL;
+	in = dev_mem(m, src, (u64)count * sizeof(d), 8);
+	out = dev_mem(m, dst, (u64)count * sizeof(struct vrex_lookup_rec), 8);
+	if (!in || !out)
+		return VREX_ERANGE;
+
+	/* Every descriptor is read and checked before anything changes. */
+	for (i = 0; i < count; i++) {
+		vrex_memcpy(&d, in + (size_t)i * sizeof(d), sizeof(d));
+		fp.w[0] = vrex_le64_to_cpu(d.fp[0]);
+		fp.w[1] = vrex_le64_to_cpu(d.fp[1]);
+		stream = vrex_le32_to_cpu(d.stream);
+		region = vrex_le32_to_cpu(d.region);
+		radius = vrex_le32_to_cpu(d.radius);
+		flags = vrex_le32_to_cpu(d.flags);
+		ret = similar_args(m, stream, region, radius, flags);
+		if (ret)
+			return ret;
+		/* Only the stream's state (PAST_ONLY before its first frame) refuses one query. */
+		b->status[i] = similar_query(m, stream, region, &fp, radius, flags, &b->q[n]);
+		if (b->status[i])
+			continue;
+		b->slot[i] = n++;
+	}
+
+	vrex_shie_find_similar_batch(&m->shie, b->q, n, b->entry, b->distance);
+	for (i = 0; i < count; i++, out += sizeof(struct vrex_lookup_rec)) {
+		if (b->status[i]) {
+			m->cnt[VREX_CNT_CMD_ERRORS]++;
+			batch_record(m, b->status[i], NULL, out);
+			continue;
+		}
+		similar_result(m, b->entry[b->slot[i]], b->distance[b->slot[i]], &r);
+		nhits += r.hit;
+		batch_record(m, 0, &r, out);
+	}
+	if (hits)
+		*hits = nhits;
 	return 0;
 }
 
@@ -511,14 +628,6 @@ static struct vrex_resv_head *resv_head(struct vrex_model *m, u32 head)
 	return head < m->cfg.resv_heads ? &m->resv.heads[head] : NULL;
 }
 
-/* A device range of @len bytes at @addr, aligned to @align, or NULL. */
-static u8 *resv_mem(struct vrex_model *m, u64 addr, u64 len, u32 align)
-{
-	if (!m->mem || addr % align || addr > m->mem_size || len > m->mem_size - addr)
-		return NULL;
-	return m->mem + addr;
-}
-
 static void resv_program(struct vrex_resv_unit *u)
 {
 	if (!u->hcu_stale)
@@ -539,7 +648,7 @@ int vrex_model_resv_hash(struct vrex_model *m, u32 head, u64 src, u32 count,
 
 	if (!hd)
 		return VREX_EINVAL;
-	keys = resv_mem(m, src, (u64)count * u->dim * sizeof(s16), sizeof(s16));
+	keys = dev_mem(m, src, (u64)count * u->dim * sizeof(s16), sizeof(s16));
 	if (!keys)
 		return VREX_ERANGE;
 	if (count > hd->max_tokens - hd->ntokens)
@@ -579,8 +688,8 @@ int vrex_model_resv_select(struct vrex_model *m, u32 head, u64 src, u32 flags, u
 
 	if (!hd || (flags & ~VREX_ARGF_RESV_BLOCKS))
 		return VREX_EINVAL;
-	query = (const s16 *)resv_mem(m, src, (u64)u->dim * sizeof(s16), sizeof(s16));
-	out = (struct vrex_resv_range *)resv_mem(m, dst, (u64)max * sizeof(*out), sizeof(u32));
+	query = (const s16 *)dev_mem(m, src, (u64)u->dim * sizeof(s16), sizeof(s16));
+	out = (struct vrex_resv_range *)dev_mem(m, dst, (u64)max * sizeof(*out), sizeof(u32));
 	if (!query || (max && !out))
 		return VREX_ERANGE;
 	resv_program(u);
@@ -746,6 +855,21 @@ static int cmd_lookup(struct vrex_model *m, u32 op)
 	return ret;
 }
 
+static int cmd_lookup_batch(struct vrex_model *m)
+{
+	u32 count = m->REG(VREX_REG_ARG_COUNT), hits;
+	int ret;
+
+	ret = vrex_model_lookup_similar_batch(m, arg64(m, VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI),
+					      arg64(m, VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI),
+					      count, &hits);
+	if (ret)
+		return ret;
+	m->REG(VREX_REG_RES_COUNT) = count;
+	m->REG(VREX_REG_RES_TOKENS) = hits;
+	return 0;
+}
+
 static int cmd_block_info(struct vrex_model *m)
 {
 	u32 block = m->REG(VREX_REG_ARG_BLOCK);
@@ -856,6 +980,8 @@ static int cmd_dispatch(struct vrex_model *m, u32 op)
 	case VREX_CMD_LOOKUP_TEMPORAL:
 	case VREX_CMD_LOOKUP_SIMILAR:
 		return cmd_lookup(m, op);
+	case VREX_CMD_LOOKUP_SIMILAR_BATCH:
+		return cmd_lookup_batch(m);
 	case VREX_CMD_REMOVE:
 		ret = vrex_model_remove(m, m->REG(VREX_REG_ARG_BLOCK), &rec);
 		if (!ret)

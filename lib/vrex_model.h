@@ -105,6 +105,15 @@ struct vrex_resv_select_result {
 	struct vrex_resv_selection sel;
 };
 
+/* LOOKUP_SIMILAR_BATCH working set: in the model, not on a (kernel) stack. */
+struct vrex_lookup_batch {
+	struct vrex_shie_query q[VREX_LOOKUP_BATCH_MAX];
+	u32 entry[VREX_LOOKUP_BATCH_MAX];
+	u32 distance[VREX_LOOKUP_BATCH_MAX];
+	u32 status[VREX_LOOKUP_BATCH_MAX];	/* per descriptor: 0 or VREX_E* */
+	u32 slot[VREX_LOOKUP_BATCH_MAX];	/* descriptor -> query index */
+};
+
 struct vrex_model {
 	struct vrex_model_config cfg;
 	u8 *mem;
@@ -118,6 +127,7 @@ struct vrex_model {
 	struct vrex_blocks blocks;
 	u64 cnt[VREX_CNT_NUM];
 	struct vrex_resv_unit resv;
+	struct vrex_lookup_batch batch;
 	u32 regs[VREX_REG_WINDOW / 4];	/* argument and result latches */
 	u32 status;
 	u32 irq_status;
@@ -149,6 +159,13 @@ int vrex_model_lookup_temporal(struct vrex_model *m, u32 stream, u32 region, s32
 int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,
 			      const struct vrex_fp *fp, u32 radius, u32 flags,
 			      struct vrex_lookup_result *res);
+/*
+ * LOOKUP_SIMILAR_BATCH (vrex_regs.h): @count descriptors at device address
+ * @src, as many records written at @dst; *@hits (if not NULL) = hits. On a
+ * command error no record is written and nothing changes.
+ */
+int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 count,
+				    u32 *hits);
 int vrex_model_remove(struct vrex_model *m, u32 block, struct vrex_released *rec);
 int vrex_model_retire(struct vrex_model *m, u32 stream, u32 *released);
 /* Returns 1 and fills @rec when a release record was queued, else 0. */

@@ -13,6 +13,21 @@
 #ifndef VREX_REGS_H
 #define VREX_REGS_H
 
+#ifdef __KERNEL__
+#include <linux/build_bug.h>
+#include <linux/types.h>
+/* Records in device memory are little endian: sparse checks the driver's conversions. */
+typedef __le32 vrex_le32;
+typedef __le64 vrex_le64;
+typedef __u8 vrex_u8;
+#else
+#include <assert.h>	/* C11 static_assert; a keyword in C++ */
+#include <stdint.h>
+typedef uint32_t vrex_le32;
+typedef uint64_t vrex_le64;
+typedef uint8_t vrex_u8;
+#endif
+
 #define VREX_REG_WINDOW			0x1000
 
 /* Bit n of a 32-bit register (the kernel's BIT() is unsigned long and kernel-only). */
@@ -72,7 +87,8 @@
 #define VREX_CMD_RESV_HASH		11	/* HEAD, SRC, COUNT: hash and cluster keys */
 #define VREX_CMD_RESV_SELECT		12	/* HEAD, SRC, DST, COUNT, FLAGS */
 #define VREX_CMD_RESV_TRUNCATE		13	/* HEAD, COUNT: keep COUNT tokens */
-#define VREX_CMD_MAX			13
+#define VREX_CMD_LOOKUP_SIMILAR_BATCH	14	/* SRC, DST, COUNT: see below */
+#define VREX_CMD_MAX			14
 
 /* Argument registers */
 #define VREX_REG_ARG_STREAM		0x108
@@ -131,7 +147,7 @@
 #define VREX_REG_RES_REGION		0x1c4
 #define VREX_REG_RES_REASON		0x1c8	/* POP_RELEASED: VREX_RELEASE_* */
 #define VREX_REG_RES_LAST_ACCESS	0x1cc	/* BLOCK_INFO */
-#define VREX_REG_RES_TOKENS		0x1d0	/* RESV_*: tokens added / selected */
+#define VREX_REG_RES_TOKENS		0x1d0	/* RESV_*: tokens added / selected; BATCH: hits */
 #define VREX_REG_RES_CLUSTERS		0x1d4	/* RESV_*: clusters of the head / selected */
 #define VREX_REG_RES_HEAD_TOKENS	0x1d8	/* RESV_*: tokens the head holds */
 #define VREX_REG_RES_LAST		VREX_REG_RES_HEAD_TOKENS
@@ -140,6 +156,58 @@
 #define VREX_RESF_APPROX		VREX_BIT(1)	/* similarity hit at distance > 0 */
 #define VREX_RESF_OPENED		VREX_BIT(2)	/* FRAME: new scene opened a group */
 #define VREX_RESF_CONFLICT		VREX_BIT(3)	/* FRAME: took another pool's group */
+
+/*
+ * LOOKUP_SIMILAR_BATCH: ARG_COUNT (1..VREX_LOOKUP_BATCH_MAX) similarity
+ * lookups. ARG_SRC is the device address of ARG_COUNT descriptors, ARG_DST
+ * the one of as many result records (both 8-aligned, inside device memory;
+ * they may overlap: every descriptor is read before any record is written).
+ * Record i answers descriptor i exactly as LOOKUP_SIMILAR would have in RES_*
+ * (the counters and block ages move the same way), the queries share the
+ * table walk (lib/shie_table.h, vrex_shie_find_similar_batch()).
+ *
+ * The command fails as a whole, writing no record, for COUNT 0 or above the
+ * maximum (EINVAL), SRC/DST misaligned or outside device memory (ERANGE), and
+ * any descriptor LOOKUP_SIMILAR would refuse for its arguments: stream not
+ * open, radius > 31, other flag bits (EINVAL), region >= 16 (ERANGE). The one
+ * refusal that depends on the stream's state, PAST_ONLY before its first
+ * frame, is per query: that record's status is EINVAL (flags 0, block
+ * VREX_NIL) and CNT_CMD_ERRORS counts it, as it counts the refused command.
+ * On success RES_COUNT = queries, RES_TOKENS = hits.
+ */
+#define VREX_LOOKUP_BATCH_MAX		64
+
+struct vrex_lookup_desc {
+	vrex_le32 stream;
+	vrex_le32 region;
+	vrex_le32 radius;
+	vrex_le32 flags;	/* VREX_ARGF_SCOPE_POOL, VREX_ARGF_PAST_ONLY */
+	vrex_le64 fp[2];	/* bits 0..63, 64..127 */
+};
+
+struct vrex_lookup_rec {
+	vrex_le32 status;	/* 0, or the VREX_E* code LOOKUP_SIMILAR would have failed with */
+	vrex_le32 flags;	/* RES_FLAGS: VREX_RESF_HIT, VREX_RESF_APPROX */
+	vrex_le32 block;	/* RES_BLOCK: VREX_NIL on a miss */
+	vrex_le32 distance;	/* on a hit, as the RES_* registers; otherwise 0 */
+	vrex_le32 frame;
+	vrex_le32 stream;
+	vrex_u8 region;
+	vrex_u8 bank;		/* RES_BANK_FIRST */
+	vrex_u8 pad[2];		/* 0 */
+	vrex_le32 last_access;
+	vrex_le64 fp[2];
+	vrex_le64 kv_addr;
+	vrex_le32 kv_tag;
+	vrex_le32 kv_len;
+};
+
+static_assert(sizeof(struct vrex_lookup_desc) == 32, "descriptor layout");
+static_assert(sizeof(struct vrex_lookup_rec) == 64, "record layout");
+
+/* Descriptors then records of a whole batch: what a driver stages. */
+#define VREX_LOOKUP_STAGE_SIZE \
+	(VREX_LOOKUP_BATCH_MAX * (sizeof(struct vrex_lookup_desc) + sizeof(struct vrex_lookup_rec)))
 
 /* FCC block: features of the last FRAME command */
 #define VREX_REG_FCC_CENTRE_MOTION	0x200

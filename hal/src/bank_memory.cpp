@@ -8,10 +8,11 @@
 
 namespace vrex {
 
-BankMemory::BankMemory(std::uint32_t nbanks, std::uint64_t bank_size)
+BankMemory::BankMemory(std::uint32_t nbanks, std::uint64_t bank_size, std::uint64_t tail_bytes)
     : bank_size_(bank_size), free_(nbanks), used_(nbanks, 0)
 {
-    size_ = std::uint64_t{nbanks} * bank_size;
+    banks_size_ = std::uint64_t{nbanks} * bank_size;
+    size_ = banks_size_ + tail_bytes;
     // Address space only: unbacked until a BO's memfd is mapped over its range.
     void* p = mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
@@ -19,6 +20,13 @@ BankMemory::BankMemory(std::uint32_t nbanks, std::uint64_t bank_size)
         return;
     }
     base_ = static_cast<std::byte*>(p);
+    if (tail_bytes && mmap(base_ + banks_size_, tail_bytes, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+        munmap(base_, size_);
+        base_ = nullptr;
+        size_ = 0;
+        return;
+    }
     for (std::uint32_t b = 0; b < nbanks; b++)
         free_[b].emplace(0, bank_size);
 }

@@ -1,6 +1,8 @@
 // Host memory standing in for the device's banks. The whole bank space is one reserved mapping
 // (device address = offset into it, what the reference model reads luma from); every BO is its own
 // memfd mapped over its range, so bo_map() views, exported fds and the model's view share pages.
+// Past the banks, @tail_bytes of plain device memory that no BO can be placed in (the emulated
+// driver's staging area for lookup batches).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,7 @@ namespace vrex {
 
 class BankMemory {
 public:
-    BankMemory(std::uint32_t nbanks, std::uint64_t bank_size);
+    BankMemory(std::uint32_t nbanks, std::uint64_t bank_size, std::uint64_t tail_bytes = 0);
     ~BankMemory();
     BankMemory(const BankMemory&) = delete;
     BankMemory& operator=(const BankMemory&) = delete;
@@ -23,6 +25,8 @@ public:
     bool ok() const noexcept { return base_ != nullptr; }
     std::byte* base() const noexcept { return base_; }
     std::uint64_t size() const noexcept { return size_; }
+    // Device address of the memory past the banks (size() - tail_addr() bytes of it).
+    std::uint64_t tail_addr() const noexcept { return banks_size_; }
 
     struct Extent {
         std::uint64_t addr;  // device address
@@ -41,6 +45,7 @@ public:
 private:
     std::byte* base_ = nullptr;
     std::uint64_t size_ = 0;
+    std::uint64_t banks_size_ = 0;
     std::uint64_t bank_size_ = 0;
     std::vector<std::map<std::uint64_t, std::uint64_t>> free_;  // per bank: offset -> length
     std::vector<std::uint64_t> used_;

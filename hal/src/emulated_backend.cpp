@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -398,48 +399,156 @@ std::error_code EmulatedBackend::shie_lookup(std::uint32_t stream, std::span<drm
         }
     }
 
-    const RegisterFile& r = dev_->regs;
-    for (drm_vrex_shie_lookup_item& it : items) {
-        r.write(VREX_REG_ARG_STREAM, stream);
-        r.write(VREX_REG_ARG_REGION, it.region);
-        std::uint32_t cmd = VREX_CMD_LOOKUP_TEMPORAL;
-        if (it.kind == DRM_VREX_LOOKUP_TEMPORAL) {
-            r.write(VREX_REG_ARG_OFFSET, static_cast<std::uint32_t>(it.frame_offset));
-        } else {
-            cmd = VREX_CMD_LOOKUP_SIMILAR;
-            r.write_fp(VREX_REG_ARG_FP(0), it.fp);
-            r.write(VREX_REG_ARG_RADIUS, it.radius);
-            r.write(VREX_REG_ARG_FLAGS, ((it.flags & DRM_VREX_LOOKUP_SCOPE_POOL) ? VREX_ARGF_SCOPE_POOL : 0u) |
-                                            ((it.flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0u));
+    // Temporal items one by one as they come; similarity items grouped, VREX_LOOKUP_BATCH_MAX
+    // per LOOKUP_SIMILAR_BATCH, as vrex.ko does (lookups only age blocks to the owner's current
+    // frame and count, so grouping changes no item's answer).
+    std::vector<std::size_t> group;
+    group.reserve(VREX_LOOKUP_BATCH_MAX);
+    for (std::size_t i = 0; i < items.size(); i++) {
+        if (items[i].kind == DRM_VREX_LOOKUP_TEMPORAL) {
+            lookup_one(file, stream, items[i]);
+            continue;
         }
-        it.hit_flags = 0;
-        it.distance = 0;
-        it.block = 0;
-        it.frame = 0;
-        it.stream = 0;
-        it.handle = 0;
-        it.offset = 0;
-        it.length = 0;
-        it.found_fp[0] = it.found_fp[1] = 0;
-        // A command error (e.g. no frame submitted yet) is a miss for this item.
-        if (r.command(cmd))
-            continue;
-        const std::uint32_t resf = r.read(VREX_REG_RES_FLAGS);
-        if (!(resf & VREX_RESF_HIT))
-            continue;
-        it.hit_flags = DRM_VREX_HIT | ((resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0u);
-        it.distance = r.read(VREX_REG_RES_DISTANCE);
-        it.block = r.read(VREX_REG_RES_BLOCK);
-        it.frame = r.read(VREX_REG_RES_FRAME);
-        it.stream = r.read(VREX_REG_RES_STREAM);
-        it.handle = r.read(VREX_REG_RES_KV_TAG);
-        it.length = r.read(VREX_REG_RES_KV_LEN);
-        r.read_fp(VREX_REG_RES_FP(0), it.found_fp);
-        const std::uint64_t addr = r.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
-        auto bo = file.bos.find(it.handle);
-        it.offset = bo != file.bos.end() ? addr - bo->second.ext.addr : 0;
+        group.push_back(i);
+        if (group.size() == VREX_LOOKUP_BATCH_MAX) {
+            lookup_batch(file, stream, items, group);
+            group.clear();
+        }
     }
+    if (!group.empty())
+        lookup_batch(file, stream, items, group);
     return {};
+}
+
+namespace {
+
+std::uint32_t lookup_argf(const drm_vrex_shie_lookup_item& it)
+{
+    return ((it.flags & DRM_VREX_LOOKUP_SCOPE_POOL) ? VREX_ARGF_SCOPE_POOL : 0u) |
+           ((it.flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0u);
+}
+
+void lookup_clear(drm_vrex_shie_lookup_item& it)
+{
+    it.hit_flags = 0;
+    it.distance = 0;
+    it.block = 0;
+    it.frame = 0;
+    it.stream = 0;
+    it.handle = 0;
+    it.offset = 0;
+    it.length = 0;
+    it.found_fp[0] = it.found_fp[1] = 0;
+}
+
+// A hit as the device reported it (RES_* or a batch record), before it reaches the caller.
+struct LookupReport {
+    std::uint32_t resf;
+    std::uint32_t distance;
+    std::uint32_t block;
+    std::uint32_t frame;
+    std::uint32_t stream;
+    std::uint32_t tag;
+    std::uint32_t length;
+    std::uint64_t addr;
+    std::uint64_t fp[2];
+};
+
+void lookup_fill(const EmulatedFile& file, const LookupReport& rep, drm_vrex_shie_lookup_item& it)
+{
+    if (!(rep.resf & VREX_RESF_HIT))
+        return;
+    it.hit_flags = DRM_VREX_HIT | ((rep.resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0u);
+    it.distance = rep.distance;
+    it.block = rep.block;
+    it.frame = rep.frame;
+    it.stream = rep.stream;
+    it.handle = rep.tag;
+    it.length = rep.length;
+    it.found_fp[0] = rep.fp[0];
+    it.found_fp[1] = rep.fp[1];
+    auto bo = file.bos.find(it.handle);
+    it.offset = bo != file.bos.end() ? rep.addr - bo->second.ext.addr : 0;
+}
+
+}  // namespace
+
+void EmulatedBackend::lookup_one(const EmulatedFile& file, std::uint32_t stream, drm_vrex_shie_lookup_item& it)
+{
+    const RegisterFile& r = dev_->regs;
+    r.write(VREX_REG_ARG_STREAM, stream);
+    r.write(VREX_REG_ARG_REGION, it.region);
+    std::uint32_t cmd = VREX_CMD_LOOKUP_TEMPORAL;
+    if (it.kind == DRM_VREX_LOOKUP_TEMPORAL) {
+        r.write(VREX_REG_ARG_OFFSET, static_cast<std::uint32_t>(it.frame_offset));
+    } else {
+        cmd = VREX_CMD_LOOKUP_SIMILAR;
+        r.write_fp(VREX_REG_ARG_FP(0), it.fp);
+        r.write(VREX_REG_ARG_RADIUS, it.radius);
+        r.write(VREX_REG_ARG_FLAGS, lookup_argf(it));
+    }
+    lookup_clear(it);
+    // A command error (e.g. no frame submitted yet) is a miss for this item.
+    if (r.command(cmd))
+        return;
+    LookupReport rep{};
+    rep.resf = r.read(VREX_REG_RES_FLAGS);
+    rep.distance = r.read(VREX_REG_RES_DISTANCE);
+    rep.block = r.read(VREX_REG_RES_BLOCK);
+    rep.frame = r.read(VREX_REG_RES_FRAME);
+    rep.stream = r.read(VREX_REG_RES_STREAM);
+    rep.tag = r.read(VREX_REG_RES_KV_TAG);
+    rep.length = r.read(VREX_REG_RES_KV_LEN);
+    rep.addr = r.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
+    r.read_fp(VREX_REG_RES_FP(0), rep.fp);
+    lookup_fill(file, rep, it);
+}
+
+void EmulatedBackend::lookup_batch(const EmulatedFile& file, std::uint32_t stream,
+                                   std::span<drm_vrex_shie_lookup_item> items, std::span<const std::size_t> group)
+{
+    // One query gains nothing from staging.
+    if (group.size() == 1) {
+        lookup_one(file, stream, items[group[0]]);
+        return;
+    }
+    const std::uint64_t src = dev_->mem.tail_addr();
+    const std::uint64_t dst = src + VREX_LOOKUP_BATCH_MAX * sizeof(vrex_lookup_desc);
+    std::byte* const mem = dev_->mem.base();
+    for (std::size_t j = 0; j < group.size(); j++) {
+        const drm_vrex_shie_lookup_item& it = items[group[j]];
+        vrex_lookup_desc d{};
+        d.stream = stream;
+        d.region = it.region;
+        d.radius = it.radius;
+        d.flags = lookup_argf(it);
+        d.fp[0] = it.fp[0];
+        d.fp[1] = it.fp[1];
+        std::memcpy(mem + src + j * sizeof(d), &d, sizeof(d));
+    }
+    const RegisterFile& r = dev_->regs;
+    r.write64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI, src);
+    r.write64(VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI, dst);
+    r.write(VREX_REG_ARG_COUNT, static_cast<std::uint32_t>(group.size()));
+    // Refused whole (nothing written, nothing changed): each item gets what a single lookup gets.
+    if (r.command(VREX_CMD_LOOKUP_SIMILAR_BATCH)) {
+        for (std::size_t i : group)
+            lookup_one(file, stream, items[i]);
+        return;
+    }
+    for (std::size_t j = 0; j < group.size(); j++) {
+        drm_vrex_shie_lookup_item& it = items[group[j]];
+        vrex_lookup_rec rec;
+        std::memcpy(&rec, mem + dst + j * sizeof(rec), sizeof(rec));
+        lookup_clear(it);
+        // A query the device refused (PAST_ONLY before the first frame) is a miss.
+        if (rec.status)
+            continue;
+        lookup_fill(file,
+                    LookupReport{rec.flags, rec.distance, rec.block, rec.frame, rec.stream, rec.kv_tag, rec.kv_len,
+                                 rec.kv_addr, {rec.fp[0], rec.fp[1]}},
+                    it);
+    }
 }
 
 std::error_code EmulatedBackend::shie_retire(std::uint32_t stream, std::span<const std::uint32_t> remove,

@@ -13,6 +13,7 @@
 namespace vrex {
 
 class EmulatedDevice;
+struct EmulatedFile;
 
 class EmulatedBackend final : public Backend {
 public:
@@ -63,6 +64,11 @@ public:
 private:
     // Loads a head's parameters into the ReSV registers (heads of all files share one unit).
     void resv_program(std::uint32_t head);
+    // SHIE lookups of validated items, under the device lock: one LOOKUP_TEMPORAL/LOOKUP_SIMILAR,
+    // or the similarity items @group of @items as one LOOKUP_SIMILAR_BATCH staged past the banks.
+    void lookup_one(const EmulatedFile& file, std::uint32_t stream, drm_vrex_shie_lookup_item& it);
+    void lookup_batch(const EmulatedFile& file, std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items,
+                      std::span<const std::size_t> group);
 
     std::shared_ptr<EmulatedDevice> dev_;
     std::uint32_t file_;

@@ -24,7 +24,7 @@ std::string config_key(const vrex_model_config& c)
 }  // namespace
 
 EmulatedDevice::EmulatedDevice(Key, const vrex_model_config& c)
-    : cfg(c), mem(c.nbanks, c.bank_size), regs(&model), slots(c.max_streams), blocks(c.block_capacity),
+    : cfg(c), mem(c.nbanks, c.bank_size, kLookupStageBytes), regs(&model), slots(c.max_streams), blocks(c.block_capacity),
       resv_heads(c.resv_heads)
 {
     const long ps = sysconf(_SC_PAGESIZE);

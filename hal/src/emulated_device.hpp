@@ -60,6 +60,11 @@ struct EmulatedResvHead {
 
 class EmulatedDevice {
 public:
+    // Device memory past the banks where lookup batches are staged (descriptors, then records),
+    // as vrex.ko stages them on the simulated device: whole pages.
+    static constexpr std::uint64_t kLookupStageBytes = 8192;
+    static_assert(VREX_LOOKUP_STAGE_SIZE <= kLookupStageBytes);
+
     // The shared device for this geometry (created on first use, or after a loss).
     static Result<std::shared_ptr<EmulatedDevice>> get(const BackendOptions& options);
     ~EmulatedDevice();

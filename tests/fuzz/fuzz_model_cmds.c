@@ -97,6 +97,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		vrex_model_write(&m, VREX_REG_ARG_POOL,
 				 fuzz_take(&in, 1) & 1 ? (u32)fuzz_take(&in, 1) % 3
 						       : VREX_POOL_PRIVATE + vrex_model_read(&m, VREX_REG_ARG_STREAM));
+		if (op == VREX_CMD_LOOKUP_SIMILAR_BATCH) {
+			/* Descriptors and records in the banks, over the luma pattern or not. */
+			vrex_model_write(&m, VREX_REG_ARG_COUNT, (u32)fuzz_take(&in, 1) % 70);
+			vrex_model_write(&m, VREX_REG_ARG_DST_LO, (u32)fuzz_take(&in, 3));
+		}
 		if (op == VREX_CMD_POP_RELEASED)
 			op = VREX_CMD_RETIRE;	/* popping is the host's job, done below */
 
@@ -127,6 +132,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (b >= BLOCKS || !block_live[b])
 				abort();
+		}
+		if (op == VREX_CMD_LOOKUP_SIMILAR_BATCH) {
+			u64 dst = vrex_model_read(&m, VREX_REG_ARG_DST_LO);
+			u32 n = vrex_model_read(&m, VREX_REG_ARG_COUNT);
+
+			for (u32 i = 0; i < n; i++) {
+				struct vrex_lookup_rec r;
+
+				memcpy(&r, mem + dst + i * sizeof(r), sizeof(r));
+				if ((r.flags & VREX_RESF_HIT) && (r.block >= BLOCKS || !block_live[r.block]))
+					abort();
+			}
 		}
 		if (op == VREX_CMD_REMOVE)
 			block_live[vrex_model_read(&m, VREX_REG_ARG_BLOCK)] = 0;

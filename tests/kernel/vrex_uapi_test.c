@@ -706,6 +706,47 @@ static int block_hw_stream(uint32_t block)
 }
 
 /*
+ * Similarity items of a batch reach the device as one LOOKUP_SIMILAR_BATCH
+ * (one forged command forges every record): each record passes the same
+ * ownership filter as a single lookup's registers.
+ */
+static void test_forged_batch(struct ctx *a, int fd_b, uint32_t s_b, uint32_t block)
+{
+	static const __u64 fp[2] = { 0x0123456789abcdefull, 0xfedcba9876543210ull };
+	struct drm_vrex_shie_lookup_item lk[6];
+	unsigned int i, ok;
+
+	for (i = 0; i < 6; i++)
+		lk[i] = similar(fp, 15 - i % 2, 0, i % 2 ? DRM_VREX_LOOKUP_SCOPE_POOL : 0);
+	vt_debugfs_write_u32("forge_lookups", 1);
+	if (POS("isolation: forged lookup batch in file A", lookup(a->fd, a->stream, lk, 6))) {
+		for (i = 0, ok = 0; i < 6; i++)
+			ok += lk[i].hit_flags == DRM_VREX_HIT && lk[i].block == block &&
+			      lk[i].stream == a->stream && lk[i].length;
+		CHECK("isolation: every forged record of A's own block reaches A", ok == 6);
+	}
+	for (i = 0; i < 6; i++)
+		lk[i] = similar(fp, 15 - i % 2, 0, i % 2 ? DRM_VREX_LOOKUP_SCOPE_POOL : 0);
+	vt_debugfs_write_u32("forge_lookups", 1);
+	if (POS("isolation: forged lookup batch in file B", lookup(fd_b, s_b, lk, 6))) {
+		for (i = 0, ok = 0; i < 6; i++)
+			ok += lk[i].hit_flags == 0 && lk[i].block == 0 && lk[i].handle == 0;
+		CHECK("isolation: forged records of A's block are misses in file B", ok == 6);
+	}
+	/* A block id the driver never handed out: a miss, not a crash or a stale handle. */
+	vt_debugfs_write_u32("forge_block", 0x7ffffff0u);
+	for (i = 0; i < 6; i++)
+		lk[i] = similar(fp, 15 - i % 2, 0, 0);
+	vt_debugfs_write_u32("forge_lookups", 1);
+	if (POS("isolation: forged batch with an unknown block", lookup(a->fd, a->stream, lk, 6))) {
+		for (i = 0, ok = 0; i < 6; i++)
+			ok += lk[i].hit_flags == 0 && lk[i].block == 0;
+		CHECK("isolation: forged records of an unknown block are misses", ok == 6);
+	}
+	vt_debugfs_write_u32("forge_block", block);
+}
+
+/*
  * The device's pools already keep one file's entries from another's lookups,
  * so the driver's own ownership filter is only reached when the device
  * reports a block it should not: the simulated device's forge knobs make the
@@ -732,6 +773,7 @@ static void test_forged_hit(struct ctx *a, int fd_b, uint32_t s_b, uint32_t bloc
 	if (POS("isolation: forged lookup in file B", lookup(fd_b, s_b, &lk, 1)))
 		CHECK("isolation: the device reporting A's block to file B is filtered (miss)",
 		      lk.hit_flags == 0 && lk.block == 0 && lk.handle == 0);
+	test_forged_batch(a, fd_b, s_b, block);
 	vt_debugfs_write_u32("forge_lookups", 0);
 }
 

@@ -202,7 +202,7 @@ static int shie_layout(u32 capacity, u32 tables, struct shie_layout *l)
 	l->fps_off = off;
 	off = shie_align(off + (u64)capacity * sizeof(struct vrex_fp));
 	l->link_off = off;
-	off = shie_align(off + (u64)capacity * sizeof(struct vrex_shie_link));
+	off = shie_align(off + (u64)capacity * VREX_SHIE_LINK_WORDS(tables) * sizeof(u32));
 	l->thash_off = off;
 	off = shie_align(off + (u64)l->thash_size * sizeof(u32));
 	l->count_off = off;
@@ -226,6 +226,28 @@ static struct vrex_fp *shie_fps(const struct vrex_shie_table *t)
 {
 	return (struct vrex_fp *)((u8 *)t->e +
 				  shie_align((u64)t->capacity * sizeof(struct vrex_shie_entry)));
+}
+
+/* The link record of entry @id: VREX_SHIE_LINK_WORDS(mih_tables) u32. */
+static inline u32 *shie_link(const struct vrex_shie_table *t, u32 id)
+{
+	return t->link + (size_t)id * VREX_SHIE_LINK_WORDS(t->mih_tables);
+}
+
+static inline u32 *link_next(const struct vrex_shie_table *t, u32 id)
+{
+	return shie_link(t, id) + VREX_SHIE_LINK_NEXT;
+}
+
+static inline u32 *link_prev(const struct vrex_shie_table *t, u32 id)
+{
+	return shie_link(t, id) + VREX_SHIE_LINK_PREV;
+}
+
+/* Slot of entry @id in its bucket of MIH table @tb (chunk * chunk_slots + slot). */
+static inline u32 *link_pos(const struct vrex_shie_table *t, u32 id, u32 tb)
+{
+	return shie_link(t, id) + VREX_SHIE_LINK_POS + tb;
 }
 
 size_t vrex_shie_arena_size_geometry(u32 capacity, u32 tables)
@@ -328,7 +350,7 @@ static void mih_add(struct vrex_shie_table *t, u32 tb, u32 id)
 	c = chunk_at(t, ci);
 	chunk_words(c)[slot] = mih_other(t, fp, tb);
 	chunk_ids(t, c)[slot] = id;
-	t->link[id].m_pos[tb] = ci * k + slot;
+	*link_pos(t, id, tb) = ci * k + slot;
 	t->mih_count[head] = n + 1;
 }
 
@@ -338,7 +360,7 @@ static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 	u8 *h = chunk_at(t, head);
 	u32 n = t->mih_count[head];
 	u32 k = t->chunk_slots;
-	u32 pos = t->link[id].m_pos[tb];
+	u32 pos = *link_pos(t, id, tb);
 	u32 last_ci = head;
 	u32 last_slot = n - 1;
 	u8 *last;
@@ -355,7 +377,7 @@ static void mih_del(struct vrex_shie_table *t, u32 tb, u32 id)
 
 		chunk_words(c)[slot] = chunk_words(last)[last_slot];
 		chunk_ids(t, c)[slot] = moved;
-		t->link[moved].m_pos[tb] = pos;
+		*link_pos(t, moved, tb) = pos;
 	}
 	t->mih_count[head] = n - 1;
 	if (n > k && !last_slot) {
@@ -387,7 +409,7 @@ int vrex_shie_init_geometry(struct vrex_shie_table *t, u32 capacity, u32 tables,
 	t->chunk_size = l.chunk_size;
 	t->nchunks = l.nchunks;
 	t->e = (struct vrex_shie_entry *)base;
-	t->link = (struct vrex_shie_link *)(base + l.link_off);
+	t->link = (u32 *)(base + l.link_off);
 	t->thash = (u32 *)(base + l.thash_off);
 	t->mih_count = (u32 *)(base + l.count_off);
 	t->mih = base + l.mih_off;
@@ -421,8 +443,8 @@ void vrex_shie_clear(struct vrex_shie_table *t)
 	vrex_memset(t->e, 0, (size_t)t->capacity * sizeof(*t->e));
 	vrex_memset(shie_fps(t), 0, (size_t)t->capacity * sizeof(struct vrex_fp));
 	for (i = 0; i < t->capacity; i++) {
-		t->link[i].t_next = i + 1 < t->capacity ? i + 1 : VREX_NIL;
-		t->link[i].t_prev = VREX_NIL;
+		*link_next(t, i) = i + 1 < t->capacity ? i + 1 : VREX_NIL;
+		*link_prev(t, i) = VREX_NIL;
 	}
 	t->free_head = 0;
 	t->live = 0;
@@ -452,7 +474,7 @@ u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 regi
 	if (region >= VREX_SHIE_REGIONS)
 		return VREX_NIL;
 	for (i = t->thash[shie_thash(t, stream, region, frame)]; i != VREX_NIL;
-	     i = t->link[i].t_next) {
+	     i = *link_next(t, i)) {
 		const struct vrex_shie_entry *e = &t->e[i];
 
 		if (e->frame == frame && e->stream == stream && e->region == region)
@@ -475,7 +497,7 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 		return VREX_ENOSPC;
 
 	id = t->free_head;
-	t->free_head = t->link[id].t_next;
+	t->free_head = *link_next(t, id);
 	e = &t->e[id];
 	e->fp = *fp;
 	shie_fps(t)[id] = *fp;
@@ -487,10 +509,10 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 	e->valid = 1;
 
 	h = shie_thash(t, stream, region, frame);
-	t->link[id].t_prev = VREX_NIL;
-	t->link[id].t_next = t->thash[h];
+	*link_prev(t, id) = VREX_NIL;
+	*link_next(t, id) = t->thash[h];
 	if (t->thash[h] != VREX_NIL)
-		t->link[t->thash[h]].t_prev = id;
+		*link_prev(t, t->thash[h]) = id;
 	t->thash[h] = id;
 
 	for (tb = 0; tb < t->mih_tables; tb++)
@@ -503,28 +525,28 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 
 int vrex_shie_remove(struct vrex_shie_table *t, u32 entry)
 {
-	struct vrex_shie_link *l;
 	struct vrex_shie_entry *e;
-	u32 tb;
+	u32 next, prev, tb;
 
 	if (entry >= t->capacity || !t->e[entry].valid)
 		return VREX_ENOENT;
 	e = &t->e[entry];
-	l = &t->link[entry];
-	if (l->t_prev != VREX_NIL)
-		t->link[l->t_prev].t_next = l->t_next;
+	next = *link_next(t, entry);
+	prev = *link_prev(t, entry);
+	if (prev != VREX_NIL)
+		*link_next(t, prev) = next;
 	else
-		t->thash[shie_thash(t, e->stream, e->region, e->frame)] = l->t_next;
-	if (l->t_next != VREX_NIL)
-		t->link[l->t_next].t_prev = l->t_prev;
+		t->thash[shie_thash(t, e->stream, e->region, e->frame)] = next;
+	if (next != VREX_NIL)
+		*link_prev(t, next) = prev;
 
 	for (tb = 0; tb < t->mih_tables; tb++)
 		mih_del(t, tb, entry);
 
 	vrex_memset(e, 0, sizeof(*e));
 	vrex_memset(&shie_fps(t)[entry], 0, sizeof(struct vrex_fp));
-	l->t_prev = VREX_NIL;
-	l->t_next = t->free_head;
+	*link_prev(t, entry) = VREX_NIL;
+	*link_next(t, entry) = t->free_head;
 	t->free_head = entry;
 	t->live--;
 	return VREX_OK;

@@ -93,12 +93,18 @@ struct vrex_shie_entry {
 	u8 valid;
 };
 
-/* The cold part of an entry: chain links, touched by insert and remove only. */
-struct vrex_shie_link {
-	u32 t_next;		/* temporal hash chain; the free list when not live */
-	u32 t_prev;
-	u32 m_pos[VREX_MIH_MAX_TABLES];	/* slot of the entry in each MIH bucket */
-};
+/*
+ * The cold part of an entry, touched by insert and remove only: a link record
+ * of VREX_SHIE_LINK_WORDS(m) u32, sized to the table's m so that a table with
+ * few MIH tables does not pay for the maximum (m = 8 from 128k entries on:
+ * 40 instead of 72 bytes per entry). Word VREX_SHIE_LINK_NEXT is the temporal
+ * hash chain (the free list when not live), VREX_SHIE_LINK_PREV its back link,
+ * then the slot of the entry in the bucket of each MIH table.
+ */
+#define VREX_SHIE_LINK_NEXT 0
+#define VREX_SHIE_LINK_PREV 1
+#define VREX_SHIE_LINK_POS 2
+#define VREX_SHIE_LINK_WORDS(tables) (VREX_SHIE_LINK_POS + (tables))
 
 /*
  * MIH buckets are chunk chains: chunk b (mih_base[table] + key) is the first
@@ -111,7 +117,7 @@ struct vrex_shie_link {
 struct vrex_shie_table {
 	u32 capacity;
 	u32 live;
-	u32 free_head;		/* free entries chain through link[].t_next */
+	u32 free_head;		/* free entries chain through their link's next word */
 	u32 thash_mask;
 	u32 chunk_slots;	/* records per MIH chunk */
 	u32 chunk_size;		/* bytes per MIH chunk */
@@ -130,7 +136,7 @@ struct vrex_shie_table {
 	u8 mih_shift[VREX_MIH_MAX_TABLES];	/* its lowest bit in that word */
 	u8 mih_bits[VREX_MIH_MAX_TABLES];	/* its width */
 	struct vrex_shie_entry *e;	/* [capacity] */
-	struct vrex_shie_link *link;	/* [capacity] */
+	u32 *link;			/* [capacity * VREX_SHIE_LINK_WORDS(mih_tables)] */
 	u32 *thash;			/* [thash_mask + 1] heads */
 	u32 *mih_count;			/* [mih_heads] bucket sizes */
 	u8 *mih;			/* [nchunks] chunks of chunk_size bytes */

@@ -895,10 +895,16 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 		 * fallback are lost, the full share discount measured best
 		 * (16k uniform, batch: 514k queries/s without it, 649k with a
 		 * quarter of the budget, 659k with an eighth; docs/hw/shie.md).
+		 * Only the vector group kernel earns it: the popcnt and portable
+		 * ones (the kernel module, arm64, a guest CPU without AVX-512)
+		 * cost each query about what its own scan costs, and with the
+		 * discount a batch on a sparse table scanned the whole capacity
+		 * where one query finished its probes (vrex.ko under QEMU, batch
+		 * of 16: 2.7k lookups/s against 62k one at a time).
 		 */
 		if (vec && (u64)t->capacity * sizeof(struct vrex_fp) <= t->vector_l2)
 			budget /= SHIE_VECTOR_GAIN;
-		if (sr->share > 1)
+		if (vec && sr->share > 1)
 			budget /= sr->share;
 	}
 

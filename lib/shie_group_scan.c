@@ -9,33 +9,14 @@
  * is rare, and it costs one more read of a block that sits in L1.
  */
 #include "shie_group_scan.h"
+#include "shie_popcount.h"
 
 #define GROUP_Q VREX_SHIE_GROUP_QUERIES
-
-/*
- * As in shie_table.c: without popcnt in the target flags the builtin is a
- * libgcc call, so the portable x86-64 user-space kernel counts bits inline
- * and the popcnt / AVX-512 kernels are clones picked at run time. The
- * kernel's hweight64() is already arch-optimised.
- */
-#if defined(__KERNEL__) || defined(__POPCNT__) || !defined(__x86_64__) || \
-	!(defined(__GNUC__) || defined(__clang__))
-#define group_popcount64(x) ((u64)vrex_popcount64(x))
-#else
-#define GROUP_CLONES 1
-static inline u64 group_popcount64(u64 x)
-{
-	x -= (x >> 1) & 0x5555555555555555ull;
-	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (x * 0x0101010101010101ull) >> 56;
-}
-#endif
 
 /* @hw: count with the popcnt instruction (only inside a clone that has it). */
 static inline u64 group_popcount(u64 x, int hw)
 {
-	return hw ? (u64)__builtin_popcountll(x) : group_popcount64(x);
+	return hw ? (u64)__builtin_popcountll(x) : (u64)shie_popcount64(x);
 }
 
 /*
@@ -108,7 +89,7 @@ static u32 group_block_portable(const struct vrex_fp *p, u32 m, const struct vre
 	return group_block_any(p, m, g, hits, 0);
 }
 
-#ifdef GROUP_CLONES
+#ifdef SHIE_POPCNT_CLONES
 __attribute__((target("popcnt"))) static u32
 group_block_popcnt(const struct vrex_fp *p, u32 m, const struct vrex_shie_group *g,
 		   struct vrex_shie_group_hits *hits)
@@ -144,7 +125,7 @@ static int group_cpu_has(u32 which)
 
 static const struct vrex_shie_group_kernel group_kernels[VREX_SHIE_GROUP_KERNELS] = {
 	[VREX_SHIE_GROUP_PORTABLE] = { "portable", group_block_portable },
-#ifdef GROUP_CLONES
+#ifdef SHIE_POPCNT_CLONES
 	[VREX_SHIE_GROUP_POPCNT] = { "popcnt", group_block_popcnt },
 	[VREX_SHIE_GROUP_VPOPCNTDQ] = { "avx512-vpopcntdq", group_block_vpopcntdq },
 #endif

@@ -10,29 +10,15 @@
  */
 #include "shie_table.h"
 #include "shie_group_scan.h"
+#include "shie_popcount.h"
 
 #define SHIE_ALIGN 64
 #define SHIE_RULE_MIN_BITS 10	/* the geometry rule's shortest substring */
 #define SHIE_NO_CHUNK 0		/* overflow chunks are numbered from mih_heads on */
 
-/*
- * Without a popcount instruction in the target flags, the compiler's builtin
- * becomes a libgcc call per word and the probe loop spends more time in calls
- * than in reading buckets. So the generic build counts bits inline, and on
- * x86-64 user space the probe loop also exists as a popcnt clone picked at run
- * time. The kernel's hweight64() is already arch-optimised.
- */
-#if defined(__KERNEL__) || defined(__POPCNT__) || !defined(__x86_64__)
-#define shie_popcount64(x) vrex_popcount64(x)
-#else
+/* The probe loop's popcnt clone (shie_popcount.h). */
+#ifdef SHIE_POPCNT_CLONES
 #define SHIE_POPCNT_DISPATCH 1
-static inline u32 shie_popcount64(u64 x)
-{
-	x -= (x >> 1) & 0x5555555555555555ull;
-	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (u32)((x * 0x0101010101010101ull) >> 56);
-}
 #endif
 
 /*
@@ -42,7 +28,7 @@ static inline u32 shie_popcount64(u64 x)
  * scalar scan (vector registers are not free to use there); both return the
  * same result.
  */
-#if defined(SHIE_POPCNT_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
+#ifdef SHIE_POPCNT_DISPATCH
 #define SHIE_VECTOR_DISPATCH 1
 #endif
 

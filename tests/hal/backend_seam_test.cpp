@@ -14,6 +14,7 @@
 namespace vrex {
 namespace {
 
+using test::submit_synthetic_frame;
 using test::synthetic_frame;
 
 class BackendSeam : public ::testing::TestWithParam<std::string> {
@@ -47,17 +48,8 @@ protected:
     // Stages a synthetic frame in @handle and submits it.
     drm_vrex_frame_submit frame(std::uint32_t s, std::uint32_t handle, std::uint32_t scene, std::uint32_t t)
     {
-        auto px = synthetic_frame(160, 120, scene, t);
-        auto map = be_->bo_map(handle);
-        EXPECT_TRUE(map);
-        std::memcpy(map->data(), px.data(), px.size());
         drm_vrex_frame_submit f{};
-        f.stream = s;
-        f.handle = handle;
-        f.width = 160;
-        f.height = 120;
-        f.stride = 160;
-        EXPECT_FALSE(be_->frame_submit(f));
+        EXPECT_FALSE(submit_synthetic_frame(*be_, s, handle, scene, t, f));
         return f;
     }
     drm_vrex_shie_insert_item insert_item(const drm_vrex_frame_submit& f, std::uint32_t handle, std::uint64_t off,

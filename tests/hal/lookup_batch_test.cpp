@@ -58,17 +58,8 @@ class LookupBatch : public ::testing::TestWithParam<std::string> {
     // A frame on @s, then 16 entries whose codes are the frame's with a few region-dependent flips,
     // so that lookups find near and exact neighbours across regions, frames and streams.
     void fill(std::uint32_t s, std::uint32_t f) {
-        auto px = test::synthetic_frame(160, 120, f % 2 + (s == b_ ? 5 : 0), f);
-        auto map = be_->bo_map(luma_);
-        ASSERT_TRUE(map);
-        std::memcpy(map->data(), px.data(), px.size());
         drm_vrex_frame_submit fs{};
-        fs.stream = s;
-        fs.handle = luma_;
-        fs.width = 160;
-        fs.height = 120;
-        fs.stride = 160;
-        ASSERT_FALSE(be_->frame_submit(fs));
+        ASSERT_FALSE(test::submit_synthetic_frame(*be_, s, luma_, f % 2 + (s == b_ ? 5 : 0), f, fs));
         std::vector<drm_vrex_shie_insert_item> items(DRM_VREX_REGIONS);
         const std::uint64_t len = kv_size_ / (2 * kFrames * DRM_VREX_REGIONS);
         for (std::uint32_t r = 0; r < DRM_VREX_REGIONS; r++) {

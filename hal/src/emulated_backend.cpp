@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -507,6 +508,8 @@ void EmulatedBackend::lookup_one(const EmulatedFile& file, std::uint32_t stream,
 void EmulatedBackend::lookup_batch(const EmulatedFile& file, std::uint32_t stream,
                                    std::span<drm_vrex_shie_lookup_item> items, std::span<const std::size_t> group)
 {
+    // Descriptors and records are little endian (vrex_regs.h); they are copied as host structs here.
+    static_assert(std::endian::native == std::endian::little, "LOOKUP_SIMILAR_BATCH records are little endian");
     // One query gains nothing from staging.
     if (group.size() == 1) {
         lookup_one(file, stream, items[group[0]]);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
- * Internal to lib/: the block table operations vrex_model.c builds its
+ * Internal to lib/: the block table operations the device model (vrex_model*.c) builds its
  * commands from. Not installed; the public contract is lifecycle.h.
  *
  * A block slot is in one of three states:

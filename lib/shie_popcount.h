@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
- * Bit counting for the SHIE's hot loops (shie_table.c, shie_group_scan.c).
+ * Bit counting for the SHIE's hot loops (shie_search.c, shie_scan.h, shie_group_scan.c).
  * Without a popcount instruction in the target flags, the compiler's builtin
  * becomes a libgcc call per word, and the probe and scan loops then spend more
  * time in calls than in reading codes. So the generic x86-64 user-space build

@@ -87,6 +87,37 @@ def spread(s):
     return f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]"
 
 
+def noisy(r):
+    """A record measured while more tasks were runnable than the machine has CPUs (bench_record.h)."""
+    return r.get("noisy") == "load"
+
+
+def load_text(r):
+    if r.get("load_running_mean") is None:
+        return "–"
+    return f"{r['load_running_mean']:.1f}/{r.get('cpus', 0):.0f}" + (" **noisy**" if noisy(r) else "")
+
+
+def ratio_text(r):
+    """The paired ratio with its confidence interval when the record has one, else the plain ratio."""
+    if r.get("ratio_ci_lo") is None:
+        return fmt(r.get("ratio"))
+    return (f"{fmt(r['ratio'])} [{fmt(r['ratio_ci_lo'])}–{fmt(r['ratio_ci_hi'])}, "
+            f"{100 * r['ratio_ci_level']:.1f} %] {r.get('verdict', '')}")
+
+
+def paths_text(r):
+    """Which path answered the timed queries of a SHIE record (lib's vrex_shie_paths counters)."""
+    if r.get("path_probes") is None:
+        return "–"
+    parts = [(r["path_probes"], "probes"), (r.get("path_crowd_scan", 0), "crowd→scan"),
+             (r.get("path_budget_scan", 0), "budget→scan"), (r.get("path_bruteforce", 0), "brute force")]
+    text = ", ".join(f"{v:.0f} {what}" for v, what in parts if v)
+    if r.get("path_group_scan"):
+        text += f" ({r['path_group_scan']:.0f} in the group scan)"
+    return text or "–"
+
+
 def value_text(r, which):
     s = r.get(f"{which}_spread")
     return spread(s) if s else fmt(r.get(which))
@@ -103,13 +134,14 @@ def target_text(r):
 
 
 def table(records):
-    out = ["| benchmark | ours | baseline | unit | ratio | target | met |", "|---|---:|---:|---|---:|---:|:---:|"]
+    out = ["| benchmark | ours | baseline | unit | ratio | target | met | load (runnable/CPUs) |",
+           "|---|---:|---:|---|---:|---:|:---:|---:|"]
     for r in records:
         base = value_text(r, "baseline")
         if r.get("baseline_name"):
             base = f"{base} ({r['baseline_name']})" if r["baseline"] is not None else r["baseline_name"]
-        out.append(f"| {r['name']} | {value_text(r, 'ours')} | {base} | {r['unit']} | {fmt(r['ratio'])} | "
-                   f"{target_text(r)} | {fmt(r['met'])} |")
+        out.append(f"| {r['name']} | {value_text(r, 'ours')} | {base} | {r['unit']} | {ratio_text(r)} | "
+                   f"{target_text(r)} | {fmt(r['met'])} | {load_text(r)} |")
     return out
 
 
@@ -147,8 +179,12 @@ def shie_tables(records):
         lines += [f"### {wl}", ""]
         notes = sorted({r["notes"] for r in meas if r.get("notes")})
         lines += [f"{n}" for n in notes] + [""]
-        lines += ["| method | range q/s median [min–max] | range roof | nearest q/s median [min–max] | nearest roof |",
-                  "|---|---:|---:|---:|---:|"]
+        timed = sorted({int(r["queries_timed"]) for r in meas if r.get("queries_timed") is not None})
+        if timed:
+            lines += [f"Queries timed per round: {', '.join(str(x) for x in timed)}.", ""]
+        lines += ["| method | range q/s median [min–max] | range roof | range answered by | "
+                  "nearest q/s median [min–max] | nearest roof | nearest answered by |",
+                  "|---|---:|---:|---|---:|---:|---|"]
         methods = []
         for r in meas:
             if r["method"] not in methods:
@@ -158,21 +194,22 @@ def shie_tables(records):
             for op in ("range", "nearest"):
                 r = next((x for x in meas if x["method"] == m and x["op"] == op), None)
                 if r is None:
-                    cells += ["–", "–"]
+                    cells += ["–", "–", "–"]
                     continue
                 roof = "–"
                 if r.get("roof_fraction") is not None:
                     roof = f"{100 * r['roof_fraction']:.0f} % of {fmt(r['baseline'])} ({r.get('roof_bound')}, {r.get('roof_level')})"
-                cells += [spread(r.get("ours_spread")), roof]
+                cells += [spread(r.get("ours_spread")) + (" (noisy)" if noisy(r) else ""), roof, paths_text(r)]
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         lines.append("")
         if comp:
-            lines += ["| comparison (medians of the same interleaved repeats) | ours | baseline | ratio | target | met |",
+            lines += ["| comparison (same interleaved rounds) | ours | baseline | ratio: median of per-round ratios "
+                      "[CI, level] | target | met |",
                       "|---|---:|---:|---:|---:|:---:|"]
             for r in comp:
                 what = r["name"].split(": ", 1)[1]
                 lines.append(f"| {r['op']}: {what} | {spread(r.get('ours_spread'))} | {spread(r.get('baseline_spread'))}"
-                             f" ({r['baseline_name']}) | {fmt(r['ratio'])} | {target_text(r)} | {fmt(r['met'])} |")
+                             f" ({r['baseline_name']}) | {ratio_text(r)} | {target_text(r)} | {fmt(r['met'])} |")
             lines.append("")
         if sweep:
             cfgs = []
@@ -243,6 +280,23 @@ def shie_facts(r, records):
     return "; ".join(out) + "." if out else ""
 
 
+def sampling_text(records):
+    """What the records say about their own repeats and load: counted, not asserted."""
+    spread_n = [r["ours_spread"]["n"] for r in records if r.get("ours_spread")]
+    five = sum(1 for n in spread_n if n >= 5)
+    sampled = [r for r in records if r.get("load_running_mean") is not None]
+    text = (f"{five} of {len(records)} records are medians of >= 5 repeats with [min–max]; "
+            f"{len(records) - len(spread_n)} are single figures (no spread).")
+    if sampled:
+        bad = sum(1 for r in sampled if noisy(r))
+        text += (f" Load was sampled during each record's own measurement (runnable tasks every 200 ms): "
+                 f"{bad} of {len(sampled)} records were measured with more runnable tasks than CPUs on average "
+                 "and are marked noisy.")
+    else:
+        text += " This run predates the per-record load sampling: only the load average at start and end is known."
+    return text
+
+
 def analysis(results, causes):
     records = results["records"]
     meta = results.get("meta", {})
@@ -250,13 +304,12 @@ def analysis(results, causes):
              "<!-- Generated by bench/report.py from bench/results.json and bench/causes.json; do not edit by hand."
              " `ctest -R bench_report_fresh` fails when this file disagrees with results.json. -->", "",
              f"Run: `{meta.get('command', '?')}` at `{meta.get('revision', '?')}`, {meta.get('date', '?')}. "
-             f"Load average at start {meta.get('load_start', '?')}, at end {meta.get('load_end', '?')} "
-             "(2 cores shared with other engineers' builds: rates are per CPU second, but caches and memory "
-             "bandwidth are shared, so read every figure with its min–max spread).", ""]
+             f"Load average at start {meta.get('load_start', '?')}, at end {meta.get('load_end', '?')}. "
+             + sampling_text(records), ""]
     roof = {r["name"]: r for r in records if kind(r) == "roof"}
     if roof:
         lines += ["Roofline of this run: " + "; ".join(f"{n.split(': ', 1)[1]} = {value_text(r, 'ours')} {r['unit']}"
-                                                        for n, r in roof.items() if "read bandwidth" in n or "cache" in n) + ".", ""]
+                                                        for n, r in roof.items()) + ".", ""]
     skipped = meta.get("skipped") or []
     if skipped:
         lines += ["### Not measured in this run", ""] + [f"- {s}" for s in skipped] + [""]
@@ -265,7 +318,7 @@ def analysis(results, causes):
     lines += [f"### Speed and memory targets: {met} of {len(targeted)} met", ""]
     for r in targeted:
         verdict = "MET" if r.get("met") else "MISSED"
-        lines.append(f"- **{r['name']}** {target_text(r)}: {fmt(r['ratio'])}x — {verdict}. "
+        lines.append(f"- **{r['name']}** {target_text(r)}: {ratio_text(r)} — {verdict}. "
                      f"Ours {value_text(r, 'ours')} vs {value_text(r, 'baseline')} {r['unit']} "
                      f"({r.get('baseline_name', '')}).")
         if not r.get("met"):
@@ -312,10 +365,10 @@ def markdown(results, analysis_text):
         f"- **Machine:** {meta.get('machine', '?')}",
         f"- **Load average:** {meta.get('load_start', '?')} at start, {meta.get('load_end', '?')} at end (shared machine)"
         + (f"; the run took {meta['duration_s'] // 60} min {meta['duration_s'] % 60} s" if meta.get("duration_s") else ""),
-        "- **Method:** see bench/README.md and docs/benchmarks.md's sources. One core: FAISS pinned to one OpenMP"
-        " thread, our code single-threaded; rates are per CPU second of the process; every figure is the median of"
-        " >= 5 repeats with [min–max]; the methods of a workload are timed interleaved, so ratios are medians"
-        " measured back to back.",
+        "- **Method:** see bench/README.md. One core: FAISS pinned to one OpenMP thread, our code single-threaded;"
+        " rates are per CPU second of the process; the methods of a SHIE workload are timed interleaved, round by"
+        " round, and a comparison's ratio is the median of the per-round ratios with a distribution-free confidence"
+        " interval (records that carry one). " + sampling_text(records),
         "- **Footage:** vtest.avi and tree.avi from Debian's opencv-doc (OpenCV sample data; vtest.avi comes from a"
         " University of Reading research dataset, credited as its terms ask), fetched by scripts/fetch-footage.sh,"
         " never committed.",
@@ -419,7 +472,14 @@ def self_test():
          "ratio": 200.0, "target": 3, "target_on": "ratio", "met": True, "baseline_name": "X", "notes": "n",
          "ours_spread": {"min": 1900.0, "median": 2000.0, "max": 2100.0, "n": 5},
          "baseline_spread": {"min": 9.0, "median": 10.0, "max": 11.0, "n": 5},
-         "kind": "comparison", "workload": "uniform/16k", "op": "nearest"},
+         "kind": "comparison", "workload": "uniform/16k", "op": "nearest",
+         "ratio_ci_lo": 150.0, "ratio_ci_hi": 250.0, "ratio_ci_level": 0.9375, "verdict": "faster"},
+        {"name": "shie/uniform/16k/nearest: SHIE batch", "ours": 2000.0, "baseline": None, "unit": "queries/s",
+         "ratio": None, "target": None, "met": None, "baseline_name": "", "notes": "n",
+         "ours_spread": {"min": 1900.0, "median": 2000.0, "max": 2100.0, "n": 5}, "kind": "measurement",
+         "workload": "uniform/16k", "op": "nearest", "method": "SHIE batch", "family": "shie", "queries_timed": 512,
+         "path_probes": 12, "path_crowd_scan": 0, "path_budget_scan": 500, "path_group_scan": 500,
+         "load_running_mean": 7.5, "load_running_max": 9, "cpus": 2, "noisy": "load"},
         {"name": "shie/uniform/16k/nearest: scan", "ours": 100.0, "baseline": 400.0, "unit": "queries/s",
          "ratio": 0.25, "target": 0.5, "met": False, "baseline_name": "roofline", "notes": "n",
          "ours_spread": {"min": 90.0, "median": 100.0, "max": 110.0, "n": 5}, "kind": "measurement",
@@ -456,6 +516,11 @@ def self_test():
             (back["records"] == recs, "results.json round-trips the records"),
             (back["meta"]["revision"] == "abc1234" and back["meta"]["load_start"] == "5.0", "meta recorded"),
             ("## Targets (2 of 3 met" in md, "targets summary counts met/missed, roofline apart"),
+            ("200 [150–250, 93.8 %] faster" in md, "paired ratio with its confidence interval"),
+            ("12 probes, 500 budget→scan (500 in the group scan)" in md, "path counts per SHIE record"),
+            ("2,000 [1,900–2,100] (noisy)" in md and "1 of 1 records were measured with more runnable" in md,
+             "noisy records marked and counted"),
+            ("Queries timed per round: 512." in md, "the timed query count in the workload table"),
             ("2,000 [1,900–2,100]" in md, "spreads rendered"),
             ("≥ 3x" in md and "≥ 1,000 frames/s" in md and "≤ 0.5x" in md, "target rendering"),
             ("CAUSE-FCC" in an and "CAUSE-SCAN" in an, "causes of misses come from causes.json"),

@@ -22,7 +22,9 @@
 # from the same records; ctest -R bench_report_fresh checks they agree).
 # Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary,
 # VREX_BENCH_QEMU=0 skips the guest step (reported, not an error), VREX_FAISS_NATIVE=0 skips the native
-# FAISS build (reported as not built).
+# FAISS build (reported as not built), VREX_BENCH_DIRTY=1 measures a work tree with uncommitted changes.
+# The revision is recorded when the run starts (the tree can change during a long run) and a dirty tree is
+# refused: published figures must name the code they measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +36,14 @@ full | quick) ;;
 	exit 2
 	;;
 esac
+
+revision=$(git describe --always --dirty 2>/dev/null || echo unknown)
+if [[ $revision == *-dirty && ${VREX_BENCH_DIRTY:-0} != 1 ]]; then
+	echo "bench: the work tree has uncommitted changes ($revision): commit them, or set VREX_BENCH_DIRTY=1" \
+		"to measure it anyway (the report then names the revision -dirty)" >&2
+	git status --short | head -n 10 >&2
+	exit 2
+fi
 
 build=${BUILD:-build}
 out=$build/bench
@@ -152,7 +162,7 @@ if [[ $mode == quick ]]; then # a check, not the published figures
 fi
 python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
 	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	--duration-s "$((SECONDS - start))" --revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+	--duration-s "$((SECONDS - start))" --revision "$revision" \
 	${skipped[@]+"${skipped[@]/#/--skipped=}"} || status=1
 cp "$results" "$out/results.json" 2>/dev/null || true
 echo "bench: $mode run took $((SECONDS - start)) s"

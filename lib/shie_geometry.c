@@ -199,6 +199,7 @@ int vrex_shie_init_geometry(struct vrex_shie_table *t, u32 capacity, u32 tables,
 	t->vector_scan = 1;
 	t->vector_l2 = VREX_SHIE_VECTOR_L2;
 	t->batch_scan = 1;
+	t->paths = NULL;
 	t->mih_tables = l.g.tables;
 	t->mih_heads = l.g.heads;
 	for (j = 0; j < VREX_MIH_MAX_TABLES; j++) {

@@ -129,7 +129,12 @@ struct shie_search {
 	u32 count;
 	u32 share;		/* >= 2: a batch will share this query's fallback scan */
 	u32 deferred;		/* the fallback scan is left to the batch */
+	u32 fallback;		/* SHIE_FALLBACK_*: why the probes stopped for the scan */
 };
+
+#define SHIE_FALLBACK_NONE 0
+#define SHIE_FALLBACK_CROWD 1
+#define SHIE_FALLBACK_BUDGET 2
 
 static inline int shie_query_valid(const struct vrex_shie_query *q)
 {
@@ -185,6 +190,7 @@ static inline void shie_search_init(struct shie_search *sr, const struct vrex_sh
 	sr->count = 0;
 	sr->share = 1;
 	sr->deferred = 0;
+	sr->fallback = SHIE_FALLBACK_NONE;
 }
 
 /* One search: the probe schedule, falling back to the dense scan (shie_search.c). */

@@ -214,6 +214,7 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 			if ((item >> SHIE_STAGE_SHIFT) && !crowd_checked) {
 				crowd_checked = 1;
 				if (records > budget / SHIE_CROWD_DIV) {
+					sr->fallback = SHIE_FALLBACK_CROWD;
 					shie_fall_back(sr, hw, vec);
 					return;
 				}
@@ -222,6 +223,7 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 			key = item & SHIE_KEY_MASK;
 			records += mih_prefetch_records(t, t->mih_base[tb] + key) + t->probe_cost;
 			if (records > budget) {
+				sr->fallback = SHIE_FALLBACK_BUDGET;
 				shie_fall_back(sr, hw, vec);
 				return;
 			}
@@ -251,7 +253,7 @@ mih_search_popcnt(struct shie_search *sr, int vec)
 
 #endif
 
-void vrex_shie_search(struct shie_search *sr)
+static void mih_search(struct shie_search *sr)
 {
 #ifdef SHIE_POPCNT_DISPATCH
 	__builtin_cpu_init();
@@ -268,9 +270,27 @@ void vrex_shie_search(struct shie_search *sr)
 	mih_search_generic(sr);
 }
 
+void vrex_shie_search(struct shie_search *sr)
+{
+	struct vrex_shie_paths *p = sr->t->paths;
+
+	mih_search(sr);
+	if (!p)
+		return;
+	if (sr->fallback == SHIE_FALLBACK_CROWD)
+		p->crowd_scan++;
+	else if (sr->fallback == SHIE_FALLBACK_BUDGET)
+		p->budget_scan++;
+	else
+		p->probes++;
+	p->group_scan += sr->deferred;
+}
+
 /* The reference: portable code only, whatever the host offers. */
 static void shie_bruteforce(struct shie_search *sr)
 {
+	if (sr->t->paths)
+		sr->t->paths->bruteforce++;
 	shie_scan_all(sr, 0);
 }
 

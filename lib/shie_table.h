@@ -114,6 +114,19 @@ struct vrex_shie_entry {
  * sequentially and rejects most of them without touching the entry array.
  * Layout details: docs/hw/shie.md.
  */
+/*
+ * Which code path answered each similarity lookup. Counted only when the
+ * table's paths pointer is set (the benchmarks set it for one untimed pass;
+ * init leaves it NULL and the device has no such counters).
+ */
+struct vrex_shie_paths {
+	u64 probes;		/* answered by the MIH probes alone */
+	u64 crowd_scan;		/* stage 0 crowded: fell back to the scan before probing */
+	u64 budget_scan;	/* the probes exceeded the budget: fell back to the scan */
+	u64 group_scan;		/* of those fallbacks, scanned with a batch's group */
+	u64 bruteforce;		/* the reference scan (the *_bruteforce entry points) */
+};
+
 struct vrex_shie_table {
 	u32 capacity;
 	u32 live;
@@ -140,6 +153,7 @@ struct vrex_shie_table {
 	u32 *thash;			/* [thash_mask + 1] heads */
 	u32 *mih_count;			/* [mih_heads] bucket sizes */
 	u8 *mih;			/* [nchunks] chunks of chunk_size bytes */
+	struct vrex_shie_paths *paths;	/* NULL (init): nothing counted */
 };
 
 struct vrex_shie_query {

@@ -8,7 +8,11 @@
 // queries (half temporal, half similarity within radius 20, stream scope) through
 // Stream::retrieve_batch, which is one DRM_IOCTL_VREX_SHIE_LOOKUP per batch on the kernel backend and
 // one call into the reference model on the emulation. Rates are per CPU second of the process (user +
-// system time, so the ioctl's kernel side is counted).
+// system time, so the ioctl's kernel side is counted). Before timing, every query set of every batch
+// size is answered by both backends and the answers must be equal field by field (hit, approximate,
+// distance, frame, stream, fingerprint, block id, bank, region); a difference fails the run. Then >= 5
+// rounds per batch size, the two backends alternating within a round (the first one changes every round),
+// and the ratio is the median of the per-round ratios with its confidence interval.
 //
 // Output: the usual RESULT lines and, for collection from a serial log, one "@@VREX-BENCH <json>" line
 // per record. --emu-only measures the emulation alone (the host smoke test); --out appends the records.
@@ -21,6 +25,7 @@
 
 #include "bench_options.h"
 #include "bench_record.h"
+#include "stats.h"
 #include "vrex/hal.hpp"
 
 namespace vrex::bench {
@@ -29,12 +34,6 @@ namespace {
 constexpr std::uint32_t kRegions = 16;
 constexpr double kTargetBatch256 = 0.5;
 constexpr std::uint32_t kBatches[] = {1, 16, 256};
-
-double cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
 
 std::vector<std::uint8_t> frame_luma(std::uint32_t k) {
     // Moving gradient with a block that jumps: successive frames differ, some regions repeat.
@@ -95,10 +94,46 @@ std::vector<Query> make_queries(const Setup& s, std::uint32_t n, std::uint32_t s
     return q;
 }
 
-// Lookups per CPU second for batches of @batch; @hits counts hits as a sanity figure.
-double measure(Setup& s, std::uint32_t batch, double min_seconds, std::uint64_t& hits, std::string& err) {
+std::vector<std::vector<Query>> query_sets(const Setup& s, std::uint32_t batch) {
     std::vector<std::vector<Query>> sets;
     for (std::uint32_t k = 0; k < 8; k++) sets.push_back(make_queries(s, batch, k * batch));
+    return sets;
+}
+
+// The first field in which two answers differ, or "" when they are equal.
+std::string differs(const Retrieval& a, const Retrieval& b) {
+    if (a.hit != b.hit) return "hit";
+    if (!a.hit) return {};
+    if (a.approximate != b.approximate) return "approximate";
+    if (a.distance != b.distance) return "distance";
+    if (a.frame != b.frame) return "frame";
+    if (a.stream != b.stream) return "stream";
+    if (a.fp.w[0] != b.fp.w[0] || a.fp.w[1] != b.fp.w[1]) return "fingerprint";
+    if (a.block.id != b.block.id) return "block id";
+    if (a.block.bank != b.block.bank) return "bank";
+    if (a.block.region != b.block.region) return "region";
+    return {};
+}
+
+// Every query set of @batch answered by both backends: equal answers, or an error naming the first
+// difference. @checked counts the answers compared.
+std::string same_answers(Setup& emu, Setup& kern, std::uint32_t batch, std::uint64_t& checked) {
+    for (const auto& set : query_sets(emu, batch)) {
+        auto a = emu.stream->retrieve_batch(set);
+        auto b = kern.stream->retrieve_batch(set);
+        if (!a || !b) return "retrieve_batch: " + (a ? b.error().message() : a.error().message());
+        if (a->size() != b->size()) return "answer counts differ";
+        for (size_t i = 0; i < a->size(); i++)
+            if (std::string f = differs((*a)[i], (*b)[i]); !f.empty())
+                return "query " + std::to_string(i) + ": " + f + " differs";
+        checked += a->size();
+    }
+    return {};
+}
+
+// Lookups per CPU second for batches of @batch; @hits counts hits as a sanity figure.
+double measure(Setup& s, std::uint32_t batch, double min_seconds, std::uint64_t& hits, std::string& err) {
+    const std::vector<std::vector<Query>> sets = query_sets(s, batch);
     std::uint64_t done = 0;
     const double t0 = cpu_seconds();
     double t = t0;
@@ -134,12 +169,33 @@ int run(const Options& opt, bool emu_only) {
             return 1;
         }
     }
+    const size_t rounds = 5;
     for (std::uint32_t batch : kBatches) {
         std::string err;
-        std::uint64_t emu_hits = 0, kern_hits = 0;
-        const double emu_rate = measure(emu, batch, min_seconds, emu_hits, err);
-        double kern_rate = 0.0;
-        if (err.empty() && !emu_only) kern_rate = measure(kern, batch, min_seconds, kern_hits, err);
+        std::uint64_t emu_hits = 0, kern_hits = 0, checked = 0;
+        if (!emu_only) err = same_answers(emu, kern, batch, checked);
+        if (!err.empty()) {
+            std::fprintf(stderr, "kernel_vs_emu: batch %u: the backends' answers differ: %s\n", batch,
+                         err.c_str());
+            return 1;
+        }
+        // Interleaved rounds; within a round the backend that goes first alternates.
+        std::vector<double> emu_rates, kern_rates, ratios;
+        for (size_t round = 0; round < rounds && err.empty(); round++) {
+            double e = 0.0, k = 0.0;
+            if (emu_only || round % 2 == 0) {
+                e = measure(emu, batch, min_seconds / rounds, emu_hits, err);
+                if (err.empty() && !emu_only) k = measure(kern, batch, min_seconds / rounds, kern_hits, err);
+            } else {
+                k = measure(kern, batch, min_seconds / rounds, kern_hits, err);
+                if (err.empty()) e = measure(emu, batch, min_seconds / rounds, emu_hits, err);
+            }
+            emu_rates.push_back(e);
+            if (!emu_only) {
+                kern_rates.push_back(k);
+                ratios.push_back(e > 0.0 ? k / e : 0.0);
+            }
+        }
         if (!err.empty()) {
             std::fprintf(stderr, "kernel_vs_emu: batch %u: %s\n", batch, err.c_str());
             return 1;
@@ -152,20 +208,35 @@ int run(const Options& opt, bool emu_only) {
         r.unit = "lookups/s";
         r.notes = std::to_string(frames) +
                   " frames x 16 regions in the table, half temporal / half similarity "
-                  "(radius 20) queries, Stream::retrieve_batch, one core, CPU time (user + system)";
+                  "(radius 20) queries, Stream::retrieve_batch, one core, CPU time (user + system), " +
+                  std::to_string(rounds) + " interleaved rounds" +
+                  (emu_only ? std::string()
+                            : ", answers of both backends equal on " + std::to_string(checked) + " lookups");
+        const Stats es = stats_of(emu_rates);
         if (emu_only) {
             r.name = "kernel/batch=" + std::to_string(batch) + ": emulated backend (host, no device)";
-            r.ours = emu_rate;
+            r.ours = es.median;
+            r.ours_spread = es;
         } else {
+            const Stats ks = stats_of(kern_rates), rs = stats_of(ratios);
+            const MedianCi ci = median_ci(ratios);
             r.name = "kernel/batch=" + std::to_string(batch) +
                      ": lookups via ioctl vs emulation (QEMU 6.12-amd64)";
-            r.ours = kern_rate;
-            r.baseline = emu_rate;
+            r.ours = ks.median;
+            r.ours_spread = ks;
+            r.baseline = es.median;
+            r.baseline_spread = es;
+            r.paired_ratio = rs.median;
+            r.values = {{"ratio_ci_lo", ci.lo},
+                        {"ratio_ci_hi", ci.hi},
+                        {"ratio_ci_level", ci.level},
+                        {"rounds", static_cast<double>(ratios.size())},
+                        {"answers_compared", static_cast<double>(checked)}};
+            r.tags = {{"verdict", ci.lo > 1.0 ? "faster" : ci.hi < 1.0 ? "slower" : "within noise"}};
             r.baseline_name = "HAL emulated backend in the same guest";
             if (batch == 256) r.target = kTargetBatch256;
         }
-        sink.add(r);
-        std::printf("@@VREX-BENCH %s\n", to_json(r).c_str());
+        std::printf("@@VREX-BENCH %s\n", to_json(sink.add(r)).c_str());
     }
     return 0;
 }

@@ -3,8 +3,9 @@
 //  - cache sizes (sysfs, else CPUID: AMD leaf 0x80000006, Intel leaf 4),
 //  - read-only streaming bandwidth (vector loads folded into an XOR, nothing written; not memcpy) for a
 //    buffer that fits L2, one that fits L3 and one far larger than L3,
-//  - a compute roof per scan kernel: the same kernel on an L1-resident block (code-query pairs per
-//    second), measured by the caller (shie_vs_faiss.cpp).
+//  - the core's compute roof: code-query pairs per second that the core evaluates (XOR, popcount, add,
+//    compare against a limit) on register-resident codes, with AVX-512 VPOPCNTDQ, AVX2 and the scalar
+//    popcnt instruction (whichever the CPU has); no load, no kernel under test involved.
 // A scan's bound at table size N: min(bandwidth(level holding N*16 B) * group / (N*16 B), pairs/s / N)
 // queries per second, where group is the number of queries sharing one pass over the table.
 #pragma once
@@ -30,8 +31,8 @@ Stats read_bandwidth(size_t bytes, size_t repeats, double min_seconds);
 
 struct Roofline {
     CacheSizes caches;
-    size_t l2_bytes = 0, l3_bytes = 0, dram_bytes = 0;  // buffer sizes measured
-    Stats l2, l3, dram;                                 // bytes/s
+    size_t l1_bytes = 0, l2_bytes = 0, l3_bytes = 0, dram_bytes = 0;  // buffer sizes measured
+    Stats l1, l2, l3, dram;                                           // bytes/s
 
     // The level a table of @bytes streams from, and that level's median bandwidth.
     const char* level(size_t bytes) const;
@@ -40,5 +41,10 @@ struct Roofline {
 
 // @beyond_l3: the DRAM buffer is at least 4 x L3 (false only for smoke runs, which check the code path).
 Roofline measure_roofline(size_t dram_bytes, size_t repeats, double min_seconds, bool beyond_l3);
+
+// The core's pair rate (code-query pairs/s) with AVX-512 VPOPCNTDQ, AVX2 (nibble-table popcount) or the
+// scalar popcnt instruction; an empty Stats (n = 0) when the CPU lacks the instructions.
+enum class CoreIsa { avx512, avx2, scalar };
+Stats core_pair_rate(CoreIsa isa, size_t repeats, double min_seconds);
 
 }  // namespace vrex::bench

@@ -31,7 +31,8 @@ ShieIndex::ShieIndex(std::span<const vrex_fp> codes)
     }
     const u32 cap = static_cast<u32>(codes.size());
     fixed_arena_.resize(vrex_shie_arena_size_geometry(cap, VREX_MIH_FIXED_TABLES));
-    rc = vrex_shie_init_geometry(&fixed_, cap, VREX_MIH_FIXED_TABLES, fixed_arena_.data(), fixed_arena_.size());
+    rc = vrex_shie_init_geometry(&fixed_, cap, VREX_MIH_FIXED_TABLES, fixed_arena_.data(),
+                                 fixed_arena_.size());
     if (rc) throw std::runtime_error("vrex_shie_init_geometry failed: " + std::to_string(rc));
     for (size_t i = 0; i < codes.size(); i++) {
         u32 entry;
@@ -104,6 +105,22 @@ size_t ShieIndex::nearest(Path path, std::span<const vrex_fp> queries, uint32_t 
         hits += hit;
     }
     return hits;
+}
+
+vrex_shie_paths ShieIndex::paths(Path path, std::span<const vrex_fp> queries, uint32_t radius, bool range) {
+    vrex_shie_paths p{};
+    vrex_shie_table* t = path == Path::mih_prechange                                  ? &prechange_
+                         : (path == Path::mih_fixed || path == Path::mih_batch_fixed) ? &fixed_
+                                                                                      : &table_;
+    t->paths = &p;
+    if (range) {
+        this->range(path, queries, radius, nullptr);
+    } else {
+        std::vector<uint32_t> ids(queries.size()), d(queries.size());
+        nearest(path, queries, radius, ids, d);
+    }
+    t->paths = nullptr;
+    return p;
 }
 
 }  // namespace vrex::bench

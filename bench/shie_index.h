@@ -35,6 +35,10 @@ class ShieIndex {
     size_t nearest(Path path, std::span<const vrex_fp> queries, uint32_t radius, std::span<uint32_t> ids,
                    std::span<uint32_t> dists) const;
 
+    // Which code path answered each query of one untimed pass of @path (lib's vrex_shie_paths counters,
+    // switched on for this pass only): probes, crowd or budget fallback to the scan, shared group scan.
+    vrex_shie_paths paths(Path path, std::span<const vrex_fp> queries, uint32_t radius, bool range);
+
     size_t arena_bytes() const { return arena_.size(); }
     uint32_t mih_tables() const { return table_.mih_tables; }
 

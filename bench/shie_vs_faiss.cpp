@@ -6,7 +6,8 @@
 //    exact IndexBinaryMultiHash configurations (the best per build and operation is compared);
 //  - blocked SIMD popcount scans (AVX-512 VPOPCNTDQ, AVX2, and scalar popcnt as the no-SIMD control);
 //  - SHIE's brute-force reference (the control that switches multi-index hashing off);
-//  - a roofline measured in the same run (read-only streaming bandwidth per cache level, compute roof).
+//  - a roofline measured in the same run from the hardware: read-only streaming bandwidth per cache level
+//    and the core's popcount-and-compare rate on register-resident codes (no kernel under test).
 // Two operations: range (every id within the radius, FAISS range_search) and k = 1 nearest within the
 // radius (the product's find_similar, FAISS search with k = 1). Table sizes 4k, 16k (the device's SHIE
 // capacity), 100k and 1M; uniform codes, single-camera clustered codes (vtest.avi) and multi-camera
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -31,6 +33,7 @@
 #include "codes.h"
 #include "faiss_indexes.h"
 #include "frames.h"
+#include "group_scan.h"
 #include "roofline.h"
 #include "shie_index.h"
 #include "simd_scan.h"
@@ -78,6 +81,12 @@ struct Plan {
     double budget;      // seconds of CPU a method may spend on one pass over its queries; slower methods
                         // are timed on the first queries only (recorded as queries_timed)
     size_t dram_bytes;  // read-bandwidth buffer beyond the caches
+    size_t min_timed_large = kMinTimedQueries;  // queries timed at least, from 100k entries on
+    bool cold = false;                          // also time cold rounds where the SHIE arena exceeds L3
+    // From this size on only SHIE and its best alternatives are timed (SIMD scans, the register-blocked
+    // scan, native FAISS); the controls and Debian FAISS (the truth all the same) are left out: with
+    // >= 1,000 queries, cold and warm, at 1M they alone would take most of an hour on the shared machine.
+    size_t lean_from = SIZE_MAX;
 };
 
 Plan plan_for(Mode m) {
@@ -88,13 +97,22 @@ Plan plan_for(Mode m) {
             // bench-quick (< 5 min in total): the device's capacity with every code family and 1M uniform
             // (the two sizes with targets); 4k, 100k and clustered 1M only in full runs. With 100k too
             // this binary alone took 221 s of wall time at load 12 (2026-11-30).
-            return {{{16384, 96, 24}, {1000000, 16, 0}}, 5, 0.002, 0.01, size_t{256} << 20};
+            return {{{16384, 96, 24}, {1000000, 1000, 0}},
+                    5,
+                    0.002,
+                    0.01,
+                    size_t{256} << 20,
+                    1000,
+                    true,
+                    1000000};
         case Mode::full:
-            return {{{4096, 512, 128}, {16384, 512, 128}, {100000, 256, 32}, {1000000, 64, 12}},
+            return {{{4096, 512, 128}, {16384, 512, 128}, {100000, 1000, 32}, {1000000, 1000, 12}},
                     5,
                     0.01,
                     0.08,
-                    size_t{512} << 20};
+                    size_t{512} << 20,
+                    1000,
+                    true};
     }
     return {};
 }
@@ -142,6 +160,8 @@ struct Method {
     size_t k = 0;       // queries timed (set by prepare)
     size_t passes = 1;  // passes over those queries per repeat
     std::vector<double> qps;
+    std::optional<ShieIndex::Path> path;  // a SHIE lookup: its path counters are recorded
+    vrex_shie_paths paths{};
 };
 
 struct Workload {
@@ -256,6 +276,22 @@ void time_once(Method& m, std::span<const vrex_fp> queries) {
     m.qps.push_back(static_cast<double>(m.passes * m.k) / t);
 }
 
+// Cold: the caches are flushed (a buffer twice the size of L3 is read and written), then the timed queries
+// are answered once each: no warm-up pass, no repeat.
+void time_cold(Method& m, std::span<const vrex_fp> queries, std::vector<uint8_t>& flush) {
+    volatile size_t sink = 0;
+    size_t acc = 0;
+    for (size_t i = 0; i < flush.size(); i += 64) {
+        acc += flush[i];
+        flush[i] = static_cast<uint8_t>(acc);
+    }
+    sink = sink + acc;
+    const double t0 = cpu_seconds();
+    sink = sink + m.run(queries.first(m.k), nullptr);
+    const double t = std::max(cpu_seconds() - t0, 1e-9);
+    m.qps.push_back(static_cast<double>(m.k) / t);
+}
+
 struct Faiss {
     const FaissModule* debian = nullptr;
     const FaissModule* native = nullptr;  // nullptr: not built
@@ -264,7 +300,7 @@ struct Faiss {
 
 struct Roofs {
     Roofline mem;
-    Stats compute[2];  // code-query pairs per second, [Op]: the fastest scan kernel on an L1-resident block
+    Stats compute[2];  // code-query pairs per second, [Op]: the core's rate on register-resident codes
     std::string compute_kernel[2];
 };
 
@@ -317,6 +353,98 @@ void sweep(const FaissModule& mod, const Workload& w, const Truth& truth, const 
     }
 }
 
+// A comparison record of @ours against @base: the medians of both, and the median of the per-round ratios
+// (both were timed in the same interleaved rounds, so round i of one is paired with round i of the other)
+// with its distribution-free confidence interval; "verdict" says whether the interval excludes 1.
+Record paired(const Method& ours, const Method& base, const std::string& name) {
+    Record r;
+    r.name = name;
+    const Stats so = stats_of(ours.qps), sb = stats_of(base.qps);
+    r.ours = so.median;
+    r.baseline = sb.median;
+    r.ours_spread = so;
+    r.baseline_spread = sb;
+    r.unit = "queries/s";
+    std::vector<double> rr;
+    for (size_t i = 0; i < std::min(ours.qps.size(), base.qps.size()); i++)
+        if (base.qps[i] > 0.0) rr.push_back(ours.qps[i] / base.qps[i]);
+    if (!rr.empty()) {
+        const Stats rs = stats_of(rr);
+        const MedianCi ci = median_ci(rr);
+        r.paired_ratio = rs.median;
+        r.values = {{"ratio_ci_lo", ci.lo},
+                    {"ratio_ci_hi", ci.hi},
+                    {"ratio_ci_level", ci.level},
+                    {"rounds", static_cast<double>(rr.size())}};
+        r.tags.emplace_back("verdict", ci.lo > 1.0 ? "faster" : ci.hi < 1.0 ? "slower" : "within noise");
+    }
+    return r;
+}
+
+// Comparisons: SHIE against the best of a set of methods (the best by median), as paired ratios.
+void report_comparisons(const std::vector<Method>& methods, const ShieIndex& shie, const Faiss& faiss,
+                        const Workload& w, size_t n, const std::string& prefix, const std::string& wl,
+                        const std::string& notes, const std::string& temp, RecordSink& sink) {
+    for (Op op : {Op::range, Op::nearest}) {
+        const Method* ours = nullptr;
+        for (const auto& m : methods)
+            if (m.op == op && m.family == "shie") ours = &m;
+        if (!ours) continue;
+        auto best_of = [&](auto pred) {
+            const Method* b = nullptr;
+            for (const auto& m : methods)
+                if (m.op == op && pred(m) && (!b || stats_of(m.qps).median > stats_of(b->qps).median)) b = &m;
+            return b;
+        };
+        auto compare = [&](const std::string& what, const Method* base, std::optional<double> target,
+                           const std::string& extra) {
+            if (!base) return;
+            Record r = paired(*ours, *base, prefix + "/" + op_name(op) + ": " + ours->name + " vs " + what);
+            r.target = target;
+            r.baseline_name = base->name + extra;
+            r.notes = notes;
+            r.tags.insert(r.tags.begin(),
+                          {{"kind", "comparison"}, {"workload", wl}, {"dist", w.dist}, {"op", op_name(op)}});
+            if (!temp.empty()) r.tags.emplace_back("cache", temp);
+            r.values.emplace_back("n", static_cast<double>(n));
+            r.values.emplace_back("queries_timed", static_cast<double>(ours->k));
+            sink.add(r);
+        };
+        const std::string no_native =
+            faiss.native ? "" : " [native FAISS not built: " + faiss.native_why + "]";
+        // The best alternative: native FAISS (Flat or its best exact MultiHash) or any SIMD scan, the
+        // register-blocked group kernel included. No target: at the device's capacity the honest
+        // expectation is "about a scan" (docs/hw/shie.md).
+        compare("best alternative (native FAISS, SIMD scans incl. the register-blocked group kernel)",
+                best_of([](const Method& m) { return m.family == "faiss-native" || m.family == "scan"; }),
+                std::nullopt, no_native);
+        compare("best exact native FAISS",
+                best_of([](const Method& m) { return m.family == "faiss-native"; }),
+                n >= 1000000 && w.dist == "uniform" && op == Op::range && temp != "cold"
+                    ? std::optional<double>(20.0)
+                    : std::nullopt,
+                "");
+        compare("best exact Debian FAISS",
+                best_of([](const Method& m) { return m.family == "faiss-debian"; }), std::nullopt, "");
+        compare("the same lookup before the probe budget and vector scan (control)",
+                best_of([](const Method& m) {
+                    return m.name.find("before the probe budget") != std::string::npos;
+                }),
+                std::nullopt, "");
+        if (op == Op::nearest)
+            compare("the same lookup one query per call (control)",
+                    best_of([](const Method& m) { return m.name == kOnePerCall; }), std::nullopt, "");
+        compare("the same lookup with the fixed 8 x 16 MIH geometry (control)", best_of([&](const Method& m) {
+                    return m.name == (op == Op::range ? kFixedRange : kFixedBatch);
+                }),
+                std::nullopt,
+                " (this table's own geometry: " + std::to_string(shie.mih_tables()) + " substrings)");
+        compare("control (brute force, MIH off)",
+                best_of([](const Method& m) { return m.name.find("_bruteforce") != std::string::npos; }),
+                std::nullopt, "");
+    }
+}
+
 // Returns false when any method disagreed with FAISS Flat.
 bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const Roofs& roofs,
                   const std::vector<FaissConfig>& cfgs, RecordSink& sink) {
@@ -350,7 +478,8 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
     const std::vector<FaissConfig> crowded_cfgs = {
         {FaissKind::multihash, 6, 21, 0}, {FaissKind::multihash, 18, 7, 2}, {FaissKind::multihash, 21, 6, 3}};
     const auto& use_cfgs = crowded_large && cfgs.size() > crowded_cfgs.size() ? crowded_cfgs : cfgs;
-    if (!crowded_large) sweep(*faiss.debian, w, truth, plan, use_cfgs, prefix, sink, deb_best, ok);
+    const bool lean = n >= plan.lean_from;
+    if (!crowded_large && !lean) sweep(*faiss.debian, w, truth, plan, use_cfgs, prefix, sink, deb_best, ok);
     if (faiss.native) sweep(*faiss.native, w, truth, plan, use_cfgs, prefix, sink, nat_best, ok);
 
     ShieIndex shie(w.db);
@@ -376,11 +505,14 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         // one query per call is its control. Range has no batch entry point: one query per call.
         if (rg) {
             methods.emplace_back("SHIE find_range (MIH)", "shie", op, false, shie_fn(ShieIndex::Path::mih));
+            methods.back().path = ShieIndex::Path::mih;
         } else {
             methods.emplace_back(kOnePerCall, "control", op, false, shie_fn(ShieIndex::Path::mih));
+            methods.back().path = ShieIndex::Path::mih;
             methods.emplace_back(
                 "SHIE find_similar_batch (MIH, " + std::to_string(ShieIndex::kBatch) + " queries/call)",
                 "shie", op, false, shie_fn(ShieIndex::Path::mih_batch));
+            methods.back().path = ShieIndex::Path::mih_batch;
         }
         methods.emplace_back(
             rg ? "control: SHIE find_range_bruteforce" : "control: SHIE find_similar_bruteforce", "control",
@@ -389,9 +521,11 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
         // sized to the capacity (docs/hw/shie.md, "Geometry").
         methods.emplace_back(std::string(rg ? kFixedRange : kFixedBatch), "control", op, false,
                              shie_fn(rg ? ShieIndex::Path::mih_fixed : ShieIndex::Path::mih_batch_fixed));
+        methods.back().path = rg ? ShieIndex::Path::mih_fixed : ShieIndex::Path::mih_batch_fixed;
         methods.emplace_back(std::string("control: ") + (rg ? "find_range" : "find_similar") +
                                  " before the probe budget (probes free, scalar fallback scan)",
                              "control", op, false, shie_fn(ShieIndex::Path::mih_prechange));
+        methods.back().path = ShieIndex::Path::mih_prechange;
         for (ScanIsa isa : {ScanIsa::avx512, ScanIsa::avx2, ScanIsa::scalar}) {
             if (!scan_isa_supported(isa)) continue;
             const std::string name = (isa == ScanIsa::scalar ? "control: scan, " : "SIMD scan, ") +
@@ -415,6 +549,25 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
                                      return hits;
                                  });
         }
+        // The register-blocked multi-query scan: SHIE's own group kernel over the bare codes, no index.
+        if (const std::string gk = group_scan_kernel(); !gk.empty())
+            methods.emplace_back(
+                "SIMD scan, register-blocked (SHIE group kernel " + gk + ", 8 queries/pass)", "scan", op,
+                true, [&w, op](std::span<const vrex_fp> qs, Answer* out) -> size_t {
+                    if (op == Op::range) {
+                        Answer local;
+                        return group_scan_range(w.db, qs, kRadius, out ? out->sets : local.sets);
+                    }
+                    std::vector<uint32_t> ids(qs.size()), d(qs.size());
+                    group_scan_nearest(w.db, qs, kRadius, ids, d);
+                    size_t hits = 0;
+                    for (auto id : ids) hits += id != UINT32_MAX;
+                    if (out) {
+                        out->ids = std::move(ids);
+                        out->dists = std::move(d);
+                    }
+                    return hits;
+                });
         auto add_faiss = [&](const std::string& build, const FaissIndexApi* idx, const std::string& what,
                              bool scan) {
             methods.emplace_back("FAISS " + build + " " + what, "faiss-" + build, op, scan,
@@ -429,13 +582,22 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
             add_faiss("native", nat_best[bi].index.get(), "best " + nat_best[bi].cfg.describe(), false);
     }
 
+    if (lean) {
+        std::erase_if(methods,
+                      [](const Method& m) { return m.family == "control" || m.family == "faiss-debian"; });
+        std::printf("  lean: %zu methods timed (controls and Debian FAISS left out at this size)\n",
+                    methods.size());
+    }
     // One query set for all: the ratios compare the same queries. It is cut to what the slowest method
-    // can run within the budget.
+    // can run within the budget, but never below the plan's floor for this size (>= 1,000 distinct
+    // queries from 100k on: a few dozen queries repeated stay in the caches and sample no workload).
+    const size_t floor_k = n >= 100000 ? plan.min_timed_large : kMinTimedQueries;
     size_t k = w.queries.size();
     for (auto& m : methods) {
-        prepare(m, w.queries, plan, kMinTimedQueries);
+        prepare(m, w.queries, plan, floor_k);
         k = std::min(k, m.k);
     }
+    k = std::max(k, std::min(floor_k, w.queries.size()));
     for (auto& m : methods) {
         m.k = k;
         set_passes(m, w.queries, plan);
@@ -443,174 +605,109 @@ bool run_workload(const Workload& w, const Plan& plan, const Faiss& faiss, const
             std::fprintf(stderr, "FAIL: %s (%s) differs from FAISS Flat\n", m.name.c_str(), op_name(m.op));
             ok = false;
         }
+        // Which path answered: one untimed pass with lib's path counters on.
+        if (m.path) m.paths = shie.paths(*m.path, std::span(w.queries).first(k), kRadius, m.op == Op::range);
     }
-    // Interleaved repeats: every method once per round, so load changes hit all of them alike.
+    // Cold: the arena is larger than L3 and every timed query is answered once, after the caches were
+    // flushed (no warm-up pass, no repeat within a round), so the buckets and codes a query touches come
+    // from DRAM; warm: the same queries after an untimed pass, repeated. Reported apart.
+    const bool cold = plan.cold && shie.arena_bytes() > roofs.mem.caches.l3;
+
+    auto report = [&](const std::string& temp) {
+        const std::string wlt = temp.empty() ? wl : wl + "/" + temp;
+        const std::string pre = "shie/" + wlt;
+        char notes[320];
+        std::snprintf(
+            notes, sizeof(notes),
+            "%s: radius %u, %zu queries (range: %zu non-empty, %.1f results/query; nearest: %zu hits), "
+            "%zu timed per round%s, one core",
+            wlt.c_str(), kRadius, w.queries.size(), hit_queries,
+            static_cast<double>(total_hits) / static_cast<double>(w.queries.size()), nearest_hits, k,
+            temp == "cold" ? ", each once after a cache flush" : "");
+        const size_t table_bytes = n * sizeof(vrex_fp);
+        const double bw = roofs.mem.bandwidth(table_bytes);
+        for (auto& m : methods) {
+            const Stats s = stats_of(m.qps);
+            Record r;
+            r.name = pre + "/" + op_name(m.op) + ": " + m.name;
+            r.ours = s.median;
+            r.ours_spread = s;
+            r.unit = "queries/s";
+            r.notes = notes;
+            r.tags = {{"kind", "measurement"}, {"workload", wlt},  {"dist", w.dist},
+                      {"op", op_name(m.op)},   {"method", m.name}, {"family", m.family}};
+            if (!temp.empty()) r.tags.emplace_back("cache", temp);
+            r.values = {{"n", static_cast<double>(n)}, {"queries_timed", static_cast<double>(m.k)}};
+            if (m.family == "shie")
+                r.values.emplace_back("arena_bytes", static_cast<double>(shie.arena_bytes()));
+            if (m.path) {
+                r.values.emplace_back("path_probes", static_cast<double>(m.paths.probes));
+                r.values.emplace_back("path_crowd_scan", static_cast<double>(m.paths.crowd_scan));
+                r.values.emplace_back("path_budget_scan", static_cast<double>(m.paths.budget_scan));
+                r.values.emplace_back("path_group_scan", static_cast<double>(m.paths.group_scan));
+                r.values.emplace_back("path_bruteforce", static_cast<double>(m.paths.bruteforce));
+            }
+            const int oi = m.op == Op::range ? 0 : 1;
+            if (m.scan_type && roofs.compute[oi].median > 0.0) {
+                // Roof: the table streamed once per kScanGroup queries from the level that holds it, or the
+                // core's own popcount-and-compare rate on register-resident data, whichever is lower
+                // (docs/benchmarks.md, "Roofline"). Both come from the hardware, not from a kernel under
+                // test.
+                const double mem = bw * static_cast<double>(kScanGroup) / static_cast<double>(table_bytes);
+                const double cpu = roofs.compute[oi].median / static_cast<double>(n);
+                r.baseline = std::min(mem, cpu);
+                r.baseline_name = std::string("roofline: ") + (mem < cpu ? "memory" : "compute") +
+                                  " bound, table in " + roofs.mem.level(table_bytes);
+                r.target = 0.5;
+                r.tags.emplace_back("roof_level", roofs.mem.level(table_bytes));
+                r.tags.emplace_back("roof_bound", mem < cpu ? "memory" : "compute");
+                r.values.emplace_back("roof_fraction", s.median / *r.baseline);
+            }
+            sink.add(r);
+        }
+        report_comparisons(methods, shie, faiss, w, n, pre, wlt, notes, temp, sink);
+    };
+
+    // Interleaved repeats: every method once per round, so load changes hit all of them alike, and the
+    // per-round ratios of two methods are paired.
     for (size_t r = 0; r < plan.repeats; r++)
         for (auto& m : methods) time_once(m, w.queries);
-
-    char notes[256];
-    std::snprintf(
-        notes, sizeof(notes),
-        "%s: radius %u, %zu queries (range: %zu non-empty, %.1f results/query; nearest: %zu hits), one core",
-        wl.c_str(), kRadius, w.queries.size(), hit_queries,
-        static_cast<double>(total_hits) / static_cast<double>(w.queries.size()), nearest_hits);
-    const size_t table_bytes = n * sizeof(vrex_fp);
-    const double bw = roofs.mem.bandwidth(table_bytes);
-    for (auto& m : methods) {
-        const Stats s = stats_of(m.qps);
-        Record r;
-        r.name = prefix + "/" + op_name(m.op) + ": " + m.name;
-        r.ours = s.median;
-        r.ours_spread = s;
-        r.unit = "queries/s";
-        r.notes = notes;
-        r.tags = {{"kind", "measurement"}, {"workload", wl},   {"dist", w.dist},
-                  {"op", op_name(m.op)},   {"method", m.name}, {"family", m.family}};
-        r.values = {{"n", static_cast<double>(n)}, {"queries_timed", static_cast<double>(m.k)}};
-        if (m.family == "shie") r.values.emplace_back("arena_bytes", static_cast<double>(shie.arena_bytes()));
-        if (m.scan_type) {
-            // Roof: the table streamed once per kScanGroup queries from the level that holds it, or the
-            // compute roof, whichever is lower (docs/benchmarks.md, "Roofline").
-            const int oi = m.op == Op::range ? 0 : 1;
-            const double mem = bw * static_cast<double>(kScanGroup) / static_cast<double>(table_bytes);
-            const double cpu = roofs.compute[oi].median / static_cast<double>(n);
-            r.baseline = std::min(mem, cpu);
-            r.baseline_name = std::string("roofline: ") + (mem < cpu ? "memory" : "compute") +
-                              " bound, table in " + roofs.mem.level(table_bytes);
-            r.target = 0.5;
-            r.tags.emplace_back("roof_level", roofs.mem.level(table_bytes));
-            r.tags.emplace_back("roof_bound", mem < cpu ? "memory" : "compute");
-            r.values.emplace_back("roof_fraction", s.median / *r.baseline);
-        }
-        sink.add(r);
-    }
-
-    // Comparisons: SHIE against the best of a set of methods, medians of the same interleaved rounds.
-    for (Op op : {Op::range, Op::nearest}) {
-        const Method* ours = nullptr;
-        for (const auto& m : methods)
-            if (m.op == op && m.family == "shie") ours = &m;
-        auto best_of = [&](auto pred) {
-            const Method* b = nullptr;
-            for (const auto& m : methods)
-                if (m.op == op && pred(m) && (!b || stats_of(m.qps).median > stats_of(b->qps).median)) b = &m;
-            return b;
-        };
-        auto compare = [&](const std::string& what, const Method* base, std::optional<double> target,
-                           const std::string& extra) {
-            if (!base) return;
-            Record r;
-            r.name = prefix + "/" + op_name(op) + ": " + ours->name + " vs " + what;
-            const Stats so = stats_of(ours->qps), sb = stats_of(base->qps);
-            r.ours = so.median;
-            r.baseline = sb.median;
-            r.ours_spread = so;
-            r.baseline_spread = sb;
-            r.unit = "queries/s";
-            r.target = target;
-            r.baseline_name = base->name + extra;
-            r.notes = notes;
-            r.tags = {{"kind", "comparison"}, {"workload", wl}, {"dist", w.dist}, {"op", op_name(op)}};
-            r.values = {{"n", static_cast<double>(n)}};
-            sink.add(r);
-        };
-        const std::string no_native =
-            faiss.native ? "" : " [native FAISS not built: " + faiss.native_why + "]";
-        const bool at_device = n == kDeviceCapacity;
-        compare("best of (native FAISS, SIMD scan)",
-                best_of([](const Method& m) { return m.family == "faiss-native" || m.family == "scan"; }),
-                at_device && op == Op::nearest ? std::optional<double>(3.0) : std::nullopt, no_native);
-        compare("best exact native FAISS",
-                best_of([](const Method& m) { return m.family == "faiss-native"; }),
-                n >= 1000000 && w.dist == "uniform" && op == Op::range ? std::optional<double>(20.0)
-                                                                       : std::nullopt,
-                "");
-        compare("best exact Debian FAISS",
-                best_of([](const Method& m) { return m.family == "faiss-debian"; }), std::nullopt, "");
-        compare("the same lookup before the probe budget and vector scan (control)",
-                best_of([](const Method& m) {
-                    return m.name.find("before the probe budget") != std::string::npos;
-                }),
-                std::nullopt, "");
-        if (op == Op::nearest)
-            compare("the same lookup one query per call (control)",
-                    best_of([](const Method& m) { return m.name == kOnePerCall; }), std::nullopt, "");
-        compare("the same lookup with the fixed 8 x 16 MIH geometry (control)", best_of([&](const Method& m) {
-                    return m.name == (op == Op::range ? kFixedRange : kFixedBatch);
-                }),
-                std::nullopt,
-                " (this table's own geometry: " + std::to_string(shie.mih_tables()) + " substrings)");
-        compare("control (brute force, MIH off)",
-                best_of([](const Method& m) { return m.name.find("_bruteforce") != std::string::npos; }),
-                std::nullopt, "");
-        // The one-query lookup (issue 14's probe budget and vector scan, L2-aware discount) against the
-        // lookup before that change: for range that is `ours` above; for nearest it is the control.
-        if (op == Op::nearest) {
-            const Method* one = best_of([](const Method& m) { return m.name == kOnePerCall; });
-            const Method* pre = best_of(
-                [](const Method& m) { return m.name.find("before the probe budget") != std::string::npos; });
-            if (one && pre) {
-                Record r;
-                r.name = prefix + "/" + op_name(op) + ": " + one->name +
-                         " vs the same lookup before the probe budget and vector scan";
-                const Stats so = stats_of(one->qps), sb = stats_of(pre->qps);
-                r.ours = so.median;
-                r.baseline = sb.median;
-                r.ours_spread = so;
-                r.baseline_spread = sb;
-                r.unit = "queries/s";
-                r.baseline_name = pre->name;
-                r.notes = notes;
-                r.tags = {{"kind", "comparison"}, {"workload", wl}, {"dist", w.dist}, {"op", op_name(op)}};
-                r.values = {{"n", static_cast<double>(n)}};
-                sink.add(r);
-            }
-        }
+    report(cold ? "warm" : "");
+    if (cold) {
+        std::vector<uint8_t> flush(2 * roofs.mem.caches.l3 + (size_t{8} << 20), 1);
+        for (auto& m : methods) m.qps.clear();
+        for (size_t r = 0; r < plan.repeats; r++)
+            for (auto& m : methods) time_cold(m, w.queries, flush);
+        report("cold");
     }
     return ok;
 }
 
-// Roof of each operation's kernel: the fastest scan kernel on a table that stays in L1 (1024 codes,
-// 16 KiB), in code-query pairs per second.
+// The compute roof: the core's own rate of code-query pair evaluations (XOR, popcount, add, compare) on
+// register-resident codes (roofline.h), with the vector and the scalar popcount. Independent of the scan
+// kernels under test, so a kernel's fraction of it says how much of the core the kernel uses.
 void measure_compute_roofs(const Plan& plan, Roofs& roofs, RecordSink& sink) {
-    const auto codes = uniform_codes(kScanBlock, 777);
-    const auto queries = uniform_codes(256, 778);  // far from every code: range finds nothing
-    for (Op op : {Op::range, Op::nearest}) {
-        const int oi = op == Op::range ? 0 : 1;
-        for (ScanIsa isa : {ScanIsa::avx512, ScanIsa::avx2, ScanIsa::scalar}) {
-            if (!scan_isa_supported(isa)) continue;
-            std::vector<double> rates;
-            std::vector<std::vector<uint32_t>> sets;
-            std::vector<uint32_t> ids(queries.size()), d(queries.size());
-            for (size_t r = 0; r < plan.repeats; r++) {
-                size_t passes = 0;
-                const double t0 = cpu_seconds();
-                double t = 0.0;
-                do {
-                    if (op == Op::range)
-                        scan_range(isa, codes, queries, kRadius, sets);
-                    else
-                        scan_nearest(isa, codes, queries, kRadius, ids, d);
-                    passes++;
-                    t = cpu_seconds() - t0;
-                } while (t < std::max(plan.min_repeat, 0.002));
-                rates.push_back(static_cast<double>(passes * queries.size() * codes.size()) / t);
-            }
-            const Stats s = stats_of(rates);
-            Record rec;
-            rec.name = std::string("roofline/compute: ") + op_name(op) + " kernel " + scan_isa_name(isa) +
-                       ", L1-resident block";
-            rec.ours = s.median / 1e9;
-            rec.ours_spread = Stats{s.min / 1e9, s.median / 1e9, s.max / 1e9, s.n};
-            rec.unit = "Gpairs/s";
-            rec.notes = "code-query distance evaluations per second on 1024 codes (16 KiB) x 256 queries";
-            rec.tags = {{"kind", "roof"}, {"op", op_name(op)}, {"method", scan_isa_name(isa)}};
-            sink.add(rec);
+    for (CoreIsa isa : {CoreIsa::avx512, CoreIsa::avx2, CoreIsa::scalar}) {
+        const Stats s = core_pair_rate(isa, plan.repeats, std::max(plan.min_repeat, 0.002));
+        if (!s.n) continue;
+        const std::string what = isa == CoreIsa::avx512 ? "AVX-512 VPOPCNTDQ"
+                                 : isa == CoreIsa::avx2 ? "AVX2 nibble-table popcount"
+                                                        : "scalar popcnt";
+        Record rec;
+        rec.name = "roofline/compute: core pair rate, " + what + ", register-resident codes";
+        rec.ours = s.median / 1e9;
+        rec.ours_spread = Stats{s.min / 1e9, s.median / 1e9, s.max / 1e9, s.n};
+        rec.unit = "Gpairs/s";
+        rec.notes =
+            "code-query distance evaluations (2 XOR, 2 popcount, add, compare with a limit) per second "
+            "on codes held in registers: no load, no kernel under test";
+        rec.tags = {{"kind", "roof"}, {"method", what}};
+        sink.add(rec);
+        for (int oi = 0; oi < 2; oi++)
             if (s.median > roofs.compute[oi].median) {
                 roofs.compute[oi] = s;
-                roofs.compute_kernel[oi] = scan_isa_name(isa);
+                roofs.compute_kernel[oi] = what;
             }
-        }
     }
 }
 
@@ -635,6 +732,7 @@ void record_memory_roofs(const Roofline& rf, RecordSink& sink) {
     c.notes = "cache sizes from " + rf.caches.source;
     c.tags = {{"kind", "roof"}};
     sink.add(c);
+    bw("L1", rf.l1_bytes, rf.l1);
     bw("L2", rf.l2_bytes, rf.l2);
     bw("L3", rf.l3_bytes, rf.l3);
     bw("DRAM", rf.dram_bytes, rf.dram);
@@ -729,7 +827,10 @@ int run(const Options& opt) {
     // query counts, so every size can be measured quickly on its own.
     if (only_n &&
         std::none_of(plan.sizes.begin(), plan.sizes.end(), [&](const Size& s) { return s.n == only_n; }))
-        plan.sizes = {{only_n, plan.sizes.front().queries, plan.sizes.front().clustered_queries}};
+        plan.sizes = {{only_n,
+                       only_n >= 100000 ? std::max(plan.sizes.front().queries, plan.min_timed_large)
+                                        : plan.sizes.front().queries,
+                       plan.sizes.front().clustered_queries}};
     if (opt.mode != Mode::smoke && !opt.has_footage()) {
         std::fprintf(stderr,
                      "bench: clustered codes need real footage: run scripts/fetch-footage.sh --gray and "

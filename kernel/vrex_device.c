@@ -303,6 +303,20 @@ static int vrex_read_config(struct vrex_device *vdev)
 	if ((u64)vdev->nbanks * vdev->bank_size > vdev->mem.size)
 		return dev_err_probe(dev, -EINVAL, "bank memory is %llu bytes, banks need %llu\n",
 				     vdev->mem.size, (u64)vdev->nbanks * vdev->bank_size);
+	/*
+	 * Every limit below sizes an allocator or bounds a table index (stream
+	 * slots index hw_streams[], the release FIFO drain is bounded by the
+	 * block capacity): a device reporting none refuses to bind rather than
+	 * let ida_alloc_max(max_streams - 1) wrap.
+	 */
+	if (!vdev->max_streams || !vdev->shie_capacity || !vdev->block_capacity)
+		return dev_err_probe(dev, -EINVAL,
+				     "unsupported limits: %u streams, %u SHIE entries, %u blocks\n",
+				     vdev->max_streams, vdev->shie_capacity, vdev->block_capacity);
+	if (!vdev->group_banks || vdev->group_banks > vdev->nbanks ||
+	    vdev->nbanks % vdev->group_banks)
+		return dev_err_probe(dev, -EINVAL, "unsupported bank groups: %u of %u banks\n",
+				     vdev->group_banks, vdev->nbanks);
 	if (vdev->max_streams > VREX_MAX_STREAMS_HW)
 		vdev->max_streams = VREX_MAX_STREAMS_HW;
 	/*

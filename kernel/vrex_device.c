@@ -219,6 +219,7 @@ void vrex_device_reset(struct vrex_device *vdev)
 	lockdep_assert_held(&vdev->lock);
 	vdev->resetting = true;
 	vdev->resets++;
+	vdev->reset_epoch++;
 	vrex_write(vdev, VREX_REG_RESET, VREX_RESET_MAGIC);
 	vdev->cmd_inflight = false;
 	if (vdev->irq > 0) {

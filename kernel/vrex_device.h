@@ -82,6 +82,12 @@ struct vrex_device {
 	bool cmd_inflight;		/* a waiter was killed before its command completed */
 	bool resetting;			/* inside vrex_device_reset(): no nested reset */
 	u32 resets;			/* resets after a command timed out */
+	/*
+	 * Bumped by every reset (under @lock). A reset empties every ReSV
+	 * head: a head created in an older epoch reports -ESTALE until its
+	 * owner acknowledges the loss (vrex_resv.c).
+	 */
+	u32 reset_epoch;
 	struct xarray blocks;		/* hw block id -> struct vrex_block_ref */
 	struct vrex_file_stream *hw_streams[VREX_MAX_STREAMS_HW];
 	struct ida stream_ida;		/* hardware stream slots */

@@ -22,11 +22,14 @@
  * struct vrex_file_head - a hardware head as one file knows it
  * @id: head id as user space knows it
  * @hw: hardware head slot
+ * @epoch: the device's reset epoch the head's contents belong to; another
+ *         epoch means a reset emptied the hardware head behind its owner's back
  * @params: as created, programmed before every command on the head
  */
 struct vrex_file_head {
 	u32 id;
 	u32 hw;
+	u32 epoch;
 	struct drm_vrex_resv_params params;
 };
 
@@ -72,6 +75,18 @@ static struct vrex_file_head *vrex_head_find(struct vrex_file *vfile, u32 id)
 {
 	lockdep_assert_held(&vfile->vdev->lock);
 	return xa_load(&vfile->heads, id);
+}
+
+/*
+ * A device reset since the head was created (or last acknowledged) emptied
+ * it: its owner's view of the tokens is gone, so every command on it fails
+ * with -ESTALE until RESV_TRUNCATE to 0 tokens (or destroying it)
+ * acknowledges the loss. Silently hashing into or selecting from an emptied
+ * head would hand out ranges of the wrong tokens.
+ */
+static int vrex_head_check_epoch(struct vrex_device *vdev, const struct vrex_file_head *head)
+{
+	return head->epoch == vdev->reset_epoch ? 0 : -ESTALE;
 }
 
 /* Loads @head's parameters into the unit and selects it (ARG_HEAD). */
@@ -225,6 +240,7 @@ int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_f
 		goto err_unlock;
 	}
 	head->hw = hw;
+	head->epoch = vdev->reset_epoch;
 	ret = xa_alloc(&vfile->heads, &head->id, head, xa_limit_31b, GFP_KERNEL);
 	if (ret)
 		goto err_hw;
@@ -286,7 +302,8 @@ int vrex_ioctl_resv_head_destroy(struct drm_device *drm, void *data, struct drm_
  * @file: the caller, owner of the head and the BO
  *
  * Return: 0, -EINVAL (flags, count 0, misaligned, keys outside the BO),
- * -ENOENT (head or BO not of this file), -ENOSPC (the head cannot take the
+ * -ENOENT (head or BO not of this file), -ESTALE (a device reset emptied the
+ * head, see vrex_ioctl_resv_truncate()), -ENOSPC (the head cannot take the
  * batch; nothing was added), -ENODEV, or a failed command (-ETIMEDOUT, -EIO).
  */
 int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *file)
@@ -314,6 +331,9 @@ int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *fi
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	ret = vrex_head_check_epoch(vdev, head);
+	if (ret)
+		goto out_unlock;
 	/* count < 2^32, dim <= 256: the product cannot wrap in 64 bits. */
 	ret = vrex_bo_check_device_range(obj, args->offset,
 					 (u64)args->count * head->params.dim * sizeof(s16));
@@ -353,6 +373,9 @@ static int vrex_select_validate(struct vrex_file *vfile, struct drm_file *file,
 	head = vrex_head_find(vfile, it->head);
 	if (!head)
 		return -ENOENT;
+	ret = vrex_head_check_epoch(vfile->vdev, head);
+	if (ret)
+		return ret;
 	ret = vrex_check_resv_select_item(it);
 	if (ret)
 		return ret;
@@ -408,7 +431,8 @@ static int vrex_select_one(struct vrex_device *vdev, struct vrex_file *vfile,
  * (min(elem_size, ours) bytes each) only when every selection ran.
  *
  * Return: 0, -EINVAL, -E2BIG (elem_size, or a non-zero tail of a larger
- * element), -ENOENT (head or BO not of this file), -EFAULT, -ENOMEM, -ENODEV,
+ * element), -ENOENT (head or BO not of this file), -ESTALE (a head a device
+ * reset emptied), -EFAULT, -ENOMEM, -ENODEV,
  * or the error of the first selection that failed (-ETIMEDOUT, -EIO, ...).
  */
 int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *file)
@@ -476,8 +500,11 @@ out_items:
  * @data: struct drm_vrex_resv_truncate
  * @file: the caller, owner of the head
  *
+ * TRUNCATE to 0 tokens also acknowledges a reset that emptied the head.
+ *
  * Return: 0, -ENOENT (head not of this file), -EINVAL (@keep above the
- * head's tokens), -ENODEV, or a failed command.
+ * head's tokens), -ESTALE (@keep > 0 on a head a reset emptied), -ENODEV, or
+ * a failed command.
  */
 int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file *file)
 {
@@ -490,12 +517,17 @@ int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file
 		return -ENODEV;
 	mutex_lock(&vdev->lock);
 	head = vrex_head_find(to_vrex_file(file), args->head);
-	if (head) {
+	if (!head) {
+		ret = -ENOENT;
+	} else if (args->keep && vrex_head_check_epoch(vdev, head)) {
+		ret = -ESTALE;
+	} else {
 		vrex_write(vdev, VREX_REG_ARG_HEAD, head->hw);
 		vrex_write(vdev, VREX_REG_ARG_COUNT, args->keep);
 		ret = vrex_cmd(vdev, VREX_CMD_RESV_TRUNCATE);
-	} else {
-		ret = -ENOENT;
+		/* Emptied on purpose: the owner knows what the head holds again. */
+		if (!ret && !args->keep)
+			head->epoch = vdev->reset_epoch;
 	}
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);

@@ -98,7 +98,11 @@ struct vrex_device {
 	struct mutex mm_lock;
 	struct drm_mm bank_mm[VREX_MAX_BANKS_HW];
 	u64 bo_bytes[VREX_MAX_BANKS_HW];
-	struct list_head bos;		/* placed BOs, for revoking dma-buf mappings */
+	struct list_head bos;		/* placed BOs (debugfs) */
+
+	/* Address spaces with user mappings of device memory (vrex_gem.c), revoked at unplug. */
+	struct mutex umap_lock;
+	struct list_head umaps;
 
 	/* Live objects, for leak checks (debugfs "counts"). */
 	atomic_t live_bos;

@@ -135,18 +135,98 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 }
 
 /*
+ * Every address_space holding user mappings of device memory: the DRM
+ * file's (the device's anon inode) and one per exported dma-buf mapped by
+ * some process. A dma-buf stays mappable after the BO's last GEM handle is
+ * closed (obj->dma_buf is NULL then, and a new export makes a second
+ * dma-buf), so the mappings are tracked where they are made, not through
+ * the BO. Each entry counts its VMAs and holds its inode, so the mapping
+ * revoked at unplug cannot have been freed.
+ */
+struct vrex_umap {
+	struct list_head link;		/* vdev->umaps, under umap_lock */
+	struct address_space *mapping;
+	unsigned int vmas;
+};
+
+static struct vrex_umap *vrex_umap_find(struct vrex_device *vdev, struct address_space *mapping)
+{
+	struct vrex_umap *um;
+
+	lockdep_assert_held(&vdev->umap_lock);
+	list_for_each_entry(um, &vdev->umaps, link)
+		if (um->mapping == mapping)
+			return um;
+	return NULL;
+}
+
+/* A new mapping of @vma->vm_file (mmap), before the VMA is linked. */
+static int vrex_umap_add(struct vrex_device *vdev, struct vm_area_struct *vma)
+{
+	struct address_space *mapping = vma->vm_file->f_mapping;
+	struct vrex_umap *um;
+	int ret = 0;
+
+	mutex_lock(&vdev->umap_lock);
+	um = vrex_umap_find(vdev, mapping);
+	if (!um) {
+		um = kzalloc(sizeof(*um), GFP_KERNEL_ACCOUNT);
+		if (!um) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		um->mapping = mapping;
+		ihold(mapping->host);
+		list_add(&um->link, &vdev->umaps);
+	}
+	um->vmas++;
+out:
+	mutex_unlock(&vdev->umap_lock);
+	return ret;
+}
+
+/* vm_ops->open: a VMA copied (fork) or split from one already counted. */
+static void vrex_umap_get(struct vrex_device *vdev, struct vm_area_struct *vma)
+{
+	struct vrex_umap *um;
+
+	mutex_lock(&vdev->umap_lock);
+	um = vrex_umap_find(vdev, vma->vm_file->f_mapping);
+	if (!WARN_ON(!um))
+		um->vmas++;
+	mutex_unlock(&vdev->umap_lock);
+}
+
+static void vrex_umap_put(struct vrex_device *vdev, struct vm_area_struct *vma)
+{
+	struct inode *inode = NULL;
+	struct vrex_umap *um;
+
+	mutex_lock(&vdev->umap_lock);
+	um = vrex_umap_find(vdev, vma->vm_file->f_mapping);
+	if (!WARN_ON(!um) && !--um->vmas) {
+		list_del(&um->link);
+		inode = um->mapping->host;
+		kfree(um);
+	}
+	mutex_unlock(&vdev->umap_lock);
+	if (inode)
+		iput(inode);
+}
+
+/*
  * Both the DRM file's mmap and the dma-buf's (drm_gem_prime_mmap()) land
- * here. Mappings are populated now and revoked at unplug
- * (vrex_gem_unmap_user()), so no fault handler is needed; a mapping made
- * after unplug is refused. Memory without struct pages (a no-map carve-out,
- * a BAR) is mapped as raw PFNs, never through pages.
+ * here. Nothing is mapped now: the mmap core links the VMA into its
+ * address_space only after this returns, so PTEs inserted here could escape
+ * an unmap_mapping_range() of a concurrent unplug. Pages are inserted by
+ * vrex_gem_fault() inside drm_dev_enter(), and unplug revokes every tracked
+ * address_space after drm_dev_unplug() (vrex_gem_unmap_user()); a fault or a
+ * mapping after unplug is refused. Device memory is mapped as raw PFNs,
+ * never through struct pages.
  */
 static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
-	struct vrex_mem *mem = &vdev->mem;
-	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
-	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
 	int ret, idx;
 
 	/* Pinned memory: no copy-on-write private mappings of device memory. */
@@ -160,17 +240,58 @@ static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	 * and without vm_ops->close the mapping's object reference is never put.
 	 */
 	vma->vm_ops = obj->funcs->vm_ops;
-
-	if (mem->vmalloced) {
-		ret = remap_vmalloc_range(vma, mem->vaddr, addr >> PAGE_SHIFT);
+	if (vdev->mem.vmalloced) {
+		vma->vm_page_prot = vm_get_page_prot(vma->vm_flags);
+		vrex_vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	} else {
 		vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 		vrex_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
-		ret = io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
-					 vma->vm_end - vma->vm_start, vma->vm_page_prot);
 	}
+	ret = vrex_umap_add(vdev, vma);
 	drm_dev_exit(idx);
 	return ret;
+}
+
+static vm_fault_t vrex_gem_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node) +
+			      ((vmf->address - vma->vm_start) >> PAGE_SHIFT);
+	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
+	unsigned long pfn;
+	vm_fault_t ret;
+	int idx;
+
+	if ((u64)pgoff << PAGE_SHIFT >= obj->size)
+		return VM_FAULT_SIGBUS;
+	/* Unplugged: the memory may be gone (SIGBUS, as for a revoked mapping). */
+	if (!drm_dev_enter(obj->dev, &idx))
+		return VM_FAULT_SIGBUS;
+	if (vdev->mem.vmalloced)
+		pfn = vmalloc_to_pfn(vdev->mem.vaddr + addr);
+	else
+		pfn = PHYS_PFN(vdev->mem.phys + addr);
+	ret = vmf_insert_pfn(vma, vmf->address, pfn);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static void vrex_gem_vm_open(struct vm_area_struct *vma)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+
+	vrex_umap_get(to_vrex_device(obj->dev), vma);
+	drm_gem_vm_open(vma);
+}
+
+static void vrex_gem_vm_close(struct vm_area_struct *vma)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+
+	vrex_umap_put(to_vrex_device(obj->dev), vma);
+	drm_gem_vm_close(vma);
 }
 
 static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
@@ -230,13 +351,18 @@ static int vrex_gem_vmap(struct drm_gem_object *obj, struct vrex_map *map)
 	u64 addr = to_vrex_bo(obj)->node.start;
 	int idx;
 
-	/* The bank mapping of real hardware is a devm resource of the bound device. */
+	/*
+	 * An importer keeps its kernel mapping for as long as it likes, past an
+	 * unbind. Only memory that lives until the DRM device is released (a
+	 * backend's, which every dma-buf keeps alive) can be handed out; the
+	 * bank mapping of real hardware is a devm resource undone at unbind, so
+	 * a pointer into it would outlive the mapping: refused.
+	 */
+	if (!vdev->mem.vmalloced)
+		return -EOPNOTSUPP;
 	if (!drm_dev_enter(obj->dev, &idx))
 		return -ENODEV;
-	if (vdev->mem.iomem)
-		vrex_map_set_vaddr_iomem(map, vdev->mem.iomem + addr);
-	else
-		vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
+	vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -315,8 +441,9 @@ err_exit:
 }
 
 static const struct vm_operations_struct vrex_gem_vm_ops = {
-	.open = drm_gem_vm_open,
-	.close = drm_gem_vm_close,
+	.fault = vrex_gem_fault,
+	.open = vrex_gem_vm_open,
+	.close = vrex_gem_vm_close,
 };
 
 static const struct drm_gem_object_funcs vrex_gem_funcs = {
@@ -464,29 +591,22 @@ void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev)
 
 /*
  * Device memory must not stay mapped into processes once the device is gone
- * (recent cores do this in drm_dev_unplug() too); later accesses get SIGBUS.
- * Mappings made through the DRM file live in the device's anon inode;
- * dma-buf mappings live in each exported dma-buf's own file, so every
- * exported BO's is revoked too. After drm_dev_unplug() no new mapping can be
- * made (vrex_gem_mmap() enters the device), so nothing is mapped again.
- * object_name_lock keeps obj->dma_buf stable (the prime core sets and clears
- * it under that lock).
+ * (recent cores revoke the DRM file's mappings in drm_dev_unplug() too);
+ * later accesses get SIGBUS from vrex_gem_fault(). Called after
+ * drm_dev_unplug(): every fault that could still insert a PTE has left its
+ * drm_dev_enter() section, and none can start, so what is revoked here stays
+ * revoked. Every address_space with a live mapping is tracked (vrex_umap):
+ * the DRM file's and each mapped dma-buf's, whether or not its BO still has
+ * a handle or a current export.
  */
 void vrex_gem_unmap_user(struct vrex_device *vdev)
 {
-	struct vrex_bo *bo;
+	struct vrex_umap *um;
 
 	if (vdev->drm.anon_inode)
 		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
-
-	mutex_lock(&vdev->drm.object_name_lock);
-	mutex_lock(&vdev->mm_lock);
-	list_for_each_entry(bo, &vdev->bos, link) {
-		struct dma_buf *buf = bo->base.dma_buf;
-
-		if (buf && buf->file)
-			unmap_mapping_range(buf->file->f_mapping, 0, 0, 1);
-	}
-	mutex_unlock(&vdev->mm_lock);
-	mutex_unlock(&vdev->drm.object_name_lock);
+	mutex_lock(&vdev->umap_lock);
+	list_for_each_entry(um, &vdev->umaps, link)
+		unmap_mapping_range(um->mapping, 0, 0, 1);
+	mutex_unlock(&vdev->umap_lock);
 }

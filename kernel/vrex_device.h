@@ -99,6 +99,8 @@ struct vrex_device {
 	struct drm_mm bank_mm[VREX_MAX_BANKS_HW];
 	u64 bo_bytes[VREX_MAX_BANKS_HW];
 	struct list_head bos;		/* placed BOs (debugfs) */
+	atomic64_t bo_gen;		/* last BO generation handed out */
+	u64 stream_serial;		/* last stream serial, under @lock */
 
 	/* Address spaces with user mappings of device memory (vrex_gem.c), revoked at unplug. */
 	struct mutex umap_lock;

@@ -52,6 +52,7 @@ struct vrex_file_pool {
 
 struct vrex_file_stream {
 	struct vrex_file *vfile;
+	u64 serial;		/* device-unique: an id reused after destroy is another stream */
 	u32 id;			/* as user space knows it */
 	u32 hw;			/* hardware stream slot */
 	u32 user_pool;
@@ -74,6 +75,7 @@ struct vrex_file_stream {
 struct vrex_block_ref {
 	struct vrex_file_stream *stream;
 	struct drm_gem_object *obj;	/* NULL once released */
+	u64 bo_gen;	/* of @obj: names it in records after @obj is gone */
 	u32 handle;
 	u64 offset;
 	u64 length;
@@ -94,6 +96,7 @@ void vrex_quota_put(struct vrex_quota *quota);
 int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj);
+u64 vrex_bo_gen(struct drm_gem_object *obj);
 bool vrex_bo_is_imported(const struct drm_gem_object *obj);
 u64 vrex_bo_kv_addr(struct drm_gem_object *obj, u64 offset);
 int vrex_bo_check_device_range(struct drm_gem_object *obj, u64 offset, u64 length);

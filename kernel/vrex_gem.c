@@ -38,6 +38,7 @@ struct vrex_bo {
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
 	struct sg_table *sgt;		/* imported: the exporter's mapping for this device */
+	u64 gen;	/* device-unique generation (drm_vrex_bo_create.bo_gen) */
 	u32 bank;	/* DRM_VREX_BANK_NONE when imported */
 	u32 flags;	/* DRM_VREX_BO_*: placement hints */
 };
@@ -111,6 +112,11 @@ int vrex_bo_check_device_range(struct drm_gem_object *obj, u64 offset, u64 lengt
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj)
 {
 	return to_vrex_bo(obj)->node.start;
+}
+
+u64 vrex_bo_gen(struct drm_gem_object *obj)
+{
+	return to_vrex_bo(obj)->gen;
 }
 
 static void vrex_gem_free(struct drm_gem_object *obj)
@@ -426,6 +432,7 @@ struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
 		goto err_exit;
 	}
 	INIT_LIST_HEAD(&bo->link);
+	bo->gen = atomic64_inc_return(&vdev->bo_gen);
 	bo->sgt = sgt;
 	bo->bank = DRM_VREX_BANK_NONE;
 	bo->base.funcs = &vrex_gem_import_funcs;
@@ -523,6 +530,7 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 		goto out_exit;
 	}
 	bo->flags = args->flags;
+	bo->gen = atomic64_inc_return(&vdev->bo_gen);
 	bo->base.funcs = &vrex_gem_funcs;
 	drm_gem_private_object_init(drm, &bo->base, PAGE_ALIGN(args->size));
 
@@ -544,6 +552,7 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	 * never touch @bo after dropping the creation reference.
 	 */
 	args->bank = bo->bank;
+	args->bo_gen = bo->gen;
 	ret = drm_gem_handle_create(file, &bo->base, &handle);
 	drm_gem_object_put(&bo->base);
 	if (ret)

@@ -212,6 +212,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 		goto err_id;
 
 	vdev->hw_streams[hw] = stream;
+	stream->serial = ++vdev->stream_serial;
 	vfile->nstreams++;
 	atomic_inc(&vdev->live_streams);
 	args->stream = stream->id;

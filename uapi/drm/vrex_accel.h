@@ -172,6 +172,11 @@ struct drm_vrex_bank_info {
  * @handle: out: GEM handle
  * @bank: out: the bank the buffer lives in
  * @pad: must be zero
+ * @bo_gen: out: the buffer's generation, unique per device for its lifetime
+ *          (never reused, never 0): release records name it, so a record
+ *          of a closed handle that now names another buffer is told apart.
+ *          Appended in vrex 1.2; the DRM core zero-extends an older
+ *          caller's 32-byte struct and writes back only what it passed.
  */
 struct drm_vrex_bo_create {
 	__u64 size;
@@ -180,6 +185,7 @@ struct drm_vrex_bo_create {
 	__u32 handle;
 	__u32 bank;
 	__u32 pad;
+	__u64 bo_gen;
 };
 
 /**
@@ -298,6 +304,9 @@ struct drm_vrex_frame_submit {
  * @frame_offset: relative to the stream's current frame, -3..+2
  * @block: in: with ALIAS, an existing block of this file; out: the block id
  * @result: out: 0 or a negative errno for this item (-EEXIST, -ENOSPC, ...)
+ * @bo_gen: out: generation of the BO the block points into (as
+ *          drm_vrex_bo_create.@bo_gen; also for imported BOs); ignored on
+ *          input. Appended in vrex 1.2 (elem_size 56 before).
  */
 struct drm_vrex_shie_insert_item {
 	__u64 fp[2];
@@ -309,6 +318,7 @@ struct drm_vrex_shie_insert_item {
 	__s32 frame_offset;
 	__u32 block;
 	__s32 result;
+	__u64 bo_gen;
 };
 
 #define DRM_VREX_LOOKUP_TEMPORAL	0
@@ -396,11 +406,16 @@ struct drm_vrex_shie_batch {
 /**
  * struct drm_vrex_released_block - one block the hardware no longer points at
  * @block: block id
- * @handle: BO handle the block was inserted with
+ * @handle: BO handle the block was inserted with; 0 when, as the record is
+ *          delivered, that handle no longer names the BO (closed, or closed
+ *          and reused for another BO)
  * @offset: KV range inside the BO; the memory may be reused now
  * @length: KV length
  * @reason: DRM_VREX_RELEASE_*
  * @pad: zero
+ * @bo_gen: generation of the BO the block pointed into (the @bo_gen of
+ *          BO_CREATE and of the insert item). Appended in vrex 1.2
+ *          (elem_size 32 before).
  */
 struct drm_vrex_released_block {
 	__u32 block;
@@ -409,6 +424,7 @@ struct drm_vrex_released_block {
 	__u64 length;
 	__u32 reason;
 	__u32 pad;
+	__u64 bo_gen;
 };
 
 /**

@@ -61,15 +61,17 @@ typedef void (*vrex_dump_fn)(struct seq_file *m, struct vrex_device *vdev);
 static int vrex_show_locked(struct seq_file *m, vrex_dump_fn show)
 {
 	struct vrex_device *vdev = m->private;
-	int idx;
+	int idx, ret;
 
 	if (!drm_dev_enter(&vdev->drm, &idx))
 		return -ENODEV;
-	mutex_lock(&vdev->lock);
-	show(m, vdev);
-	mutex_unlock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (!ret) {
+		show(m, vdev);
+		mutex_unlock(&vdev->lock);
+	}
 	drm_dev_exit(idx);
-	return 0;
+	return ret;
 }
 
 static void vrex_regs_dump(struct seq_file *m, struct vrex_device *vdev)

@@ -12,6 +12,7 @@
 #include <linux/idr.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 #include <drm/drm_device.h>
@@ -81,6 +82,7 @@ struct vrex_device {
 	struct completion cmd_done;
 	bool cmd_inflight;		/* a waiter was killed before its command completed */
 	bool resetting;			/* inside vrex_device_reset(): no nested reset */
+	bool wedged;			/* resets failed: commands get -EIO (set under @lock) */
 	u32 resets;			/* resets after a command timed out */
 	/*
 	 * Bumped by every reset (under @lock). A reset empties every ReSV
@@ -128,6 +130,10 @@ struct vrex_device {
 	bool has_stage;
 	u64 stage_addr;
 
+	/* The counters as last read, for sysfs readers that find @lock busy. */
+	spinlock_t cnt_snap_lock;
+	u64 cnt_snap[VREX_CNT_NUM];
+
 	/* Fault injection (debugfs): the next N allocations fail. */
 	atomic_t fail_alloc;
 };
@@ -152,6 +158,13 @@ void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2]);
  * fatal signal (it never returns to user space).
  */
 int vrex_cmd(struct vrex_device *vdev, u32 cmd);
+
+/*
+ * Takes vdev->lock for an ioctl: a signal ends the wait (-ERESTARTSYS, the
+ * ioctl is restarted or fails with -EINTR), since the holder may be a reset
+ * taking several command timeouts. Teardown paths lock uninterruptibly.
+ */
+int vrex_lock_interruptible(struct vrex_device *vdev);
 
 /* The command did not run to a device outcome: a batch stops here. */
 static inline bool vrex_cmd_failed(int ret)

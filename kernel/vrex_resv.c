@@ -167,7 +167,7 @@ int vrex_resv_query_stats(struct vrex_device *vdev, struct drm_vrex_query *args)
 	struct drm_vrex_resv_stats st = { };
 	u64 *cnt = &st.keys;
 	u32 n, i;
-	int idx;
+	int idx, ret;
 
 	BUILD_BUG_ON(offsetof(struct drm_vrex_resv_stats, ranges) !=
 		     (VREX_RESV_CNT_NUM - 1) * sizeof(u64));
@@ -176,7 +176,11 @@ int vrex_resv_query_stats(struct vrex_device *vdev, struct drm_vrex_query *args)
 	if (args->ptr) {
 		if (!drm_dev_enter(&vdev->drm, &idx))
 			return -ENODEV;
-		mutex_lock(&vdev->lock);
+		ret = vrex_lock_interruptible(vdev);
+		if (ret) {
+			drm_dev_exit(idx);
+			return ret;
+		}
 		/* 64-bit counters read as two halves: retry until HI is stable. */
 		for (i = 0; i < VREX_RESV_CNT_NUM; i++) {
 			u32 hi, lo;
@@ -233,7 +237,9 @@ int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_f
 		kfree(head);
 		return -ENODEV;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto err_exit;
 	hw = ida_alloc_max(&vdev->resv.ida, vdev->resv.heads - 1, GFP_KERNEL);
 	if (hw < 0) {
 		ret = hw == -ENOSPC ? -EBUSY : hw;
@@ -260,6 +266,7 @@ err_hw:
 	ida_free(&vdev->resv.ida, hw);
 err_unlock:
 	mutex_unlock(&vdev->lock);
+err_exit:
 	drm_dev_exit(idx);
 	kfree(head);
 	return ret;
@@ -285,7 +292,9 @@ int vrex_ioctl_resv_head_destroy(struct drm_device *drm, void *data, struct drm_
 
 	if (args->pad)
 		return -EINVAL;
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		return ret;
 	head = vrex_head_find(vfile, args->head);
 	if (head)
 		vrex_head_release(vfile, head);
@@ -325,7 +334,9 @@ int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *fi
 		ret = -ENODEV;
 		goto out_put;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto out_exit;
 	head = vrex_head_find(to_vrex_file(file), args->head);
 	if (!head) {
 		ret = -ENOENT;
@@ -351,6 +362,7 @@ int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *fi
 	}
 out_unlock:
 	mutex_unlock(&vdev->lock);
+out_exit:
 	drm_dev_exit(idx);
 out_put:
 	drm_gem_object_put(obj);
@@ -460,7 +472,11 @@ int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *
 		ret = -ENODEV;
 		goto out_bos;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		goto out_bos;
+	}
 	for (i = 0; i < args->count; i++) {
 		ret = vrex_select_validate(vfile, file, &items[i], &bos[i]);
 		if (ret)
@@ -470,6 +486,7 @@ int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *
 		ret = vrex_select_one(vdev, vfile, &items[i], &bos[i]);
 		if (ret)
 			goto out_unlock;
+		cond_resched();
 	}
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);
@@ -515,7 +532,11 @@ int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		return ret;
+	}
 	head = vrex_head_find(to_vrex_file(file), args->head);
 	if (!head) {
 		ret = -ENOENT;

@@ -93,6 +93,7 @@ static void vrex_blocks_drain_into(struct vrex_device *vdev, struct vrex_release
 				    reason == VREX_RELEASE_ZOMBIE ? DRM_VREX_RELEASE_ZOMBIE :
 								   DRM_VREX_RELEASE_REMOVED,
 				    sink);
+		cond_resched();
 	}
 }
 
@@ -316,8 +317,9 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 		ret = -ENODEV;
 		goto out_objs;
 	}
-
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto out_exit;
 	stream = vrex_stream_find(vfile, args->stream);
 	if (!stream) {
 		ret = -ENOENT;
@@ -343,9 +345,11 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 		items[i].result = vrex_insert_one(vdev, stream, &items[i], objs[i]);
 		if (vrex_cmd_failed(items[i].result))
 			ret = items[i].result;
+		cond_resched();
 	}
 out_unlock:
 	mutex_unlock(&vdev->lock);
+out_exit:
 	drm_dev_exit(idx);
 	if (applied) {
 		int err = vrex_batch_copy_out(args->items, args->elem_size, items, args->count,
@@ -563,6 +567,7 @@ static int vrex_lookup_apply(struct vrex_device *vdev, struct drm_file *file,
 	int ret = 0;
 
 	for (i = 0; i < count && !ret; i++) {
+		cond_resched();
 		if (items[i].kind == DRM_VREX_LOOKUP_TEMPORAL) {
 			ret = vrex_lookup_one(vdev, file, stream, &items[i]);
 			continue;
@@ -600,13 +605,15 @@ int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *
 		goto out_items;
 	}
 
-	mutex_lock(&vdev->lock);
-	stream = vrex_stream_find(to_vrex_file(file), args->stream);
-	if (stream)
-		ret = vrex_lookup_apply(vdev, file, stream, items, args->count);
-	else
-		ret = -ENOENT;
-	mutex_unlock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (!ret) {
+		stream = vrex_stream_find(to_vrex_file(file), args->stream);
+		if (stream)
+			ret = vrex_lookup_apply(vdev, file, stream, items, args->count);
+		else
+			ret = -ENOENT;
+		mutex_unlock(&vdev->lock);
+	}
 	drm_dev_exit(idx);
 
 	if (!ret)
@@ -656,6 +663,7 @@ static int vrex_retire_apply(struct vrex_device *vdev, struct vrex_file_stream *
 		if (ret)
 			break;
 		vrex_block_released(vdev, ids[i], DRM_VREX_RELEASE_REMOVED, sink);
+		cond_resched();
 	}
 	if (!ret) {
 		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
@@ -758,8 +766,12 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 		goto out_ids;
 	}
 
-	mutex_lock(&vdev->lock);
-	stream = vrex_stream_find(to_vrex_file(file), args->stream);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		goto out_ids;
+	}
+	stream = vrex_stream_find(vfile, args->stream);
 	if (!stream) {
 		ret = -ENOENT;
 		goto out_unlock;

@@ -177,7 +177,9 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 		kfree(stream);
 		return -ENODEV;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto err_exit;
 
 	max = READ_ONCE(vrex_file_max_streams);
 	if (max && vfile->nstreams >= max) {
@@ -228,6 +230,7 @@ err_hw:
 	ida_free(&vdev->stream_ida, hw);
 err_unlock:
 	mutex_unlock(&vdev->lock);
+err_exit:
 	drm_dev_exit(idx);
 	kfree(stream);
 	return ret;
@@ -242,7 +245,9 @@ int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_fil
 
 	if (args->pad)
 		return -EINVAL;
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		return ret;
 	stream = vrex_stream_find(to_vrex_file(file), args->stream);
 	if (stream)
 		vrex_stream_close(stream);
@@ -327,7 +332,9 @@ int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file 
 		ret = -ENODEV;
 		goto out_event;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto out_exit;
 	stream = vrex_stream_find(to_vrex_file(file), args->stream);
 	if (!stream) {
 		ret = -ENOENT;
@@ -344,6 +351,7 @@ int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file 
 		vrex_frame_read_result(vdev, args);
 out_unlock:
 	mutex_unlock(&vdev->lock);
+out_exit:
 	drm_dev_exit(idx);
 out_event:
 	if (e && !ret) {

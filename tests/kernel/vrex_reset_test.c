@@ -4,15 +4,29 @@
  * knobs (debugfs hang_cmds: the next N commands never complete):
  * - a reset empties every ReSV head: the owner is told (-ESTALE on the head
  *   until RESV_TRUNCATE to 0 acknowledges it), never left hashing into or
- *   selecting from an emptied head as if nothing happened.
+ *   selecting from an emptied head as if nothing happened;
+ * - while a command hangs (the device lock held for a whole timeout), the
+ *   world-readable sysfs counters answer at once and a process waiting for
+ *   the lock can be killed;
+ * - a device that stays hung through repeated resets is wedged: ioctls fail
+ *   with EIO at once (sysfs "wedged" reads 1) until the device is bound
+ *   again, which gives a working device.
  * Ends with "reset: N passed, M failed"; a missing knob is a failure.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,6 +163,213 @@ out:
 		close(fb);
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The sysfs directory of @fd's device ("/sys/dev/char/M:m/device", resolved) into @out. */
+static int device_dir(int fd, char *out, size_t len)
+{
+	char path[128], real[PATH_MAX];
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/device", major(st.st_rdev),
+		 minor(st.st_rdev));
+	if (!realpath(path, real))
+		return -1;
+	snprintf(out, len, "%s", real);
+	return 0;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64] = { 0 };
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+static int write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+struct hanger {
+	int fd;
+	uint32_t stream, luma;
+	int ret;
+};
+
+/* One frame submit that hangs for the whole cmd_timeout_ms, holding the device lock. */
+static void *hang_one(void *arg)
+{
+	struct hanger *h = arg;
+
+	h->ret = vt_frame_submit(h->fd, h->stream, h->luma, 0, 0, NULL);
+	return NULL;
+}
+
+/* Starts a frame submit on @h that hangs for cmd_timeout_ms, then waits 200 ms. */
+static void hang_start(struct hanger *h, pthread_t *th)
+{
+	vt_debugfs_write_u32("hang_cmds", 1);
+	pthread_create(th, NULL, hang_one, h);
+	usleep(200 * 1000);
+}
+
+static void hang_end(struct hanger *h, pthread_t th, const char *what)
+{
+	pthread_join(th, NULL);
+	vt_report(h->ret == -ETIMEDOUT, "busy: control: the command hung for the %s timed out "
+		  "(got %d)", what, h->ret);
+}
+
+/*
+ * A command hangs for 1500 ms, holding the device lock. A sysfs counter read
+ * must not wait for the lock (before: it slept until the timeout and the
+ * reset were over), and, during a second hang, a process blocked on the lock
+ * in an ioctl must die at SIGKILL (before: uninterruptible until the lock
+ * was free).
+ */
+static void test_busy_device(void)
+{
+	struct hanger h = { .fd = vt_open_node(NULL, 0) };
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	double t0, sysfs_ms, kill_ms;
+	pthread_t th;
+	long frames;
+	pid_t pid;
+	int st, fd2;
+
+	if (h.fd < 0 || vt_stream_create(h.fd, 0, 0, &h.stream) ||
+	    vt_bo_create(h.fd, BO_SIZE, 1, 0, &h.luma, NULL) || device_dir(h.fd, dir, sizeof(dir)) ||
+	    param_write("cmd_timeout_ms", 1500)) {
+		vt_report(0, "busy: setup");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/vrex/frames", dir);
+	frames = read_long(path);
+	vt_report(frames >= 0, "busy: control: %s readable (%ld)", path, frames);
+
+	hang_start(&h, &th);
+	t0 = now_ms();
+	frames = read_long(path);
+	sysfs_ms = now_ms() - t0;
+	vt_report(frames >= 0 && sysfs_ms < 300, "busy: a sysfs counter answers while a command "
+		  "hangs (%ld after %.0f ms)", frames, sysfs_ms);
+	hang_end(&h, th, "sysfs read");
+
+	hang_start(&h, &th);
+	fd2 = vt_open_node(NULL, 0);
+	pid = fork();
+	if (pid == 0) {
+		uint32_t s;
+
+		/* Blocks on the device lock the hung command holds. */
+		_exit(vt_stream_create(fd2, 0, 0, &s) ? 1 : 0);
+	}
+	usleep(200 * 1000);
+	t0 = now_ms();
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	kill_ms = now_ms() - t0;
+	vt_report(WIFSIGNALED(st) && kill_ms < 300, "busy: a process waiting for the device lock "
+		  "dies at SIGKILL at once (%.0f ms, %s)", kill_ms,
+		  WIFSIGNALED(st) ? "killed" : "exited");
+	if (fd2 >= 0)
+		close(fd2);
+	hang_end(&h, th, "kill");
+out:
+	vt_debugfs_write_u32("hang_cmds", 0);
+	param_write("cmd_timeout_ms", 250);
+	if (h.fd >= 0)
+		close(h.fd);
+}
+
+/*
+ * Every command hangs: the first times out, the resets that follow do not
+ * bring the device back, and it is declared wedged. From then on ioctls that
+ * need the device fail with EIO without waiting (before: every command
+ * waited for its timeout and reset again), sysfs "wedged" reads 1, and
+ * binding the device again clears it.
+ */
+static void test_wedged(void)
+{
+	char dir[PATH_MAX], drv[PATH_MAX], path[PATH_MAX + 32];
+	int fd = vt_open_node(NULL, 0), r;
+	uint32_t s, luma;
+	const char *dev;
+	double t0, ms;
+
+	if (fd < 0 || vt_stream_create(fd, 0, 0, &s) || vt_bo_create(fd, BO_SIZE, 1, 0, &luma, NULL) ||
+	    device_dir(fd, dir, sizeof(dir)) || param_write("cmd_timeout_ms", 50)) {
+		vt_report(0, "wedged: setup");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/driver", dir);
+	if (!realpath(path, drv)) {
+		vt_report(0, "wedged: the device's driver in sysfs");
+		goto out;
+	}
+	dev = strrchr(dir, '/') + 1;
+	vt_debugfs_write_u32("hang_cmds", 1000);
+	r = vt_frame_submit(fd, s, luma, 0, 0, NULL);
+	vt_report(r == -ETIMEDOUT, "wedged: the hung command times out (got %d)", r);
+	t0 = now_ms();
+	r = vt_frame_submit(fd, s, luma, 0, 0, NULL);
+	ms = now_ms() - t0;
+	vt_report(r == -EIO && ms < 40, "wedged: the next command fails with EIO without waiting "
+		  "(got %d after %.0f ms)", r, ms);
+	snprintf(path, sizeof(path), "%s/vrex/wedged", dir);
+	vt_report(read_long(path) == 1, "wedged: sysfs wedged reads 1 (%ld)", read_long(path));
+	vt_debugfs_write_u32("hang_cmds", 0);
+	r = vt_frame_submit(fd, s, luma, 0, 0, NULL);
+	vt_report(r == -EIO, "wedged: stays wedged once the device would answer (got %d)", r);
+	r = vt_stream_destroy(fd, s);
+	vt_report(!r, "wedged: a stream can still be destroyed (got %d)", r);
+	close(fd);
+	fd = -1;
+
+	snprintf(path, sizeof(path), "%s/unbind", drv);
+	r = write_str(path, dev);
+	snprintf(path, sizeof(path), "%s/bind", drv);
+	r = r ? r : write_str(path, dev);
+	vt_report(!r, "wedged: unbind and bind the device again (%d)", r);
+	fd = vt_open_node(NULL, 0);
+	r = fd < 0 ? -ENODEV : vt_stream_create(fd, 0, 0, &s);
+	if (!r)
+		r = vt_bo_create(fd, BO_SIZE, 1, 0, &luma, NULL);
+	if (!r)
+		r = vt_frame_submit(fd, s, luma, 0, 0, NULL);
+	vt_report(!r, "wedged: the rebound device works (got %d)", r);
+	snprintf(path, sizeof(path), "%s/vrex/wedged", dir);
+	vt_report(read_long(path) == 0, "wedged: and reads wedged 0 (%ld)", read_long(path));
+out:
+	if (fd >= 0) {
+		vt_debugfs_find(fd);
+		vt_debugfs_write_u32("hang_cmds", 0);
+		close(fd);
+	}
+	param_write("cmd_timeout_ms", 250);
+}
+
 int main(void)
 {
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO, .size = sizeof(info),
@@ -163,5 +384,7 @@ int main(void)
 	vt_debugfs_find(fd);
 	close(fd);
 	test_resv_heads();
+	test_busy_device();
+	test_wedged();
 	return vt_finish("reset");
 }

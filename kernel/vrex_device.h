@@ -18,6 +18,7 @@
 #include <drm/drm_device.h>
 #include <drm/drm_mm.h>
 
+#include "vrex_compat.h"
 #include "vrex_regs.h"
 
 struct clk_bulk_data;
@@ -180,7 +181,7 @@ void vrex_device_reset(struct vrex_device *vdev);
 int vrex_device_probe(struct vrex_device *vdev);
 void vrex_device_remove(struct vrex_device *vdev);
 
-/* vrex_drv.c */
-extern struct drm_driver vrex_drm_driver;
+/* vrex_drv.c; const where the kernel allows (vrex_compat.h) */
+extern VREX_DRM_DRIVER_CONST struct drm_driver vrex_drm_driver;
 
 #endif /* VREX_DEVICE_H */

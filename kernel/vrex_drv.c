@@ -59,7 +59,7 @@ static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
 }
 
 static const struct drm_ioctl_desc vrex_ioctls[] = {
-#define VREX_IOCTL(n, func) DRM_IOCTL_DEF_DRV(VREX_##n, vrex_ioctl_##func, DRM_RENDER_ALLOW)
+#define VREX_IOCTL(n, func) DRM_IOCTL_DEF_DRV(VREX_##n, vrex_ioctl_##func, VREX_IOCTL_FLAGS)
 	VREX_IOCTL(QUERY, query),
 	VREX_IOCTL(BO_CREATE, bo_create),
 	VREX_IOCTL(BO_MMAP_OFFSET, bo_mmap_offset),
@@ -81,7 +81,7 @@ static const struct drm_ioctl_desc vrex_ioctls[] = {
 
 VREX_DEFINE_FOPS(vrex_fops);
 
-struct drm_driver vrex_drm_driver = {
+VREX_DRM_DRIVER_CONST struct drm_driver vrex_drm_driver = {
 	.driver_features = VREX_DRIVER_FEATURES,
 	.open = vrex_open,
 	.postclose = vrex_postclose,
@@ -91,17 +91,19 @@ struct drm_driver vrex_drm_driver = {
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
 	.gem_prime_import_sg_table = vrex_gem_prime_import_sg_table,
+	VREX_DRIVER_GEM_PRIME_MMAP
+	VREX_DRIVER_DATE
 	.name = DRM_VREX_DRIVER_NAME,
 	.desc = "V-Rex frame-aware KV-cache retrieval engine",
-	.major = 1,
-	.minor = 0,
+	/* The uAPI header's version: what user space checks features against. */
+	.major = DRM_VREX_VERSION_MAJOR,
+	.minor = DRM_VREX_VERSION_MINOR,
 };
 
 static int __init vrex_init(void)
 {
 	int ret;
 
-	vrex_driver_compat_init(&vrex_drm_driver);
 	ret = vrex_platform_driver_register();
 	if (ret)
 		return ret;

@@ -132,7 +132,14 @@ static void test_query(int fd)
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO };
 	struct drm_vrex_bank_info *bi;
 	unsigned char buf[sizeof(info) + 16];
+	char name[32] = { 0 };
+	struct drm_version v = { .name = name, .name_len = sizeof(name) - 1 };
 	uint32_t i;
+
+	if (POS("version: DRM_IOCTL_VERSION", vt_ioctl(fd, DRM_IOCTL_VERSION, &v)))
+		CHECK("version: the driver reports the uAPI header's version",
+		      v.version_major == DRM_VREX_VERSION_MAJOR &&
+		      v.version_minor == DRM_VREX_VERSION_MINOR);
 
 	if (POS("query: size only (ptr 0)", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q)))
 		CHECK("query: reported size is sizeof(device_info)", q.size == sizeof(info));

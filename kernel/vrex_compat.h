@@ -9,6 +9,7 @@
 #define VREX_KERNEL_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <drm/drm_device.h>
@@ -34,6 +35,14 @@
 #define VREX_HAVE_DRMM_MUTEX_INIT_MACRO 1
 #define VREX_HAVE_PCI_DEV_GROUPS 1
 #define VREX_HAVE_CONST_DRM_DRIVER 1
+#define VREX_HAVE_IMPORT_NS_STRING 1
+#endif
+
+/* The DMA_BUF symbol namespace (5.16+; importing it earlier is harmless). */
+#if VREX_HAVE_IMPORT_NS_STRING
+#define VREX_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS("DMA_BUF")
+#else
+#define VREX_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS(DMA_BUF)
 #endif
 
 /* Objects map themselves (drm_gem_object_funcs.mmap) since 5.10. */

@@ -160,10 +160,11 @@ static int vrex_counts_show(struct seq_file *m, void *unused)
 		mutex_unlock(&vdev->lock);
 		drm_dev_exit(idx);
 	}
-	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\nimported %d\n",
+	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\nimported %d\n"
+		   "export_maps %d\n",
 		   atomic_read(&vdev->live_bos), atomic_read(&vdev->live_streams),
 		   atomic_read(&vdev->live_blocks), entries, hw_blocks,
-		   atomic_read(&vdev->imported_bos));
+		   atomic_read(&vdev->imported_bos), atomic_read(&vdev->export_maps));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);

@@ -114,6 +114,9 @@ struct vrex_device {
 	atomic_t live_streams;
 	atomic_t live_blocks;
 
+	/* sg_tables built for importers of this device's BOs (debugfs "counts": export_maps). */
+	atomic_t export_maps;
+
 	/* PRIME-imported BOs (in no bank): objects and bytes, all files. */
 	atomic_t imported_bos;
 	atomic64_t imported_bytes;

@@ -90,7 +90,7 @@ VREX_DRM_DRIVER_CONST struct drm_driver vrex_drm_driver = {
 	.fops = &vrex_fops,
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
-	.gem_prime_import_sg_table = vrex_gem_prime_import_sg_table,
+	.gem_prime_import = vrex_gem_prime_import,
 	VREX_DRIVER_GEM_PRIME_MMAP
 	VREX_DRIVER_DATE
 	.name = DRM_VREX_DRIVER_NAME,
@@ -126,5 +126,7 @@ static void __exit vrex_exit(void)
 module_init(vrex_init);
 module_exit(vrex_exit);
 
+/* PRIME import attaches to foreign dma-bufs (vrex_gem_prime_import()). */
+VREX_IMPORT_NS_DMA_BUF();
 MODULE_DESCRIPTION("V-Rex frame-aware KV-cache retrieval engine");
 MODULE_LICENSE("GPL");

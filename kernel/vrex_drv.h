@@ -100,11 +100,8 @@ u64 vrex_bo_gen(struct drm_gem_object *obj);
 bool vrex_bo_is_imported(const struct drm_gem_object *obj);
 u64 vrex_bo_kv_addr(struct drm_gem_object *obj, u64 offset);
 int vrex_bo_check_device_range(struct drm_gem_object *obj, u64 offset, u64 length);
-struct dma_buf_attachment;
-struct sg_table;
-struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
-						      struct dma_buf_attachment *attach,
-						      struct sg_table *sgt);
+struct dma_buf;
+struct drm_gem_object *vrex_gem_prime_import(struct drm_device *drm, struct dma_buf *dma_buf);
 void vrex_gem_unmap_user(struct vrex_device *vdev);
 struct seq_file;
 void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev);

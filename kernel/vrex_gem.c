@@ -7,11 +7,13 @@
  *
  * A BO can also be imported with PRIME from another driver (an inference
  * engine's own KV cache, exported as a dma-buf): it is in no bank
- * (DRM_VREX_BANK_NONE), is not charged to any quota, holds the exporter's
- * attachment and mapping for this device until freed, and can only be
- * pointed at by KV blocks (the hardware keeps the pointer with
- * VREX_KV_ADDR_EXTERNAL); the FCC and ReSV units, which read memory through
- * the device's bank address space, refuse it.
+ * (DRM_VREX_BANK_NONE), holds an attachment of this device to the
+ * exporter's dma-buf until freed, and can only be pointed at by KV blocks:
+ * the hardware keeps the pointer (VREX_KV_ADDR_EXTERNAL) and never reads
+ * through it. So the import is never mapped for DMA (no IOMMU mappings, no
+ * pinning of the exporter's memory for a device that does not access it);
+ * the FCC and ReSV units, which read memory through the device's bank
+ * address space, refuse it.
  */
 #include <linux/dma-buf.h>
 #include <linux/io.h>
@@ -37,7 +39,6 @@ struct vrex_bo {
 	struct list_head link;		/* vdev->bos, under mm_lock; empty before placement */
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
-	struct sg_table *sgt;		/* imported: the exporter's mapping for this device */
 	u64 gen;	/* device-unique generation (drm_vrex_bo_create.bo_gen) */
 	u32 bank;	/* DRM_VREX_BANK_NONE when imported */
 	u32 flags;	/* DRM_VREX_BO_*: placement hints */
@@ -313,6 +314,7 @@ static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
 	/* No struct pages (no-map carve-out, BAR): never invent them with pfn_to_page(). */
 	if (!vdev->mem.has_pages)
 		return ERR_PTR(-EOPNOTSUPP);
+	atomic_inc(&vdev->export_maps);
 	if (!drm_dev_enter(obj->dev, &idx))
 		return ERR_PTR(-ENODEV);
 
@@ -387,8 +389,8 @@ static void vrex_gem_import_free(struct drm_gem_object *obj)
 
 	atomic_dec(&vdev->imported_bos);
 	atomic64_sub(obj->size, &vdev->imported_bytes);
-	/* Unmaps the exporter's sg_table, detaches and drops the dma-buf reference. */
-	drm_prime_gem_destroy(obj, bo->sgt);
+	/* Never mapped (NULL sg_table): detaches and drops the dma-buf reference. */
+	drm_prime_gem_destroy(obj, NULL);
 	drm_gem_object_release(obj);
 	kfree(bo);
 }
@@ -403,20 +405,31 @@ static const struct drm_gem_object_funcs vrex_gem_import_funcs = {
 };
 
 /*
- * drm_driver.gem_prime_import_sg_table: the DRM core has attached this device
- * to a foreign dma-buf and mapped it (@sgt); a dma-buf of a vrex BO of this
- * device never gets here (drm_gem_prime_import() returns the same object).
- * On failure the core unmaps and detaches.
+ * drm_driver.gem_prime_import. drm_gem_prime_import() would map the
+ * dma-buf for this device (dma_buf_map_attachment()) only to hand the
+ * mapping to the driver, which has no use for it: the engine stores KV
+ * pointers into imported memory and never reads them. So the dma-buf is
+ * attached (the exporter learns its importer, a re-export finds it through
+ * import_attach) and never mapped. A dma-buf of a BO of this very device
+ * gives back that BO, as the core helper does.
  */
-struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
-						      struct dma_buf_attachment *attach,
-						      struct sg_table *sgt)
+struct drm_gem_object *vrex_gem_prime_import(struct drm_device *drm, struct dma_buf *dma_buf)
 {
 	struct vrex_device *vdev = to_vrex_device(drm);
-	size_t size = attach->dmabuf->size;
+	struct dma_buf_attachment *attach;
+	size_t size = dma_buf->size;
+	struct drm_gem_object *obj;
 	struct vrex_bo *bo;
 	int ret, idx;
 
+	/* The DRM core's GEM exports all release through drm_gem_dmabuf_release(). */
+	if (dma_buf->ops->release == drm_gem_dmabuf_release) {
+		obj = dma_buf->priv;
+		if (obj->dev == drm) {
+			drm_gem_object_get(obj);
+			return obj;
+		}
+	}
 	/* drm_gem_private_object_init() needs whole pages. */
 	if (!size || !PAGE_ALIGNED(size))
 		return ERR_PTR(-EINVAL);
@@ -426,22 +439,31 @@ struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
 		ret = -ENOMEM;
 		goto err_exit;
 	}
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo) {
 		ret = -ENOMEM;
 		goto err_exit;
 	}
+	attach = dma_buf_attach(dma_buf, drm->dev);
+	if (IS_ERR(attach)) {
+		ret = PTR_ERR(attach);
+		goto err_free;
+	}
+	get_dma_buf(dma_buf);
 	INIT_LIST_HEAD(&bo->link);
 	bo->gen = atomic64_inc_return(&vdev->bo_gen);
-	bo->sgt = sgt;
 	bo->bank = DRM_VREX_BANK_NONE;
 	bo->base.funcs = &vrex_gem_import_funcs;
 	drm_gem_private_object_init(drm, &bo->base, size);
+	bo->base.import_attach = attach;
+	bo->base.resv = dma_buf->resv;
 	atomic_inc(&vdev->imported_bos);
 	atomic64_add(size, &vdev->imported_bytes);
 	drm_dev_exit(idx);
 	return &bo->base;
 
+err_free:
+	kfree(bo);
 err_exit:
 	drm_dev_exit(idx);
 	return ERR_PTR(ret);

@@ -169,6 +169,14 @@ static int vrex_counts_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);
 
+/* "users": what each uid holds against its quotas (vrex_quota.c). */
+static int vrex_users_show(struct seq_file *m, void *unused)
+{
+	vrex_users_debugfs(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_users);
+
 /*
  * "window": the raw register window, read with pread() at 4-byte aligned
  * offsets in multiples of 4 bytes (native-endian u32 per register). It
@@ -232,6 +240,7 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	debugfs_create_file("banks", 0444, d, vdev, &vrex_banks_fops);
 	debugfs_create_file("shie", 0444, d, vdev, &vrex_shie_fops);
 	debugfs_create_file("counts", 0444, d, vdev, &vrex_counts_fops);
+	debugfs_create_file("users", 0444, d, vdev, &vrex_users_fops);
 	debugfs_create_file("dev", 0444, d, vdev, &vrex_dev_fops);
 	/* Not in "counts": that file lists live objects only, all 0 when every file is closed. */
 	debugfs_create_u32("resets", 0444, d, &vdev->resets);

@@ -405,6 +405,9 @@ int vrex_device_probe(struct vrex_device *vdev)
 	ret = vrex_read_config(vdev);
 	if (ret)
 		return ret;
+	ret = vrex_users_init(vdev);
+	if (ret)
+		return ret;
 	ret = vrex_resv_init(vdev);
 	if (ret)
 		return ret;

@@ -109,6 +109,10 @@ struct vrex_device {
 	struct mutex umap_lock;
 	struct list_head umaps;
 
+	/* Per-uid quotas (vrex_quota.c): uid -> struct vrex_user, under users_lock. */
+	struct mutex users_lock;
+	struct xarray users;
+
 	/* Live objects, for leak checks (debugfs "counts"). */
 	atomic_t live_bos;
 	atomic_t live_streams;

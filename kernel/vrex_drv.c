@@ -30,20 +30,28 @@ static int vrex_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct vrex_file *vfile;
 
-	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL);
+	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL_ACCOUNT);
 	if (!vfile)
 		return -ENOMEM;
 	vfile->quota = vrex_quota_alloc();
-	if (!vfile->quota) {
-		kfree(vfile);
-		return -ENOMEM;
-	}
+	if (!vfile->quota)
+		goto err_free;
 	vfile->vdev = to_vrex_device(drm);
+	vfile->user = vrex_user_get_current(vfile->vdev);
+	if (!vfile->user)
+		goto err_quota;
+	vfile->limited = vrex_user_limited();
 	xa_init_flags(&vfile->streams, XA_FLAGS_ALLOC1);
 	xa_init(&vfile->pools);
 	vrex_resv_file_init(vfile);
 	file->driver_priv = vfile;
 	return 0;
+
+err_quota:
+	vrex_quota_put(vfile->quota);
+err_free:
+	kfree(vfile);
+	return -ENOMEM;
 }
 
 static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
@@ -55,6 +63,7 @@ static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
 	xa_destroy(&vfile->streams);
 	xa_destroy(&vfile->pools);
 	vrex_quota_put(vfile->quota);
+	vrex_user_put(vfile->user);
 	kfree(vfile);
 }
 

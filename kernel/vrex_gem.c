@@ -39,6 +39,7 @@ struct vrex_bo {
 	struct list_head link;		/* vdev->bos, under mm_lock; empty before placement */
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
+	struct vrex_user *user;		/* charged with its size (imported: one import), or NULL */
 	u64 gen;	/* device-unique generation (drm_vrex_bo_create.bo_gen) */
 	u32 bank;	/* DRM_VREX_BANK_NONE when imported */
 	u32 flags;	/* DRM_VREX_BO_*: placement hints */
@@ -136,6 +137,10 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 	if (bo->quota) {
 		atomic64_sub(obj->size, &bo->quota->bytes);
 		vrex_quota_put(bo->quota);
+	}
+	if (bo->user) {
+		vrex_user_uncharge(bo->user, VREX_RES_BYTES, obj->size);
+		vrex_user_put(bo->user);
 	}
 	drm_gem_object_release(obj);
 	kfree(bo);
@@ -389,6 +394,8 @@ static void vrex_gem_import_free(struct drm_gem_object *obj)
 
 	atomic_dec(&vdev->imported_bos);
 	atomic64_sub(obj->size, &vdev->imported_bytes);
+	vrex_user_uncharge(bo->user, VREX_RES_IMPORTS, 1);
+	vrex_user_put(bo->user);
 	/* Never mapped (NULL sg_table): detaches and drops the dma-buf reference. */
 	drm_prime_gem_destroy(obj, NULL);
 	drm_gem_object_release(obj);
@@ -444,10 +451,19 @@ struct drm_gem_object *vrex_gem_prime_import(struct drm_device *drm, struct dma_
 		ret = -ENOMEM;
 		goto err_exit;
 	}
+	/* No file here: the importing caller's uid is charged. */
+	bo->user = vrex_user_get_current(vdev);
+	if (!bo->user) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = vrex_user_charge(bo->user, VREX_RES_IMPORTS, 1, vrex_user_limited());
+	if (ret)
+		goto err_user;
 	attach = dma_buf_attach(dma_buf, drm->dev);
 	if (IS_ERR(attach)) {
 		ret = PTR_ERR(attach);
-		goto err_free;
+		goto err_uncharge;
 	}
 	get_dma_buf(dma_buf);
 	INIT_LIST_HEAD(&bo->link);
@@ -462,6 +478,10 @@ struct drm_gem_object *vrex_gem_prime_import(struct drm_device *drm, struct dma_
 	drm_dev_exit(idx);
 	return &bo->base;
 
+err_uncharge:
+	vrex_user_uncharge(bo->user, VREX_RES_IMPORTS, 1);
+err_user:
+	vrex_user_put(bo->user);
 err_free:
 	kfree(bo);
 err_exit:
@@ -529,6 +549,7 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 {
 	struct vrex_device *vdev = to_vrex_device(drm);
 	struct drm_vrex_bo_create *args = data;
+	struct vrex_file *vfile = to_vrex_file(file);
 	struct vrex_check_limits lim;
 	struct vrex_bo *bo;
 	u32 handle;
@@ -546,7 +567,7 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 		goto out_exit;
 	}
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo) {
 		ret = -ENOMEM;
 		goto out_exit;
@@ -556,9 +577,14 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	bo->base.funcs = &vrex_gem_funcs;
 	drm_gem_private_object_init(drm, &bo->base, PAGE_ALIGN(args->size));
 
-	ret = vrex_quota_charge(to_vrex_file(file)->quota, bo);
+	ret = vrex_quota_charge(vfile->quota, bo);
 	if (ret)
 		goto err_put;
+	ret = vrex_user_charge(vfile->user, VREX_RES_BYTES, bo->base.size, vfile->limited);
+	if (ret)
+		goto err_put;
+	kref_get(&vfile->user->ref);
+	bo->user = vfile->user;
 	ret = vrex_bo_place(vdev, bo, args->bank_mask);
 	if (ret)
 		goto err_put;

@@ -134,6 +134,7 @@ static void vrex_head_release(struct vrex_file *vfile, struct vrex_file_head *he
 	}
 	xa_erase(&vfile->heads, head->id);
 	ida_free(&vdev->resv.ida, head->hw);
+	vrex_user_uncharge(vfile->user, VREX_RES_HEADS, 1);
 	vdev->resv.in_use--;
 	kfree(head);
 }
@@ -228,7 +229,7 @@ int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_f
 		return ret;
 	if (!vdev->resv.heads)
 		return -EOPNOTSUPP;
-	head = kzalloc(sizeof(*head), GFP_KERNEL);
+	head = kzalloc(sizeof(*head), GFP_KERNEL_ACCOUNT);
 	if (!head)
 		return -ENOMEM;
 	head->params = args->params;
@@ -240,10 +241,13 @@ int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_f
 	ret = vrex_lock_interruptible(vdev);
 	if (ret)
 		goto err_exit;
+	ret = vrex_user_charge(vfile->user, VREX_RES_HEADS, 1, vfile->limited);
+	if (ret)
+		goto err_unlock;
 	hw = ida_alloc_max(&vdev->resv.ida, vdev->resv.heads - 1, GFP_KERNEL);
 	if (hw < 0) {
 		ret = hw == -ENOSPC ? -EBUSY : hw;
-		goto err_unlock;
+		goto err_uncharge;
 	}
 	head->hw = hw;
 	head->epoch = vdev->reset_epoch;
@@ -264,6 +268,8 @@ err_id:
 	xa_erase(&vfile->heads, head->id);
 err_hw:
 	ida_free(&vdev->resv.ida, hw);
+err_uncharge:
+	vrex_user_uncharge(vfile->user, VREX_RES_HEADS, 1);
 err_unlock:
 	mutex_unlock(&vdev->lock);
 err_exit:

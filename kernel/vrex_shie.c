@@ -49,6 +49,7 @@ static void vrex_block_released(struct vrex_device *vdev, u32 block, u32 reason,
 		return;
 	stream = ref->stream;
 	stream->nblocks--;
+	vrex_user_uncharge(stream->vfile->user, VREX_RES_ENTRIES, ref->entries);
 	if (vrex_bo_is_imported(ref->obj)) {
 		vdev->imported_kv_blocks--;
 		vdev->imported_kv_bytes -= ref->length;
@@ -230,15 +231,22 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 			   struct drm_vrex_shie_insert_item *it, struct drm_gem_object *obj)
 {
 	bool alias = it->flags & DRM_VREX_INSERT_ALIAS;
+	struct vrex_user *user = stream->vfile->user;
 	struct vrex_block_ref *ref = NULL;
 	u64 addr = 0;
 	u32 block;
 	int ret;
 
+	/* Every item adds one SHIE entry, charged until its block is released. */
+	ret = vrex_user_charge(user, VREX_RES_ENTRIES, 1, stream->vfile->limited);
+	if (ret)
+		return ret;
 	if (!alias) {
-		ref = kzalloc(sizeof(*ref), GFP_KERNEL);
-		if (!ref)
-			return -ENOMEM;
+		ref = kzalloc(sizeof(*ref), GFP_KERNEL_ACCOUNT);
+		if (!ref) {
+			ret = -ENOMEM;
+			goto err_free;
+		}
 		addr = vrex_bo_kv_addr(obj, it->offset);
 	}
 
@@ -259,11 +267,16 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	if (alias) {
 		ref = xa_load(&vdev->blocks, it->block);
 		it->bo_gen = ref ? ref->bo_gen : 0;
+		if (ref)
+			ref->entries++;
+		else
+			vrex_user_uncharge(user, VREX_RES_ENTRIES, 1);
 		it->block = block;
 		return 0;
 	}
 
 	ref->stream = stream;
+	ref->entries = 1;
 	ref->obj = obj;
 	ref->bo_gen = vrex_bo_gen(obj);
 	ref->handle = it->handle;
@@ -289,7 +302,9 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	return 0;
 
 err_free:
-	kfree(ref);
+	vrex_user_uncharge(user, VREX_RES_ENTRIES, 1);
+	if (!alias)
+		kfree(ref);
 	return ret;
 }
 

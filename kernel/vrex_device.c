@@ -391,13 +391,9 @@ int vrex_device_probe(struct vrex_device *vdev)
 	ret = vrex_drmm_mutex_init(drm, &vdev->mm_lock);
 	if (ret)
 		return ret;
-	ret = vrex_drmm_mutex_init(drm, &vdev->umap_lock);
-	if (ret)
-		return ret;
 	init_completion(&vdev->cmd_done);
 	spin_lock_init(&vdev->cnt_snap_lock);
 	INIT_LIST_HEAD(&vdev->bos);
-	INIT_LIST_HEAD(&vdev->umaps);
 	xa_init(&vdev->blocks);
 	ida_init(&vdev->stream_ida);
 	ida_init(&vdev->pool_ida);

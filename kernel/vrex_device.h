@@ -105,10 +105,6 @@ struct vrex_device {
 	atomic64_t bo_gen;		/* last BO generation handed out */
 	u64 stream_serial;		/* last stream serial, under @lock */
 
-	/* Address spaces with user mappings of device memory (vrex_gem.c), revoked at unplug. */
-	struct mutex umap_lock;
-	struct list_head umaps;
-
 	/* Per-uid quotas (vrex_quota.c): uid -> struct vrex_user, under users_lock. */
 	struct mutex users_lock;
 	struct xarray users;

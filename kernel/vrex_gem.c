@@ -147,99 +147,21 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 }
 
 /*
- * Every address_space holding user mappings of device memory: the DRM
- * file's (the device's anon inode) and one per exported dma-buf mapped by
- * some process. A dma-buf stays mappable after the BO's last GEM handle is
- * closed (obj->dma_buf is NULL then, and a new export makes a second
- * dma-buf), so the mappings are tracked where they are made, not through
- * the BO. Each entry counts its VMAs and holds its inode, so the mapping
- * revoked at unplug cannot have been freed.
- */
-struct vrex_umap {
-	struct list_head link;		/* vdev->umaps, under umap_lock */
-	struct address_space *mapping;
-	unsigned int vmas;
-};
-
-static struct vrex_umap *vrex_umap_find(struct vrex_device *vdev, struct address_space *mapping)
-{
-	struct vrex_umap *um;
-
-	lockdep_assert_held(&vdev->umap_lock);
-	list_for_each_entry(um, &vdev->umaps, link)
-		if (um->mapping == mapping)
-			return um;
-	return NULL;
-}
-
-/* A new mapping of @vma->vm_file (mmap), before the VMA is linked. */
-static int vrex_umap_add(struct vrex_device *vdev, struct vm_area_struct *vma)
-{
-	struct address_space *mapping = vma->vm_file->f_mapping;
-	struct vrex_umap *um;
-	int ret = 0;
-
-	mutex_lock(&vdev->umap_lock);
-	um = vrex_umap_find(vdev, mapping);
-	if (!um) {
-		um = kzalloc(sizeof(*um), GFP_KERNEL_ACCOUNT);
-		if (!um) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		um->mapping = mapping;
-		ihold(mapping->host);
-		list_add(&um->link, &vdev->umaps);
-	}
-	um->vmas++;
-out:
-	mutex_unlock(&vdev->umap_lock);
-	return ret;
-}
-
-/* vm_ops->open: a VMA copied (fork) or split from one already counted. */
-static void vrex_umap_get(struct vrex_device *vdev, struct vm_area_struct *vma)
-{
-	struct vrex_umap *um;
-
-	mutex_lock(&vdev->umap_lock);
-	um = vrex_umap_find(vdev, vma->vm_file->f_mapping);
-	if (!WARN_ON(!um))
-		um->vmas++;
-	mutex_unlock(&vdev->umap_lock);
-}
-
-static void vrex_umap_put(struct vrex_device *vdev, struct vm_area_struct *vma)
-{
-	struct inode *inode = NULL;
-	struct vrex_umap *um;
-
-	mutex_lock(&vdev->umap_lock);
-	um = vrex_umap_find(vdev, vma->vm_file->f_mapping);
-	if (!WARN_ON(!um) && !--um->vmas) {
-		list_del(&um->link);
-		inode = um->mapping->host;
-		kfree(um);
-	}
-	mutex_unlock(&vdev->umap_lock);
-	if (inode)
-		iput(inode);
-}
-
-/*
  * Both the DRM file's mmap and the dma-buf's (drm_gem_prime_mmap()) land
- * here. Nothing is mapped now: the mmap core links the VMA into its
- * address_space only after this returns, so PTEs inserted here could escape
- * an unmap_mapping_range() of a concurrent unplug. Pages are inserted by
- * vrex_gem_fault() inside drm_dev_enter(), and unplug revokes every tracked
- * address_space after drm_dev_unplug() (vrex_gem_unmap_user()); a fault or a
- * mapping after unplug is refused. Device memory is mapped as raw PFNs,
+ * here, and both map through the device's anon inode: the DRM core points
+ * an exported dma-buf's file at it (drm_gem_dmabuf_export()), whether or
+ * not the BO still has a handle. Nothing is mapped now: the mmap core links
+ * the VMA into that address_space only after this returns, so PTEs inserted
+ * here could escape an unmap_mapping_range() of a concurrent unplug. Pages
+ * are inserted by vrex_gem_fault() inside drm_dev_enter(), and unplug
+ * revokes the address_space after drm_dev_unplug() (vrex_gem_unmap_user());
+ * a fault or a mapping after unplug is refused. Device memory is mapped as raw PFNs,
  * never through struct pages.
  */
 static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
-	int ret, idx;
+	int idx;
 
 	/* Pinned memory: no copy-on-write private mappings of device memory. */
 	if (!(vma->vm_flags & VM_SHARED))
@@ -259,9 +181,8 @@ static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 		vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 		vrex_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	}
-	ret = vrex_umap_add(vdev, vma);
 	drm_dev_exit(idx);
-	return ret;
+	return 0;
 }
 
 static vm_fault_t vrex_gem_fault(struct vm_fault *vmf)
@@ -288,22 +209,6 @@ static vm_fault_t vrex_gem_fault(struct vm_fault *vmf)
 	ret = vmf_insert_pfn(vma, vmf->address, pfn);
 	drm_dev_exit(idx);
 	return ret;
-}
-
-static void vrex_gem_vm_open(struct vm_area_struct *vma)
-{
-	struct drm_gem_object *obj = vma->vm_private_data;
-
-	vrex_umap_get(to_vrex_device(obj->dev), vma);
-	drm_gem_vm_open(vma);
-}
-
-static void vrex_gem_vm_close(struct vm_area_struct *vma)
-{
-	struct drm_gem_object *obj = vma->vm_private_data;
-
-	vrex_umap_put(to_vrex_device(obj->dev), vma);
-	drm_gem_vm_close(vma);
 }
 
 static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
@@ -491,8 +396,8 @@ err_exit:
 
 static const struct vm_operations_struct vrex_gem_vm_ops = {
 	.fault = vrex_gem_fault,
-	.open = vrex_gem_vm_open,
-	.close = vrex_gem_vm_close,
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
 };
 
 static const struct drm_gem_object_funcs vrex_gem_funcs = {
@@ -648,22 +553,15 @@ void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev)
 
 /*
  * Device memory must not stay mapped into processes once the device is gone
- * (recent cores revoke the DRM file's mappings in drm_dev_unplug() too);
+ * (recent cores revoke the anon inode's mappings in drm_dev_unplug() too);
  * later accesses get SIGBUS from vrex_gem_fault(). Called after
  * drm_dev_unplug(): every fault that could still insert a PTE has left its
  * drm_dev_enter() section, and none can start, so what is revoked here stays
- * revoked. Every address_space with a live mapping is tracked (vrex_umap):
- * the DRM file's and each mapped dma-buf's, whether or not its BO still has
- * a handle or a current export.
+ * revoked. The anon inode's address_space holds every user mapping: those
+ * made on the DRM file and those made on exported dma-bufs (vrex_gem_mmap()).
  */
 void vrex_gem_unmap_user(struct vrex_device *vdev)
 {
-	struct vrex_umap *um;
-
 	if (vdev->drm.anon_inode)
 		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
-	mutex_lock(&vdev->umap_lock);
-	list_for_each_entry(um, &vdev->umaps, link)
-		unmap_mapping_range(um->mapping, 0, 0, 1);
-	mutex_unlock(&vdev->umap_lock);
 }

@@ -992,7 +992,8 @@ static void test_unplug(void)
 	/*
 	 * A dma-buf whose BO's GEM handle is closed: the BO has no current
 	 * export any more (obj->dma_buf is NULL), the dma-buf and its mapping
-	 * live on. Its mapping must be revoked too.
+	 * live on. Its mapping must be revoked too (it is: the DRM core maps
+	 * every dma-buf export through the device's anon inode).
 	 */
 	if (POS("unplug: a third BO", vt_bo_create(fd, 8192, 4, 0, &h3, NULL))) {
 		ph3.handle = h3;

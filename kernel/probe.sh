@@ -61,6 +61,10 @@ tmp=$out.tmp.$$
 	have VREX_HAVE_DRMM_MUTEX_INIT_MACRO drm/drm_managed.h '^#define drmm_mutex_init\('
 	# pci_driver.dev_groups (copied into driver.dev_groups, overwriting it) since 5.11.
 	have VREX_HAVE_PCI_DEV_GROUPS linux/pci.h 'const struct attribute_group \*\*dev_groups;'
+	# MODULE_IMPORT_NS() takes a string literal since 6.13 (a bare name before).
+	have VREX_HAVE_IMPORT_NS_STRING linux/module.h '#define MODULE_IMPORT_NS\(ns\)[[:space:]]+MODULE_INFO\(import_ns, ns\)'
+	# struct drm_driver is const for the core (drm_device.driver) since 5.11.
+	have VREX_HAVE_CONST_DRM_DRIVER drm/drm_device.h 'const struct drm_driver \*driver;'
 	echo "#endif"
 } >"$tmp"
 

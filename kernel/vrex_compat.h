@@ -9,6 +9,7 @@
 #define VREX_KERNEL_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <drm/drm_device.h>
@@ -33,6 +34,15 @@
 #define VREX_HAVE_DMA_BUF_MAP 0
 #define VREX_HAVE_DRMM_MUTEX_INIT_MACRO 1
 #define VREX_HAVE_PCI_DEV_GROUPS 1
+#define VREX_HAVE_CONST_DRM_DRIVER 1
+#define VREX_HAVE_IMPORT_NS_STRING 1
+#endif
+
+/* The DMA_BUF symbol namespace (5.16+; importing it earlier is harmless). */
+#if VREX_HAVE_IMPORT_NS_STRING
+#define VREX_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS("DMA_BUF")
+#else
+#define VREX_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS(DMA_BUF)
 #endif
 
 /* Objects map themselves (drm_gem_object_funcs.mmap) since 5.10. */
@@ -45,9 +55,22 @@
 #include <drm/drm_accel.h>
 #define VREX_DEFINE_FOPS(name) DEFINE_DRM_ACCEL_FOPS(name)
 #define VREX_DRIVER_FEATURES (DRIVER_COMPUTE_ACCEL | DRIVER_GEM)
+/* Accel nodes have no render-node permission model: no DRM_RENDER_ALLOW. */
+#define VREX_IOCTL_FLAGS 0
 #else
 #define VREX_DEFINE_FOPS(name) DEFINE_DRM_GEM_FOPS(name)
 #define VREX_DRIVER_FEATURES (DRIVER_RENDER | DRIVER_GEM)
+#define VREX_IOCTL_FLAGS DRM_RENDER_ALLOW
+#endif
+
+/*
+ * struct drm_driver is const for the DRM core since 5.11; 5.10's
+ * drm_dev_alloc() still takes it writable.
+ */
+#if VREX_HAVE_CONST_DRM_DRIVER
+#define VREX_DRM_DRIVER_CONST const
+#else
+#define VREX_DRM_DRIVER_CONST
 #endif
 
 /* The node user space opens: accel where the kernel has it, else render. */
@@ -60,16 +83,17 @@ static inline struct drm_minor *vrex_node_minor(struct drm_device *drm)
 	return drm->render ? drm->render : drm->primary;
 }
 
-/* drm_driver fields that exist on some kernels only; set before the driver is used. */
-static inline void vrex_driver_compat_init(struct drm_driver *drv)
-{
+/* drm_driver fields that exist on some kernels only, for its initializer. */
 #if VREX_HAVE_DRIVER_GEM_PRIME_MMAP
-	drv->gem_prime_mmap = drm_gem_prime_mmap;
+#define VREX_DRIVER_GEM_PRIME_MMAP .gem_prime_mmap = drm_gem_prime_mmap,
+#else
+#define VREX_DRIVER_GEM_PRIME_MMAP
 #endif
 #if VREX_HAVE_DRIVER_DATE
-	drv->date = "20261129";
+#define VREX_DRIVER_DATE .date = "20261201",
+#else
+#define VREX_DRIVER_DATE
 #endif
-}
 
 /*
  * platform_driver.remove: int until 6.10 (6.3..6.10 also offer a void

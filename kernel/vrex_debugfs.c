@@ -61,15 +61,17 @@ typedef void (*vrex_dump_fn)(struct seq_file *m, struct vrex_device *vdev);
 static int vrex_show_locked(struct seq_file *m, vrex_dump_fn show)
 {
 	struct vrex_device *vdev = m->private;
-	int idx;
+	int idx, ret;
 
 	if (!drm_dev_enter(&vdev->drm, &idx))
 		return -ENODEV;
-	mutex_lock(&vdev->lock);
-	show(m, vdev);
-	mutex_unlock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (!ret) {
+		show(m, vdev);
+		mutex_unlock(&vdev->lock);
+	}
 	drm_dev_exit(idx);
-	return 0;
+	return ret;
 }
 
 static void vrex_regs_dump(struct seq_file *m, struct vrex_device *vdev)
@@ -158,13 +160,22 @@ static int vrex_counts_show(struct seq_file *m, void *unused)
 		mutex_unlock(&vdev->lock);
 		drm_dev_exit(idx);
 	}
-	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\nimported %d\n",
+	seq_printf(m, "bos %d\nstreams %d\nblocks %d\nentries %llu\nhw_blocks %llu\nimported %d\n"
+		   "export_maps %d\n",
 		   atomic_read(&vdev->live_bos), atomic_read(&vdev->live_streams),
 		   atomic_read(&vdev->live_blocks), entries, hw_blocks,
-		   atomic_read(&vdev->imported_bos));
+		   atomic_read(&vdev->imported_bos), atomic_read(&vdev->export_maps));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vrex_counts);
+
+/* "users": what each uid holds against its quotas (vrex_quota.c). */
+static int vrex_users_show(struct seq_file *m, void *unused)
+{
+	vrex_users_debugfs(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vrex_users);
 
 /*
  * "window": the raw register window, read with pread() at 4-byte aligned
@@ -229,6 +240,7 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	debugfs_create_file("banks", 0444, d, vdev, &vrex_banks_fops);
 	debugfs_create_file("shie", 0444, d, vdev, &vrex_shie_fops);
 	debugfs_create_file("counts", 0444, d, vdev, &vrex_counts_fops);
+	debugfs_create_file("users", 0444, d, vdev, &vrex_users_fops);
 	debugfs_create_file("dev", 0444, d, vdev, &vrex_dev_fops);
 	/* Not in "counts": that file lists live objects only, all 0 when every file is closed. */
 	debugfs_create_u32("resets", 0444, d, &vdev->resets);

@@ -193,6 +193,9 @@ int vrex_cmd(struct vrex_device *vdev, u32 cmd)
 	int ret;
 
 	lockdep_assert_held(&vdev->lock);
+	/* Nothing reaches a wedged device: it answers nothing in time. */
+	if (vdev->wedged)
+		return -EIO;
 	ret = vrex_cmd_raw(vdev, cmd);
 	if (ret == -ETIMEDOUT && !vdev->resetting) {
 		drm_err(&vdev->drm, "command %u timed out after %u ms: resetting the device\n",
@@ -202,23 +205,30 @@ int vrex_cmd(struct vrex_device *vdev, u32 cmd)
 	return ret;
 }
 
+int vrex_lock_interruptible(struct vrex_device *vdev)
+{
+	return mutex_lock_interruptible(&vdev->lock) ? -ERESTARTSYS : 0;
+}
+
+/* Resets tried after a timeout before the device is declared wedged. */
+#define VREX_RESET_TRIES 3
+
 /*
- * After a command timed out: the engine is reset, which empties the SHIE
- * table, the block table and the release FIFO and closes every stream slot.
- * Every block the kernel tracked is released to its stream with reason
- * DRM_VREX_RELEASE_RESET (reported by that stream's next RETIRE, so user
- * space frees its KV memory), and every open stream slot is opened again,
- * empty, with its pool. Streams keep their ids; their frame numbers restart.
+ * One reset: the engine is reset, which empties the SHIE table, the block
+ * table and the release FIFO and closes every stream slot. A NOP then proves
+ * the engine answers again, and every open stream slot is opened again,
+ * empty, with its pool. The first command that does not complete fails the
+ * reset at once: a device that stopped answering costs one timeout per try,
+ * not one per stream.
  */
-void vrex_device_reset(struct vrex_device *vdev)
+static int vrex_device_reset_once(struct vrex_device *vdev)
 {
 	struct vrex_file_stream *stream;
 	u32 hw;
 	int ret;
 
-	lockdep_assert_held(&vdev->lock);
-	vdev->resetting = true;
 	vdev->resets++;
+	vdev->reset_epoch++;
 	vrex_write(vdev, VREX_REG_RESET, VREX_RESET_MAGIC);
 	vdev->cmd_inflight = false;
 	if (vdev->irq > 0) {
@@ -226,6 +236,9 @@ void vrex_device_reset(struct vrex_device *vdev)
 		vrex_write(vdev, VREX_REG_IRQ_MASK, VREX_IRQ_ALL);
 	}
 	vrex_blocks_reset(vdev);
+	ret = vrex_cmd(vdev, VREX_CMD_NOP);
+	if (vrex_cmd_failed(ret))
+		return ret;
 	for (hw = 0; hw < vdev->max_streams; hw++) {
 		stream = vdev->hw_streams[hw];
 		if (!stream)
@@ -234,10 +247,45 @@ void vrex_device_reset(struct vrex_device *vdev)
 		vrex_write(vdev, VREX_REG_ARG_POOL,
 			   stream->pool ? stream->pool->hw_pool : VREX_POOL_PRIVATE + hw);
 		ret = vrex_cmd(vdev, VREX_CMD_STREAM_OPEN);
+		if (vrex_cmd_failed(ret))
+			return ret;
 		if (ret)
 			drm_err(&vdev->drm, "reopening stream slot %u after reset: %d\n", hw, ret);
 	}
+	return 0;
+}
+
+/*
+ * After a command timed out. Every block the kernel tracked is released to
+ * its stream with reason DRM_VREX_RELEASE_RESET (reported by that stream's
+ * next RETIRE, so user space frees its KV memory); streams keep their ids,
+ * their frame numbers restart. The ReSV heads are emptied too: the new reset
+ * epoch makes each of them report -ESTALE to its owner until acknowledged
+ * (vrex_resv.c). A device that still does not answer after VREX_RESET_TRIES
+ * resets is wedged: every later command fails with -EIO at once, without
+ * touching it, until the device is bound again. The lock is held for at
+ * most VREX_RESET_TRIES command timeouts.
+ */
+void vrex_device_reset(struct vrex_device *vdev)
+{
+	int ret = 0, n;
+
+	lockdep_assert_held(&vdev->lock);
+	if (vdev->wedged)
+		return;
+	vdev->resetting = true;
+	for (n = 0; n < VREX_RESET_TRIES; n++) {
+		ret = vrex_device_reset_once(vdev);
+		if (!ret)
+			break;
+	}
 	vdev->resetting = false;
+	if (ret) {
+		WRITE_ONCE(vdev->wedged, true);
+		drm_err(&vdev->drm,
+			"device wedged: %d resets did not bring it back (%d); commands fail with -EIO until it is bound again\n",
+			VREX_RESET_TRIES, ret);
+	}
 }
 
 static irqreturn_t vrex_irq(int irq, void *arg)
@@ -303,6 +351,20 @@ static int vrex_read_config(struct vrex_device *vdev)
 	if ((u64)vdev->nbanks * vdev->bank_size > vdev->mem.size)
 		return dev_err_probe(dev, -EINVAL, "bank memory is %llu bytes, banks need %llu\n",
 				     vdev->mem.size, (u64)vdev->nbanks * vdev->bank_size);
+	/*
+	 * Every limit below sizes an allocator or bounds a table index (stream
+	 * slots index hw_streams[], the release FIFO drain is bounded by the
+	 * block capacity): a device reporting none refuses to bind rather than
+	 * let ida_alloc_max(max_streams - 1) wrap.
+	 */
+	if (!vdev->max_streams || !vdev->shie_capacity || !vdev->block_capacity)
+		return dev_err_probe(dev, -EINVAL,
+				     "unsupported limits: %u streams, %u SHIE entries, %u blocks\n",
+				     vdev->max_streams, vdev->shie_capacity, vdev->block_capacity);
+	if (!vdev->group_banks || vdev->group_banks > vdev->nbanks ||
+	    vdev->nbanks % vdev->group_banks)
+		return dev_err_probe(dev, -EINVAL, "unsupported bank groups: %u of %u banks\n",
+				     vdev->group_banks, vdev->nbanks);
 	if (vdev->max_streams > VREX_MAX_STREAMS_HW)
 		vdev->max_streams = VREX_MAX_STREAMS_HW;
 	/*
@@ -330,12 +392,16 @@ int vrex_device_probe(struct vrex_device *vdev)
 	if (ret)
 		return ret;
 	init_completion(&vdev->cmd_done);
+	spin_lock_init(&vdev->cnt_snap_lock);
 	INIT_LIST_HEAD(&vdev->bos);
 	xa_init(&vdev->blocks);
 	ida_init(&vdev->stream_ida);
 	ida_init(&vdev->pool_ida);
 
 	ret = vrex_read_config(vdev);
+	if (ret)
+		return ret;
+	ret = vrex_users_init(vdev);
 	if (ret)
 		return ret;
 	ret = vrex_resv_init(vdev);

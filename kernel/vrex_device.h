@@ -12,11 +12,13 @@
 #include <linux/idr.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 #include <drm/drm_device.h>
 #include <drm/drm_mm.h>
 
+#include "vrex_compat.h"
 #include "vrex_regs.h"
 
 struct clk_bulk_data;
@@ -81,7 +83,14 @@ struct vrex_device {
 	struct completion cmd_done;
 	bool cmd_inflight;		/* a waiter was killed before its command completed */
 	bool resetting;			/* inside vrex_device_reset(): no nested reset */
+	bool wedged;			/* resets failed: commands get -EIO (set under @lock) */
 	u32 resets;			/* resets after a command timed out */
+	/*
+	 * Bumped by every reset (under @lock). A reset empties every ReSV
+	 * head: a head created in an older epoch reports -ESTALE until its
+	 * owner acknowledges the loss (vrex_resv.c).
+	 */
+	u32 reset_epoch;
 	struct xarray blocks;		/* hw block id -> struct vrex_block_ref */
 	struct vrex_file_stream *hw_streams[VREX_MAX_STREAMS_HW];
 	struct ida stream_ida;		/* hardware stream slots */
@@ -92,12 +101,21 @@ struct vrex_device {
 	struct mutex mm_lock;
 	struct drm_mm bank_mm[VREX_MAX_BANKS_HW];
 	u64 bo_bytes[VREX_MAX_BANKS_HW];
-	struct list_head bos;		/* placed BOs, for revoking dma-buf mappings */
+	struct list_head bos;		/* placed BOs (debugfs) */
+	atomic64_t bo_gen;		/* last BO generation handed out */
+	u64 stream_serial;		/* last stream serial, under @lock */
+
+	/* Per-uid quotas (vrex_quota.c): uid -> struct vrex_user, under users_lock. */
+	struct mutex users_lock;
+	struct xarray users;
 
 	/* Live objects, for leak checks (debugfs "counts"). */
 	atomic_t live_bos;
 	atomic_t live_streams;
 	atomic_t live_blocks;
+
+	/* sg_tables built for importers of this device's BOs (debugfs "counts": export_maps). */
+	atomic_t export_maps;
 
 	/* PRIME-imported BOs (in no bank): objects and bytes, all files. */
 	atomic_t imported_bos;
@@ -115,6 +133,10 @@ struct vrex_device {
 	 */
 	bool has_stage;
 	u64 stage_addr;
+
+	/* The counters as last read, for sysfs readers that find @lock busy. */
+	spinlock_t cnt_snap_lock;
+	u64 cnt_snap[VREX_CNT_NUM];
 
 	/* Fault injection (debugfs): the next N allocations fail. */
 	atomic_t fail_alloc;
@@ -141,6 +163,13 @@ void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2]);
  */
 int vrex_cmd(struct vrex_device *vdev, u32 cmd);
 
+/*
+ * Takes vdev->lock for an ioctl: a signal ends the wait (-ERESTARTSYS, the
+ * ioctl is restarted or fails with -EINTR), since the holder may be a reset
+ * taking several command timeouts. Teardown paths lock uninterruptibly.
+ */
+int vrex_lock_interruptible(struct vrex_device *vdev);
+
 /* The command did not run to a device outcome: a batch stops here. */
 static inline bool vrex_cmd_failed(int ret)
 {
@@ -155,7 +184,7 @@ void vrex_device_reset(struct vrex_device *vdev);
 int vrex_device_probe(struct vrex_device *vdev);
 void vrex_device_remove(struct vrex_device *vdev);
 
-/* vrex_drv.c */
-extern struct drm_driver vrex_drm_driver;
+/* vrex_drv.c; const where the kernel allows (vrex_compat.h) */
+extern VREX_DRM_DRIVER_CONST struct drm_driver vrex_drm_driver;
 
 #endif /* VREX_DEVICE_H */

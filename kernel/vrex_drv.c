@@ -30,20 +30,28 @@ static int vrex_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct vrex_file *vfile;
 
-	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL);
+	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL_ACCOUNT);
 	if (!vfile)
 		return -ENOMEM;
 	vfile->quota = vrex_quota_alloc();
-	if (!vfile->quota) {
-		kfree(vfile);
-		return -ENOMEM;
-	}
+	if (!vfile->quota)
+		goto err_free;
 	vfile->vdev = to_vrex_device(drm);
+	vfile->user = vrex_user_get_current(vfile->vdev);
+	if (!vfile->user)
+		goto err_quota;
+	vfile->limited = vrex_user_limited();
 	xa_init_flags(&vfile->streams, XA_FLAGS_ALLOC1);
 	xa_init(&vfile->pools);
 	vrex_resv_file_init(vfile);
 	file->driver_priv = vfile;
 	return 0;
+
+err_quota:
+	vrex_quota_put(vfile->quota);
+err_free:
+	kfree(vfile);
+	return -ENOMEM;
 }
 
 static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
@@ -55,11 +63,12 @@ static void vrex_postclose(struct drm_device *drm, struct drm_file *file)
 	xa_destroy(&vfile->streams);
 	xa_destroy(&vfile->pools);
 	vrex_quota_put(vfile->quota);
+	vrex_user_put(vfile->user);
 	kfree(vfile);
 }
 
 static const struct drm_ioctl_desc vrex_ioctls[] = {
-#define VREX_IOCTL(n, func) DRM_IOCTL_DEF_DRV(VREX_##n, vrex_ioctl_##func, DRM_RENDER_ALLOW)
+#define VREX_IOCTL(n, func) DRM_IOCTL_DEF_DRV(VREX_##n, vrex_ioctl_##func, VREX_IOCTL_FLAGS)
 	VREX_IOCTL(QUERY, query),
 	VREX_IOCTL(BO_CREATE, bo_create),
 	VREX_IOCTL(BO_MMAP_OFFSET, bo_mmap_offset),
@@ -81,7 +90,7 @@ static const struct drm_ioctl_desc vrex_ioctls[] = {
 
 VREX_DEFINE_FOPS(vrex_fops);
 
-struct drm_driver vrex_drm_driver = {
+VREX_DRM_DRIVER_CONST struct drm_driver vrex_drm_driver = {
 	.driver_features = VREX_DRIVER_FEATURES,
 	.open = vrex_open,
 	.postclose = vrex_postclose,
@@ -90,18 +99,20 @@ struct drm_driver vrex_drm_driver = {
 	.fops = &vrex_fops,
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
-	.gem_prime_import_sg_table = vrex_gem_prime_import_sg_table,
+	.gem_prime_import = vrex_gem_prime_import,
+	VREX_DRIVER_GEM_PRIME_MMAP
+	VREX_DRIVER_DATE
 	.name = DRM_VREX_DRIVER_NAME,
 	.desc = "V-Rex frame-aware KV-cache retrieval engine",
-	.major = 1,
-	.minor = 0,
+	/* The uAPI header's version: what user space checks features against. */
+	.major = DRM_VREX_VERSION_MAJOR,
+	.minor = DRM_VREX_VERSION_MINOR,
 };
 
 static int __init vrex_init(void)
 {
 	int ret;
 
-	vrex_driver_compat_init(&vrex_drm_driver);
 	ret = vrex_platform_driver_register();
 	if (ret)
 		return ret;
@@ -124,5 +135,7 @@ static void __exit vrex_exit(void)
 module_init(vrex_init);
 module_exit(vrex_exit);
 
+/* PRIME import attaches to foreign dma-bufs (vrex_gem_prime_import()). */
+VREX_IMPORT_NS_DMA_BUF();
 MODULE_DESCRIPTION("V-Rex frame-aware KV-cache retrieval engine");
 MODULE_LICENSE("GPL");

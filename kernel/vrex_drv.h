@@ -11,6 +11,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/xarray.h>
 #include <drm/drm_file.h>
 
@@ -36,8 +37,28 @@ struct vrex_quota {
 	atomic64_t bytes;
 };
 
+/* What a uid is charged with (vrex_quota.c). */
+enum vrex_res {
+	VREX_RES_BYTES,		/* bytes of BOs */
+	VREX_RES_STREAMS,	/* stream slots */
+	VREX_RES_HEADS,		/* ReSV heads */
+	VREX_RES_ENTRIES,	/* SHIE entries of live blocks */
+	VREX_RES_IMPORTS,	/* PRIME-imported BOs */
+	VREX_RES_NUM
+};
+
+/* One uid on one device (vdev->users), referenced by its files and objects. */
+struct vrex_user {
+	struct kref ref;
+	struct vrex_device *vdev;
+	kuid_t uid;
+	atomic64_t used[VREX_RES_NUM];
+};
+
 struct vrex_file {
 	struct vrex_device *vdev;
+	struct vrex_user *user;	/* the opener's euid */
+	bool limited;		/* opened without CAP_SYS_ADMIN: user quotas apply */
 	struct xarray streams;	/* user stream id -> struct vrex_file_stream */
 	struct xarray pools;	/* user pool id -> struct vrex_file_pool */
 	struct xarray heads;	/* user head id -> struct vrex_file_head (vrex_resv.c) */
@@ -52,6 +73,7 @@ struct vrex_file_pool {
 
 struct vrex_file_stream {
 	struct vrex_file *vfile;
+	u64 serial;		/* device-unique: an id reused after destroy is another stream */
 	u32 id;			/* as user space knows it */
 	u32 hw;			/* hardware stream slot */
 	u32 user_pool;
@@ -74,6 +96,7 @@ struct vrex_file_stream {
 struct vrex_block_ref {
 	struct vrex_file_stream *stream;
 	struct drm_gem_object *obj;	/* NULL once released */
+	u64 bo_gen;	/* of @obj: names it in records after @obj is gone */
 	u32 handle;
 	u64 offset;
 	u64 length;
@@ -81,6 +104,7 @@ struct vrex_block_ref {
 	struct list_head pending;
 	u32 block;
 	u32 reason;	/* DRM_VREX_RELEASE_* */
+	u32 entries;	/* SHIE entries inserted for it (1 + aliases), charged to its file's user */
 };
 
 static inline struct vrex_file *to_vrex_file(struct drm_file *file)
@@ -94,14 +118,12 @@ void vrex_quota_put(struct vrex_quota *quota);
 int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_bo_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
 u64 vrex_bo_dev_addr(struct drm_gem_object *obj);
+u64 vrex_bo_gen(struct drm_gem_object *obj);
 bool vrex_bo_is_imported(const struct drm_gem_object *obj);
 u64 vrex_bo_kv_addr(struct drm_gem_object *obj, u64 offset);
 int vrex_bo_check_device_range(struct drm_gem_object *obj, u64 offset, u64 length);
-struct dma_buf_attachment;
-struct sg_table;
-struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
-						      struct dma_buf_attachment *attach,
-						      struct sg_table *sgt);
+struct dma_buf;
+struct drm_gem_object *vrex_gem_prime_import(struct drm_device *drm, struct dma_buf *dma_buf);
 void vrex_gem_unmap_user(struct vrex_device *vdev);
 struct seq_file;
 void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev);
@@ -135,6 +157,17 @@ int vrex_ioctl_resv_head_destroy(struct drm_device *drm, void *data, struct drm_
 int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *file);
 int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file *file);
+
+/* vrex_quota.c */
+struct seq_file;
+int vrex_users_init(struct vrex_device *vdev);
+struct vrex_user *vrex_user_get(struct vrex_device *vdev, kuid_t uid);
+struct vrex_user *vrex_user_get_current(struct vrex_device *vdev);
+void vrex_user_put(struct vrex_user *u);
+bool vrex_user_limited(void);
+int vrex_user_charge(struct vrex_user *u, enum vrex_res res, u64 n, bool limited);
+void vrex_user_uncharge(struct vrex_user *u, enum vrex_res res, u64 n);
+void vrex_users_debugfs(struct seq_file *m, struct vrex_device *vdev);
 
 /* vrex_query.c */
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file);

@@ -7,11 +7,13 @@
  *
  * A BO can also be imported with PRIME from another driver (an inference
  * engine's own KV cache, exported as a dma-buf): it is in no bank
- * (DRM_VREX_BANK_NONE), is not charged to any quota, holds the exporter's
- * attachment and mapping for this device until freed, and can only be
- * pointed at by KV blocks (the hardware keeps the pointer with
- * VREX_KV_ADDR_EXTERNAL); the FCC and ReSV units, which read memory through
- * the device's bank address space, refuse it.
+ * (DRM_VREX_BANK_NONE), holds an attachment of this device to the
+ * exporter's dma-buf until freed, and can only be pointed at by KV blocks:
+ * the hardware keeps the pointer (VREX_KV_ADDR_EXTERNAL) and never reads
+ * through it. So the import is never mapped for DMA (no IOMMU mappings, no
+ * pinning of the exporter's memory for a device that does not access it);
+ * the FCC and ReSV units, which read memory through the device's bank
+ * address space, refuse it.
  */
 #include <linux/dma-buf.h>
 #include <linux/io.h>
@@ -37,7 +39,8 @@ struct vrex_bo {
 	struct list_head link;		/* vdev->bos, under mm_lock; empty before placement */
 	struct drm_mm_node node;	/* device addresses: bank * bank_size + offset in bank */
 	struct vrex_quota *quota;	/* charged with the BO's size, NULL before charging */
-	struct sg_table *sgt;		/* imported: the exporter's mapping for this device */
+	struct vrex_user *user;		/* charged with its size (imported: one import), or NULL */
+	u64 gen;	/* device-unique generation (drm_vrex_bo_create.bo_gen) */
 	u32 bank;	/* DRM_VREX_BANK_NONE when imported */
 	u32 flags;	/* DRM_VREX_BO_*: placement hints */
 };
@@ -113,6 +116,11 @@ u64 vrex_bo_dev_addr(struct drm_gem_object *obj)
 	return to_vrex_bo(obj)->node.start;
 }
 
+u64 vrex_bo_gen(struct drm_gem_object *obj)
+{
+	return to_vrex_bo(obj)->gen;
+}
+
 static void vrex_gem_free(struct drm_gem_object *obj)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
@@ -130,24 +138,30 @@ static void vrex_gem_free(struct drm_gem_object *obj)
 		atomic64_sub(obj->size, &bo->quota->bytes);
 		vrex_quota_put(bo->quota);
 	}
+	if (bo->user) {
+		vrex_user_uncharge(bo->user, VREX_RES_BYTES, obj->size);
+		vrex_user_put(bo->user);
+	}
 	drm_gem_object_release(obj);
 	kfree(bo);
 }
 
 /*
  * Both the DRM file's mmap and the dma-buf's (drm_gem_prime_mmap()) land
- * here. Mappings are populated now and revoked at unplug
- * (vrex_gem_unmap_user()), so no fault handler is needed; a mapping made
- * after unplug is refused. Memory without struct pages (a no-map carve-out,
- * a BAR) is mapped as raw PFNs, never through pages.
+ * here, and both map through the device's anon inode: the DRM core points
+ * an exported dma-buf's file at it (drm_gem_dmabuf_export()), whether or
+ * not the BO still has a handle. Nothing is mapped now: the mmap core links
+ * the VMA into that address_space only after this returns, so PTEs inserted
+ * here could escape an unmap_mapping_range() of a concurrent unplug. Pages
+ * are inserted by vrex_gem_fault() inside drm_dev_enter(), and unplug
+ * revokes the address_space after drm_dev_unplug() (vrex_gem_unmap_user());
+ * a fault or a mapping after unplug is refused. Device memory is mapped as raw PFNs,
+ * never through struct pages.
  */
 static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct vrex_device *vdev = to_vrex_device(obj->dev);
-	struct vrex_mem *mem = &vdev->mem;
-	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
-	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
-	int ret, idx;
+	int idx;
 
 	/* Pinned memory: no copy-on-write private mappings of device memory. */
 	if (!(vma->vm_flags & VM_SHARED))
@@ -160,15 +174,39 @@ static int vrex_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	 * and without vm_ops->close the mapping's object reference is never put.
 	 */
 	vma->vm_ops = obj->funcs->vm_ops;
-
-	if (mem->vmalloced) {
-		ret = remap_vmalloc_range(vma, mem->vaddr, addr >> PAGE_SHIFT);
+	if (vdev->mem.vmalloced) {
+		vma->vm_page_prot = vm_get_page_prot(vma->vm_flags);
+		vrex_vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	} else {
 		vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 		vrex_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
-		ret = io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(mem->phys + addr),
-					 vma->vm_end - vma->vm_start, vma->vm_page_prot);
 	}
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static vm_fault_t vrex_gem_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct vrex_device *vdev = to_vrex_device(obj->dev);
+	unsigned long pgoff = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node) +
+			      ((vmf->address - vma->vm_start) >> PAGE_SHIFT);
+	u64 addr = to_vrex_bo(obj)->node.start + ((u64)pgoff << PAGE_SHIFT);
+	unsigned long pfn;
+	vm_fault_t ret;
+	int idx;
+
+	if ((u64)pgoff << PAGE_SHIFT >= obj->size)
+		return VM_FAULT_SIGBUS;
+	/* Unplugged: the memory may be gone (SIGBUS, as for a revoked mapping). */
+	if (!drm_dev_enter(obj->dev, &idx))
+		return VM_FAULT_SIGBUS;
+	if (vdev->mem.vmalloced)
+		pfn = vmalloc_to_pfn(vdev->mem.vaddr + addr);
+	else
+		pfn = PHYS_PFN(vdev->mem.phys + addr);
+	ret = vmf_insert_pfn(vma, vmf->address, pfn);
 	drm_dev_exit(idx);
 	return ret;
 }
@@ -186,6 +224,7 @@ static struct sg_table *vrex_gem_get_sg_table(struct drm_gem_object *obj)
 	/* No struct pages (no-map carve-out, BAR): never invent them with pfn_to_page(). */
 	if (!vdev->mem.has_pages)
 		return ERR_PTR(-EOPNOTSUPP);
+	atomic_inc(&vdev->export_maps);
 	if (!drm_dev_enter(obj->dev, &idx))
 		return ERR_PTR(-ENODEV);
 
@@ -230,13 +269,18 @@ static int vrex_gem_vmap(struct drm_gem_object *obj, struct vrex_map *map)
 	u64 addr = to_vrex_bo(obj)->node.start;
 	int idx;
 
-	/* The bank mapping of real hardware is a devm resource of the bound device. */
+	/*
+	 * An importer keeps its kernel mapping for as long as it likes, past an
+	 * unbind. Only memory that lives until the DRM device is released (a
+	 * backend's, which every dma-buf keeps alive) can be handed out; the
+	 * bank mapping of real hardware is a devm resource undone at unbind, so
+	 * a pointer into it would outlive the mapping: refused.
+	 */
+	if (!vdev->mem.vmalloced)
+		return -EOPNOTSUPP;
 	if (!drm_dev_enter(obj->dev, &idx))
 		return -ENODEV;
-	if (vdev->mem.iomem)
-		vrex_map_set_vaddr_iomem(map, vdev->mem.iomem + addr);
-	else
-		vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
+	vrex_map_set_vaddr(map, vdev->mem.vaddr + addr);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -255,8 +299,10 @@ static void vrex_gem_import_free(struct drm_gem_object *obj)
 
 	atomic_dec(&vdev->imported_bos);
 	atomic64_sub(obj->size, &vdev->imported_bytes);
-	/* Unmaps the exporter's sg_table, detaches and drops the dma-buf reference. */
-	drm_prime_gem_destroy(obj, bo->sgt);
+	vrex_user_uncharge(bo->user, VREX_RES_IMPORTS, 1);
+	vrex_user_put(bo->user);
+	/* Never mapped (NULL sg_table): detaches and drops the dma-buf reference. */
+	drm_prime_gem_destroy(obj, NULL);
 	drm_gem_object_release(obj);
 	kfree(bo);
 }
@@ -271,20 +317,31 @@ static const struct drm_gem_object_funcs vrex_gem_import_funcs = {
 };
 
 /*
- * drm_driver.gem_prime_import_sg_table: the DRM core has attached this device
- * to a foreign dma-buf and mapped it (@sgt); a dma-buf of a vrex BO of this
- * device never gets here (drm_gem_prime_import() returns the same object).
- * On failure the core unmaps and detaches.
+ * drm_driver.gem_prime_import. drm_gem_prime_import() would map the
+ * dma-buf for this device (dma_buf_map_attachment()) only to hand the
+ * mapping to the driver, which has no use for it: the engine stores KV
+ * pointers into imported memory and never reads them. So the dma-buf is
+ * attached (the exporter learns its importer, a re-export finds it through
+ * import_attach) and never mapped. A dma-buf of a BO of this very device
+ * gives back that BO, as the core helper does.
  */
-struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
-						      struct dma_buf_attachment *attach,
-						      struct sg_table *sgt)
+struct drm_gem_object *vrex_gem_prime_import(struct drm_device *drm, struct dma_buf *dma_buf)
 {
 	struct vrex_device *vdev = to_vrex_device(drm);
-	size_t size = attach->dmabuf->size;
+	struct dma_buf_attachment *attach;
+	size_t size = dma_buf->size;
+	struct drm_gem_object *obj;
 	struct vrex_bo *bo;
 	int ret, idx;
 
+	/* The DRM core's GEM exports all release through drm_gem_dmabuf_release(). */
+	if (dma_buf->ops->release == drm_gem_dmabuf_release) {
+		obj = dma_buf->priv;
+		if (obj->dev == drm) {
+			drm_gem_object_get(obj);
+			return obj;
+		}
+	}
 	/* drm_gem_private_object_init() needs whole pages. */
 	if (!size || !PAGE_ALIGNED(size))
 		return ERR_PTR(-EINVAL);
@@ -294,27 +351,51 @@ struct drm_gem_object *vrex_gem_prime_import_sg_table(struct drm_device *drm,
 		ret = -ENOMEM;
 		goto err_exit;
 	}
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo) {
 		ret = -ENOMEM;
 		goto err_exit;
 	}
+	/* No file here: the importing caller's uid is charged. */
+	bo->user = vrex_user_get_current(vdev);
+	if (!bo->user) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = vrex_user_charge(bo->user, VREX_RES_IMPORTS, 1, vrex_user_limited());
+	if (ret)
+		goto err_user;
+	attach = dma_buf_attach(dma_buf, drm->dev);
+	if (IS_ERR(attach)) {
+		ret = PTR_ERR(attach);
+		goto err_uncharge;
+	}
+	get_dma_buf(dma_buf);
 	INIT_LIST_HEAD(&bo->link);
-	bo->sgt = sgt;
+	bo->gen = atomic64_inc_return(&vdev->bo_gen);
 	bo->bank = DRM_VREX_BANK_NONE;
 	bo->base.funcs = &vrex_gem_import_funcs;
 	drm_gem_private_object_init(drm, &bo->base, size);
+	bo->base.import_attach = attach;
+	bo->base.resv = dma_buf->resv;
 	atomic_inc(&vdev->imported_bos);
 	atomic64_add(size, &vdev->imported_bytes);
 	drm_dev_exit(idx);
 	return &bo->base;
 
+err_uncharge:
+	vrex_user_uncharge(bo->user, VREX_RES_IMPORTS, 1);
+err_user:
+	vrex_user_put(bo->user);
+err_free:
+	kfree(bo);
 err_exit:
 	drm_dev_exit(idx);
 	return ERR_PTR(ret);
 }
 
 static const struct vm_operations_struct vrex_gem_vm_ops = {
+	.fault = vrex_gem_fault,
 	.open = drm_gem_vm_open,
 	.close = drm_gem_vm_close,
 };
@@ -373,6 +454,7 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 {
 	struct vrex_device *vdev = to_vrex_device(drm);
 	struct drm_vrex_bo_create *args = data;
+	struct vrex_file *vfile = to_vrex_file(file);
 	struct vrex_check_limits lim;
 	struct vrex_bo *bo;
 	u32 handle;
@@ -390,18 +472,24 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 		goto out_exit;
 	}
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo) {
 		ret = -ENOMEM;
 		goto out_exit;
 	}
 	bo->flags = args->flags;
+	bo->gen = atomic64_inc_return(&vdev->bo_gen);
 	bo->base.funcs = &vrex_gem_funcs;
 	drm_gem_private_object_init(drm, &bo->base, PAGE_ALIGN(args->size));
 
-	ret = vrex_quota_charge(to_vrex_file(file)->quota, bo);
+	ret = vrex_quota_charge(vfile->quota, bo);
 	if (ret)
 		goto err_put;
+	ret = vrex_user_charge(vfile->user, VREX_RES_BYTES, bo->base.size, vfile->limited);
+	if (ret)
+		goto err_put;
+	kref_get(&vfile->user->ref);
+	bo->user = vfile->user;
 	ret = vrex_bo_place(vdev, bo, args->bank_mask);
 	if (ret)
 		goto err_put;
@@ -417,6 +505,7 @@ int vrex_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	 * never touch @bo after dropping the creation reference.
 	 */
 	args->bank = bo->bank;
+	args->bo_gen = bo->gen;
 	ret = drm_gem_handle_create(file, &bo->base, &handle);
 	drm_gem_object_put(&bo->base);
 	if (ret)
@@ -464,29 +553,15 @@ void vrex_gem_debugfs_bos(struct seq_file *m, struct vrex_device *vdev)
 
 /*
  * Device memory must not stay mapped into processes once the device is gone
- * (recent cores do this in drm_dev_unplug() too); later accesses get SIGBUS.
- * Mappings made through the DRM file live in the device's anon inode;
- * dma-buf mappings live in each exported dma-buf's own file, so every
- * exported BO's is revoked too. After drm_dev_unplug() no new mapping can be
- * made (vrex_gem_mmap() enters the device), so nothing is mapped again.
- * object_name_lock keeps obj->dma_buf stable (the prime core sets and clears
- * it under that lock).
+ * (recent cores revoke the anon inode's mappings in drm_dev_unplug() too);
+ * later accesses get SIGBUS from vrex_gem_fault(). Called after
+ * drm_dev_unplug(): every fault that could still insert a PTE has left its
+ * drm_dev_enter() section, and none can start, so what is revoked here stays
+ * revoked. The anon inode's address_space holds every user mapping: those
+ * made on the DRM file and those made on exported dma-bufs (vrex_gem_mmap()).
  */
 void vrex_gem_unmap_user(struct vrex_device *vdev)
 {
-	struct vrex_bo *bo;
-
 	if (vdev->drm.anon_inode)
 		unmap_mapping_range(vdev->drm.anon_inode->i_mapping, 0, 0, 1);
-
-	mutex_lock(&vdev->drm.object_name_lock);
-	mutex_lock(&vdev->mm_lock);
-	list_for_each_entry(bo, &vdev->bos, link) {
-		struct dma_buf *buf = bo->base.dma_buf;
-
-		if (buf && buf->file)
-			unmap_mapping_range(buf->file->f_mapping, 0, 0, 1);
-	}
-	mutex_unlock(&vdev->mm_lock);
-	mutex_unlock(&vdev->drm.object_name_lock);
 }

@@ -57,9 +57,10 @@ static void vrex_fill_device_info(struct vrex_device *vdev, struct drm_vrex_devi
 	info->simulated = !!vdev->backend;
 }
 
-static void vrex_fill_bank_info(struct vrex_device *vdev, struct drm_vrex_bank_info *bi)
+static int vrex_fill_bank_info(struct vrex_device *vdev, struct drm_vrex_bank_info *bi)
 {
 	u32 b, ngroups = vdev->group_banks ? vdev->nbanks / vdev->group_banks : 0;
+	int ret;
 
 	bi->bank_count = vdev->nbanks;
 	mutex_lock(&vdev->mm_lock);
@@ -67,7 +68,9 @@ static void vrex_fill_bank_info(struct vrex_device *vdev, struct drm_vrex_bank_i
 		bi->bo_bytes[b] = vdev->bo_bytes[b];
 	mutex_unlock(&vdev->mm_lock);
 
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		return ret;
 	for (b = 0; b < vdev->nbanks; b++) {
 		bi->kv_bytes[b] = (u64)vrex_read(vdev, VREX_REG_BANK_KB(b)) * SZ_1K;
 		bi->kv_blocks[b] = vrex_read(vdev, VREX_REG_BANK_BLOCKS(b));
@@ -79,6 +82,7 @@ static void vrex_fill_bank_info(struct vrex_device *vdev, struct drm_vrex_bank_i
 	mutex_unlock(&vdev->lock);
 	bi->imported_bos = atomic_read(&vdev->imported_bos);
 	bi->imported_bytes = atomic64_read(&vdev->imported_bytes);
+	return 0;
 }
 
 int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
@@ -100,9 +104,10 @@ int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
 		if (!bi)
 			return -ENOMEM;
 		if (drm_dev_enter(drm, &idx)) {
-			vrex_fill_bank_info(vdev, bi);
+			ret = vrex_fill_bank_info(vdev, bi);
 			drm_dev_exit(idx);
-			ret = vrex_copy_sized(args->ptr, &args->size, bi, sizeof(*bi));
+			if (!ret)
+				ret = vrex_copy_sized(args->ptr, &args->size, bi, sizeof(*bi));
 		} else {
 			ret = -ENODEV;
 		}
@@ -115,16 +120,33 @@ int vrex_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 }
 
-static void vrex_read_stats(struct vrex_device *vdev, struct drm_vrex_stats *st)
+/*
+ * Reads every counter (vdev->lock held) and keeps them as the snapshot the
+ * sysfs counters fall back to while the device is busy.
+ */
+static void vrex_read_counters_locked(struct vrex_device *vdev, u64 *out)
 {
-	u64 *out = (u64 *)st;
 	u32 i;
 
-	BUILD_BUG_ON(sizeof(*st) != VREX_CNT_NUM * sizeof(u64));
-	mutex_lock(&vdev->lock);
+	lockdep_assert_held(&vdev->lock);
 	for (i = 0; i < VREX_CNT_NUM; i++)
 		out[i] = vrex_read_counter(vdev, i);
+	spin_lock(&vdev->cnt_snap_lock);
+	memcpy(vdev->cnt_snap, out, sizeof(vdev->cnt_snap));
+	spin_unlock(&vdev->cnt_snap_lock);
+}
+
+static int vrex_read_stats(struct vrex_device *vdev, struct drm_vrex_stats *st)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(*st) != VREX_CNT_NUM * sizeof(u64));
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		return ret;
+	vrex_read_counters_locked(vdev, (u64 *)st);
 	mutex_unlock(&vdev->lock);
+	return 0;
 }
 
 int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file)
@@ -132,7 +154,7 @@ int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file)
 	struct vrex_device *vdev = to_vrex_device(drm);
 	struct drm_vrex_stats_query *args = data;
 	struct drm_vrex_stats st = { };
-	int idx;
+	int idx, ret;
 
 	if (args->pad)
 		return -EINVAL;
@@ -140,28 +162,50 @@ int vrex_ioctl_stats(struct drm_device *drm, void *data, struct drm_file *file)
 		return vrex_copy_sized(0, &args->size, NULL, sizeof(st));
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	vrex_read_stats(vdev, &st);
+	ret = vrex_read_stats(vdev, &st);
 	drm_dev_exit(idx);
+	if (ret)
+		return ret;
 	return vrex_copy_sized(args->ptr, &args->size, &st, sizeof(st));
 }
 
 /* ---- sysfs: stable counters only --------------------------------------- */
 
+/*
+ * The counters are world-readable: a reader must never wait on the device
+ * lock, which a reset can hold for several command timeouts. A free lock
+ * gives fresh values; a busy one, the last snapshot (taken by the previous
+ * read of sysfs or of DRM_VREX_STATS).
+ */
 static ssize_t vrex_counter_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct vrex_device *vdev = dev_get_drvdata(dev);
 	unsigned long cnt = (unsigned long)container_of(attr, struct dev_ext_attribute, attr)->var;
+	u64 all[VREX_CNT_NUM];
 	u64 val;
 	int idx;
 
 	if (!drm_dev_enter(&vdev->drm, &idx))
 		return -ENODEV;
-	mutex_lock(&vdev->lock);
-	val = vrex_read_counter(vdev, cnt);
-	mutex_unlock(&vdev->lock);
+	if (mutex_trylock(&vdev->lock)) {
+		vrex_read_counters_locked(vdev, all);
+		mutex_unlock(&vdev->lock);
+	}
+	spin_lock(&vdev->cnt_snap_lock);
+	val = vdev->cnt_snap[cnt];
+	spin_unlock(&vdev->cnt_snap_lock);
 	drm_dev_exit(idx);
 	return sysfs_emit(buf, "%llu\n", val);
 }
+
+/* 1 once repeated resets failed (commands fail with -EIO until the device is bound again). */
+static ssize_t wedged_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct vrex_device *vdev = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%d\n", READ_ONCE(vdev->wedged));
+}
+static DEVICE_ATTR_RO(wedged);
 
 #define VREX_COUNTER_ATTR(name, cnt)						\
 	static struct dev_ext_attribute vrex_attr_##name = {			\
@@ -184,6 +228,7 @@ static struct attribute *vrex_counter_attrs[] = {
 	&vrex_attr_evictions.attr.attr,
 	&vrex_attr_bank_conflicts.attr.attr,
 	&vrex_attr_frames.attr.attr,
+	&dev_attr_wedged.attr,
 	NULL
 };
 

@@ -22,11 +22,14 @@
  * struct vrex_file_head - a hardware head as one file knows it
  * @id: head id as user space knows it
  * @hw: hardware head slot
+ * @epoch: the device's reset epoch the head's contents belong to; another
+ *         epoch means a reset emptied the hardware head behind its owner's back
  * @params: as created, programmed before every command on the head
  */
 struct vrex_file_head {
 	u32 id;
 	u32 hw;
+	u32 epoch;
 	struct drm_vrex_resv_params params;
 };
 
@@ -74,6 +77,18 @@ static struct vrex_file_head *vrex_head_find(struct vrex_file *vfile, u32 id)
 	return xa_load(&vfile->heads, id);
 }
 
+/*
+ * A device reset since the head was created (or last acknowledged) emptied
+ * it: its owner's view of the tokens is gone, so every command on it fails
+ * with -ESTALE until RESV_TRUNCATE to 0 tokens (or destroying it)
+ * acknowledges the loss. Silently hashing into or selecting from an emptied
+ * head would hand out ranges of the wrong tokens.
+ */
+static int vrex_head_check_epoch(struct vrex_device *vdev, const struct vrex_file_head *head)
+{
+	return head->epoch == vdev->reset_epoch ? 0 : -ESTALE;
+}
+
 /* Loads @head's parameters into the unit and selects it (ARG_HEAD). */
 static void vrex_head_program(struct vrex_device *vdev, const struct vrex_file_head *head)
 {
@@ -119,6 +134,7 @@ static void vrex_head_release(struct vrex_file *vfile, struct vrex_file_head *he
 	}
 	xa_erase(&vfile->heads, head->id);
 	ida_free(&vdev->resv.ida, head->hw);
+	vrex_user_uncharge(vfile->user, VREX_RES_HEADS, 1);
 	vdev->resv.in_use--;
 	kfree(head);
 }
@@ -152,7 +168,7 @@ int vrex_resv_query_stats(struct vrex_device *vdev, struct drm_vrex_query *args)
 	struct drm_vrex_resv_stats st = { };
 	u64 *cnt = &st.keys;
 	u32 n, i;
-	int idx;
+	int idx, ret;
 
 	BUILD_BUG_ON(offsetof(struct drm_vrex_resv_stats, ranges) !=
 		     (VREX_RESV_CNT_NUM - 1) * sizeof(u64));
@@ -161,7 +177,11 @@ int vrex_resv_query_stats(struct vrex_device *vdev, struct drm_vrex_query *args)
 	if (args->ptr) {
 		if (!drm_dev_enter(&vdev->drm, &idx))
 			return -ENODEV;
-		mutex_lock(&vdev->lock);
+		ret = vrex_lock_interruptible(vdev);
+		if (ret) {
+			drm_dev_exit(idx);
+			return ret;
+		}
 		/* 64-bit counters read as two halves: retry until HI is stable. */
 		for (i = 0; i < VREX_RESV_CNT_NUM; i++) {
 			u32 hi, lo;
@@ -209,7 +229,7 @@ int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_f
 		return ret;
 	if (!vdev->resv.heads)
 		return -EOPNOTSUPP;
-	head = kzalloc(sizeof(*head), GFP_KERNEL);
+	head = kzalloc(sizeof(*head), GFP_KERNEL_ACCOUNT);
 	if (!head)
 		return -ENOMEM;
 	head->params = args->params;
@@ -218,13 +238,19 @@ int vrex_ioctl_resv_head_create(struct drm_device *drm, void *data, struct drm_f
 		kfree(head);
 		return -ENODEV;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto err_exit;
+	ret = vrex_user_charge(vfile->user, VREX_RES_HEADS, 1, vfile->limited);
+	if (ret)
+		goto err_unlock;
 	hw = ida_alloc_max(&vdev->resv.ida, vdev->resv.heads - 1, GFP_KERNEL);
 	if (hw < 0) {
 		ret = hw == -ENOSPC ? -EBUSY : hw;
-		goto err_unlock;
+		goto err_uncharge;
 	}
 	head->hw = hw;
+	head->epoch = vdev->reset_epoch;
 	ret = xa_alloc(&vfile->heads, &head->id, head, xa_limit_31b, GFP_KERNEL);
 	if (ret)
 		goto err_hw;
@@ -242,8 +268,11 @@ err_id:
 	xa_erase(&vfile->heads, head->id);
 err_hw:
 	ida_free(&vdev->resv.ida, hw);
+err_uncharge:
+	vrex_user_uncharge(vfile->user, VREX_RES_HEADS, 1);
 err_unlock:
 	mutex_unlock(&vdev->lock);
+err_exit:
 	drm_dev_exit(idx);
 	kfree(head);
 	return ret;
@@ -269,7 +298,9 @@ int vrex_ioctl_resv_head_destroy(struct drm_device *drm, void *data, struct drm_
 
 	if (args->pad)
 		return -EINVAL;
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		return ret;
 	head = vrex_head_find(vfile, args->head);
 	if (head)
 		vrex_head_release(vfile, head);
@@ -286,7 +317,8 @@ int vrex_ioctl_resv_head_destroy(struct drm_device *drm, void *data, struct drm_
  * @file: the caller, owner of the head and the BO
  *
  * Return: 0, -EINVAL (flags, count 0, misaligned, keys outside the BO),
- * -ENOENT (head or BO not of this file), -ENOSPC (the head cannot take the
+ * -ENOENT (head or BO not of this file), -ESTALE (a device reset emptied the
+ * head, see vrex_ioctl_resv_truncate()), -ENOSPC (the head cannot take the
  * batch; nothing was added), -ENODEV, or a failed command (-ETIMEDOUT, -EIO).
  */
 int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *file)
@@ -308,12 +340,17 @@ int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *fi
 		ret = -ENODEV;
 		goto out_put;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto out_exit;
 	head = vrex_head_find(to_vrex_file(file), args->head);
 	if (!head) {
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	ret = vrex_head_check_epoch(vdev, head);
+	if (ret)
+		goto out_unlock;
 	/* count < 2^32, dim <= 256: the product cannot wrap in 64 bits. */
 	ret = vrex_bo_check_device_range(obj, args->offset,
 					 (u64)args->count * head->params.dim * sizeof(s16));
@@ -331,6 +368,7 @@ int vrex_ioctl_resv_hash(struct drm_device *drm, void *data, struct drm_file *fi
 	}
 out_unlock:
 	mutex_unlock(&vdev->lock);
+out_exit:
 	drm_dev_exit(idx);
 out_put:
 	drm_gem_object_put(obj);
@@ -353,6 +391,9 @@ static int vrex_select_validate(struct vrex_file *vfile, struct drm_file *file,
 	head = vrex_head_find(vfile, it->head);
 	if (!head)
 		return -ENOENT;
+	ret = vrex_head_check_epoch(vfile->vdev, head);
+	if (ret)
+		return ret;
 	ret = vrex_check_resv_select_item(it);
 	if (ret)
 		return ret;
@@ -408,7 +449,8 @@ static int vrex_select_one(struct vrex_device *vdev, struct vrex_file *vfile,
  * (min(elem_size, ours) bytes each) only when every selection ran.
  *
  * Return: 0, -EINVAL, -E2BIG (elem_size, or a non-zero tail of a larger
- * element), -ENOENT (head or BO not of this file), -EFAULT, -ENOMEM, -ENODEV,
+ * element), -ENOENT (head or BO not of this file), -ESTALE (a head a device
+ * reset emptied), -EFAULT, -ENOMEM, -ENODEV,
  * or the error of the first selection that failed (-ETIMEDOUT, -EIO, ...).
  */
 int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *file)
@@ -436,7 +478,11 @@ int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *
 		ret = -ENODEV;
 		goto out_bos;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		goto out_bos;
+	}
 	for (i = 0; i < args->count; i++) {
 		ret = vrex_select_validate(vfile, file, &items[i], &bos[i]);
 		if (ret)
@@ -446,6 +492,7 @@ int vrex_ioctl_resv_select(struct drm_device *drm, void *data, struct drm_file *
 		ret = vrex_select_one(vdev, vfile, &items[i], &bos[i]);
 		if (ret)
 			goto out_unlock;
+		cond_resched();
 	}
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);
@@ -476,8 +523,11 @@ out_items:
  * @data: struct drm_vrex_resv_truncate
  * @file: the caller, owner of the head
  *
+ * TRUNCATE to 0 tokens also acknowledges a reset that emptied the head.
+ *
  * Return: 0, -ENOENT (head not of this file), -EINVAL (@keep above the
- * head's tokens), -ENODEV, or a failed command.
+ * head's tokens), -ESTALE (@keep > 0 on a head a reset emptied), -ENODEV, or
+ * a failed command.
  */
 int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file *file)
 {
@@ -488,14 +538,23 @@ int vrex_ioctl_resv_truncate(struct drm_device *drm, void *data, struct drm_file
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		return ret;
+	}
 	head = vrex_head_find(to_vrex_file(file), args->head);
-	if (head) {
+	if (!head) {
+		ret = -ENOENT;
+	} else if (args->keep && vrex_head_check_epoch(vdev, head)) {
+		ret = -ESTALE;
+	} else {
 		vrex_write(vdev, VREX_REG_ARG_HEAD, head->hw);
 		vrex_write(vdev, VREX_REG_ARG_COUNT, args->keep);
 		ret = vrex_cmd(vdev, VREX_CMD_RESV_TRUNCATE);
-	} else {
-		ret = -ENOENT;
+		/* Emptied on purpose: the owner knows what the head holds again. */
+		if (!ret && !args->keep)
+			head->epoch = vdev->reset_epoch;
 	}
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);

@@ -20,25 +20,16 @@
 #include "vrex_drv.h"
 #include "vrex_model.h"
 
-/* Collects the release records of one stream while the FIFO is drained. */
+/*
+ * Collects the release records of one stream while the FIFO is drained: the
+ * block refs themselves (on @refs by their pending link, oldest first), so
+ * a record that cannot be delivered goes back to its stream, never lost.
+ */
 struct vrex_release_sink {
 	struct vrex_file_stream *stream;
-	struct drm_vrex_released_block *recs;
+	struct list_head refs;
 	u32 count;
-	u32 cap;
 };
-
-static void vrex_sink_add(struct vrex_release_sink *sink, u32 block,
-			  const struct vrex_block_ref *ref, u32 reason)
-{
-	struct drm_vrex_released_block *r = &sink->recs[sink->count++];
-
-	r->block = block;
-	r->handle = ref->handle;
-	r->offset = ref->offset;
-	r->length = ref->length;
-	r->reason = reason;
-}
 
 /*
  * The hardware no longer points at @block. Its record goes to @sink when the
@@ -58,6 +49,7 @@ static void vrex_block_released(struct vrex_device *vdev, u32 block, u32 reason,
 		return;
 	stream = ref->stream;
 	stream->nblocks--;
+	vrex_user_uncharge(stream->vfile->user, VREX_RES_ENTRIES, ref->entries);
 	if (vrex_bo_is_imported(ref->obj)) {
 		vdev->imported_kv_blocks--;
 		vdev->imported_kv_bytes -= ref->length;
@@ -65,13 +57,13 @@ static void vrex_block_released(struct vrex_device *vdev, u32 block, u32 reason,
 	drm_gem_object_put(ref->obj);
 	ref->obj = NULL;
 	atomic_dec(&vdev->live_blocks);
-	if (sink && sink->stream == stream && !WARN_ON(sink->count >= sink->cap)) {
-		vrex_sink_add(sink, block, ref, reason);
-		kfree(ref);
-		return;
-	}
 	ref->block = block;
 	ref->reason = reason;
+	if (sink && sink->stream == stream) {
+		list_add_tail(&ref->pending, &sink->refs);
+		sink->count++;
+		return;
+	}
 	list_add_tail(&ref->pending, &stream->released);
 	stream->nreleased++;
 }
@@ -80,16 +72,10 @@ static void vrex_block_released(struct vrex_device *vdev, u32 block, u32 reason,
 static void vrex_sink_take_pending(struct vrex_release_sink *sink)
 {
 	struct vrex_file_stream *stream = sink->stream;
-	struct vrex_block_ref *ref, *tmp;
 
-	list_for_each_entry_safe(ref, tmp, &stream->released, pending) {
-		if (WARN_ON(sink->count >= sink->cap))
-			return;
-		vrex_sink_add(sink, ref->block, ref, ref->reason);
-		list_del(&ref->pending);
-		stream->nreleased--;
-		kfree(ref);
-	}
+	list_splice_tail_init(&stream->released, &sink->refs);
+	sink->count += stream->nreleased;
+	stream->nreleased = 0;
 }
 
 /* Pops every queued release record; the hardware no longer points at those blocks. */
@@ -108,6 +94,7 @@ static void vrex_blocks_drain_into(struct vrex_device *vdev, struct vrex_release
 				    reason == VREX_RELEASE_ZOMBIE ? DRM_VREX_RELEASE_ZOMBIE :
 								   DRM_VREX_RELEASE_REMOVED,
 				    sink);
+		cond_resched();
 	}
 }
 
@@ -244,15 +231,22 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 			   struct drm_vrex_shie_insert_item *it, struct drm_gem_object *obj)
 {
 	bool alias = it->flags & DRM_VREX_INSERT_ALIAS;
+	struct vrex_user *user = stream->vfile->user;
 	struct vrex_block_ref *ref = NULL;
 	u64 addr = 0;
 	u32 block;
 	int ret;
 
+	/* Every item adds one SHIE entry, charged until its block is released. */
+	ret = vrex_user_charge(user, VREX_RES_ENTRIES, 1, stream->vfile->limited);
+	if (ret)
+		return ret;
 	if (!alias) {
-		ref = kzalloc(sizeof(*ref), GFP_KERNEL);
-		if (!ref)
-			return -ENOMEM;
+		ref = kzalloc(sizeof(*ref), GFP_KERNEL_ACCOUNT);
+		if (!ref) {
+			ret = -ENOMEM;
+			goto err_free;
+		}
 		addr = vrex_bo_kv_addr(obj, it->offset);
 	}
 
@@ -271,12 +265,20 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 		goto err_free;
 	block = vrex_read(vdev, VREX_REG_RES_BLOCK);
 	if (alias) {
+		ref = xa_load(&vdev->blocks, it->block);
+		it->bo_gen = ref ? ref->bo_gen : 0;
+		if (ref)
+			ref->entries++;
+		else
+			vrex_user_uncharge(user, VREX_RES_ENTRIES, 1);
 		it->block = block;
 		return 0;
 	}
 
 	ref->stream = stream;
+	ref->entries = 1;
 	ref->obj = obj;
+	ref->bo_gen = vrex_bo_gen(obj);
 	ref->handle = it->handle;
 	ref->offset = it->offset;
 	ref->length = it->length;
@@ -296,10 +298,13 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	stream->nblocks++;
 	atomic_inc(&vdev->live_blocks);
 	it->block = block;
+	it->bo_gen = ref->bo_gen;
 	return 0;
 
 err_free:
-	kfree(ref);
+	vrex_user_uncharge(user, VREX_RES_ENTRIES, 1);
+	if (!alias)
+		kfree(ref);
 	return ret;
 }
 
@@ -327,8 +332,9 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 		ret = -ENODEV;
 		goto out_objs;
 	}
-
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto out_exit;
 	stream = vrex_stream_find(vfile, args->stream);
 	if (!stream) {
 		ret = -ENOENT;
@@ -354,9 +360,11 @@ int vrex_ioctl_shie_insert(struct drm_device *drm, void *data, struct drm_file *
 		items[i].result = vrex_insert_one(vdev, stream, &items[i], objs[i]);
 		if (vrex_cmd_failed(items[i].result))
 			ret = items[i].result;
+		cond_resched();
 	}
 out_unlock:
 	mutex_unlock(&vdev->lock);
+out_exit:
 	drm_dev_exit(idx);
 	if (applied) {
 		int err = vrex_batch_copy_out(args->items, args->elem_size, items, args->count,
@@ -574,6 +582,7 @@ static int vrex_lookup_apply(struct vrex_device *vdev, struct drm_file *file,
 	int ret = 0;
 
 	for (i = 0; i < count && !ret; i++) {
+		cond_resched();
 		if (items[i].kind == DRM_VREX_LOOKUP_TEMPORAL) {
 			ret = vrex_lookup_one(vdev, file, stream, &items[i]);
 			continue;
@@ -611,13 +620,15 @@ int vrex_ioctl_shie_lookup(struct drm_device *drm, void *data, struct drm_file *
 		goto out_items;
 	}
 
-	mutex_lock(&vdev->lock);
-	stream = vrex_stream_find(to_vrex_file(file), args->stream);
-	if (stream)
-		ret = vrex_lookup_apply(vdev, file, stream, items, args->count);
-	else
-		ret = -ENOENT;
-	mutex_unlock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (!ret) {
+		stream = vrex_stream_find(to_vrex_file(file), args->stream);
+		if (stream)
+			ret = vrex_lookup_apply(vdev, file, stream, items, args->count);
+		else
+			ret = -ENOENT;
+		mutex_unlock(&vdev->lock);
+	}
 	drm_dev_exit(idx);
 
 	if (!ret)
@@ -667,6 +678,7 @@ static int vrex_retire_apply(struct vrex_device *vdev, struct vrex_file_stream *
 		if (ret)
 			break;
 		vrex_block_released(vdev, ids[i], DRM_VREX_RELEASE_REMOVED, sink);
+		cond_resched();
 	}
 	if (!ret) {
 		vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
@@ -676,15 +688,85 @@ static int vrex_retire_apply(struct vrex_device *vdev, struct vrex_file_stream *
 	return ret;
 }
 
+static void vrex_sink_free(struct vrex_release_sink *sink)
+{
+	struct vrex_block_ref *ref, *tmp;
+
+	list_for_each_entry_safe(ref, tmp, &sink->refs, pending) {
+		list_del(&ref->pending);
+		kfree(ref);
+	}
+	sink->count = 0;
+}
+
+/*
+ * The records could not be delivered: they go back to the front of their
+ * stream's list, for its next RETIRE, unless the stream was destroyed
+ * meanwhile (its serial tells a new stream that got the same id apart).
+ */
+static void vrex_sink_requeue(struct vrex_device *vdev, struct vrex_file *vfile, u32 id,
+			      u64 serial, struct vrex_release_sink *sink)
+{
+	struct vrex_file_stream *stream;
+
+	mutex_lock(&vdev->lock);
+	stream = vrex_stream_find(vfile, id);
+	if (stream && stream->serial == serial) {
+		list_splice_init(&sink->refs, &stream->released);
+		stream->nreleased += sink->count;
+		sink->count = 0;
+	}
+	mutex_unlock(&vdev->lock);
+	vrex_sink_free(sink);
+}
+
+/*
+ * One record per collected ref. The handle is reported only while it still
+ * names the very BO (same generation): a closed handle may have been handed
+ * to another BO since.
+ */
+static int vrex_sink_copy_out(struct drm_file *file, const struct drm_vrex_shie_retire *args,
+			      struct vrex_release_sink *sink)
+{
+	struct drm_vrex_released_block *recs, *r;
+	struct drm_gem_object *obj;
+	struct vrex_block_ref *ref;
+	int ret;
+
+	recs = kvcalloc(sink->count, sizeof(*recs), GFP_KERNEL);
+	if (!recs)
+		return -ENOMEM;
+	r = recs;
+	list_for_each_entry(ref, &sink->refs, pending) {
+		r->block = ref->block;
+		obj = drm_gem_object_lookup(file, ref->handle);
+		r->handle = obj && vrex_bo_gen(obj) == ref->bo_gen ? ref->handle : 0;
+		if (obj)
+			drm_gem_object_put(obj);
+		r->offset = ref->offset;
+		r->length = ref->length;
+		r->reason = ref->reason;
+		r->bo_gen = ref->bo_gen;
+		r++;
+	}
+	ret = vrex_batch_copy_out(args->released, args->elem_size, recs, sink->count,
+				  sizeof(*recs));
+	kvfree(recs);
+	return ret;
+}
+
 int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct vrex_device *vdev = to_vrex_device(drm);
+	struct vrex_file *vfile = to_vrex_file(file);
 	struct drm_vrex_shie_retire *args = data;
 	struct vrex_release_sink sink = { };
 	struct vrex_file_stream *stream;
 	u32 *ids = NULL, need;
+	u64 serial = 0;
 	int ret, idx;
 
+	INIT_LIST_HEAD(&sink.refs);
 	ret = vrex_check_retire(args);
 	if (ret)
 		return ret;
@@ -699,8 +781,12 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 		goto out_ids;
 	}
 
-	mutex_lock(&vdev->lock);
-	stream = vrex_stream_find(to_vrex_file(file), args->stream);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		goto out_ids;
+	}
+	stream = vrex_stream_find(vfile, args->stream);
 	if (!stream) {
 		ret = -ENOENT;
 		goto out_unlock;
@@ -720,29 +806,27 @@ int vrex_ioctl_shie_retire(struct drm_device *drm, void *data, struct drm_file *
 		goto out_unlock;
 	}
 	sink.stream = stream;
-	sink.cap = need;
-	sink.recs = kvcalloc(max(sink.cap, 1u), sizeof(*sink.recs), GFP_KERNEL);
-	if (!sink.recs) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
+	serial = stream->serial;
 	ret = vrex_retire_apply(vdev, stream, ids, args->remove_count, &sink);
 out_unlock:
 	mutex_unlock(&vdev->lock);
 	drm_dev_exit(idx);
 
-	if (sink.recs) {
-		/* Blocks released before a failure are gone either way: report them. */
+	/* Blocks released before a failure are gone either way: report them. */
+	if (sink.stream)
 		args->released_cap = sink.count;
-		if (sink.count) {
-			int err = vrex_batch_copy_out(args->released, args->elem_size, sink.recs,
-						      sink.count, sizeof(*sink.recs));
+	if (sink.count) {
+		int err = vrex_sink_copy_out(file, args, &sink);
 
-			if (!ret)
-				ret = err;
+		if (err) {
+			/* Not delivered: kept for the next RETIRE, and none reported now. */
+			args->released_cap = 0;
+			vrex_sink_requeue(vdev, vfile, args->stream, serial, &sink);
 		}
-		kvfree(sink.recs);
+		if (!ret)
+			ret = err;
 	}
+	vrex_sink_free(&sink);
 out_ids:
 	kvfree(ids);
 	return ret;

@@ -44,6 +44,13 @@ struct vrex_sim {
 	u32 forge_block;
 	u32 forge_stream;
 	bool forging;		/* RES_* of the last command are forged */
+	/*
+	 * A device reporting a limit the driver must refuse: MAX_STREAMS reads
+	 * @bad_max_streams when @forge_max_streams (set before the device is
+	 * registered, configfs max_streams_reg).
+	 */
+	bool forge_max_streams;
+	u32 bad_max_streams;
 };
 
 struct platform_device;
@@ -57,7 +64,9 @@ struct vrex_sim_device {
 /* vrex_sim_backend.c: a backend with one reference, the caller's. */
 struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size);
 void vrex_sim_put(struct vrex_sim *sim);
-int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size);
+/* @max_streams_reg < 0: MAX_STREAMS as the model has it; else what the register reads. */
+int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size,
+			s64 max_streams_reg);
 void vrex_sim_device_remove(struct vrex_sim_device *d);
 
 #endif /* VREX_SIM_H */

@@ -27,6 +27,8 @@ static u32 vrex_sim_read(struct vrex_backend *be, u32 off)
 
 	if (off == VREX_REG_STATUS && s->forced_status)
 		return s->forced_status;
+	if (off == VREX_REG_MAX_STREAMS && s->forge_max_streams)
+		return s->bad_max_streams;
 	if (s->forging) {
 		switch (off) {
 		case VREX_REG_RES_FLAGS:
@@ -227,7 +229,8 @@ err_free:
 	return ERR_PTR(ret);
 }
 
-int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size)
+int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, u32 bank_size,
+			s64 max_streams_reg)
 {
 	struct vrex_platform_data pd = {};
 	struct platform_device_info info = {
@@ -245,6 +248,10 @@ int vrex_sim_device_add(struct vrex_sim_device *d, const char *name, u32 banks, 
 		pr_err("vrex_sim: %s: cannot simulate %u banks of %u bytes: %pe\n", name, banks,
 		       bank_size, sim);
 		return PTR_ERR(sim);
+	}
+	if (max_streams_reg >= 0) {
+		sim->forge_max_streams = true;
+		sim->bad_max_streams = (u32)max_streams_reg;
 	}
 	pd.backend = &sim->be;
 	/*

@@ -10,6 +10,10 @@
  *   cat /sys/kernel/config/vrex_sim/sim0/dev_name           (vrex.N.auto)
  *   echo 0 > /sys/kernel/config/vrex_sim/sim0/enable        (or rmdir)
  *
+ * Tests of the driver's probe also set max_streams_reg before enabling:
+ * "none" (default) or the value the MAX_STREAMS register reads instead of
+ * the model's, e.g. 0, a limit vrex.ko must refuse.
+ *
  * Enabling registers a "vrex" platform device whose platform data carries
  * the simulated register backend; vrex.ko's platform driver binds it exactly
  * as it binds a board's device, the register access going through the
@@ -31,6 +35,7 @@ struct vrex_sim_item {
 	struct mutex lock;		/* everything below */
 	u32 banks;
 	u32 bank_size;
+	s64 max_streams_reg;	/* < 0: none */
 	struct vrex_sim_device dev;
 };
 
@@ -42,7 +47,7 @@ static struct vrex_sim_item *to_vrex_sim_item(struct config_item *item)
 static int vrex_sim_item_enable(struct vrex_sim_item *it)
 {
 	return vrex_sim_device_add(&it->dev, config_item_name(&it->group.cg_item), it->banks,
-				   it->bank_size);
+				   it->bank_size, it->max_streams_reg);
 }
 
 static void vrex_sim_item_disable(struct vrex_sim_item *it)
@@ -147,7 +152,42 @@ static ssize_t vrex_sim_bank_size_store(struct config_item *item, const char *pa
 	return vrex_sim_u32_store(it, &it->bank_size, page, count);
 }
 
+static ssize_t vrex_sim_max_streams_reg_show(struct config_item *item, char *page)
+{
+	struct vrex_sim_item *it = to_vrex_sim_item(item);
+	s64 v;
+
+	mutex_lock(&it->lock);
+	v = it->max_streams_reg;
+	mutex_unlock(&it->lock);
+	return v < 0 ? sprintf(page, "none\n") : sprintf(page, "%lld\n", v);
+}
+
+static ssize_t vrex_sim_max_streams_reg_store(struct config_item *item, const char *page,
+					      size_t count)
+{
+	struct vrex_sim_item *it = to_vrex_sim_item(item);
+	s64 v = -1;
+	u32 u;
+	int ret = 0;
+
+	if (!sysfs_streq(page, "none")) {
+		ret = kstrtou32(page, 0, &u);
+		if (ret)
+			return ret;
+		v = u;
+	}
+	mutex_lock(&it->lock);
+	if (it->dev.pdev)
+		ret = -EBUSY;
+	else
+		it->max_streams_reg = v;
+	mutex_unlock(&it->lock);
+	return ret ? ret : count;
+}
+
 CONFIGFS_ATTR(vrex_sim_, enable);
+CONFIGFS_ATTR(vrex_sim_, max_streams_reg);
 CONFIGFS_ATTR_RO(vrex_sim_, dev_name);
 CONFIGFS_ATTR(vrex_sim_, banks);
 CONFIGFS_ATTR(vrex_sim_, bank_size);
@@ -157,6 +197,7 @@ static struct configfs_attribute *vrex_sim_item_attrs[] = {
 	&vrex_sim_attr_dev_name,
 	&vrex_sim_attr_banks,
 	&vrex_sim_attr_bank_size,
+	&vrex_sim_attr_max_streams_reg,
 	NULL,
 };
 
@@ -192,6 +233,7 @@ static struct config_group *vrex_sim_make_group(struct config_group *group, cons
 	mutex_init(&it->lock);
 	it->banks = VREX_DEFAULT_BANKS;
 	it->bank_size = SZ_1M;
+	it->max_streams_reg = -1;
 	config_group_init_type_name(&it->group, name, &vrex_sim_item_type);
 	return &it->group;
 }

@@ -39,7 +39,7 @@ static struct vrex_file_pool *vrex_pool_get(struct vrex_file *vfile, u32 user_po
 		pool->refs++;
 		return pool;
 	}
-	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL_ACCOUNT);
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
 	id = ida_alloc_range(&vdev->pool_ida, 1, VREX_HW_POOL_MAX, GFP_KERNEL);
@@ -134,6 +134,7 @@ static void vrex_stream_close(struct vrex_file_stream *stream)
 	vdev->hw_streams[stream->hw] = NULL;
 	ida_free(&vdev->stream_ida, stream->hw);
 	vrex_pool_put(vfile, stream);
+	vrex_user_uncharge(vfile->user, VREX_RES_STREAMS, 1);
 	vfile->nstreams--;
 	atomic_dec(&vdev->live_streams);
 	kfree(stream);
@@ -166,7 +167,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 	if (ret)
 		return ret;
 
-	stream = kzalloc(sizeof(*stream), GFP_KERNEL);
+	stream = kzalloc(sizeof(*stream), GFP_KERNEL_ACCOUNT);
 	if (!stream)
 		return -ENOMEM;
 	stream->vfile = vfile;
@@ -177,17 +178,22 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 		kfree(stream);
 		return -ENODEV;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto err_exit;
 
 	max = READ_ONCE(vrex_file_max_streams);
 	if (max && vfile->nstreams >= max) {
 		ret = -EDQUOT;
 		goto err_unlock;
 	}
+	ret = vrex_user_charge(vfile->user, VREX_RES_STREAMS, 1, vfile->limited);
+	if (ret)
+		goto err_unlock;
 	hw = ida_alloc_max(&vdev->stream_ida, vdev->max_streams - 1, GFP_KERNEL);
 	if (hw < 0) {
 		ret = hw == -ENOSPC ? -EBUSY : hw;
-		goto err_unlock;
+		goto err_uncharge;
 	}
 	stream->hw = hw;
 
@@ -212,6 +218,7 @@ int vrex_ioctl_stream_create(struct drm_device *drm, void *data, struct drm_file
 		goto err_id;
 
 	vdev->hw_streams[hw] = stream;
+	stream->serial = ++vdev->stream_serial;
 	vfile->nstreams++;
 	atomic_inc(&vdev->live_streams);
 	args->stream = stream->id;
@@ -225,8 +232,11 @@ err_pool:
 	vrex_pool_put(vfile, stream);
 err_hw:
 	ida_free(&vdev->stream_ida, hw);
+err_uncharge:
+	vrex_user_uncharge(vfile->user, VREX_RES_STREAMS, 1);
 err_unlock:
 	mutex_unlock(&vdev->lock);
+err_exit:
 	drm_dev_exit(idx);
 	kfree(stream);
 	return ret;
@@ -241,7 +251,9 @@ int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_fil
 
 	if (args->pad)
 		return -EINVAL;
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		return ret;
 	stream = vrex_stream_find(to_vrex_file(file), args->stream);
 	if (stream)
 		vrex_stream_close(stream);
@@ -326,7 +338,9 @@ int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file 
 		ret = -ENODEV;
 		goto out_event;
 	}
-	mutex_lock(&vdev->lock);
+	ret = vrex_lock_interruptible(vdev);
+	if (ret)
+		goto out_exit;
 	stream = vrex_stream_find(to_vrex_file(file), args->stream);
 	if (!stream) {
 		ret = -ENOENT;
@@ -343,6 +357,7 @@ int vrex_ioctl_frame_submit(struct drm_device *drm, void *data, struct drm_file 
 		vrex_frame_read_result(vdev, args);
 out_unlock:
 	mutex_unlock(&vdev->lock);
+out_exit:
 	drm_dev_exit(idx);
 out_event:
 	if (e && !ret) {

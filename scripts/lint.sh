@@ -4,6 +4,8 @@
 #
 #   checkpatch-kernel, checkpatch-lib   checkpatch.pl --strict --no-tree -f (kernel style, 100 cols;
 #                                       lib/ ignores PREFER_KERNEL_TYPES, see below)
+#   checkpatch-uapi                     the same on uapi/drm/*.h (BIT() is not available to user space)
+#   kernel-doc-uapi                     scripts/kernel-doc -none on uapi/drm/*.h: no warning at all
 #   sparse-6.12-amd64                   make C=2 against the Debian 6.12 amd64 headers
 #   w1-<kernel>                         W=1 module build for 6.12 amd64, 6.1 amd64, 6.12 arm64;
 #                                       any compiler warning fails
@@ -85,9 +87,38 @@ run_checkpatch() { # name extra-checkpatch-args files...
 	grep -qE '(ERROR|WARNING|CHECK):' "$log" && rc=1
 	record "$name" "$rc" "$log"
 }
-if want checkpatch-kernel || want checkpatch-lib; then
+# scripts/kernel-doc, from the same tarball, in its own cache folder.
+kernel_doc_dir=$cache/kernel-doc
+get_kernel_doc() {
+	[[ -x $kernel_doc_dir/kernel-doc ]] && return 0
+	local deb tmp
+	deb=$(bash "$repo/scripts/kheaders.sh" --fetch linux-source-6.1 6.1-amd64) || return 1
+	tmp=$(mktemp -d "$cache/kernel-doc.XXXXXX")
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO --wildcards './usr/src/linux-source-6.1.tar.xz' |
+		tar -xJ -C "$tmp" --strip-components=2 --wildcards '*/scripts/kernel-doc' || return 1
+	chmod 755 "$tmp/kernel-doc"
+	mv -T "$tmp" "$kernel_doc_dir" 2>/dev/null || rm -rf "$tmp"
+}
+# kernel-doc prints nothing for a clean header: any line (warning or error) fails.
+run_kernel_doc() { # name files...
+	local name=$1 log=$out/$1.log
+	shift
+	if ! get_kernel_doc >"$log" 2>&1; then
+		record "$name" 1 "$log" "could not extract kernel-doc, see"
+		return
+	fi
+	"$kernel_doc_dir/kernel-doc" -none "$@" >"$log" 2>&1
+	local rc=$?
+	[[ -s $log ]] && rc=1
+	record "$name" "$rc" "$log"
+}
+if want checkpatch-kernel || want checkpatch-lib || want checkpatch-uapi || want kernel-doc-uapi; then
 	if get_checkpatch >"$out/checkpatch-fetch.log" 2>&1; then
 		want checkpatch-kernel && run_checkpatch checkpatch-kernel "" "$repo"/kernel/*.[ch]
+		# BIT() is kernel-only (linux/bits.h is not exported): uapi flags stay (1u << n), as in
+		# the kernel's own include/uapi/drm headers.
+		want checkpatch-uapi && run_checkpatch checkpatch-uapi --ignore=BIT_MACRO "$repo"/uapi/drm/*.h
+		want kernel-doc-uapi && run_kernel_doc kernel-doc-uapi "$repo"/uapi/drm/*.h
 		# lib/ is also compiled in user space, where its compat header has to define u8..s64 from
 		# <stdint.h>: the kernel-types preference cannot apply there, everything else does.
 		want checkpatch-lib && run_checkpatch checkpatch-lib --ignore=PREFER_KERNEL_TYPES "$repo"/lib/*.[ch]

@@ -333,6 +333,8 @@ static int known_errno(int id, int err)
 	case EIO:
 	case ETIMEDOUT:
 		return __atomic_load_n(&faults_armed, __ATOMIC_RELAXED);
+	case ESTALE:	/* a ReSV head emptied by a reset (after an injected hang) */
+		return id == ID_RESV && __atomic_load_n(&faults_armed, __ATOMIC_RELAXED);
 	case E2BIG:	/* a larger batch element with a non-zero tail, or too large */
 		return id == DRM_VREX_SHIE_INSERT || id == DRM_VREX_SHIE_LOOKUP ||
 		       id == DRM_VREX_SHIE_RETIRE || id == ID_RESV;

@@ -132,7 +132,14 @@ static void test_query(int fd)
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_DEVICE_INFO };
 	struct drm_vrex_bank_info *bi;
 	unsigned char buf[sizeof(info) + 16];
+	char name[32] = { 0 };
+	struct drm_version v = { .name = name, .name_len = sizeof(name) - 1 };
 	uint32_t i;
+
+	if (POS("version: DRM_IOCTL_VERSION", vt_ioctl(fd, DRM_IOCTL_VERSION, &v)))
+		CHECK("version: the driver reports the uAPI header's version",
+		      v.version_major == DRM_VREX_VERSION_MAJOR &&
+		      v.version_minor == DRM_VREX_VERSION_MINOR);
 
 	if (POS("query: size only (ptr 0)", vt_ioctl(fd, DRM_IOCTL_VREX_QUERY, &q)))
 		CHECK("query: reported size is sizeof(device_info)", q.size == sizeof(info));
@@ -948,11 +955,12 @@ static void test_unplug(void)
 	char sys[128], devpath[PATH_MAX], drvpath[PATH_MAX], path[PATH_MAX + 16];
 	struct drm_vrex_query q = { .param = DRM_VREX_QUERY_BANKS };
 	struct drm_prime_handle ph = { .flags = DRM_CLOEXEC | DRM_RDWR };
+	struct drm_prime_handle ph3 = { .flags = DRM_CLOEXEC | DRM_RDWR };
 	const char *dev;
-	uint32_t s, h, h2;
-	uint8_t *p = NULL, *dp = NULL;
+	uint32_t s, h, h2, h3;
+	uint8_t *p = NULL, *dp = NULL, *cp = NULL;
 	struct stat st;
-	int fd, dfd = -1;
+	int fd, dfd = -1, cfd = -1;
 
 	fd = open_node();
 	if (fd < 0 || fstat(fd, &st)) {
@@ -981,11 +989,31 @@ static void test_unplug(void)
 		if (!CHECKV("unplug: dma-buf mmap before unbind", dp != MAP_FAILED))
 			dp = NULL;
 	}
+	/*
+	 * A dma-buf whose BO's GEM handle is closed: the BO has no current
+	 * export any more (obj->dma_buf is NULL), the dma-buf and its mapping
+	 * live on. Its mapping must be revoked too (it is: the DRM core maps
+	 * every dma-buf export through the device's anon inode).
+	 */
+	if (POS("unplug: a third BO", vt_bo_create(fd, 8192, 4, 0, &h3, NULL))) {
+		ph3.handle = h3;
+		if (POS("unplug: export it", vt_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph3))) {
+			cfd = ph3.fd;
+			cp = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+			if (!CHECKV("unplug: mmap its dma-buf", cp != MAP_FAILED))
+				cp = NULL;
+		}
+		POS("unplug: close its GEM handle, keeping the dma-buf and its mapping",
+		    vt_gem_close(fd, h3));
+	}
 	p[100] = 0x77;
 	if (dp)
 		dp[200] = 0x77;
+	if (cp)
+		cp[300] = 0x77;
 	CHECK("unplug: control: mappings readable before unbind",
-	      !faults_on_read(p, 100) && (!dp || !faults_on_read(dp, 200)));
+	      !faults_on_read(p, 100) && (!dp || !faults_on_read(dp, 200)) &&
+	      (!cp || !faults_on_read(cp, 300)));
 	snprintf(path, sizeof(path), "%s/unbind", drvpath);
 	if (!POS("unplug: unbind with a file, stream and mappings open", sysfs_write(path, dev)))
 		return;
@@ -1004,6 +1032,13 @@ static void test_unplug(void)
 			munmap(again, 8192);
 		munmap(dp, 8192);
 	}
+	if (cp) {
+		CHECK("unplug: mapping of a dma-buf whose handle was closed revoked (SIGBUS on access)",
+		      faults_on_read(cp, 300));
+		munmap(cp, 8192);
+	}
+	if (cfd >= 0)
+		close(cfd);
 	if (dfd >= 0)
 		close(dfd);
 	munmap(p, 8192);

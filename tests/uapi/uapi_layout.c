@@ -48,7 +48,10 @@ int main(void)
 	check("drm_vrex_bank_info tail", offsetof(struct drm_vrex_bank_info, imported_bytes), 1544);
 	CHECK(drm_vrex_bo_create,
 	      M(drm_vrex_bo_create, size) + M(drm_vrex_bo_create, bank_mask) + M(drm_vrex_bo_create, flags) +
-		      M(drm_vrex_bo_create, handle) + M(drm_vrex_bo_create, bank) + M(drm_vrex_bo_create, pad));
+		      M(drm_vrex_bo_create, handle) + M(drm_vrex_bo_create, bank) + M(drm_vrex_bo_create, pad) +
+		      M(drm_vrex_bo_create, bo_gen));
+	/* bo_gen was appended (vrex 1.2): an older caller's 32-byte struct is a prefix. */
+	check("drm_vrex_bo_create tail", offsetof(struct drm_vrex_bo_create, bo_gen), 32);
 	CHECK(drm_vrex_bo_mmap_offset, M(drm_vrex_bo_mmap_offset, handle) + M(drm_vrex_bo_mmap_offset, pad) +
 					       M(drm_vrex_bo_mmap_offset, offset));
 	CHECK(drm_vrex_stream_create, M(drm_vrex_stream_create, flags) + M(drm_vrex_stream_create, pool) +
@@ -70,7 +73,8 @@ int main(void)
 		      M(drm_vrex_shie_insert_item, flags) + M(drm_vrex_shie_insert_item, offset) +
 		      M(drm_vrex_shie_insert_item, length) + M(drm_vrex_shie_insert_item, region) +
 		      M(drm_vrex_shie_insert_item, frame_offset) + M(drm_vrex_shie_insert_item, block) +
-		      M(drm_vrex_shie_insert_item, result));
+		      M(drm_vrex_shie_insert_item, result) + M(drm_vrex_shie_insert_item, bo_gen));
+	check("drm_vrex_shie_insert_item tail", offsetof(struct drm_vrex_shie_insert_item, bo_gen), 56);
 	CHECK(drm_vrex_shie_lookup_item,
 	      M(drm_vrex_shie_lookup_item, fp) + M(drm_vrex_shie_lookup_item, kind) +
 		      M(drm_vrex_shie_lookup_item, flags) + M(drm_vrex_shie_lookup_item, region) +
@@ -86,7 +90,9 @@ int main(void)
 	CHECK(drm_vrex_released_block,
 	      M(drm_vrex_released_block, block) + M(drm_vrex_released_block, handle) +
 		      M(drm_vrex_released_block, offset) + M(drm_vrex_released_block, length) +
-		      M(drm_vrex_released_block, reason) + M(drm_vrex_released_block, pad));
+		      M(drm_vrex_released_block, reason) + M(drm_vrex_released_block, pad) +
+		      M(drm_vrex_released_block, bo_gen));
+	check("drm_vrex_released_block tail", offsetof(struct drm_vrex_released_block, bo_gen), 32);
 	CHECK(drm_vrex_shie_retire,
 	      M(drm_vrex_shie_retire, stream) + M(drm_vrex_shie_retire, flags) +
 		      M(drm_vrex_shie_retire, remove_count) + M(drm_vrex_shie_retire, released_cap) +

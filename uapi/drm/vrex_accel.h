@@ -1,15 +1,6 @@
 /* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
 /*
  * vrex: uAPI of the V-Rex frame-aware KV-cache retrieval engine.
- *
- * Rules every struct here follows (Documentation/process/botching-up-ioctls.rst):
- * fixed-width types only, user pointers as __u64, explicit padding that must
- * be zero, sizes multiple of 8 bytes, flags checked against *_VALID masks,
- * batched arrays carry an element size so they can grow at the end. Ioctl ids
- * are an enum: append new ones at the end, never reorder, never reuse.
- *
- * Ids handed out by the driver (BO handles, stream ids, block ids) are only
- * meaningful to the file that created them; another file gets -ENOENT.
  */
 #ifndef _VREX_ACCEL_H_
 #define _VREX_ACCEL_H_
@@ -20,8 +11,71 @@
 extern "C" {
 #endif
 
+/**
+ * DOC: vrex uAPI overview
+ *
+ * V-Rex keeps the KV cache of video LLMs in bank-pinned device memory and
+ * finds it again by frame: the FCC fingerprints a luma frame and places its
+ * KV in a bank group, the SHIE indexes KV blocks by fingerprint, region and
+ * frame, and the ReSV unit hashes keys and selects token ranges. The node is
+ * /dev/accel/accelN on kernels with the accel framework, a render node
+ * (/dev/dri/renderDN) otherwise; docs/uapi.md is the user's guide.
+ *
+ * A process opens the node, creates BOs (DRM_IOCTL_VREX_BO_CREATE, pinned in
+ * one bank, mapped with DRM_IOCTL_VREX_BO_MMAP_OFFSET) or imports dma-bufs
+ * with PRIME, claims streams (DRM_IOCTL_VREX_STREAM_CREATE), submits frames
+ * (DRM_IOCTL_VREX_FRAME_SUBMIT), inserts, looks up and retires KV blocks in
+ * batches (DRM_IOCTL_VREX_SHIE_INSERT, _LOOKUP, _RETIRE) and drives the ReSV
+ * heads (DRM_IOCTL_VREX_RESV_*). DRM_IOCTL_VREX_QUERY and
+ * DRM_IOCTL_VREX_STATS report the device and its counters.
+ *
+ * Rules every struct here follows (Documentation/process/botching-up-ioctls.rst):
+ * fixed-width types only, user pointers as __u64, explicit padding that must
+ * be zero, sizes multiple of 8 bytes, flags checked against \*_VALID masks.
+ * Structs grow only at the end: an ioctl struct through the DRM core's size
+ * handling (an older caller's smaller struct is zero-extended), a batch
+ * element through its element size (copy_struct_from_user() rules: a larger
+ * element's unknown tail must be zero). Ioctl ids are an enum: new ones are
+ * appended, never reordered or reused.
+ *
+ * Ids handed out by the driver (BO handles, stream ids, block ids, head ids)
+ * are only meaningful to the file that created them; another file gets
+ * -ENOENT. A device that stays hung through repeated resets is wedged: every
+ * ioctl that needs it fails with -EIO until it is bound again.
+ */
+
 #define DRM_VREX_DRIVER_NAME "vrex"
 
+/*
+ * The version DRM_IOCTL_VERSION reports. 1.1: imported BOs (PRIME) and the
+ * imported_* bank counters. 1.2: BO generations (@bo_gen of BO_CREATE, of
+ * insert items and of release records), -ESTALE on ReSV heads emptied by a
+ * reset, the wedged state.
+ */
+#define DRM_VREX_VERSION_MAJOR 1
+#define DRM_VREX_VERSION_MINOR 2
+
+/**
+ * enum drm_vrex_ioctl_id - ioctl numbers, offsets from DRM_COMMAND_BASE
+ * @DRM_VREX_QUERY: struct drm_vrex_query
+ * @DRM_VREX_BO_CREATE: struct drm_vrex_bo_create
+ * @DRM_VREX_BO_MMAP_OFFSET: struct drm_vrex_bo_mmap_offset
+ * @DRM_VREX_STREAM_CREATE: struct drm_vrex_stream_create
+ * @DRM_VREX_STREAM_DESTROY: struct drm_vrex_stream_destroy
+ * @DRM_VREX_FRAME_SUBMIT: struct drm_vrex_frame_submit
+ * @DRM_VREX_SHIE_INSERT: struct drm_vrex_shie_batch of drm_vrex_shie_insert_item
+ * @DRM_VREX_SHIE_LOOKUP: struct drm_vrex_shie_batch of drm_vrex_shie_lookup_item
+ * @DRM_VREX_SHIE_RETIRE: struct drm_vrex_shie_retire
+ * @DRM_VREX_STATS: struct drm_vrex_stats_query
+ * @DRM_VREX_RESERVED_10: was REG_READ, a debug ioctl: retired, the id stays
+ *                        reserved and is never reused; the driver answers it
+ *                        with -EINVAL (registers are in debugfs: regs, window)
+ * @DRM_VREX_RESV_HEAD_CREATE: struct drm_vrex_resv_head_create
+ * @DRM_VREX_RESV_HEAD_DESTROY: struct drm_vrex_resv_head_destroy
+ * @DRM_VREX_RESV_HASH: struct drm_vrex_resv_hash
+ * @DRM_VREX_RESV_SELECT: struct drm_vrex_resv_batch of drm_vrex_resv_select_item
+ * @DRM_VREX_RESV_TRUNCATE: struct drm_vrex_resv_truncate
+ */
 enum drm_vrex_ioctl_id {
 	DRM_VREX_QUERY = 0,
 	DRM_VREX_BO_CREATE,
@@ -33,11 +87,6 @@ enum drm_vrex_ioctl_id {
 	DRM_VREX_SHIE_LOOKUP,
 	DRM_VREX_SHIE_RETIRE,
 	DRM_VREX_STATS,
-	/*
-	 * Was REG_READ, a debug ioctl: retired, the id stays reserved and is
-	 * never reused; the driver answers it with -EINVAL. Registers are in
-	 * debugfs (regs, window) now.
-	 */
 	DRM_VREX_RESERVED_10,
 	DRM_VREX_RESV_HEAD_CREATE,
 	DRM_VREX_RESV_HEAD_DESTROY,
@@ -49,10 +98,17 @@ enum drm_vrex_ioctl_id {
 
 /* ---- DRM_VREX_QUERY ---------------------------------------------------- */
 
+/**
+ * enum drm_vrex_query_param - what DRM_IOCTL_VREX_QUERY reports
+ * @DRM_VREX_QUERY_DEVICE_INFO: struct drm_vrex_device_info
+ * @DRM_VREX_QUERY_BANKS: struct drm_vrex_bank_info
+ * @DRM_VREX_QUERY_RESV_STATS: struct drm_vrex_resv_stats (-EOPNOTSUPP without
+ *                             the ReSV unit)
+ */
 enum drm_vrex_query_param {
-	DRM_VREX_QUERY_DEVICE_INFO = 0,	/* struct drm_vrex_device_info */
-	DRM_VREX_QUERY_BANKS = 1,	/* struct drm_vrex_bank_info */
-	DRM_VREX_QUERY_RESV_STATS = 2,	/* struct drm_vrex_resv_stats */
+	DRM_VREX_QUERY_DEVICE_INFO = 0,
+	DRM_VREX_QUERY_BANKS = 1,
+	DRM_VREX_QUERY_RESV_STATS = 2,
 };
 
 /**
@@ -172,6 +228,11 @@ struct drm_vrex_bank_info {
  * @handle: out: GEM handle
  * @bank: out: the bank the buffer lives in
  * @pad: must be zero
+ * @bo_gen: out: the buffer's generation, unique per device for its lifetime
+ *          (never reused, never 0): release records name it, so a record
+ *          of a closed handle that now names another buffer is told apart.
+ *          Appended in vrex 1.2; the DRM core zero-extends an older
+ *          caller's 32-byte struct and writes back only what it passed.
  */
 struct drm_vrex_bo_create {
 	__u64 size;
@@ -180,6 +241,7 @@ struct drm_vrex_bo_create {
 	__u32 handle;
 	__u32 bank;
 	__u32 pad;
+	__u64 bo_gen;
 };
 
 /**
@@ -237,17 +299,22 @@ struct drm_vrex_stream_destroy {
  *          the plane through the device's own address space, bank memory)
  * @offset: byte offset of the plane in the BO; the plane (height - 1) *
  *          stride + width bytes must lie inside the BO
- * @width, @height: fcc_min_dim..fcc_max_dim
+ * @width: fcc_min_dim..fcc_max_dim
+ * @height: fcc_min_dim..fcc_max_dim
  * @stride: >= width
  * @flags: DRM_VREX_FRAME_*
  * @user_data: returned in the completion event
  * @fp: out: 128-bit fingerprint (fp[0] bits 0..63)
  * @frame: out: the stream's frame number
  * @group: out: bank group
- * @bank_first, @bank_count: out: banks of the group
+ * @bank_first: out: first bank of the group
+ * @bank_count: out: banks of the group
  * @result_flags: out: DRM_VREX_FRAME_OPENED_GROUP / _CONFLICT
- * @centre_motion, @static_ratio: out: FCC features (docs/hardware.md)
- * @roi_dx, @roi_dy: out: FCC features
+ * @centre_motion: out: FCC feature, motion at the frame's centre (docs/hardware.md)
+ * @static_ratio: out: FCC feature, share of static blocks (docs/hardware.md)
+ * @roi_dx: out: FCC feature, horizontal shift of the region of interest
+ * @roi_dy: out: FCC feature, vertical shift of the region of interest
+ * @pad: zero
  */
 struct drm_vrex_frame_submit {
 	__u32 stream;
@@ -292,12 +359,16 @@ struct drm_vrex_frame_submit {
  *          created with BO_CREATE or imported with PRIME (the block is then
  *          in no bank, DRM_VREX_BANK_NONE)
  * @flags: DRM_VREX_INSERT_*
- * @offset, @length: KV range inside the BO; length > 0, no overflow, inside
- *                   the BO (must be 0 with ALIAS)
+ * @offset: start of the KV range inside the BO (must be 0 with ALIAS)
+ * @length: bytes of the KV range, > 0; the range must not overflow and must
+ *          lie inside the BO (must be 0 with ALIAS)
  * @region: 0..15
  * @frame_offset: relative to the stream's current frame, -3..+2
  * @block: in: with ALIAS, an existing block of this file; out: the block id
  * @result: out: 0 or a negative errno for this item (-EEXIST, -ENOSPC, ...)
+ * @bo_gen: out: generation of the BO the block points into (as
+ *          drm_vrex_bo_create.@bo_gen; also for imported BOs); ignored on
+ *          input. Appended in vrex 1.2 (elem_size 56 before).
  */
 struct drm_vrex_shie_insert_item {
 	__u64 fp[2];
@@ -309,6 +380,7 @@ struct drm_vrex_shie_insert_item {
 	__s32 frame_offset;
 	__u32 block;
 	__s32 result;
+	__u64 bo_gen;
 };
 
 #define DRM_VREX_LOOKUP_TEMPORAL	0
@@ -396,11 +468,16 @@ struct drm_vrex_shie_batch {
 /**
  * struct drm_vrex_released_block - one block the hardware no longer points at
  * @block: block id
- * @handle: BO handle the block was inserted with
+ * @handle: BO handle the block was inserted with; 0 when, as the record is
+ *          delivered, that handle no longer names the BO (closed, or closed
+ *          and reused for another BO)
  * @offset: KV range inside the BO; the memory may be reused now
  * @length: KV length
  * @reason: DRM_VREX_RELEASE_*
  * @pad: zero
+ * @bo_gen: generation of the BO the block pointed into (the @bo_gen of
+ *          BO_CREATE and of the insert item). Appended in vrex 1.2
+ *          (elem_size 32 before).
  */
 struct drm_vrex_released_block {
 	__u32 block;
@@ -409,6 +486,7 @@ struct drm_vrex_released_block {
 	__u64 length;
 	__u32 reason;
 	__u32 pad;
+	__u64 bo_gen;
 };
 
 /**

@@ -50,7 +50,7 @@ Result<std::unique_ptr<EmulatedBackend>> EmulatedBackend::open(const BackendOpti
 {
     auto dev = EmulatedDevice::get(options);
     if (!dev)
-        return dev.error();
+        return dev.error_info();  // names the option out of range
     const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0)
         return errno_code(errno);
@@ -791,7 +791,7 @@ Result<std::unique_ptr<Backend>> emulated_open(const BackendOptions& options)
 {
     auto b = EmulatedBackend::open(options);
     if (!b)
-        return b.error();
+        return b.error_info();
     return std::unique_ptr<Backend>(std::move(*b));
 }
 

@@ -5,12 +5,15 @@
 #  - the ABI version: the list's first line "# ABI M.m.p" must be VREX_HAL_VERSION_* of vrex_hal.h,
 #    the SONAME libvrex-hal.so.M, the file libvrex-hal.so.M.m.p, and the CMake package version
 #    (vrexConfigVersion.cmake) and pkg-config Version (vrex-hal.pc, which must carry no
-#    Requires.private) M.m.p.
+#    Requires.private) M.m.p;
+#  - the layout of every C struct of vrex_hal.h (field offsets, types, names and sizeof, from clang's
+#    record layout dump) against tests/hal/abi-layouts.txt, recorded for the same version.
 # An intended change of the public API: bump the version in vrex_hal.h, rebuild, then re-record with
 #   tests/hal/exported_symbols.sh build/hal/libvrex-hal.so tests/hal/exported-symbols.txt \
 #     hal/include/vrex/vrex_hal.h build/hal --update
-# and commit the list with the change (the diff is the ABI review). The update refuses a removed
-# symbol without a major bump and a new symbol without a minor (or major) bump.
+# and commit both lists with the change (the diff is the ABI review). The update refuses a removed
+# symbol or struct, or a struct whose fields changed, without a major bump, and a new symbol, new
+# struct or a size-prefixed struct (struct_size first) grown at its end without a minor bump.
 set -euo pipefail
 usage="usage: $0 LIB LIST HEADER PACKAGE_DIR [--update]"
 lib=${1:?$usage} list=${2:?$usage} header=${3:?$usage} pkgdir=${4:?$usage} mode=${5:-check}
@@ -27,7 +30,22 @@ recorded=$(sed -nE '1s/^# ABI ([0-9]+\.[0-9]+\.[0-9]+)$/\1/p' "$list" 2>/dev/nul
 
 current=$(mktemp)
 expected=$(mktemp)
-trap 'rm -f "$current" "$expected"' EXIT
+layout=$(mktemp)
+trap 'rm -f "$current" "$expected" "$layout" "$layout.c"' EXIT
+layouts=$(dirname "$list")/abi-layouts.txt
+# One block per struct: "struct NAME", then "OFFSET TYPE FIELD" lines, then "sizeof=N, align=M".
+{
+	echo "#include \"vrex/vrex_hal.h\""
+	sed -nE 's/^struct (vrex_hal_[a-z0-9_]+) \{.*/int sizeof_\1 = sizeof(struct \1);/p' "$header"
+} >"$layout.c"
+clang -std=c11 -fsyntax-only -I"$(dirname "$header")/.." -Xclang -fdump-record-layouts "$layout.c" |
+	sed -nE 's/^ +([0-9]+) \| struct (vrex_hal_[a-z0-9_]+)$/struct \2/p;
+		s/^ +([0-9]+) \|   (.*)$/\1 \2/p; s/^ +\| \[(sizeof=.*)\]$/\1/p' >"$layout" ||
+	fail "clang could not dump the struct layouts of $header"
+grep -q '^struct ' "$layout" || fail "no struct layouts dumped from $header"
+# The struct blocks of a layout file whose name is $2, fields only (no sizeof line).
+fields_of() { awk -v want="struct $2" '/^struct /{on = ($0 == want); next} on && !/^sizeof=/' "$1"; }
+structs_of() { sed -n 's/^struct //p' "$1" | LC_ALL=C sort; }
 # Names only (the type letter differs between build types: W vs T), without the symbols every ELF
 # shared object defines. A list line "? NAME" is a vague-linkage symbol whose emission depends on
 # the optimisation level (vtable for vrex::Backend, which has no key function: emitted at -O1 in
@@ -54,6 +72,28 @@ if [[ $mode == --update ]]; then
 		printf '%s\n' "$added" >&2
 		fail "the symbols above are new: bump VREX_HAL_VERSION_MINOR (recorded $recorded)"
 	fi
+	if [[ -f $layouts ]]; then
+		grown=
+		for st in $(structs_of "$layouts"); do
+			old=$(fields_of "$layouts" "$st") new=$(fields_of "$layout" "$st")
+			[[ $old == "$new" ]] && continue
+			# Appending to a size-prefixed struct is compatible; anything else breaks.
+			if [[ -n $new && $(head -n 1 <<<"$old") == "0 uint32_t struct_size" && $new == "$old"$'\n'* ]]; then
+				grown+="$st "
+			elif [[ $major == "$rmajor" ]]; then
+				diff <(echo "$old") <(echo "$new") >&2 || true
+				fail "struct $st changed or went away: that breaks the ABI, bump VREX_HAL_VERSION_MAJOR (recorded $recorded)"
+			fi
+		done
+		newstructs=$(comm -13 <(structs_of "$layouts") <(structs_of "$layout"))
+		if [[ -n $grown$newstructs && $major == "$rmajor" && $minor == "$rminor" ]]; then
+			fail "new or grown structs (${grown}${newstructs//$'\n'/ }): bump VREX_HAL_VERSION_MINOR (recorded $recorded)"
+		fi
+	fi
+	{
+		echo "# ABI $version"
+		cat "$layout"
+	} >"$layouts"
 	{
 		echo "# ABI $version"
 		optional | sed 's/^/? /'
@@ -66,6 +106,13 @@ fi
 
 [[ $recorded == "$version" ]] ||
 	fail "$header says ABI $version, $list was recorded for ${recorded:-no version}: re-record (see $0)"
+lrecorded=$(sed -nE '1s/^# ABI ([0-9]+\.[0-9]+\.[0-9]+)$/\1/p' "$layouts" 2>/dev/null || true)
+[[ $lrecorded == "$version" ]] ||
+	fail "$header says ABI $version, $layouts was recorded for ${lrecorded:-no version}: re-record (see $0)"
+if ! diff -u <(sed 1d "$layouts") "$layout"; then
+	echo "exported symbols: the C structs of $header differ from $layouts." >&2
+	fail "if the change is intended: bump the version in $header and re-record (see $0)"
+fi
 if ! diff -u "$expected" "$current"; then
 	echo "exported symbols: $lib differs from $list (+ new, - missing)." >&2
 	fail "if the API change is intended: bump the version in $header and re-record (see $0)"
@@ -89,4 +136,5 @@ pcver=$(sed -nE 's/^Version: *(.*)$/\1/p' "$pkgdir/vrex-hal.pc")
 if grep -n '^Requires.private' "$pkgdir/vrex-hal.pc"; then
 	fail "vrex-hal.pc: the shared library's private dependencies do not belong in Requires.private"
 fi
-echo "exported symbols: $(wc -l <"$current"), as recorded for ABI $version; SONAME $soname, package $cfgver"
+echo "exported symbols: $(wc -l <"$current") symbols and $(grep -c '^struct ' "$layout") C struct layouts, as recorded" \
+	"for ABI $version; SONAME $soname, package $cfgver"

@@ -88,7 +88,7 @@ struct vrex_hal_device_options {
 	const char *node;		/* kernel: "/dev/accel/accel0"; NULL = the first vrex device */
 	uint64_t emu_bank_size;		/* bytes per bank, a multiple of 4096 in 64 KiB..64 GiB; 0: 4 MiB */
 	uint32_t emu_banks;		/* 1..64; 0: 16 */
-	uint32_t emu_group_banks;	/* banks per bank group, divides emu_banks; 0: 2 (1 for 1 bank) */
+	uint32_t emu_group_banks;	/* banks per bank group, divides emu_banks; 0: 2 (1 for odd emu_banks) */
 	uint32_t emu_zombie_frames;	/* 1..255; 0: 5 */
 	uint32_t pad;			/* 0 */
 };

@@ -25,7 +25,7 @@ int main(void)
 {
 	static uint8_t luma[W * H];
 	struct vrex_hal_geometry geom = { 2, 2, 64, VREX_HAL_FP16, 16, 0 };
-	struct vrex_hal_stats st;
+	struct vrex_hal_stats st = { .struct_size = sizeof(st) };
 	vrex_hal_allocator *alloc = NULL;
 	vrex_hal_device *dev = NULL;
 	vrex_hal_stream *s = NULL;

@@ -67,6 +67,9 @@ vrex::Error ok() {
 }
 
 using vrex::capi::invalid;
+using vrex::capi::known_flags;
+using vrex::capi::non_null;
+using vrex::capi::sized_out;
 
 void to_c(const vrex::KvBlock& b, vrex_hal_block* out) {
     *out = vrex_hal_block{};
@@ -127,6 +130,68 @@ vrex::Error retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retri
     return {};
 }
 
+vrex::ModelGeometry geometry_of(const vrex_hal_geometry& g) {
+    return vrex::ModelGeometry{g.layers,           g.kv_heads,
+                               g.head_dim,         static_cast<vrex::DType>(g.dtype),
+                               g.tokens_per_block, static_cast<vrex::ScaleLayout>(g.scales)};
+}
+
+vrex::Error open_device(const char* backend, const vrex_hal_device_options* opts, vrex_hal_device** out) {
+    if (auto e = non_null({{"out", out}})) return e;
+    vrex::DeviceOptions o;
+    auto choice = vrex::parse_backend_choice(backend ? backend : "auto");
+    if (!choice)
+        return choice.error_info().within("backend \"" + std::string(backend) +
+                                          "\" (valid: NULL, \"auto\", \"kernel\", \"emulated\")");
+    o.backend = *choice;
+    if (opts) {
+        auto known = vrex::capi::sized_in(opts, "device options", 8);
+        if (!known) return known.error_info();
+        if (auto e = known_flags("device options: flags", known->flags, 0, "0")) return e;
+        if (known->pad)
+            return invalid("device options: pad is " + std::to_string(known->pad) + " (valid: 0)");
+        if (known->node) o.backend_options.node = known->node;
+        o.backend_options.emu_banks = known->emu_banks;
+        o.backend_options.emu_bank_size = known->emu_bank_size;
+        o.backend_options.emu_group_banks = known->emu_group_banks;
+        o.backend_options.emu_zombie_frames = known->emu_zombie_frames;
+    }
+    auto dev = vrex::Device::open(o);
+    if (!dev) return dev.error_info();
+    auto h = std::make_unique<vrex_hal_device>();
+    h->backend = std::string((*dev)->backend_name());
+    h->dev = std::move(*dev);
+    *out = h.release();
+    return {};
+}
+
+constexpr uint32_t kAllocFlags =
+    VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS | VREX_HAL_ALLOC_PAGE_ALIGNED;
+
+vrex::Error create_allocator(vrex_hal_device* dev, const vrex_hal_geometry* g,
+                             const vrex_hal_allocator_options* opts, vrex_hal_allocator** out) {
+    if (auto e = non_null({{"dev", dev}, {"geom", g}, {"out", out}})) return e;
+    vrex::AllocatorOptions o;
+    if (opts) {
+        auto known = vrex::capi::sized_in(opts, "allocator options", 4);
+        if (!known) return known.error_info();
+        if (auto e = known_flags("allocator options: flags", known->flags, kAllocFlags,
+                                 "VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS | "
+                                 "VREX_HAL_ALLOC_PAGE_ALIGNED"))
+            return e;
+        o.blocks_per_slab = known->blocks_per_slab;
+        if (known->flags & VREX_HAL_ALLOC_SPARE_SLABS) o.spare_slabs = known->spare_slabs;
+        o.evict_under_pressure = known->flags & VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE;
+        o.page_aligned_blocks = known->flags & VREX_HAL_ALLOC_PAGE_ALIGNED;
+    }
+    auto a = vrex::KvAllocator::create(dev->dev, geometry_of(*g), o);
+    if (!a) return a.error_info();
+    auto h = std::make_unique<vrex_hal_allocator>();
+    h->alloc = std::move(*a);
+    *out = h.release();
+    return {};
+}
+
 }  // namespace
 
 extern "C" {
@@ -156,7 +221,7 @@ const char* vrex_hal_strerror(vrex_hal_status s) {
         case VREX_HAL_ERR_UNKNOWN_BACKEND:
             return "unknown backend (expected auto, kernel or emulated)";
         case VREX_HAL_ERR_BAD_GEOMETRY:
-            return "invalid model geometry (zero field, unknown dtype or block below 16 KiB)";
+            return "invalid model geometry (vrex_hal_last_error() names the field and its valid range)";
         case VREX_HAL_ERR_NOT_IN_FRAME:
             return "no open frame (call vrex_hal_begin_frame first)";
         case VREX_HAL_ERR_IO:
@@ -170,20 +235,12 @@ const char* vrex_hal_strerror(vrex_hal_status s) {
 }
 
 vrex_hal_status vrex_hal_device_open(const char* backend, vrex_hal_device** out) {
-    return guarded(__func__, nullptr, [&] {
-        if (!out) return invalid("NULL pointer, nonzero pad or unknown flag");
-        vrex::DeviceOptions o;
-        auto choice = vrex::parse_backend_choice(backend ? backend : "auto");
-        if (!choice) return choice.error_info();
-        o.backend = *choice;
-        auto dev = vrex::Device::open(o);
-        if (!dev) return dev.error_info();
-        auto h = std::make_unique<vrex_hal_device>();
-        h->backend = std::string((*dev)->backend_name());
-        h->dev = std::move(*dev);
-        *out = h.release();
-        return ok();
-    });
+    return guarded(__func__, nullptr, [&] { return open_device(backend, nullptr, out); });
+}
+
+vrex_hal_status vrex_hal_device_open_with(const char* backend, const vrex_hal_device_options* options,
+                                          vrex_hal_device** out) {
+    return guarded(__func__, nullptr, [&] { return open_device(backend, options, out); });
 }
 
 void vrex_hal_device_close(vrex_hal_device* dev) {
@@ -201,42 +258,29 @@ uint32_t vrex_hal_version(void) {
 vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device* dev, const vrex_hal_geometry* g,
                                                const vrex_hal_allocator_options* opts,
                                                vrex_hal_allocator** out) {
-    return guarded(__func__, nullptr, [&] {
-        if (!dev || !g || !out || g->pad) return invalid("NULL pointer, nonzero pad or unknown flag");
-        vrex::AllocatorOptions o;
-        if (opts) {
-            // Size-prefixed: fields past the caller's struct_size keep their defaults; bytes past
-            // ours must be zero (a newer caller asking for something this library cannot do).
-            vrex_hal_allocator_options known{};
-            const std::size_t size = opts->struct_size;
-            if (size < sizeof(uint32_t))
-                return invalid("allocator options: struct_size " + std::to_string(size) + " is below 4");
-            std::memcpy(&known, opts, std::min(size, sizeof(known)));
-            const auto* tail = reinterpret_cast<const unsigned char*>(opts);
-            for (std::size_t i = sizeof(known); i < size; i++)
-                if (tail[i])
-                    return invalid("allocator options: byte " + std::to_string(i) + " past the " +
-                                   std::to_string(sizeof(known)) + " this library knows is not zero");
-            if (known.flags & ~(VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | VREX_HAL_ALLOC_SPARE_SLABS))
-                return invalid("allocator options: unknown flags " + std::to_string(known.flags));
-            o.blocks_per_slab = known.blocks_per_slab;
-            if (known.flags & VREX_HAL_ALLOC_SPARE_SLABS) o.spare_slabs = known.spare_slabs;
-            o.evict_under_pressure = known.flags & VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE;
-        }
-        vrex::ModelGeometry geom{g->layers, g->kv_heads, g->head_dim, static_cast<vrex::DType>(g->dtype),
-                                 g->tokens_per_block};
-        auto a = vrex::KvAllocator::create(dev->dev, geom, o);
-        if (!a) return a.error_info();
-        auto h = std::make_unique<vrex_hal_allocator>();
-        h->alloc = std::move(*a);
-        *out = h.release();
-        return ok();
-    });
+    return guarded(__func__, nullptr, [&] { return create_allocator(dev, g, opts, out); });
 }
 
 vrex_hal_status vrex_hal_allocator_create(vrex_hal_device* dev, const vrex_hal_geometry* g,
                                           vrex_hal_allocator** out) {
-    return vrex_hal_allocator_create_with(dev, g, nullptr, out);
+    return guarded(__func__, nullptr, [&] { return create_allocator(dev, g, nullptr, out); });
+}
+
+vrex_hal_status vrex_hal_geometry_layout(const vrex_hal_geometry* g, vrex_hal_block_layout* out) {
+    return guarded(__func__, nullptr, [&] {
+        if (auto e = non_null({{"geom", g}, {"layout", out}})) return e;
+        const vrex::ModelGeometry geom = geometry_of(*g);
+        auto bytes = geom.block_bytes();
+        if (!bytes) return bytes.error_info().within("geometry");
+        vrex_hal_block_layout l{};
+        l.element_size = vrex::dtype_size(geom.dtype);
+        l.block_bytes = *bytes;
+        l.kv_bytes = geom.kv_bytes();
+        l.scales_offset = l.kv_bytes;
+        l.scale_count = static_cast<uint32_t>(geom.scale_count());
+        l.scales_bytes = std::uint64_t{l.scale_count} * sizeof(float);
+        return sized_out(l, out, "layout", 8);
+    });
 }
 
 void vrex_hal_allocator_destroy(vrex_hal_allocator* a) {
@@ -250,7 +294,7 @@ uint64_t vrex_hal_allocator_block_bytes(const vrex_hal_allocator* a) {
 vrex_hal_status vrex_hal_stream_create(vrex_hal_allocator* a, int pooled, uint32_t pool,
                                        vrex_hal_stream** out) {
     return guarded(__func__, nullptr, [&] {
-        if (!a || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"alloc", a}, {"out", out}})) return e;
         auto s = a->alloc->create_stream(vrex::StreamOptions{pooled != 0, pool});
         if (!s) return s.error_info();
         auto h = std::make_unique<vrex_hal_stream>();
@@ -271,7 +315,7 @@ uint32_t vrex_hal_stream_id(const vrex_hal_stream* s) {
 vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, uint32_t width, uint32_t height,
                                      uint32_t stride, vrex_hal_frame_info* info) {
     return guarded(__func__, s, [&] {
-        if (!s) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}})) return e;
         auto f = s->stream->begin_frame(vrex::LumaView{luma, width, height, stride});
         if (!f) return f.error_info();
         if (info) {
@@ -292,7 +336,7 @@ vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, ui
 vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
                                   vrex_hal_block* block) {
     return guarded(__func__, s, [&] {
-        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}})) return e;
         auto b = s->stream->allocate(region, frame_offset);
         if (!b) return b.error_info();
         to_c(*b, block);
@@ -303,7 +347,7 @@ vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t f
 vrex_hal_status vrex_hal_reuse(vrex_hal_stream* s, uint32_t region, const vrex_hal_block* block,
                                int32_t frame_offset) {
     return guarded(__func__, s, [&] {
-        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}})) return e;
         return vrex::Result<void>(s->stream->reuse(region, from_c(*block), frame_offset)).error_info();
     });
 }
@@ -311,7 +355,7 @@ vrex_hal_status vrex_hal_reuse(vrex_hal_stream* s, uint32_t region, const vrex_h
 vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
                                            vrex_hal_retrieval* out) {
     return guarded(__func__, s, [&] {
-        if (!s || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"out", out}})) return e;
         return retrieval_out(s->stream->retrieve_temporal(region, frame_offset), out);
     });
 }
@@ -319,8 +363,10 @@ vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream* s, uint32_t region, 
 vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2],
                                           uint32_t radius, uint32_t flags, vrex_hal_retrieval* out) {
     return guarded(__func__, s, [&] {
-        if (!s || !fp || !out || (flags & ~(VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY)))
-            return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"fp", fp}, {"out", out}})) return e;
+        if (auto e = known_flags("flags", flags, VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY,
+                                 "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY"))
+            return e;
         vrex::Fingerprint q;
         q.w[0] = fp[0];
         q.w[1] = fp[1];
@@ -334,14 +380,14 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, c
 
 vrex_hal_status vrex_hal_release(vrex_hal_stream* s, const vrex_hal_block* block) {
     return guarded(__func__, s, [&] {
-        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}})) return e;
         return vrex::Result<void>(s->stream->release(from_c(*block))).error_info();
     });
 }
 
 vrex_hal_status vrex_hal_end_frame(vrex_hal_stream* s, uint32_t* released) {
     return guarded(__func__, s, [&] {
-        if (!s) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}})) return e;
         auto n = s->stream->end_frame();
         if (!n) return n.error_info();
         s->last_released.clear();
@@ -354,7 +400,10 @@ vrex_hal_status vrex_hal_end_frame(vrex_hal_stream* s, uint32_t* released) {
 vrex_hal_status vrex_hal_released_blocks(const vrex_hal_stream* s, vrex_hal_released* out, uint32_t capacity,
                                          uint32_t* count) {
     return guarded(__func__, s, [&] {
-        if (!s || !count || (capacity && !out)) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"count", count}})) return e;
+        if (capacity && !out)
+            return invalid("out is NULL with capacity " + std::to_string(capacity) +
+                           " (valid: NULL only with capacity 0)");
         *count = static_cast<uint32_t>(s->last_released.size());
         std::copy_n(s->last_released.begin(), std::min<std::size_t>(capacity, s->last_released.size()), out);
         return ok();
@@ -363,7 +412,7 @@ vrex_hal_status vrex_hal_released_blocks(const vrex_hal_stream* s, vrex_hal_rele
 
 vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream* s, vrex_hal_release_fn fn, void* user) {
     return guarded(__func__, s, [&] {
-        if (!s) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}})) return e;
         if (!fn) {
             s->stream->on_release({});
             return ok();
@@ -380,7 +429,7 @@ vrex_hal_status vrex_hal_stream_on_release(vrex_hal_stream* s, vrex_hal_release_
 
 vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream* s, int* fd) {
     return guarded(__func__, s, [&] {
-        if (!s || !fd) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"fd", fd}})) return e;
         auto r = s->stream->release_event_fd();
         if (!r) return r.error_info();
         *fd = *r;
@@ -391,7 +440,7 @@ vrex_hal_status vrex_hal_stream_release_fd(vrex_hal_stream* s, int* fd) {
 vrex_hal_status vrex_hal_set_positions(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t first_token,
                                        uint32_t token_count) {
     return guarded(__func__, s, [&] {
-        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}})) return e;
         return vrex::Result<void>(s->stream->set_positions(from_c(*block), first_token, token_count))
             .error_info();
     });
@@ -399,14 +448,14 @@ vrex_hal_status vrex_hal_set_positions(vrex_hal_stream* s, const vrex_hal_block*
 
 vrex_hal_status vrex_hal_pin(vrex_hal_stream* s, const vrex_hal_block* block) {
     return guarded(__func__, s, [&] {
-        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}})) return e;
         return vrex::Result<void>(s->stream->pin(from_c(*block))).error_info();
     });
 }
 
 vrex_hal_status vrex_hal_unpin(vrex_hal_stream* s, const vrex_hal_block* block) {
     return guarded(__func__, s, [&] {
-        if (!s || !block) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}})) return e;
         return vrex::Result<void>(s->stream->unpin(from_c(*block))).error_info();
     });
 }
@@ -414,7 +463,7 @@ vrex_hal_status vrex_hal_unpin(vrex_hal_stream* s, const vrex_hal_block* block) 
 vrex_hal_status vrex_hal_copy_on_write(vrex_hal_stream* s, const vrex_hal_block* block, uint32_t region,
                                        int32_t frame_offset, vrex_hal_block* out) {
     return guarded(__func__, s, [&] {
-        if (!s || !block || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}, {"out", out}})) return e;
         auto b = s->stream->copy_on_write(from_c(*block), region, frame_offset);
         if (!b) return b.error_info();
         to_c(*b, out);
@@ -424,7 +473,7 @@ vrex_hal_status vrex_hal_copy_on_write(vrex_hal_stream* s, const vrex_hal_block*
 
 vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream* s, const vrex_hal_block* block, int* fd) {
     return guarded(__func__, s, [&] {
-        if (!s || !block || !fd) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"stream", s}, {"block", block}, {"fd", fd}})) return e;
         auto r = s->stream->export_dmabuf(from_c(*block));
         if (!r) return r.error_info();
         *fd = *r;
@@ -434,25 +483,33 @@ vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream* s, const vrex_hal_block*
 
 vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator* a, vrex_hal_stats* out) {
     return guarded(__func__, nullptr, [&] {
-        if (!a || !out) return invalid("NULL pointer, nonzero pad or unknown flag");
+        if (auto e = non_null({{"alloc", a}, {"stats", out}})) return e;
+        if (out->struct_size < 8) return sized_out(vrex_hal_stats{}, out, "stats", 8);  // names the range
         auto st = a->alloc->stats();
         if (!st) return st.error_info();
-        *out = vrex_hal_stats{};
-        out->hits = st->hits;
-        out->approx_hits = st->approx_hits;
-        out->misses = st->misses;
-        out->evictions = st->evictions;
-        out->removed = st->removed;
-        out->allocations = st->allocations;
-        out->fallback_allocations = st->fallback_allocations;
-        out->resident_blocks = st->resident_blocks;
-        out->resident_bytes = st->resident_bytes;
-        out->bank_count = static_cast<uint32_t>(std::min<std::size_t>(st->banks.size(), VREX_HAL_MAX_BANKS));
-        for (uint32_t b = 0; b < out->bank_count; b++) {
-            out->bank_resident_blocks[b] = st->banks[b].resident_blocks;
-            out->bank_resident_bytes[b] = st->banks[b].resident_bytes;
+        vrex_hal_stats o{};
+        o.hits = st->hits;
+        o.approx_hits = st->approx_hits;
+        o.misses = st->misses;
+        o.evictions = st->evictions;
+        o.pressure_evictions = st->pressure_evictions;
+        o.deferred_frees = st->deferred_frees;
+        o.removed = st->removed;
+        o.allocations = st->allocations;
+        o.fallback_allocations = st->fallback_allocations;
+        o.resident_blocks = st->resident_blocks;
+        o.resident_bytes = st->resident_bytes;
+        o.slabs_created = st->slabs_created;
+        o.slabs_released = st->slabs_released;
+        o.slabs = st->slabs_created - st->slabs_released;
+        o.bank_count = static_cast<uint32_t>(std::min<std::size_t>(st->banks.size(), VREX_HAL_MAX_BANKS));
+        for (uint32_t b = 0; b < o.bank_count; b++) {
+            o.bank_resident_blocks[b] = st->banks[b].resident_blocks;
+            o.bank_resident_bytes[b] = st->banks[b].resident_bytes;
+            o.bank_slab_bytes[b] = st->banks[b].slab_bytes;
+            o.slab_bytes += st->banks[b].slab_bytes;
         }
-        return ok();
+        return sized_out(o, out, "stats", 8);
     });
 }
 
@@ -474,19 +531,23 @@ vrex::Error check_batch(const vrex_hal_batch* b, bool allocate) {
     const std::size_t size = b->struct_size;
     if (size < sizeof(vrex_hal_batch))  // 0.3, the first version with batches
         return invalid("batch: struct_size " + std::to_string(size) + " is below the " +
-                       std::to_string(sizeof(vrex_hal_batch)) + " of version 0.3");
+                       std::to_string(sizeof(vrex_hal_batch)) +
+                       " of version 0.3 (valid: " + std::to_string(sizeof(vrex_hal_batch)) + " and up)");
     const auto* bytes = reinterpret_cast<const unsigned char*>(b);
     for (std::size_t i = sizeof(vrex_hal_batch); i < size; i++)
         if (bytes[i])
             return invalid("batch: byte " + std::to_string(i) + " past the " +
-                           std::to_string(sizeof(vrex_hal_batch)) + " this library knows is not zero");
-    if (b->flags || b->pad) return invalid("batch: flags and pad must be 0");
+                           std::to_string(sizeof(vrex_hal_batch)) +
+                           " this library knows is not zero (valid: zero)");
+    if (b->flags) return invalid("batch: flags " + vrex::capi::hex(b->flags) + " (valid: 0)");
+    if (b->pad) return invalid("batch: pad " + std::to_string(b->pad) + " (valid: 0)");
     if (b->block_size < sizeof(vrex_hal_block))
         return invalid("batch: block_size " + std::to_string(b->block_size) +
-                       " is below sizeof(struct vrex_hal_block) " + std::to_string(sizeof(vrex_hal_block)));
+                       " is below sizeof(struct vrex_hal_block) " + std::to_string(sizeof(vrex_hal_block)) +
+                       " (valid: " + std::to_string(sizeof(vrex_hal_block)) + " and up)");
     if (b->count && (!b->blocks || (allocate && !b->regions)))
-        return invalid("batch: " + std::to_string(b->count) + " entries but " +
-                       (b->blocks ? "regions" : "blocks") + " is NULL");
+        return invalid("batch: " + std::string(b->blocks ? "regions" : "blocks") + " is NULL with count " +
+                       std::to_string(b->count) + " (valid: NULL only with count 0)");
     return {};
 }
 

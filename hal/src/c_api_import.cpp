@@ -33,7 +33,7 @@ extern "C" {
 vrex_hal_status vrex_hal_import_memory(vrex_hal_allocator* alloc, int dmabuf_fd, vrex_hal_imported** out) {
     return guarded(__func__, nullptr, [&]() -> vrex::Error {
         auto a = vrex::capi::allocator_of(alloc);
-        if (!a || !out) return invalid("NULL allocator or output pointer");
+        if (auto e = vrex::capi::non_null({{"alloc", a.get()}, {"out", out}})) return e;
         *out = nullptr;
         auto m = a->import_memory(dmabuf_fd);
         if (!m) return m.error_info();
@@ -48,10 +48,11 @@ void vrex_hal_imported_destroy(vrex_hal_imported* mem) {
 
 vrex_hal_status vrex_hal_imported_get_info(const vrex_hal_imported* mem, vrex_hal_imported_info* info) {
     return guarded(__func__, nullptr, [&]() -> vrex::Error {
-        if (!mem || !info) return invalid("NULL imported memory or info pointer");
+        if (auto e = vrex::capi::non_null({{"mem", mem}, {"info", info}})) return e;
         const std::size_t size = info->struct_size;
         if (size < sizeof(info->struct_size))
-            return invalid("imported info: struct_size " + std::to_string(size) + " is below 4");
+            return invalid("imported info: struct_size " + std::to_string(size) +
+                           " is below 4 (valid: 4 and up)");
         vrex_hal_imported_info v{};
         v.struct_size = static_cast<std::uint32_t>(std::min(size, sizeof(v)));
         v.handle = mem->mem->handle();
@@ -70,17 +71,20 @@ vrex_hal_status vrex_hal_index_imported(vrex_hal_stream* s, const vrex_hal_impor
                                         const vrex_hal_index_request* req, vrex_hal_block* block) {
     return guarded(__func__, s, [&]() -> vrex::Error {
         vrex::Stream* st = vrex::capi::stream_of(s);
-        if (!st || !mem || !req || !block) return invalid("NULL stream, imported memory, request or block");
+        if (auto e = vrex::capi::non_null({{"stream", st}, {"mem", mem}, {"req", req}, {"block", block}}))
+            return e;
         const std::size_t size = req->struct_size;
         if (size < sizeof(vrex_hal_index_request))
             return invalid("index request: struct_size " + std::to_string(size) + " is below the " +
                            std::to_string(sizeof(vrex_hal_index_request)) + " bytes of this ABI");
         if (!zero_tail(req, sizeof(vrex_hal_index_request), size))
-            return invalid("index request: bytes past the known struct are not zero");
+            return invalid("index request: bytes past the known struct are not zero (valid: zero)");
         if (req->block_size < sizeof(vrex_hal_block))
             return invalid("index request: block_size " + std::to_string(req->block_size) + " is below the " +
                            std::to_string(sizeof(vrex_hal_block)) + " bytes of this ABI");
-        if (req->flags || req->pad) return invalid("index request: nonzero flags or pad");
+        if (req->flags || req->pad)
+            return invalid("index request: flags " + std::to_string(req->flags) + ", pad " +
+                           std::to_string(req->pad) + " (valid: 0 and 0)");
         auto b = st->index_imported(*mem->mem, req->offset, req->region, req->frame_offset);
         if (!b) return b.error_info();
         std::memset(block, 0, req->block_size);

@@ -1,8 +1,10 @@
 // The C ABI of ReSV (vrex_hal.h, "ReSV"): vrex_hal_resv_head wraps a vrex::ResvHead. Every entry
 // point catches everything; a C caller sees a status code, and vrex_hal_last_error() says why.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "c_api_internal.hpp"
@@ -62,7 +64,9 @@ vrex::Error selection_out(const vrex::Result<vrex::ResvSelection>& s, vrex_hal_r
 template <class T>
 vrex::Error append(vrex_hal_resv_head* h, const T* keys, size_t count, uint32_t* tokens) {
     if (!h) return invalid("head is NULL");
-    if (!keys && count) return invalid("keys is NULL with a non-zero count");
+    if (!keys && count)
+        return invalid("keys is NULL with count " + std::to_string(count) +
+                       " (valid: NULL only with count 0)");
     const std::size_t dim = h->head->dim();
     if (count > SIZE_MAX / dim) return invalid("count * dim overflows");
     auto r = h->head->append(std::span<const T>(keys, count * dim));
@@ -74,9 +78,12 @@ vrex::Error append(vrex_hal_resv_head* h, const T* keys, size_t count, uint32_t*
 template <class T>
 vrex::Error select(vrex_hal_resv_head* h, const T* query, uint32_t flags, vrex_hal_resv_range* ranges,
                    uint32_t capacity, vrex_hal_resv_selection* sel) {
-    if (!h || !query || !sel) return invalid("head, query and selection must not be NULL");
-    if (capacity && !ranges) return invalid("ranges is NULL with a non-zero capacity");
-    if (flags & ~VREX_HAL_RESV_BLOCKS) return invalid("unknown flags");
+    if (auto e = vrex::capi::non_null({{"head", h}, {"query", query}, {"sel", sel}})) return e;
+    if (capacity && !ranges)
+        return invalid("ranges is NULL with capacity " + std::to_string(capacity) +
+                       " (valid: NULL only with capacity 0)");
+    if (auto e = vrex::capi::known_flags("flags", flags, VREX_HAL_RESV_BLOCKS, "VREX_HAL_RESV_BLOCKS"))
+        return e;
     return selection_out(
         h->head->select(std::span<const T>(query, h->head->dim()), flags & VREX_HAL_RESV_BLOCKS), ranges,
         capacity, sel);
@@ -103,11 +110,16 @@ void vrex_hal_resv_default_params(vrex_hal_resv_params* p) {
 vrex_hal_status vrex_hal_resv_head_create(vrex_hal_device* dev, const vrex_hal_resv_params* params,
                                           vrex_hal_resv_head** out) {
     return guarded(__func__, [&] {
-        if (!dev || !params || !out) return invalid("device, params and out must not be NULL");
+        if (auto e = vrex::capi::non_null({{"dev", dev}, {"params", params}, {"out", out}})) return e;
         vrex_hal_resv_params c{};
         if (!read_params(params, c))
-            return invalid("params: struct_size too small, or non-zero padding / unknown trailing bytes");
-        if (c.mode > VREX_HAL_RESV_TOKENS) return invalid("params: unknown mode");
+            return invalid("params: struct_size " + std::to_string(params->struct_size) +
+                           " (valid: " + std::to_string(offsetof(vrex_hal_resv_params, dim)) + ".." +
+                           std::to_string(sizeof(vrex_hal_resv_params)) +
+                           ", larger only with zero trailing bytes), or pad not zero");
+        if (c.mode > VREX_HAL_RESV_TOKENS)
+            return invalid("params: mode " + std::to_string(c.mode) +
+                           " is unknown (valid: 0 VREX_HAL_RESV_MASS, 1 VREX_HAL_RESV_TOKENS)");
         vrex::ResvParams p;
         p.dim = c.dim;
         p.seed = c.seed;
@@ -165,7 +177,7 @@ vrex_hal_status vrex_hal_resv_truncate(vrex_hal_resv_head* head, uint32_t keep) 
 vrex_hal_status vrex_hal_resv_get_stats(vrex_hal_device* dev, vrex_hal_resv_stats* stats) {
     return guarded(__func__, [&] {
         auto d = vrex::capi::device_of(dev);
-        if (!d || !stats) return invalid("device and stats must not be NULL");
+        if (auto e = vrex::capi::non_null({{"dev", d.get()}, {"stats", stats}})) return e;
         auto st = vrex::resv_stats(*d);
         if (!st) return st.error_info();
         *stats = vrex_hal_resv_stats{};

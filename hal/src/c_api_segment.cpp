@@ -70,7 +70,7 @@ vrex_hal_status vrex_hal_segment_open(vrex_hal_stream* stream, uint32_t kind, ui
     const char* fn = __func__;
     return vrex::capi::guarded(fn, nullptr, [&] {
         vrex::Stream* s = vrex::capi::stream_of(stream);
-        if (!s || !out) return invalid("stream or out is NULL");
+        if (auto e = vrex::capi::non_null({{"stream", s}, {"out", out}})) return e;
         if (kind != VREX_HAL_SEGMENT_PROMPT && kind != VREX_HAL_SEGMENT_GENERATED)
             return invalid("unknown segment kind " + std::to_string(kind) +
                            " (VREX_HAL_SEGMENT_PROMPT or _GENERATED)");
@@ -88,7 +88,7 @@ void vrex_hal_segment_close(vrex_hal_segment* seg) {
 vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment* seg, vrex_hal_segment_info* info) {
     const char* fn = __func__;
     return vrex::capi::guarded(fn, nullptr, [&] {
-        if (!seg || !info) return invalid("segment or info is NULL");
+        if (auto e = vrex::capi::non_null({{"seg", seg}, {"info", info}})) return e;
         auto blocks = seg->seg.blocks();
         vrex_hal_segment_info o{};
         o.kind = static_cast<std::uint32_t>(seg->seg.kind());
@@ -105,7 +105,7 @@ vrex_hal_status vrex_hal_segment_get_info(const vrex_hal_segment* seg, vrex_hal_
 vrex_hal_status vrex_hal_segment_append(vrex_hal_segment* seg, uint32_t tokens, vrex_hal_block_list* out) {
     const char* fn = __func__;
     return vrex::capi::guarded(fn, nullptr, [&] {
-        if (!seg) return invalid("segment is NULL");
+        if (!seg) return invalid("seg is NULL");
         if (out) {
             if (auto e = check_list(out); !e.empty()) return invalid(e);
             // All or nothing: a list too small for the answer is refused before anything changes.
@@ -128,7 +128,7 @@ vrex_hal_status vrex_hal_segment_append(vrex_hal_segment* seg, uint32_t tokens, 
 vrex_hal_status vrex_hal_segment_truncate(vrex_hal_segment* seg, uint32_t position, uint32_t* released) {
     const char* fn = __func__;
     return vrex::capi::guarded(fn, nullptr, [&] {
-        if (!seg) return invalid("segment is NULL");
+        if (!seg) return invalid("seg is NULL");
         auto r = seg->seg.truncate(position);
         if (!r) return r.error_info();
         if (released) *released = static_cast<std::uint32_t>(r->size());
@@ -139,7 +139,7 @@ vrex_hal_status vrex_hal_segment_truncate(vrex_hal_segment* seg, uint32_t positi
 vrex_hal_status vrex_hal_segment_blocks(const vrex_hal_segment* seg, vrex_hal_block_list* out) {
     const char* fn = __func__;
     return vrex::capi::guarded(fn, nullptr, [&] {
-        if (!seg || !out) return invalid("segment or list is NULL");
+        if (auto e = vrex::capi::non_null({{"seg", seg}, {"out", out}})) return e;
         if (auto e = check_list(out); !e.empty()) return invalid(e);
         auto v = seg->seg.blocks();
         if (!v) return v.error_info();
@@ -152,7 +152,7 @@ vrex_hal_status vrex_hal_get_segment_stats(vrex_hal_allocator* alloc, vrex_hal_s
     const char* fn = __func__;
     return vrex::capi::guarded(fn, nullptr, [&] {
         auto a = vrex::capi::allocator_of(alloc);
-        if (!a || !stats) return invalid("allocator or stats is NULL");
+        if (auto e = vrex::capi::non_null({{"alloc", a.get()}, {"stats", stats}})) return e;
         if (stats->struct_size < sizeof(std::uint32_t))
             return invalid("segment stats: struct_size " + std::to_string(stats->struct_size) +
                            " is below 4");

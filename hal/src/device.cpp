@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "device_impl.hpp"
 
@@ -120,7 +122,7 @@ Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options) {
     }
     if (!factory) return errc::no_device;
     auto backend = factory->open(options.backend_options);
-    if (!backend) return backend.error();
+    if (!backend) return backend.error_info();
     return adopt_backend(std::move(*backend));
 }
 
@@ -132,24 +134,73 @@ std::uint32_t dtype_size(DType t) noexcept {
         case DType::fp32:
             return 4;
         case DType::int8:
+        case DType::fp8_e4m3:
+        case DType::fp8_e5m2:
             return 1;
     }
     return 0;
 }
 
+std::string_view dtype_name(DType t) noexcept {
+    switch (t) {
+        case DType::fp16:
+            return "fp16";
+        case DType::bf16:
+            return "bf16";
+        case DType::fp32:
+            return "fp32";
+        case DType::int8:
+            return "int8";
+        case DType::fp8_e4m3:
+            return "fp8_e4m3";
+        case DType::fp8_e5m2:
+            return "fp8_e5m2";
+    }
+    return "";
+}
+
 Result<std::uint64_t> ModelGeometry::block_bytes() const {
+    auto bad = [](const std::string& why) { return Error{errc::bad_geometry, why}; };
+    for (auto [name, value] :
+         {std::pair{"layers", layers}, std::pair{"kv_heads", kv_heads}, std::pair{"head_dim", head_dim},
+          std::pair{"tokens_per_block", tokens_per_block}})
+        if (!value) return bad(std::string(name) + " is 0 (valid: 1..4294967295, the block at most 4 GiB)");
     const std::uint64_t es = dtype_size(dtype);
-    if (!layers || !kv_heads || !head_dim || !tokens_per_block || !es) return errc::bad_geometry;
-    // Each factor is < 2^32: check every product against overflow.
+    if (!es)
+        return bad("dtype " + std::to_string(static_cast<std::uint32_t>(dtype)) +
+                   " is unknown (valid: 0 fp16, 1 bf16, 2 fp32, 3 int8, 4 fp8_e4m3, 5 fp8_e5m2)");
+    if (static_cast<std::uint32_t>(scales) > static_cast<std::uint32_t>(ScaleLayout::per_token))
+        return bad("scales " + std::to_string(static_cast<std::uint32_t>(scales)) +
+                   " is unknown (valid: 0 none, 1 per_layer, 2 per_head, 3 per_token)");
+    if (scales != ScaleLayout::none && es != 1)
+        return bad("scales need an 8-bit dtype (int8, fp8_e4m3, fp8_e5m2), dtype is " +
+                   std::string(dtype_name(dtype)));
+    // Each factor is < 2^32: check every product against overflow (a block must fit the device's
+    // 32-bit KV length).
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
     std::uint64_t bytes = 2 * es;
     for (std::uint64_t f : {std::uint64_t{layers}, std::uint64_t{kv_heads}, std::uint64_t{head_dim},
                             std::uint64_t{tokens_per_block}}) {
-        if (bytes > std::numeric_limits<std::uint32_t>::max() / f)
-            return errc::bad_geometry;  // a block must fit the device's 32-bit KV length
+        if (bytes > kMax / f)
+            return bad(
+                "2 * layers * kv_heads * head_dim * tokens_per_block * dtype size is over the 4 GiB a block "
+                "may hold");
         bytes *= f;
     }
-    if (bytes < kMinBlockBytes || bytes % kBlockAlign) return errc::bad_geometry;
-    return bytes;
+    if (bytes < kMinBlockBytes)
+        return bad("KV of " + std::to_string(bytes) +
+                   " bytes (2 * layers * kv_heads * head_dim * tokens_per_block * " + std::to_string(es) +
+                   ") is below the minimum block of " + std::to_string(kMinBlockBytes) +
+                   " bytes (raise tokens_per_block)");
+    if (bytes % kBlockAlign)
+        return bad("KV of " + std::to_string(bytes) + " bytes is not a multiple of " +
+                   std::to_string(kBlockAlign));
+    const std::uint64_t scale_bytes =
+        (scale_count() * sizeof(float) + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
+    if (bytes + scale_bytes > kMax)
+        return bad("KV of " + std::to_string(bytes) + " bytes and " + std::to_string(scale_bytes) +
+                   " bytes of scales are over the 4 GiB a block may hold");
+    return bytes + scale_bytes;
 }
 
 std::uint32_t Fingerprint::distance(const Fingerprint& o) const noexcept {

@@ -49,8 +49,7 @@ EmulatedBackend::EmulatedBackend(Key, std::shared_ptr<EmulatedDevice> dev, std::
 Result<std::unique_ptr<EmulatedBackend>> EmulatedBackend::open(const BackendOptions& options)
 {
     auto dev = EmulatedDevice::get(options);
-    if (!dev)
-        return dev.error();
+    if (!dev) return dev.error_info();  // names the option out of range
     const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0)
         return errno_code(errno);
@@ -790,8 +789,7 @@ bool emulated_available() { return true; }
 Result<std::unique_ptr<Backend>> emulated_open(const BackendOptions& options)
 {
     auto b = EmulatedBackend::open(options);
-    if (!b)
-        return b.error();
+    if (!b) return b.error_info();
     return std::unique_ptr<Backend>(std::move(*b));
 }
 

@@ -21,6 +21,48 @@ std::string config_key(const vrex_model_config& c)
            "/z" + std::to_string(c.zombie_frames);
 }
 
+// The emulated device's geometry from @o, every field checked against the range the reference
+// model and the HAL take (the error names the field and the range).
+Result<vrex_model_config> emulated_config(const BackendOptions& o) {
+    using B = BackendOptions;
+    auto out_of_range = [](const std::string& what) {
+        return Error{std::errc::invalid_argument, "emulated device: " + what};
+    };
+    vrex_model_config c{};
+    vrex_model_default_config(&c);
+    if (o.emu_banks > B::kEmuMaxBanks)
+        return out_of_range("emu_banks " + std::to_string(o.emu_banks) + " is out of range (valid: 1.." +
+                            std::to_string(B::kEmuMaxBanks) + ", 0 for " + std::to_string(c.nbanks) + ")");
+    if (o.emu_bank_size && (o.emu_bank_size < B::kEmuMinBankSize || o.emu_bank_size > B::kEmuMaxBankSize ||
+                            o.emu_bank_size % 4096))
+        return out_of_range("emu_bank_size " + std::to_string(o.emu_bank_size) +
+                            " is out of range (valid: a multiple of 4096 in " +
+                            std::to_string(B::kEmuMinBankSize) + ".." + std::to_string(B::kEmuMaxBankSize) +
+                            " bytes, 0 for " + std::to_string(c.bank_size) + ")");
+    if (o.emu_zombie_frames > B::kEmuMaxZombieFrames)
+        return out_of_range("emu_zombie_frames " + std::to_string(o.emu_zombie_frames) +
+                            " is out of range (valid: 1.." + std::to_string(B::kEmuMaxZombieFrames) +
+                            ", 0 for " + std::to_string(c.zombie_frames) + ")");
+    if (o.emu_banks) c.nbanks = o.emu_banks;
+    if (o.emu_bank_size) c.bank_size = o.emu_bank_size;
+    if (o.emu_group_banks)
+        c.group_banks = o.emu_group_banks;
+    else if (c.nbanks % c.group_banks)
+        c.group_banks = 1;  // the default pairs do not divide an odd bank count
+    if (o.emu_zombie_frames) c.zombie_frames = o.emu_zombie_frames;
+    if (c.group_banks > c.nbanks || c.nbanks % c.group_banks)
+        return out_of_range("emu_group_banks " + std::to_string(c.group_banks) + " does not divide the " +
+                            std::to_string(c.nbanks) +
+                            " banks (valid: a divisor of emu_banks, 0 for 2 or 1)");
+    if (std::uint64_t{c.nbanks} * c.bank_size > B::kEmuMaxBytes)
+        return out_of_range("emu_banks x emu_bank_size = " + std::to_string(c.nbanks) + " x " +
+                            std::to_string(c.bank_size) + " bytes is over the " +
+                            std::to_string(B::kEmuMaxBytes) +
+                            " bytes of address space the emulation reserves at most");
+    if (!vrex_model_arena_size(&c)) return out_of_range("the reference model refuses " + config_key(c));
+    return c;
+}
+
 }  // namespace
 
 EmulatedDevice::EmulatedDevice(Key, const vrex_model_config& c)
@@ -36,19 +78,10 @@ EmulatedDevice::~EmulatedDevice() = default;
 
 Result<std::shared_ptr<EmulatedDevice>> EmulatedDevice::get(const BackendOptions& o)
 {
-    vrex_model_config c{};
-    vrex_model_default_config(&c);
-    if (o.emu_banks)
-        c.nbanks = o.emu_banks;
-    if (o.emu_bank_size)
-        c.bank_size = o.emu_bank_size;
-    if (o.emu_group_banks)
-        c.group_banks = o.emu_group_banks;
-    if (o.emu_zombie_frames)
-        c.zombie_frames = o.emu_zombie_frames;
+    auto config = emulated_config(o);
+    if (!config) return config.error_info();
+    const vrex_model_config c = *config;
     const std::size_t arena_bytes = vrex_model_arena_size(&c);
-    if (!arena_bytes)
-        return std::make_error_code(std::errc::invalid_argument);
 
     std::lock_guard lock(registry_mu);
     const std::string key = config_key(c);
@@ -57,7 +90,9 @@ Result<std::shared_ptr<EmulatedDevice>> EmulatedDevice::get(const BackendOptions
 
     auto dev = std::make_shared<EmulatedDevice>(Key{}, c);
     if (!dev->mem.ok())
-        return std::make_error_code(std::errc::not_enough_memory);
+        return Error{std::errc::not_enough_memory, "emulated device: no address space for " +
+                                                       std::to_string(c.nbanks) + " banks of " +
+                                                       std::to_string(c.bank_size) + " bytes"};
     dev->arena = std::make_unique<std::uint64_t[]>(arena_bytes / sizeof(std::uint64_t) + 1);
     const int err = vrex_model_init(&dev->model, &c, dev->arena.get(), arena_bytes,
                                     reinterpret_cast<u8*>(dev->mem.base()), dev->mem.size());

@@ -20,7 +20,7 @@ public:
         case errc::not_vrex_device:
             return "the DRM node is not driven by vrex";
         case errc::bad_geometry:
-            return "invalid model geometry (zero field, unknown dtype or KV block below 16 KiB)";
+            return "invalid model geometry";
         case errc::not_in_frame:
             return "operation needs an open frame (call begin_frame first)";
         case errc::stale_handle:

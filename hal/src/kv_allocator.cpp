@@ -41,18 +41,31 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
                          ", kv_heads " + std::to_string(geometry.kv_heads) + ", head_dim " +
                          std::to_string(geometry.head_dim) + ", dtype " +
                          std::to_string(static_cast<std::uint32_t>(geometry.dtype)) + ", tokens_per_block " +
-                         std::to_string(geometry.tokens_per_block) + ")"};
+                         std::to_string(geometry.tokens_per_block) + ", scales " +
+                         std::to_string(static_cast<std::uint32_t>(geometry.scales)) +
+                         "): " + bytes.error_info().context()};
+    if (options.page_aligned_blocks) {  // the stride: every block offset a page multiple
+        const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+        *bytes = (*bytes + page - 1) / page * page;
+    }
     AllocatorOptions opts = options;
-    const std::uint64_t fit = device->info().bank_size / *bytes;
+    const std::uint64_t bank = device->info().bank_size;
+    const std::uint64_t fit = bank / *bytes;
+    if (fit == 0)
+        return Error{lost_or(*device, errc::bad_geometry),
+                     "create KV allocator: a block of " + std::to_string(*bytes) +
+                         " bytes does not fit a bank of " + std::to_string(bank) +
+                         " bytes (valid: blocks up to the bank size; fewer " +
+                         "tokens_per_block, or a device with larger banks, e.g. emu_bank_size)"};
     if (opts.blocks_per_slab == 0)
         opts.blocks_per_slab =
             static_cast<std::uint32_t>(std::min<std::uint64_t>(kDefaultBlocksPerSlab, fit));
-    if (opts.blocks_per_slab == 0 || opts.blocks_per_slab > fit)
+    if (opts.blocks_per_slab > fit)
         return Error{lost_or(*device, std::make_error_code(std::errc::invalid_argument)),
-                     "create KV allocator: " + std::to_string(opts.blocks_per_slab) + " blocks of " +
-                         std::to_string(*bytes) + " bytes per slab do not fit a bank of " +
-                         std::to_string(device->info().bank_size) + " bytes (at most " + std::to_string(fit) +
-                         ")"};
+                     "create KV allocator: blocks_per_slab " + std::to_string(opts.blocks_per_slab) +
+                         " blocks of " + std::to_string(*bytes) + " bytes do not fit a bank of " +
+                         std::to_string(bank) + " bytes (valid: 0 for the default, 1.." +
+                         std::to_string(fit) + ")"};
     // Nothing else here reaches the device: an allocator on a lost device is refused now, not later.
     if (auto ec = lost_or(*device, {})) return ec;
     return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, opts);

@@ -155,8 +155,10 @@ TEST_P(CApiResv, SelectionsMatchTheCxxApi) {
     vrex_hal_resv_selection sel{};
     const std::vector<float> q = keys(1);
     EXPECT_EQ(vrex_hal_resv_select_f32(h, q.data(), 0x80, nullptr, 0, &sel), VREX_HAL_ERR_INVALID);
-    EXPECT_NE(std::string(vrex_hal_last_error()).find("vrex_hal_resv_select_f32: unknown flags"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(vrex_hal_last_error())
+            .find("vrex_hal_resv_select_f32: flags 0x80 has unknown bits 0x80 (valid: VREX_HAL_RESV_BLOCKS)"),
+        std::string::npos)
         << vrex_hal_last_error();
     EXPECT_EQ(vrex_hal_resv_select_f32(h, q.data(), 0, nullptr, 4, &sel), VREX_HAL_ERR_INVALID);
     EXPECT_EQ(vrex_hal_resv_select_f32(h, nullptr, 0, nullptr, 0, &sel), VREX_HAL_ERR_INVALID);

@@ -147,6 +147,7 @@ TEST_P(CApiSegments, AppendTruncateAndListsAreSizePrefixedAndAllOrNothing) {
     st.struct_size = 2;
     EXPECT_EQ(vrex_hal_get_segment_stats(alloc_, &st), VREX_HAL_ERR_INVALID);
     vrex_hal_stats fs{};
+    fs.struct_size = sizeof(fs);
     ASSERT_EQ(vrex_hal_get_stats(alloc_, &fs), VREX_HAL_OK);
     EXPECT_EQ(fs.resident_blocks, 4u);
     EXPECT_EQ(fs.allocations, 0u);
@@ -172,6 +173,7 @@ TEST_P(CApiSegments, DestroyingTheStreamClosesItsSegments) {
     EXPECT_EQ(info.flags, 0u);
     EXPECT_EQ(info.tokens, 0u);
     vrex_hal_stats fs{};
+    fs.struct_size = sizeof(fs);
     ASSERT_EQ(vrex_hal_get_stats(alloc_, &fs), VREX_HAL_OK);
     EXPECT_EQ(fs.resident_blocks, 0u);
     vrex_hal_segment_close(seg);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -204,6 +205,118 @@ TEST(CApiErrors, LastErrorPerThreadAndPerStream) {
     EXPECT_EQ(stream_msg, std::string(vrex_hal_stream_last_error(h.s))) << "a call on no stream leaves it";
 }
 
+// Every argument the C ABI refuses is named in the last error, with its valid range or values.
+TEST(CApiErrors, ArgumentErrorsNameTheArgumentAndTheValidRange) {
+    CHandles h;
+    ASSERT_EQ(vrex_hal_device_open("emulated", &h.dev), VREX_HAL_OK);
+    const vrex_hal_geometry qwen{28, 4, 128, VREX_HAL_BF16, 16, 0};  // 896 KiB blocks: 4 a bank
+    ASSERT_EQ(vrex_hal_allocator_create(h.dev, &qwen, &h.alloc), VREX_HAL_OK);
+    ASSERT_EQ(vrex_hal_stream_create(h.alloc, 0, 0, &h.s), VREX_HAL_OK);
+    auto px = synthetic_frame(128, 96, 65, 0);
+    ASSERT_EQ(vrex_hal_begin_frame(h.s, px.data(), 128, 96, 128, nullptr), VREX_HAL_OK);
+    vrex_hal_block b{};
+    vrex_hal_retrieval r{};
+    const uint64_t fp[2] = {1, 2};
+    uint32_t count = 0;
+    vrex_hal_allocator* a = nullptr;
+    vrex_hal_allocator_options o{};
+    o.struct_size = sizeof(o);
+    const std::vector<std::uint32_t> regions = {0, 1, 2};
+    vrex_hal_batch batch{};
+    batch.struct_size = sizeof(batch);
+    batch.block_size = sizeof(vrex_hal_block);
+    batch.count = 3;
+    batch.blocks = &b;
+    vrex_hal_stats st{};
+
+    struct Case {
+        const char* what;
+        std::function<vrex_hal_status()> call;
+        vrex_hal_status status;
+        std::string message;
+    };
+    const Case cases[] = {
+        {"NULL stream", [&] { return vrex_hal_allocate(nullptr, 0, 0, &b); }, VREX_HAL_ERR_INVALID,
+         "vrex_hal_allocate: stream is NULL"},
+        {"NULL block", [&] { return vrex_hal_allocate(h.s, 0, 0, nullptr); }, VREX_HAL_ERR_INVALID,
+         "vrex_hal_allocate: block is NULL"},
+        {"NULL fp", [&] { return vrex_hal_retrieve_similar(h.s, 0, nullptr, 3, 0, &r); },
+         VREX_HAL_ERR_INVALID, "vrex_hal_retrieve_similar: fp is NULL"},
+        {"unknown flags", [&] { return vrex_hal_retrieve_similar(h.s, 0, fp, 3, 0x80, &r); },
+         VREX_HAL_ERR_INVALID,
+         "flags 0x80 has unknown bits 0x80 (valid: VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY)"},
+        {"released capacity", [&] { return vrex_hal_released_blocks(h.s, nullptr, 4, &count); },
+         VREX_HAL_ERR_INVALID, "out is NULL with capacity 4 (valid: NULL only with capacity 0)"},
+        {"NULL stats", [&] { return vrex_hal_get_stats(h.alloc, nullptr); }, VREX_HAL_ERR_INVALID,
+         "vrex_hal_get_stats: stats is NULL"},
+        {"stats struct_size", [&] { return vrex_hal_get_stats(h.alloc, &st); }, VREX_HAL_ERR_INVALID,
+         "stats: struct_size 0 is below 8 (valid: 8 and up; sizeof is " + std::to_string(sizeof(st)) + ")"},
+        {"allocator flags",
+         [&] {
+             o.flags = 1u << 7;
+             return vrex_hal_allocator_create_with(h.dev, &qwen, &o, &a);
+         },
+         VREX_HAL_ERR_INVALID,
+         "allocator options: flags 0x80 has unknown bits 0x80 (valid: VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE | "
+         "VREX_HAL_ALLOC_SPARE_SLABS | VREX_HAL_ALLOC_PAGE_ALIGNED)"},
+        {"blocks_per_slab",
+         [&] {
+             o.flags = 0;
+             o.blocks_per_slab = 16;
+             return vrex_hal_allocator_create_with(h.dev, &qwen, &o, &a);
+         },
+         VREX_HAL_ERR_INVALID,
+         "blocks_per_slab 16 blocks of 917504 bytes do not fit a bank of 4194304 bytes (valid: 0 for the "
+         "default, 1..4)"},
+        {"options struct_size",
+         [&] {
+             o.struct_size = 2;
+             return vrex_hal_allocator_create_with(h.dev, &qwen, &o, &a);
+         },
+         VREX_HAL_ERR_INVALID, "allocator options: struct_size 2 is below 4 (valid: 4.."},
+        {"geometry",
+         [&] {
+             const vrex_hal_geometry g{28, 4, 0, VREX_HAL_BF16, 16, 0};
+             return vrex_hal_allocator_create(h.dev, &g, &a);
+         },
+         VREX_HAL_ERR_BAD_GEOMETRY, "vrex_hal_allocator_create: create KV allocator: geometry (layers 28"},
+        {"geometry field",
+         [&] {
+             const vrex_hal_geometry g{28, 4, 0, VREX_HAL_BF16, 16, 0};
+             return vrex_hal_allocator_create(h.dev, &g, &a);
+         },
+         VREX_HAL_ERR_BAD_GEOMETRY, "head_dim is 0 (valid: 1..4294967295"},
+        {"batch flags",
+         [&] {
+             batch.flags = 1;
+             return vrex_hal_allocate_batch(h.s, &batch);
+         },
+         VREX_HAL_ERR_INVALID, "batch: flags 0x1 (valid: 0)"},
+        {"batch regions",
+         [&] {
+             batch.flags = 0;
+             return vrex_hal_allocate_batch(h.s, &batch);
+         },
+         VREX_HAL_ERR_INVALID, "batch: regions is NULL with count 3 (valid: NULL only with count 0)"},
+        {"batch block_size",
+         [&] {
+             batch.regions = regions.data();
+             batch.block_size = 8;
+             return vrex_hal_allocate_batch(h.s, &batch);
+         },
+         VREX_HAL_ERR_INVALID,
+         "batch: block_size 8 is below sizeof(struct vrex_hal_block) " +
+             std::to_string(sizeof(vrex_hal_block)) + " (valid: " + std::to_string(sizeof(vrex_hal_block)) +
+             " and up)"},
+    };
+    for (const Case& c : cases) {
+        EXPECT_EQ(c.call(), c.status) << c.what;
+        EXPECT_HAS(std::string(vrex_hal_last_error()), c.message) << c.what;
+    }
+    EXPECT_EQ(a, nullptr) << "no allocator made by a refused call";
+    ASSERT_EQ(vrex_hal_end_frame(h.s, nullptr), VREX_HAL_OK);
+}
+
 TEST(CApiErrors, BatchesAreSizePrefixedAndAllOrNothing) {
     CHandles h;
     ASSERT_EQ(vrex_hal_device_open("emulated", &h.dev), VREX_HAL_OK);
@@ -230,6 +343,7 @@ TEST(CApiErrors, BatchesAreSizePrefixedAndAllOrNothing) {
     EXPECT_EQ(vrex_hal_allocate_batch(h.s, &batch), VREX_HAL_ERR_EXIST);
     EXPECT_HAS(std::string(vrex_hal_stream_last_error(h.s)), "region 1: SHIE insert");
     vrex_hal_stats st{};
+    st.struct_size = sizeof(st);
     ASSERT_EQ(vrex_hal_get_stats(h.alloc, &st), VREX_HAL_OK);
     EXPECT_EQ(st.resident_blocks, 0u) << "all or nothing";
 

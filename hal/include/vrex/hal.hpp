@@ -33,11 +33,19 @@ enum class BackendChoice { automatic, emulated, kernel };
 struct BackendOptions {
     // Kernel: a specific node ("/dev/accel/accel0"); empty = first vrex device found.
     std::string node;
-    // Emulation: device geometry (0 = the reference model's default).
-    std::uint32_t emu_banks = 0;
-    std::uint64_t emu_bank_size = 0;
-    std::uint32_t emu_group_banks = 0;
-    std::uint32_t emu_zombie_frames = 0;
+    // Emulation: device geometry (0 = the reference model's default: 16 banks of 4 MiB, 2 banks a
+    // group, 5 zombie frames). Banks x bank size is address space, backed where KV is written. Out of
+    // range: EINVAL naming the field and the valid range (limits below).
+    std::uint32_t emu_banks = 0;          // 1..kEmuMaxBanks
+    std::uint64_t emu_bank_size = 0;      // kEmuMinBankSize..kEmuMaxBankSize, a multiple of 4096
+    std::uint32_t emu_group_banks = 0;    // divides the banks (default 2, 1 for an odd bank count)
+    std::uint32_t emu_zombie_frames = 0;  // 1..kEmuMaxZombieFrames
+
+    static constexpr std::uint32_t kEmuMaxBanks = 64;
+    static constexpr std::uint64_t kEmuMinBankSize = 64 * 1024;
+    static constexpr std::uint64_t kEmuMaxBankSize = std::uint64_t{64} << 30;
+    static constexpr std::uint64_t kEmuMaxBytes = std::uint64_t{1} << 40;  // banks x bank size
+    static constexpr std::uint32_t kEmuMaxZombieFrames = 255;
 };
 
 struct DeviceOptions {
@@ -152,9 +160,17 @@ class VREX_API Device {
 
 // ---- Model geometry --------------------------------------------------------------------------
 
-enum class DType : std::uint32_t { fp16 = 0, bf16 = 1, fp32 = 2, int8 = 3 };
+// Element type of the KV. vrex stores bytes; the type fixes the element size and tells the engines
+// sharing blocks how to read them. fp8: the OCP 8-bit floats E4M3 (bias 7, no infinities) and E5M2.
+enum class DType : std::uint32_t { fp16 = 0, bf16 = 1, fp32 = 2, int8 = 3, fp8_e4m3 = 4, fp8_e5m2 = 5 };
 
 VREX_API std::uint32_t dtype_size(DType t) noexcept;  // 0 for an unknown value
+VREX_API std::string_view dtype_name(DType t) noexcept;  // "fp16", ..., "fp8_e5m2"; "" for an unknown value
+
+// Quantisation scales stored in every block after its KV (8-bit dtypes: int8, fp8_*): one fp32 (host
+// order) per (layer, K/V), per (layer, K/V, kv_head) or per (layer, K/V, kv_head, token). They are
+// part of the block, so sharing, reuse, copy_on_write() and dma-buf export carry them with the KV.
+enum class ScaleLayout : std::uint32_t { none = 0, per_layer = 1, per_head = 2, per_token = 3 };
 
 struct VREX_API ModelGeometry {
     std::uint32_t layers = 0;
@@ -162,15 +178,47 @@ struct VREX_API ModelGeometry {
     std::uint32_t head_dim = 0;
     DType dtype = DType::fp16;
     std::uint32_t tokens_per_block = 0;
+    ScaleLayout scales = ScaleLayout::none;
 
     static constexpr std::uint64_t kMinBlockBytes = 16 * 1024;
 
     static constexpr std::uint64_t kBlockAlign = 64;
 
-    // Bytes of one KV block: K and V for every layer, head, channel and token of the block.
-    // errc::bad_geometry for a zero field, an unknown dtype, overflow, < kMinBlockBytes or not a
-    // multiple of kBlockAlign (block bases are kBlockAlign-aligned: docs/hal.md "KV memory contract").
+    // Bytes of one block: the KV (K and V for every layer, head, channel and token of the block),
+    // then the scales, padded to kBlockAlign. errc::bad_geometry, its context naming the field and
+    // its valid range, for a zero field, an unknown dtype or scale layout, scales with a dtype that
+    // is not 8-bit, a block over 4 GiB, KV below kMinBlockBytes or not a multiple of kBlockAlign
+    // (block bases are kBlockAlign-aligned: docs/hal.md "KV memory contract").
     Result<std::uint64_t> block_bytes() const;
+
+    // K and V alone, at offset 0 of the block (unchecked: call block_bytes() first).
+    std::uint64_t kv_bytes() const noexcept {
+        return std::uint64_t{2} * layers * kv_heads * head_dim * tokens_per_block * dtype_size(dtype);
+    }
+    // Scales a block holds (0 without).
+    std::uint64_t scale_count() const noexcept {
+        const std::uint64_t per_layer = 2 * std::uint64_t{layers};
+        switch (scales) {
+            case ScaleLayout::none:
+                return 0;
+            case ScaleLayout::per_layer:
+                return per_layer;
+            case ScaleLayout::per_head:
+                return per_layer * kv_heads;
+            case ScaleLayout::per_token:
+                return per_layer * kv_heads * tokens_per_block;
+        }
+        return 0;
+    }
+    // Byte offset in the block of the fp32 scale of (@layer, @kv, @head, @token); the indices a
+    // layout does not have are ignored (per_layer: head and token, per_head: token).
+    std::uint64_t scale_offset(std::uint32_t layer, std::uint32_t kv, std::uint32_t head = 0,
+                               std::uint32_t token = 0) const noexcept {
+        std::uint64_t i = std::uint64_t{layer} * 2 + kv;
+        if (scales == ScaleLayout::per_head || scales == ScaleLayout::per_token) i = i * kv_heads + head;
+        if (scales == ScaleLayout::per_token) i = i * tokens_per_block + token;
+        return kv_bytes() + i * sizeof(float);
+    }
 
     // The fixed layout inside a block: [layer][K=0,V=1][kv_head][token][head_dim], elements of
     // dtype tightly packed (no padding). Byte offset of element 0 of the head_dim vector of
@@ -341,6 +389,11 @@ struct AllocatorOptions {
     // frame. Only the allocating stream's own blocks are evicted. Evictions are reported like any
     // release (callback, event fd, the next end_frame()) with ReleaseReason::pressure.
     bool evict_under_pressure = false;
+    // Block stride rounded up to the page size: every KvBlock::offset is page-aligned, so mmap() of the
+    // slab's dma-buf at KvBlock::offset maps exactly one block. KvAllocator::block_bytes() and the
+    // views are then the stride (the tail past geometry().block_bytes() is padding). Without it, a
+    // block is page-aligned only when its size is a page multiple (every real model geometry).
+    bool page_aligned_blocks = false;
 };
 
 struct StreamOptions {

@@ -80,7 +80,7 @@ class VREX_API ResvHead {
              std::span<std::byte> map, std::uint32_t max_batch, std::uint32_t max_ranges);
 
   private:
-    std::error_code fail(std::error_code ec);
+    VREX_LOCAL std::error_code fail(std::error_code ec);  // private: not exported
 
     std::shared_ptr<Device> device_;
     std::uint32_t head_;

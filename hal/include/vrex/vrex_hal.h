@@ -19,10 +19,12 @@ extern "C" {
 /* Everything declared up to the matching pop is exported (VREX_API for the whole C ABI). */
 #pragma GCC visibility push(default)
 
-/* Version of this header; vrex_hal_version() is the library's. From 1.0 on, the same major means a
- * compatible ABI; before 1.0 a minor bump may break it (docs/hal.md "ABI policy"). */
-#define VREX_HAL_VERSION_MAJOR 0
-#define VREX_HAL_VERSION_MINOR 6
+/* Version of this header; vrex_hal_version() is the library's. The same major means a compatible
+ * ABI (new functions and struct tails only; a minor bump adds them); any break bumps the major, and
+ * with it the SONAME (libvrex-hal.so.<major>) and the CMake package version (find_package(vrex
+ * <major>.<minor>)). docs/hal.md "ABI policy". */
+#define VREX_HAL_VERSION_MAJOR 1
+#define VREX_HAL_VERSION_MINOR 0
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -43,7 +45,7 @@ typedef enum vrex_hal_status {
 	VREX_HAL_ERR_DEVICE_LOST = -8,	/* device removed/reset: reopen */
 	VREX_HAL_ERR_NO_DEVICE = -9,	/* kernel backend requested, no vrex device */
 	VREX_HAL_ERR_UNKNOWN_BACKEND = -10,
-	VREX_HAL_ERR_BAD_GEOMETRY = -11,	/* zero field, unknown dtype, block < 16 KiB */
+	VREX_HAL_ERR_BAD_GEOMETRY = -11,	/* geometry refused: the last error names the field and range */
 	VREX_HAL_ERR_NOT_IN_FRAME = -12,	/* needs vrex_hal_begin_frame() first */
 	VREX_HAL_ERR_IO = -13,		/* any other device or system error */
 	VREX_HAL_ERR_STALE = -14,	/* block handle of a released (possibly recycled) block */
@@ -72,11 +74,57 @@ typedef struct vrex_hal_stream vrex_hal_stream;
 
 /* @backend: "auto" or NULL (VREX_BACKEND, else kernel if present, else emulated), "kernel", "emulated". */
 vrex_hal_status vrex_hal_device_open(const char *backend, vrex_hal_device **out);
+
+/*
+ * Device options, size-prefixed: struct_size = sizeof(struct vrex_hal_device_options) (at least 8;
+ * unknown trailing bytes of a newer caller must be zero). Zeroed fields are the defaults. The emu_*
+ * fields size the emulated device (ignored by the kernel backend, whose geometry is the device's):
+ * banks x bank_size bytes of address space, backed only where KV is written. Out of range:
+ * VREX_HAL_ERR_INVALID, the last error naming the field and its valid range.
+ */
+struct vrex_hal_device_options {
+	uint32_t struct_size;
+	uint32_t flags;			/* 0 */
+	const char *node;		/* kernel: "/dev/accel/accel0"; NULL = the first vrex device */
+	uint64_t emu_bank_size;		/* bytes per bank, a multiple of 4096 in 64 KiB..64 GiB; 0: 4 MiB */
+	uint32_t emu_banks;		/* 1..64; 0: 16 */
+	uint32_t emu_group_banks;	/* banks per bank group, divides emu_banks; 0: 2 (1 for odd emu_banks) */
+	uint32_t emu_zombie_frames;	/* 1..255; 0: 5 */
+	uint32_t pad;			/* 0 */
+};
+/* Emulated banks x bank size is at most this (address space the emulation reserves). */
+#define VREX_HAL_EMU_MAX_BYTES (1ull << 40)
+
+/* vrex_hal_device_open() with options (NULL = defaults). */
+vrex_hal_status vrex_hal_device_open_with(const char *backend, const struct vrex_hal_device_options *options,
+					  vrex_hal_device **out);
 void vrex_hal_device_close(vrex_hal_device *dev);
 /* "kernel" or "emulated"; valid while @dev is open. */
 const char *vrex_hal_device_backend(const vrex_hal_device *dev);
 
-enum vrex_hal_dtype { VREX_HAL_FP16 = 0, VREX_HAL_BF16 = 1, VREX_HAL_FP32 = 2, VREX_HAL_INT8 = 3 };
+/* Element types of the KV (vrex stores bytes; the type fixes the element size and tells engines
+ * sharing blocks how to read them). FP8: OCP 8-bit floats, E4M3 (bias 7, no inf) and E5M2. */
+enum vrex_hal_dtype {
+	VREX_HAL_FP16 = 0,
+	VREX_HAL_BF16 = 1,
+	VREX_HAL_FP32 = 2,
+	VREX_HAL_INT8 = 3,
+	VREX_HAL_FP8_E4M3 = 4,
+	VREX_HAL_FP8_E5M2 = 5,
+};
+
+/*
+ * Quantisation scales stored in every block, after its KV (int8 and fp8 dtypes only): one fp32
+ * (host order) per (layer, K/V) for PER_LAYER, per (layer, K/V, kv_head) for PER_HEAD, per
+ * (layer, K/V, kv_head, token) for PER_TOKEN. The scales are part of the block: they are shared,
+ * reused, copied by copy-on-write and exported with it. vrex_hal_geometry_layout() says where.
+ */
+enum vrex_hal_scale_layout {
+	VREX_HAL_SCALES_NONE = 0,
+	VREX_HAL_SCALES_PER_LAYER = 1,
+	VREX_HAL_SCALES_PER_HEAD = 2,
+	VREX_HAL_SCALES_PER_TOKEN = 3,
+};
 
 struct vrex_hal_geometry {
 	uint32_t layers;
@@ -84,8 +132,28 @@ struct vrex_hal_geometry {
 	uint32_t head_dim;
 	uint32_t dtype;		/* enum vrex_hal_dtype */
 	uint32_t tokens_per_block;
-	uint32_t pad;		/* must be zero */
+	uint32_t scales;	/* enum vrex_hal_scale_layout (was pad, zero: none) */
 };
+
+/*
+ * Where things are in a block of @geom (size-prefixed out struct: struct_size = sizeof, at least
+ * 8; a larger struct gets its unknown bytes zeroed). KV element (l, kv, h, t, d) is at
+ * ((((l * 2 + kv) * H + h) * T + t) * D + d) * element_size; scale i at scales_offset + 4 * i with
+ * i = (l * 2 + kv) for PER_LAYER, ((l * 2 + kv) * H + h) for PER_HEAD, (((l * 2 + kv) * H + h) * T
+ * + t) for PER_TOKEN. VREX_HAL_ERR_BAD_GEOMETRY (the last error names the field and its valid range)
+ * for a geometry vrex_hal_allocator_create() would refuse.
+ */
+struct vrex_hal_block_layout {
+	uint32_t struct_size;
+	uint32_t element_size;		/* bytes of one KV element */
+	uint64_t block_bytes;		/* the whole block: KV, then scales, padded to 64 */
+	uint64_t kv_bytes;		/* 2 * L * H * T * D * element_size, at offset 0 */
+	uint64_t scales_offset;		/* = kv_bytes */
+	uint64_t scales_bytes;		/* 4 * scale_count (0 without scales) */
+	uint32_t scale_count;
+	uint32_t pad;
+};
+vrex_hal_status vrex_hal_geometry_layout(const struct vrex_hal_geometry *geom, struct vrex_hal_block_layout *layout);
 
 /* The allocator keeps @dev alive; close both in any order. */
 vrex_hal_status vrex_hal_allocator_create(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
@@ -104,6 +172,11 @@ struct vrex_hal_allocator_options {
 };
 #define VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE (1u << 0)	/* zombies, then LRU, instead of NOSPC */
 #define VREX_HAL_ALLOC_SPARE_SLABS (1u << 1)		/* spare_slabs is set (default 1) */
+/* Block stride rounded up to the page size, so every block.offset is page-aligned and
+ * mmap(dma-buf fd, block.offset) maps exactly one block; vrex_hal_allocator_block_bytes() and
+ * block.size are then the stride (the tail past the layout's block_bytes is padding). Without it a
+ * block is page-aligned only when block_bytes is a page multiple (every real model geometry). */
+#define VREX_HAL_ALLOC_PAGE_ALIGNED (1u << 2)
 
 /* vrex_hal_allocator_create() with options (NULL = defaults). */
 vrex_hal_status vrex_hal_allocator_create_with(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
@@ -241,20 +314,34 @@ vrex_hal_status vrex_hal_export_dmabuf(vrex_hal_stream *stream, const struct vre
 
 #define VREX_HAL_MAX_BANKS 64
 
+/*
+ * Allocator counters, size-prefixed: set struct_size = sizeof(struct vrex_hal_stats) (at least 8).
+ * The library fills its own struct and copies min(struct_size, its size) bytes: an older caller's
+ * smaller struct gets the fields it knows; a newer caller's larger one has the bytes this library
+ * does not know zeroed, and struct_size set to the bytes written (so the caller sees which fields
+ * are valid). New fields are only ever appended.
+ */
 struct vrex_hal_stats {
+	uint32_t struct_size;		/* in: the caller's sizeof; out: bytes written */
+	uint32_t bank_count;		/* entries of the bank arrays that are valid */
 	uint64_t hits;
 	uint64_t approx_hits;
 	uint64_t misses;
-	uint64_t evictions;
+	uint64_t evictions;		/* zombies released at end_frame */
+	uint64_t pressure_evictions;	/* evicted to make room (VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE) */
+	uint64_t deferred_frees;	/* released blocks whose memory another reference kept */
 	uint64_t removed;
 	uint64_t allocations;
 	uint64_t fallback_allocations;
 	uint64_t resident_blocks;
 	uint64_t resident_bytes;
-	uint32_t bank_count;
-	uint32_t pad;
+	uint64_t slabs;			/* slab BOs held now */
+	uint64_t slab_bytes;		/* device memory they hold */
+	uint64_t slabs_created;		/* since the allocator was made */
+	uint64_t slabs_released;
 	uint64_t bank_resident_blocks[VREX_HAL_MAX_BANKS];
 	uint64_t bank_resident_bytes[VREX_HAL_MAX_BANKS];
+	uint64_t bank_slab_bytes[VREX_HAL_MAX_BANKS];
 };
 
 vrex_hal_status vrex_hal_get_stats(vrex_hal_allocator *alloc, struct vrex_hal_stats *stats);

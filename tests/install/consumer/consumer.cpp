@@ -1,9 +1,10 @@
 // Minimal engine integration against the installed libvrex-hal: one stream, a few frames, one block per
 // region, a temporal retrieval of the previous frame's block. Exits non-zero on any unexpected result.
-#include <vrex/hal.hpp>
-
+#include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <vector>
+#include <vrex/async.hpp>
+#include <vrex/hal.hpp>
 
 int main() {
     vrex::DeviceOptions options;
@@ -34,6 +35,10 @@ int main() {
         }
         if (!(*stream)->end_frame()) return 7;
     }
+    // vrex/async.hpp: the package's Boost dependency reaches this build (vrexConfig.cmake).
+    boost::asio::io_context io;
+    auto async = vrex::AsyncDevice::create(*device, io);
+    if (!async) return 8;
     std::printf("consumer_cpp: ok on %s\n", std::string((*device)->backend_name()).c_str());
     return 0;
 }

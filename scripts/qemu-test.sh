@@ -16,6 +16,14 @@
 #               PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KMEMLEAK, DEBUG_OBJECTS; -smp 2; the tests/kernel
 #               suites only (uAPI with unplug, negative, fault) and two fuzzers at once
 #               (scripts/qemu/fuzz-peers.sh); a kmemleak scan after rmmod must find nothing
+#   pci-6.12-amd64, pci-5.10-amd64  the QEMU device model instead of vrex_sim.ko: QEMU built by
+#               scripts/qemu-build.sh (Debian's source + qemu/), q35 with intel-iommu (guest
+#               intel_iommu=on), the V-Rex PCIe function (qemu/hw/vrex/vrex-pci.c) in a PCIe root
+#               port; vrex.ko's PCI driver binds it (MMIO registers, MSI completion, BAR2 banks,
+#               staging window by DMA through the IOMMU); no vrex_sim.ko device
+#   dt-6.12-arm64  the same device model as a system-bus engine on arm64 `virt`, with the
+#               device-tree node QEMU writes (reg, interrupts, memory-region to a reserved-memory
+#               carve-out); vrex.ko's OF driver binds it, banks and staging window by DMA
 #   compile-5.15-arm64  not booted: W=1 build against the prepared 5.15 tree (Jetson Linux R36's
 #               base) in ../shared/kernels/ or ../../shared/kernels/ (VREX_KERNEL_TREES: a
 #               folder); skipped, with a line saying so,
@@ -77,7 +85,8 @@ while (($#)); do
 	esac
 	shift
 done
-all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64)
+all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
+	pci-6.12-amd64 pci-5.10-amd64 dt-6.12-arm64)
 ((${#kernels[@]})) || kernels=("${all_kernels[@]}")
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
@@ -169,13 +178,26 @@ copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 
 
 # Builds everything for one kernel and boots it. Writes build/qemu/<kernel>/cases (one
 # "PASS|FAIL name detail" per case) and summary.
-run_kernel() { # target
+run_kernel() { # target: [pci-|dt-]<kernel>
 	local target=$1 out=$out_root/$1
 	rm -rf "$out"
 	mkdir -p "$out"
 	local cases=$out/cases
 	: >"$cases"
 	fail_case() { echo "FAIL $1 $2" >>"$cases"; }
+
+	# The front end: vrex_sim.ko's simulated device, or the QEMU device model (pci, dt).
+	local front=sim
+	case $target in
+	pci-* | dt-*)
+		front=${target%%-*}
+		target=${target#*-}
+		if [[ -z $qemu_model_dir ]]; then
+			fail_case qemu-build "scripts/qemu-build.sh failed (see $out_root/qemu-build.log)"
+			return
+		fi
+		;;
+	esac
 
 	local env debug=0
 	[[ $target == debug-* ]] && debug=1
@@ -343,7 +365,7 @@ run_kernel() { # target
 		VREX_DEPS="$deps"
 		VREX_PARAMS="$params"
 		VREX_NODE="$node"
-		VREX_SIM_DEVICES=1
+		VREX_SIM_DEVICES=$([[ $front == sim ]] && echo 1 || echo 0)
 		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
 		VREX_KMEMLEAK=$debug
 		VREX_HALT=$( ((debug)) && echo reboot || echo poweroff)
@@ -372,6 +394,24 @@ run_kernel() { # target
 		append="console=ttyAMA0 $append"
 		qargs+=(-M virt -cpu cortex-a57)
 	fi
+	case $front in
+	pci)
+		# q35: PCIe root port 1 holds the V-Rex function (a hot-plug slot); intel-iommu
+		# translates its DMA (caching-mode off: TCG needs no shadowing).
+		qemu=$qemu_model_dir/bin/qemu-system-x86_64
+		qargs+=(-M q35 -vga none -device intel-iommu,intremap=off
+			-device pcie-root-port,id=rp1,chassis=1,slot=1
+			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096)
+		append+=" intel_iommu=on iommu.strict=1"
+		;;
+	dt)
+		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the
+		# guest's RAM (0x40000000 + mem MiB); QEMU writes the DT node and the reserved-memory.
+		qemu=$qemu_model_dir/bin/qemu-system-aarch64
+		local carve=$((0x40000000 + (mem - 64) * 1024 * 1024))
+		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,carveout-base=$carve,carveout-size=$((64 << 20))")
+		;;
+	esac
 	local t0=$SECONDS
 	timeout -k 5 "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
 		tr -d '\r' >"$out/serial.log"
@@ -486,8 +526,10 @@ total_pass=0
 total_fail=0
 report_kernel() { # target
 	local target=$1 cases=$out_root/$1/cases kind p=0 f=0 verdict name rest a b label
-	local parts=() checks=() failures=()
+	local parts=() checks=() failures=() shown=$1
 	case $target in
+	pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target#pci-} ;;
+	dt-*) kind="dt (QEMU device model, virt)" shown=${target#dt-} ;;
 	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
 	*) kind=accel ;;
@@ -532,9 +574,9 @@ report_kernel() { # target
 	[[ -f $out_root/$target/cross-build-seconds ]] &&
 		secs+="s, cross-build $(cat "$out_root/$target/cross-build-seconds")"
 	if ((f == 0 && p > 0)); then
-		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
+		echo "qemu $shown $kind: PASS ($summary) [${secs}s]"
 	else
-		echo "qemu $target $kind: FAIL ($summary) [${secs}s]"
+		echo "qemu $shown $kind: FAIL ($summary) [${secs}s]"
 		for x in "${failures[@]}"; do echo "    $x"; done
 		((f == 0)) && f=1
 	fi
@@ -542,6 +584,15 @@ report_kernel() { # target
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
 }
+
+# The QEMU device model, for the pci-/dt- lines: built once (cached by content, see the script).
+qemu_model_dir=
+if [[ " ${kernels[*]}" == *" pci-"* || " ${kernels[*]}" == *" dt-"* ]]; then
+	qb_start=$SECONDS
+	qemu_model_dir=$(bash "$repo/scripts/qemu-build.sh" 2>"$out_root/qemu-build.log" | tail -n 1)
+	echo "qemu-build: ${qemu_model_dir:-FAILED} (ready in $((SECONDS - qb_start)) s; built in" \
+		"$(cat "$qemu_model_dir/build-seconds" 2>/dev/null || echo -) s when cold)"
+fi
 
 for k in "${kernels[@]}"; do
 	case " ${all_kernels[*]} " in

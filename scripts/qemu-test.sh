@@ -21,6 +21,10 @@
 #               intel_iommu=on), the V-Rex PCIe function (qemu/hw/vrex/vrex-pci.c) in a PCIe root
 #               port; vrex.ko's PCI driver binds it (MMIO registers, MSI completion, BAR2 banks,
 #               staging window by DMA through the IOMMU); no vrex_sim.ko device
+#   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps, a
+#               dma-buf imported from a vrex_sim.ko device, two files and a thread submitting
+#               frames, and asks the host (scripts/qemu/hotplug.py) for QEMU's device_del, then
+#               device_add; only that program runs (the pci line runs the suites)
 #   dt-6.12-arm64  the same device model as a system-bus engine on arm64 `virt`, with the
 #               device-tree node QEMU writes (reg, interrupts, memory-region to a reserved-memory
 #               carve-out); vrex.ko's OF driver binds it, banks and staging window by DMA
@@ -86,7 +90,7 @@ while (($#)); do
 	shift
 done
 all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
-	pci-6.12-amd64 pci-5.10-amd64 dt-6.12-arm64)
+	pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
 ((${#kernels[@]})) || kernels=("${all_kernels[@]}")
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
@@ -189,7 +193,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	# The front end: vrex_sim.ko's simulated device, or the QEMU device model (pci, dt).
 	local front=sim
 	case $target in
-	pci-* | dt-*)
+	pci-* | dt-* | unplug-*)
 		front=${target%%-*}
 		target=${target#*-}
 		if [[ -z $qemu_model_dir ]]; then
@@ -335,6 +339,20 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 		esac
 	done
 
+	if [[ $front == unplug ]]; then
+		# The unplug run is this one program (tests/qemu), with the host driving QMP.
+		programs=()
+		if $cc -static -O2 -Wall -Wextra -pthread -I "$msrc/uapi" -I "$msrc/lib" -I /usr/include/libdrm \
+			-I "$src/tests/kernel" -o "$out/tests/vrex_hotunplug" "$src/tests/qemu/vrex_hotunplug.c" \
+			"${util_srcs[@]}" >"$out/tests/vrex_hotunplug.log" 2>&1; then
+			cp "$out/tests/vrex_hotunplug" "$root/tests/"
+			echo "hotunplug|/tests/vrex_hotunplug" >"$tests_list"
+		else
+			fail_case compile-vrex_hotunplug "see $out/tests/vrex_hotunplug.log"
+			: >"$tests_list"
+		fi
+	fi
+
 	local gdest gcmd
 	for entry in "${guest_files[@]}"; do
 		read -r gdest gcmd <<<"$entry"
@@ -346,7 +364,9 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 
 	# The fuzzer goes last: the regular tests see a freshly loaded driver. Without --fuzz it runs
 	# bounded (VREX_FUZZ_SHORT seconds, VREX_FUZZ_SHORT_CALLS calls) as part of every guest.
-	if ((fuzz_seconds > 0)); then
+	if [[ $front == unplug ]]; then
+		:
+	elif ((fuzz_seconds > 0)); then
 		if [[ -f $root/tests/vrex_fuzz ]]; then
 			echo "fuzz|VREX_FUZZ_SECONDS=$fuzz_seconds /tests/vrex_fuzz $fuzz_seconds" >>"$tests_list"
 		elif [[ ! -f $src/tests/kernel/vrex_fuzz.c ]]; then
@@ -365,7 +385,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 		VREX_DEPS="$deps"
 		VREX_PARAMS="$params"
 		VREX_NODE="$node"
-		VREX_SIM_DEVICES=$([[ $front == sim ]] && echo 1 || echo 0)
+		VREX_SIM_DEVICES=$([[ $front == sim || $front == unplug ]] && echo 1 || echo 0)
 		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
 		VREX_KMEMLEAK=$debug
 		VREX_HALT=$( ((debug)) && echo reboot || echo poweroff)
@@ -395,7 +415,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 		qargs+=(-M virt -cpu cortex-a57)
 	fi
 	case $front in
-	pci)
+	pci | unplug)
 		# q35: PCIe root port 1 holds the V-Rex function (a hot-plug slot); intel-iommu
 		# translates its DMA (caching-mode off: TCG needs no shadowing).
 		qemu=$qemu_model_dir/bin/qemu-system-x86_64
@@ -403,6 +423,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 			-device pcie-root-port,id=rp1,chassis=1,slot=1
 			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096)
 		append+=" intel_iommu=on iommu.strict=1"
+		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
 		;;
 	dt)
 		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the
@@ -412,10 +433,22 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,carveout-base=$carve,carveout-size=$((64 << 20))")
 		;;
 	esac
-	local t0=$SECONDS
+	local t0=$SECONDS hp_pid=
+	: >"$out/serial.log"
+	if [[ $front == unplug ]]; then
+		python3 "$repo/scripts/qemu/hotplug.py" "$out/serial.log" "$out/qmp.sock" vrex0 rp1 \
+			>"$out/hotplug.log" 2>&1 &
+		hp_pid=$!
+	fi
+	# Unbuffered: the hot-plug driver follows the log while the guest runs.
 	timeout -k 5 "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
-		tr -d '\r' >"$out/serial.log"
+		stdbuf -o0 tr -d '\r' >"$out/serial.log"
 	echo "$((SECONDS - t0))" >"$out/boot-seconds"
+	if [[ -n $hp_pid ]]; then
+		wait "$hp_pid" || fail_case hotplug "the QMP hot-plug driver failed (see $out/hotplug.log)"
+		grep -q DEVICE_DELETED "$out/hotplug.log" ||
+			fail_case device_del "QEMU never reported DEVICE_DELETED (see $out/hotplug.log)"
+	fi
 
 	# --- results --------------------------------------------------------------------------------
 	local log=$out/serial.log line verdict detail
@@ -529,6 +562,7 @@ report_kernel() { # target
 	local parts=() checks=() failures=() shown=$1
 	case $target in
 	pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target#pci-} ;;
+	unplug-*) kind="pci unplug (QEMU device_del/device_add)" shown=${target#unplug-} ;;
 	dt-*) kind="dt (QEMU device model, virt)" shown=${target#dt-} ;;
 	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
@@ -587,7 +621,7 @@ report_kernel() { # target
 
 # The QEMU device model, for the pci-/dt- lines: built once (cached by content, see the script).
 qemu_model_dir=
-if [[ " ${kernels[*]}" == *" pci-"* || " ${kernels[*]}" == *" dt-"* ]]; then
+if [[ " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
 	qb_start=$SECONDS
 	qemu_model_dir=$(bash "$repo/scripts/qemu-build.sh" 2>"$out_root/qemu-build.log" | tail -n 1)
 	echo "qemu-build: ${qemu_model_dir:-FAILED} (ready in $((SECONDS - qb_start)) s; built in" \

@@ -150,6 +150,8 @@ extern const struct attribute_group *vrex_dev_groups[];
 /* vrex_debugfs.c */
 #if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_DEBUGFS)
 void vrex_debugfs_init(struct vrex_device *vdev);
+/* vrex_testhooks.c */
+void vrex_testhooks_debugfs_init(struct vrex_device *vdev, struct dentry *dir);
 #else
 static inline void vrex_debugfs_init(struct vrex_device *vdev) { }
 #endif

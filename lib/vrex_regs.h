@@ -294,4 +294,27 @@ static_assert(VREX_LOOKUP_STAGE_SIZE <= VREX_STAGE_WINDOW, "a whole batch fits t
 #define VREX_REG_RESV_CNT_LO(i)		(VREX_REG_RESV_CNT_BASE + 8 * (i))
 #define VREX_REG_RESV_CNT_HI(i)		(VREX_REG_RESV_CNT_BASE + 8 * (i) + 4)
 
+/*
+ * Test hooks of the QEMU device model (qemu/hw/vrex/, property test-hooks=on;
+ * silicon and the model in lib/ read 0 here): the fault injection vrex_sim.ko
+ * offers through debugfs, done by the device so that the same suites run on
+ * the MMIO path. vrex.ko exposes them under the sim's debugfs names
+ * (kernel/vrex_testhooks.c). The hooks act on the next CMD writes: when
+ * FAIL_OP is 0 or equals the opcode, a pending HANG makes the command stay
+ * BUSY (no interrupt) until RESET, else a pending FAIL completes it with
+ * STATUS.ERROR and errno FAIL_CODE (5 if 0) without running it. FORGE makes
+ * the next lookup report a hit on FORGE_BLOCK of FORGE_STREAM (RES_* and, for
+ * a batch, every record), whatever the tables hold. RESET clears a forced
+ * status and forging, not the counts.
+ */
+#define VREX_REG_TEST_ID		0xf00	/* RO: VREX_TEST_ID_VALUE when present */
+#define VREX_REG_TEST_FAIL_CMDS		0xf04	/* RW: commands to fail */
+#define VREX_REG_TEST_HANG_CMDS		0xf08	/* RW: commands to hang */
+#define VREX_REG_TEST_FAIL_OP		0xf0c	/* RW: opcode the two apply to, 0 any */
+#define VREX_REG_TEST_FAIL_CODE		0xf10	/* RW: errno of a failed command */
+#define VREX_REG_TEST_FORGE_LOOKUPS	0xf14	/* RW: lookups to forge */
+#define VREX_REG_TEST_FORGE_BLOCK	0xf18	/* RW */
+#define VREX_REG_TEST_FORGE_STREAM	0xf1c	/* RW */
+#define VREX_TEST_ID_VALUE		0x54455354u	/* "TEST" */
+
 #endif /* VREX_REGS_H */

@@ -139,6 +139,69 @@ static void fail_dma(VRexCore *c)
     m->cnt[VREX_CNT_CMD_ERRORS]++;
 }
 
+#define T_REG(c, off) ((c)->t_regs[((off) - VREX_REG_TEST_ID) / 4])
+
+static bool is_test_reg(VRexCore *c, hwaddr off)
+{
+    return c->test_hooks && off >= VREX_REG_TEST_ID &&
+           off <= VREX_REG_TEST_FORGE_STREAM;
+}
+
+/* Takes one from the test counter at @off; true if it was non-zero. */
+static bool take(VRexCore *c, hwaddr off)
+{
+    if (!T_REG(c, off)) {
+        return false;
+    }
+    T_REG(c, off)--;
+    return true;
+}
+
+/*
+ * At the CMD write, as vrex_sim.ko decides: forging for a lookup, then an
+ * injected hang (stays BUSY, no timer) or failure. True if the command runs
+ * (possibly as a faked failure) later from the timer.
+ */
+static bool test_hooks_at_cmd(VRexCore *c, uint32_t op)
+{
+    uint32_t fail_op = T_REG(c, VREX_REG_TEST_FAIL_OP);
+
+    c->forced_status = 0;
+    c->forced_fail = false;
+    c->forging = (op == VREX_CMD_LOOKUP_TEMPORAL ||
+                  op == VREX_CMD_LOOKUP_SIMILAR ||
+                  op == VREX_CMD_LOOKUP_SIMILAR_BATCH) &&
+                 take(c, VREX_REG_TEST_FORGE_LOOKUPS);
+    if (fail_op && fail_op != op) {
+        return true;
+    }
+    if (take(c, VREX_REG_TEST_HANG_CMDS)) {
+        c->forced_status = VREX_STATUS_BUSY;
+        return false;
+    }
+    c->forced_fail = take(c, VREX_REG_TEST_FAIL_CMDS);
+    return true;
+}
+
+/* A forged batch: every record the model wrote becomes a hit on the forged block. */
+static void forge_batch(VRexCore *c)
+{
+    uint64_t dst = arg64(c, VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI);
+    uint32_t i, count = arg(c, VREX_REG_ARG_COUNT);
+    struct vrex_lookup_rec rec;
+
+    for (i = 0; i < count; i++) {
+        uint8_t *p = c->mem + dst + (uint64_t)i * sizeof(rec);
+
+        memcpy(&rec, p, sizeof(rec));
+        rec.status = 0;
+        rec.flags = cpu_to_le32(VREX_RESF_HIT);
+        rec.block = cpu_to_le32(T_REG(c, VREX_REG_TEST_FORGE_BLOCK));
+        rec.stream = cpu_to_le32(T_REG(c, VREX_REG_TEST_FORGE_STREAM));
+        memcpy(p, &rec, sizeof(rec));
+    }
+}
+
 static void run_command(void *opaque)
 {
     VRexCore *c = opaque;
@@ -148,6 +211,15 @@ static void run_command(void *opaque)
 
     command_ranges(c, op, in, out);
     c->busy = false;
+    if (c->forced_fail) {
+        uint32_t code = T_REG(c, VREX_REG_TEST_FAIL_CODE) & 0xff;
+
+        c->forced_status = VREX_STATUS_ERROR |
+                           ((code ? code : 5) << VREX_STATUS_ERRNO_SHIFT);
+        c->model.irq_status |= VREX_IRQ_CMD_ERROR;
+        update_irq(c, true);
+        return;
+    }
     for (i = 0; i < VREX_MAX_RANGES; i++) {
         if (!dma_range(c, &in[i], false)) {
             fail_dma(c);
@@ -156,6 +228,10 @@ static void run_command(void *opaque)
         }
     }
     vrex_model_write(&c->model, VREX_REG_CMD, op);
+    if (c->forging && op == VREX_CMD_LOOKUP_SIMILAR_BATCH &&
+        (c->model.status & VREX_STATUS_DONE)) {
+        forge_batch(c);
+    }
     if (c->model.status & VREX_STATUS_DONE) {
         for (i = 0; i < VREX_MAX_RANGES; i++) {
             if (!dma_range(c, &out[i], true)) {
@@ -171,10 +247,31 @@ static uint64_t vrex_core_read(void *opaque, hwaddr off, unsigned size)
 {
     VRexCore *c = opaque;
 
+    if (is_test_reg(c, off)) {
+        return off == VREX_REG_TEST_ID ? VREX_TEST_ID_VALUE : T_REG(c, off);
+    }
     switch (off) {
     case VREX_REG_STATUS:
+        if (c->forced_status) {
+            return c->forced_status;
+        }
         if (c->busy) {
             return VREX_STATUS_BUSY;
+        }
+        break;
+    case VREX_REG_RES_FLAGS:
+        if (c->forging) {
+            return VREX_RESF_HIT;
+        }
+        break;
+    case VREX_REG_RES_BLOCK:
+        if (c->forging) {
+            return T_REG(c, VREX_REG_TEST_FORGE_BLOCK);
+        }
+        break;
+    case VREX_REG_RES_STREAM:
+        if (c->forging) {
+            return T_REG(c, VREX_REG_TEST_FORGE_STREAM);
         }
         break;
     case VREX_REG_CAPS:
@@ -211,16 +308,28 @@ static void vrex_core_write(void *opaque, hwaddr off, uint64_t val,
 {
     VRexCore *c = opaque;
 
+    if (is_test_reg(c, off)) {
+        if (off != VREX_REG_TEST_ID) {
+            T_REG(c, off) = val;
+        }
+        return;
+    }
     switch (off) {
     case VREX_REG_CMD:
-        if (c->busy) {
+        if (c->busy || c->forced_status == VREX_STATUS_BUSY) {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "vrex: CMD %" PRIu64 " written while busy: dropped\n",
                           val);
             return;
         }
-        c->busy = true;
         c->pending_op = val;
+        c->forced_status = 0;
+        c->forging = false;
+        c->forced_fail = false;
+        if (c->test_hooks && !test_hooks_at_cmd(c, val)) {
+            return;
+        }
+        c->busy = true;
         timer_mod(c->timer,
                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + c->latency_ns);
         return;
@@ -229,6 +338,8 @@ static void vrex_core_write(void *opaque, hwaddr off, uint64_t val,
             timer_del(c->timer);
             c->busy = false;
         }
+        c->forced_status = 0;
+        c->forging = false;
         vrex_model_write(&c->model, off, val);
         update_irq(c, false);
         return;
@@ -322,6 +433,9 @@ void vrex_core_reset(VRexCore *c)
     c->busy = false;
     c->mem_base = 0;
     c->stage_base = 0;
+    c->forced_status = 0;
+    c->forging = false;
+    memset(c->t_regs, 0, sizeof(c->t_regs));
     vrex_model_reset(&c->model);
     update_irq(c, false);
 }

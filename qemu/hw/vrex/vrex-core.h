@@ -42,6 +42,7 @@ struct VRexCore {
     uint32_t streams;
     uint32_t shie_capacity;
     uint32_t latency_ns;        /* command latency: CMD write to completion */
+    bool test_hooks;            /* VREX_REG_TEST_* (fault injection) */
 
     /* Set by the front end. */
     const VRexBusOps *bus;
@@ -59,6 +60,12 @@ struct VRexCore {
     uint64_t mem_base;
     uint64_t stage_base;
     uint64_t dma_faults;
+
+    /* Test hooks (vrex_regs.h VREX_REG_TEST_*). */
+    uint32_t t_regs[8];         /* TEST_ID .. TEST_FORGE_STREAM, by (off - 0xf00) / 4 */
+    uint32_t forced_status;     /* STATUS while a failed/hung command is faked */
+    bool forced_fail;           /* the pending command fails without running */
+    bool forging;               /* the command in flight reports a forged hit */
 };
 
 /* Bytes of device memory a front end provides for @c's properties. */
@@ -73,6 +80,7 @@ extern const MemoryRegionOps vrex_core_mmio_ops;
     DEFINE_PROP_UINT32("bank-size-kb", state, field.bank_size_kb, 4096),      \
     DEFINE_PROP_UINT32("streams", state, field.streams, 16),                  \
     DEFINE_PROP_UINT32("shie-capacity", state, field.shie_capacity, 16384),   \
-    DEFINE_PROP_UINT32("latency-ns", state, field.latency_ns, 20000)
+    DEFINE_PROP_UINT32("latency-ns", state, field.latency_ns, 20000),        \
+    DEFINE_PROP_BOOL("test-hooks", state, field.test_hooks, false)
 
 #endif

@@ -421,7 +421,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 		qemu=$qemu_model_dir/bin/qemu-system-x86_64
 		qargs+=(-M q35 -vga none -device intel-iommu,intremap=off
 			-device pcie-root-port,id=rp1,chassis=1,slot=1
-			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096)
+			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096,test-hooks=on)
 		append+=" intel_iommu=on iommu.strict=1"
 		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
 		;;
@@ -430,7 +430,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 		# guest's RAM (0x40000000 + mem MiB); QEMU writes the DT node and the reserved-memory.
 		qemu=$qemu_model_dir/bin/qemu-system-aarch64
 		local carve=$((0x40000000 + (mem - 64) * 1024 * 1024))
-		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,carveout-base=$carve,carveout-size=$((64 << 20))")
+		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,test-hooks=on,carveout-base=$carve,carveout-size=$((64 << 20))")
 		;;
 	esac
 	local t0=$SECONDS hp_pid=

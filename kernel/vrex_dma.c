@@ -27,7 +27,7 @@ static int vrex_dma_program(struct vrex_device *vdev)
 	if (vdev->caps & VREX_CAP_HOST_MEM) {
 		if (!vdev->mem.dma_mapped)
 			return dev_err_probe(dev, -ENODEV,
-					     "engine reads its banks from host memory, but the binding mapped none\n");
+					     "banks in host memory, but the binding mapped none\n");
 		vrex_write(vdev, VREX_REG_MEM_BASE_LO, lower_32_bits(vdev->mem.dma));
 		vrex_write(vdev, VREX_REG_MEM_BASE_HI, upper_32_bits(vdev->mem.dma));
 	}
@@ -56,7 +56,8 @@ int vrex_dma_init(struct vrex_device *vdev)
 	size = vrex_read(vdev, VREX_REG_STAGE_SIZE);
 	mutex_unlock(&vdev->lock);
 	if (size < VREX_LOOKUP_STAGE_SIZE)
-		return dev_err_probe(dev, -ENODEV, "staging window of %u bytes, a batch needs %zu\n",
+		return dev_err_probe(dev, -ENODEV,
+				     "staging window of %u bytes, a batch needs %zu\n",
 				     size, VREX_LOOKUP_STAGE_SIZE);
 	vdev->stage.vaddr = dmam_alloc_coherent(dev, size, &vdev->stage.dma, GFP_KERNEL);
 	if (!vdev->stage.vaddr)

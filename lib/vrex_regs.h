@@ -76,7 +76,7 @@ typedef uint8_t vrex_u8;
 #define VREX_CAP_PREDICT_SLOTS		VREX_BIT(3)	/* temporal offsets +1, +2 */
 #define VREX_CAP_RESV			VREX_BIT(4)	/* ReSV key hashing and WiCSum */
 #define VREX_CAP_DMA			VREX_BIT(5)	/* bus interface: STAGE_BASE, MEM_BASE */
-#define VREX_CAP_HOST_MEM		VREX_BIT(6)	/* banks in host memory, by DMA at MEM_BASE */
+#define VREX_CAP_HOST_MEM		VREX_BIT(6)	/* banks in host memory at MEM_BASE */
 
 #define VREX_IRQ_CMD_DONE		VREX_BIT(0)
 #define VREX_IRQ_CMD_ERROR		VREX_BIT(1)

@@ -493,6 +493,33 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	fi
 	grep -aq '^@@VREX DONE' "$log" ||
 		fail_case guest "no completion marker: panic, hang or timeout after ${tmo}s (see $log)"
+
+	# The device model's lines check the hardware half the suites cannot see from user space.
+	if [[ $front != sim ]]; then
+		local d=$out/dmesg.txt
+		if grep -q 'V-Rex 1\.[0-9]*: ' "$d" && ! grep -q 'V-Rex .*(simulated)' "$d"; then
+			echo "PASS bound driver bound the device model (not vrex_sim)" >>"$cases"
+		elif [[ $front != unplug ]]; then
+			fail_case bound "no V-Rex probe line for the device model in $d"
+		fi
+		if grep -q 'lookups go one by one' "$d"; then
+			fail_case staging "batching is off: the driver found no staging window ($d)"
+		else
+			echo "PASS staging lookup batches staged in the DMA staging window" >>"$cases"
+		fi
+		if [[ $front == pci || $front == unplug ]]; then
+			# intel-iommu on, and the V-Rex function (10ee:5652) in an IOMMU group.
+			local bdf
+			bdf=$(grep -oE 'pci [0-9a-f:.]+: \[10ee:5652\]' "$d" | head -n 1 | awk '{print $2}')
+			bdf=${bdf%:}
+			if grep -q 'DMAR: Intel(R) Virtualization Technology for Directed I/O' "$d" &&
+				grep -qE "pci ${bdf:-none}.*Adding to iommu group" "$d"; then
+				echo "PASS iommu the function's DMA goes through intel-iommu" >>"$cases"
+			else
+				fail_case iommu "intel-iommu not active for the V-Rex function ($d)"
+			fi
+		fi
+	fi
 }
 
 # A compile test against a prepared kernel tree (no image to boot): W=1, any compiler warning fails.
@@ -585,6 +612,9 @@ report_kernel() { # target
 			sim-create) checks+=("sim created") ;;
 			sim-remove) checks+=("sim removed") ;;
 			kmemleak) checks+=("kmemleak clean") ;;
+			bound) checks+=("device model bound") ;;
+			staging) checks+=("staging by DMA") ;;
+			iommu) checks+=("intel-iommu") ;;
 			modules | insmod | node) ;;
 			*)
 				label=${name#vrex_}

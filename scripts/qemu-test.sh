@@ -320,6 +320,8 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	fi
 	# KASAN's shadow and the debug allocators need room; the HAL programs are too slow there.
 	((debug)) && mem=1024 && programs=()
+	# The unplug run is one program of its own (below).
+	[[ $front == unplug ]] && programs=()
 	for entry in "${programs[@]}"; do
 		read -r pname ppath pargs <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
@@ -341,7 +343,6 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 
 	if [[ $front == unplug ]]; then
 		# The unplug run is this one program (tests/qemu), with the host driving QMP.
-		programs=()
 		if $cc -static -O2 -Wall -Wextra -pthread -I "$msrc/uapi" -I "$msrc/lib" -I /usr/include/libdrm \
 			-I "$src/tests/kernel" -o "$out/tests/vrex_hotunplug" "$src/tests/qemu/vrex_hotunplug.c" \
 			"${util_srcs[@]}" >"$out/tests/vrex_hotunplug.log" 2>&1; then
@@ -650,8 +651,9 @@ report_kernel() { # target
 }
 
 # The QEMU device model, for the pci-/dt- lines: built once (cached by content, see the script).
-qemu_model_dir=
-if [[ " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
+# VREX_QEMU_MODEL_DIR: a folder with bin/qemu-system-* to use instead (e.g. a build tree's).
+qemu_model_dir=${VREX_QEMU_MODEL_DIR:-}
+if [[ -z $qemu_model_dir && " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
 	qb_start=$SECONDS
 	qemu_model_dir=$(bash "$repo/scripts/qemu-build.sh" 2>"$out_root/qemu-build.log" | tail -n 1)
 	echo "qemu-build: ${qemu_model_dir:-FAILED} (ready in $((SECONDS - qb_start)) s; built in" \

@@ -308,7 +308,7 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 
 	local entry pname ppath pargs rc mem=512
 	local -a programs=("${extra_programs[@]}")
-	if [[ $machine == AArch64 ]]; then
+	if [[ $machine == AArch64 && ${VREX_QEMU_PROGRAMS:-1} != 0 ]]; then
 		programs=("${arm64_programs[@]}")
 		# VREX_QEMU_CROSS_BUILD=0 takes build-arm64/ as it is (while iterating on one program).
 		if [[ ${VREX_QEMU_CROSS_BUILD:-1} != 0 ]]; then
@@ -320,8 +320,9 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	fi
 	# KASAN's shadow and the debug allocators need room; the HAL programs are too slow there.
 	((debug)) && mem=1024 && programs=()
-	# The unplug run is one program of its own (below).
-	[[ $front == unplug ]] && programs=()
+	# The unplug run is one program of its own (below). VREX_QEMU_PROGRAMS=0: the tests/kernel
+	# suites only (while iterating on the kernel side).
+	[[ $front == unplug || ${VREX_QEMU_PROGRAMS:-1} == 0 ]] && programs=()
 	for entry in "${programs[@]}"; do
 		read -r pname ppath pargs <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath

@@ -24,8 +24,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${VREX_CACHE:-/var/cache/vrex}
 jobs=${QEMU_JOBS:-2}
-check_only=0
+check_only=0 only=
 [[ ${1:-} == --check ]] && check_only=1
+# --only ARCH: build that emulator in the work tree and print the tree (for iterating; not cached).
+[[ ${1:-} == --only ]] && only=${2:?--only takes x86_64 or aarch64}
 log() { echo "qemu-build: $*" >&2; }
 
 suite=bookworm
@@ -46,7 +48,7 @@ recipe="qemu $pkg_version $suite|${flags[*]}|$(cc --version | head -n1)|$(conten
 key=$(printf '%s' "$recipe" | sha256sum | cut -c1-12)
 dest=$CACHE/qemu-$key
 done_file=$dest/build-seconds
-if [[ -f $done_file ]]; then
+if [[ -f $done_file && -z $only ]]; then
 	echo "$dest"
 	exit 0
 fi
@@ -55,7 +57,7 @@ fi
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.qemu-build.lock"
 flock 9
-if [[ -f $done_file ]]; then # built while we waited
+if [[ -f $done_file && -z $only ]]; then # built while we waited
 	echo "$dest"
 	exit 0
 fi
@@ -150,7 +152,9 @@ if [[ $(cat "$build/.vrex-flags" 2>/dev/null) != "${flags[*]}" ]]; then
 fi
 # One target after the other: the amd64 emulator is usable (from $build) while arm64's compiles.
 : >"$build/build.log"
-for t in qemu-system-x86_64 qemu-system-aarch64; do
+emulators=(qemu-system-x86_64 qemu-system-aarch64)
+[[ -n $only ]] && emulators=("qemu-system-$only")
+for t in "${emulators[@]}"; do
 	log "building $t (-j$jobs; log $build/build.log)"
 	if ! nice -n 5 ninja -C "$build" -j"$jobs" "$t" >>"$build/build.log" 2>&1; then
 		grep -E 'error|Error' "$build/build.log" | head -n 30 >&2
@@ -160,6 +164,12 @@ done
 if grep -n 'hw/vrex/.*warning' "$build/build.log" >&2; then
 	log "the V-Rex device sources must compile without warnings"
 	exit 1
+fi
+if [[ -n $only ]]; then
+	mkdir -p "$work/only/bin"
+	ln -sf "$build/qemu-system-$only" "$work/only/bin/"
+	echo "$work/only"
+	exit 0
 fi
 
 tmp=$dest.tmp.$$

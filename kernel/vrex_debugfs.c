@@ -250,4 +250,6 @@ void vrex_debugfs_init(struct vrex_device *vdev)
 	/* The backend's own files: its fault injection and internal state. */
 	if (vdev->backend && vdev->backend->ops->debugfs_init)
 		vdev->backend->ops->debugfs_init(vdev->backend, d);
+	/* The same knobs when the device itself offers them (the QEMU device model). */
+	vrex_testhooks_debugfs_init(vdev, d);
 }

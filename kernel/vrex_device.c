@@ -69,7 +69,11 @@ void vrex_read_fp(struct vrex_device *vdev, u32 first_reg, __u64 fp[2])
 
 void vrex_mem_write(struct vrex_device *vdev, u64 addr, const void *src, size_t len)
 {
-	if (vdev->mem.iomem)
+	void *stage = vrex_dma_stage_ptr(vdev, addr, len);
+
+	if (stage)
+		memcpy(stage, src, len);
+	else if (vdev->mem.iomem)
 		memcpy_toio(vdev->mem.iomem + addr, src, len);
 	else
 		memcpy(vdev->mem.vaddr + addr, src, len);
@@ -77,7 +81,11 @@ void vrex_mem_write(struct vrex_device *vdev, u64 addr, const void *src, size_t 
 
 void vrex_mem_read(struct vrex_device *vdev, u64 addr, void *dst, size_t len)
 {
-	if (vdev->mem.iomem)
+	const void *stage = vrex_dma_stage_ptr(vdev, addr, len);
+
+	if (stage)
+		memcpy(dst, stage, len);
+	else if (vdev->mem.iomem)
 		memcpy_fromio(dst, vdev->mem.iomem + addr, len);
 	else
 		memcpy(dst, vdev->mem.vaddr + addr, len);
@@ -367,15 +375,8 @@ static int vrex_read_config(struct vrex_device *vdev)
 				     vdev->group_banks, vdev->nbanks);
 	if (vdev->max_streams > VREX_MAX_STREAMS_HW)
 		vdev->max_streams = VREX_MAX_STREAMS_HW;
-	/*
-	 * Lookup batches are staged in device memory no BO can be placed in:
-	 * past the banks, where the region (or BAR) has room for it.
-	 */
-	vdev->stage_addr = (u64)vdev->nbanks * vdev->bank_size;
-	vdev->has_stage = vdev->mem.size - vdev->stage_addr >= VREX_LOOKUP_STAGE_SIZE;
-	if (!vdev->has_stage)
-		drm_info(&vdev->drm, "no device memory past the banks: lookups go one by one\n");
-	return 0;
+	/* Lookup batches are staged past the banks, where no BO can be placed. */
+	return vrex_dma_init(vdev);
 }
 
 int vrex_device_probe(struct vrex_device *vdev)

@@ -37,6 +37,7 @@ struct vrex_mem {
 	void __iomem *iomem;
 	phys_addr_t phys;	/* real memory: base for mmap; unused when @vmalloced */
 	dma_addr_t dma;		/* real memory: the engine's (IOMMU or bus) address of it */
+	bool dma_mapped;	/* @dma is valid (the binding mapped the banks for the engine) */
 	u64 size;
 	bool vmalloced;		/* a backend's vmalloc_user() memory */
 	bool has_pages;		/* struct pages back it: dma-buf export can build an sg_table */
@@ -125,14 +126,20 @@ struct vrex_device {
 	u64 imported_kv_bytes;
 
 	/*
-	 * LOOKUP_SIMILAR_BATCH staging (VREX_LOOKUP_STAGE_SIZE bytes of device
-	 * memory past the banks, used under @lock): descriptors, then records.
-	 * Not reachable by any BO. Without room past the banks (a BAR or region
-	 * exactly the banks' size) @has_stage is false and every lookup is a
-	 * single command.
+	 * LOOKUP_SIMILAR_BATCH staging (VREX_LOOKUP_STAGE_SIZE bytes at device
+	 * address @stage_addr, right past the banks, used under @lock):
+	 * descriptors, then records. Not reachable by any BO. A device with the
+	 * bus interface reaches it by DMA in @stage; a backend without one only
+	 * has it when its memory extends past the banks (vrex_dma.c).
 	 */
 	bool has_stage;
 	u64 stage_addr;
+	/* With VREX_CAP_DMA the staging window is this coherent memory (vrex_dma.c). */
+	struct {
+		void *vaddr;
+		dma_addr_t dma;
+		u32 size;
+	} stage;
 
 	/* The counters as last read, for sysfs readers that find @lock busy. */
 	spinlock_t cnt_snap_lock;

@@ -149,6 +149,10 @@ int vrex_batch_copy_out(u64 uptr, u32 elem_size, const void *buf, u32 count, siz
 
 /* vrex_resv.c */
 int vrex_resv_init(struct vrex_device *vdev);
+
+/* vrex_dma.c */
+int vrex_dma_init(struct vrex_device *vdev);
+void *vrex_dma_stage_ptr(struct vrex_device *vdev, u64 addr, size_t len);
 void vrex_resv_file_init(struct vrex_file *vfile);
 void vrex_resv_release_all(struct vrex_file *vfile);
 int vrex_resv_query_stats(struct vrex_device *vdev, struct drm_vrex_query *args);
@@ -179,6 +183,8 @@ extern const struct attribute_group *vrex_dev_groups[];
 /* vrex_debugfs.c */
 #if IS_ENABLED(CONFIG_DRM_ACCEL_VREX_DEBUGFS)
 void vrex_debugfs_init(struct vrex_device *vdev);
+/* vrex_testhooks.c */
+void vrex_testhooks_debugfs_init(struct vrex_device *vdev, struct dentry *dir);
 #else
 static inline void vrex_debugfs_init(struct vrex_device *vdev) { }
 #endif

@@ -3,7 +3,8 @@
  * Device-tree resources of the platform driver (vrex_platform.c): Jetson
  * Orin, RK3588 and the generic compatible. The node gives the register window
  * (reg), the interrupt, the bank memory (memory-region, mapped for the engine
- * through the DMA API, so an SMMU given by iommus translates it), and the
+ * through the DMA API, so an SMMU given by iommus translates it, and
+ * programmed into the engine's MEM_BASE by vrex_dma.c), and the
  * clocks, resets and power domain the engine needs while bound. The bank
  * layout is read from the engine's registers, not described here.
  */
@@ -26,11 +27,26 @@
 static void vrex_of_unmap_banks(void *arg)
 {
 	struct vrex_device *vdev = arg;
+	struct device *dev = vdev->drm.dev;
 
-	dma_unmap_resource(vdev->drm.dev, vdev->mem.dma, vdev->mem.size, DMA_BIDIRECTIONAL,
-			   DMA_ATTR_SKIP_CPU_SYNC);
+	if (vdev->mem.has_pages)
+		dma_unmap_page(dev, vdev->mem.dma, vdev->mem.size, DMA_BIDIRECTIONAL);
+	else
+		dma_unmap_resource(dev, vdev->mem.dma, vdev->mem.size, DMA_BIDIRECTIONAL,
+				   DMA_ATTR_SKIP_CPU_SYNC);
 }
 
+/*
+ * The banks: a reserved-memory carve-out. With no-map it is outside the
+ * kernel's linear map and has no usable struct pages, although pfn_valid()
+ * says otherwise on arm64 since 5.14 (memblock keeps its memmap), so the
+ * node decides: mapped write-combined, mmap only, and given to the engine
+ * with dma_map_resource(). Without no-map it is RAM in the linear map, with
+ * pages (dma-buf export works): mapped write-back like the linear map (a WC
+ * alias of RAM is refused by memremap() and forbidden on arm64), which is
+ * only correct for an engine that snoops the CPU caches, so the node must be
+ * dma-coherent; given to the engine with dma_map_page().
+ */
 static int vrex_of_bank_memory(struct vrex_device *vdev, struct device_node *np)
 {
 	struct device *dev = vdev->drm.dev;
@@ -43,33 +59,37 @@ static int vrex_of_bank_memory(struct vrex_device *vdev, struct device_node *np)
 	if (!mem_np)
 		return dev_err_probe(dev, -EINVAL, "no memory-region for the banks\n");
 	ret = of_address_to_resource(mem_np, 0, &res);
-	/*
-	 * A no-map carve-out is outside the kernel's linear map and has no
-	 * usable struct pages, although pfn_valid() says otherwise on arm64
-	 * since 5.14 (memblock keeps its memmap): decide from the node itself.
-	 */
 	no_map = of_property_read_bool(mem_np, "no-map");
 	of_node_put(mem_np);
 	if (ret)
 		return dev_err_probe(dev, ret, "bad memory-region\n");
+	if (!no_map && !of_dma_is_coherent(np))
+		return dev_err_probe(dev, -EINVAL,
+				     "a carve-out without no-map is cached RAM: the engine must be dma-coherent\n");
 
 	vdev->mem.phys = res.start;
 	vdev->mem.size = resource_size(&res);
-	vdev->mem.vaddr = devm_memremap(dev, res.start, vdev->mem.size, MEMREMAP_WC);
+	vdev->mem.has_pages = !no_map;
+	vdev->mem.vaddr = devm_memremap(dev, res.start, vdev->mem.size,
+					no_map ? MEMREMAP_WC : MEMREMAP_WB);
 	if (IS_ERR(vdev->mem.vaddr))
 		return dev_err_probe(dev, PTR_ERR(vdev->mem.vaddr), "cannot map bank memory\n");
-	/* mmap works either way (PFN mapping); dma-buf export needs pages. */
-	vdev->mem.has_pages = !no_map && pfn_valid(PHYS_PFN(res.start));
 
 	/*
 	 * The engine reaches the carve-out through the DMA API, not by its CPU
 	 * physical address: behind an SMMU (iommus) this creates the IOVA
-	 * mapping it needs, without one it is the bus address.
+	 * mapping it needs, without one it is the bus address. vrex_dma.c
+	 * programs it into MEM_BASE.
 	 */
-	vdev->mem.dma = dma_map_resource(dev, res.start, vdev->mem.size, DMA_BIDIRECTIONAL,
-					 DMA_ATTR_SKIP_CPU_SYNC);
+	if (vdev->mem.has_pages)
+		vdev->mem.dma = dma_map_page(dev, pfn_to_page(PHYS_PFN(res.start)), 0,
+					     vdev->mem.size, DMA_BIDIRECTIONAL);
+	else
+		vdev->mem.dma = dma_map_resource(dev, res.start, vdev->mem.size,
+						 DMA_BIDIRECTIONAL, DMA_ATTR_SKIP_CPU_SYNC);
 	if (dma_mapping_error(dev, vdev->mem.dma))
 		return dev_err_probe(dev, -ENOMEM, "cannot map the bank memory for DMA\n");
+	vdev->mem.dma_mapped = true;
 	return devm_add_action_or_reset(dev, vrex_of_unmap_banks, vdev);
 }
 
@@ -147,6 +167,10 @@ int vrex_of_init(struct vrex_device *vdev, struct platform_device *pdev)
 	vdev->irq = platform_get_irq(pdev, 0);
 	if (vdev->irq < 0)
 		return vdev->irq;
+	/* The engine's address registers are 64 bits; dma-ranges narrow it. */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		return dev_err_probe(&pdev->dev, ret, "no usable DMA mask\n");
 	return vrex_of_bank_memory(vdev, pdev->dev.of_node);
 }
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * PCI binding for the FPGA card: BAR0 holds the 4 KiB register window, BAR2
- * the bank memory, one MSI vector signals command completion.
+ * the bank memory (the card's own), one MSI vector signals command
+ * completion. The staging window past the banks is host memory the card
+ * reaches by DMA (vrex_dma.c), so bus mastering and the DMA mask matter and
+ * an IOMMU translates those accesses. qemu/hw/vrex/vrex-pci.c models the card.
  *
  * ID: vendor 0x10ee (Xilinx, the FPGA vendor of the prototype card), device
  * 0x5652 ("VR"), as programmed into the card's PCIe IP. A production card

@@ -205,7 +205,7 @@ struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size)
 		return ERR_PTR(-ENOMEM);
 	s->arena = kvzalloc(arena_size, GFP_KERNEL);
 	/* The banks, then room for lookup batches that no BO can take (vrex.ko stages there). */
-	s->be.mem_size = (u64)nbanks * bank_size + PAGE_ALIGN(VREX_LOOKUP_STAGE_SIZE);
+	s->be.mem_size = (u64)nbanks * bank_size + VREX_STAGE_WINDOW;
 	s->be.mem = vmalloc_user(s->be.mem_size);
 	if (!s->arena || !s->be.mem) {
 		ret = -ENOMEM;

@@ -48,6 +48,23 @@ typedef uint8_t vrex_u8;
 #define VREX_REG_ZOMBIE_FRAMES		0x02c	/* RW: 1..255 */
 #define VREX_REG_GROUP_BANKS		0x030	/* RO: banks per group */
 #define VREX_REG_SCRATCH		0x034	/* RW: bus sanity checks */
+/*
+ * Bus interface (present when CAPS has VREX_CAP_DMA; otherwise reads 0 and
+ * ignores writes). Device addresses are offsets in device memory: the banks,
+ * then the staging window of STAGE_SIZE bytes right past them. The device
+ * reaches the staging window by DMA at STAGE_BASE, and with VREX_CAP_HOST_MEM
+ * the banks too, at MEM_BASE: bus addresses, i.e. IOVAs behind an IOMMU.
+ * Without HOST_MEM the banks are the device's own memory (PCI BAR2). The
+ * registers are bus configuration: RESET keeps them. A DMA access that
+ * faults (no mapping, bus error) ends the command with VREX_STATUS_ERROR and
+ * errno VREX_DMA_FAULT_ERRNO; nothing is written back.
+ */
+#define VREX_REG_MEM_BASE_LO		0x038	/* RW: bus address of device address 0 */
+#define VREX_REG_MEM_BASE_HI		0x03c	/* RW */
+#define VREX_REG_STAGE_BASE_LO		0x040	/* RW: bus address of the staging window */
+#define VREX_REG_STAGE_BASE_HI		0x044	/* RW */
+#define VREX_REG_STAGE_SIZE		0x048	/* RO: bytes of the staging window */
+#define VREX_DMA_FAULT_ERRNO		5u	/* EIO */
 
 #define VREX_ID_VALUE			0x56524558u	/* "VREX" */
 #define VREX_VERSION_VALUE		0x00010000u	/* 1.0 */
@@ -58,6 +75,8 @@ typedef uint8_t vrex_u8;
 #define VREX_CAP_POOLED			VREX_BIT(2)
 #define VREX_CAP_PREDICT_SLOTS		VREX_BIT(3)	/* temporal offsets +1, +2 */
 #define VREX_CAP_RESV			VREX_BIT(4)	/* ReSV key hashing and WiCSum */
+#define VREX_CAP_DMA			VREX_BIT(5)	/* bus interface: STAGE_BASE, MEM_BASE */
+#define VREX_CAP_HOST_MEM		VREX_BIT(6)	/* banks in host memory at MEM_BASE */
 
 #define VREX_IRQ_CMD_DONE		VREX_BIT(0)
 #define VREX_IRQ_CMD_ERROR		VREX_BIT(1)
@@ -208,6 +227,9 @@ static_assert(sizeof(struct vrex_lookup_rec) == 64, "record layout");
 /* Descriptors then records of a whole batch: what a driver stages. */
 #define VREX_LOOKUP_STAGE_SIZE \
 	(VREX_LOOKUP_BATCH_MAX * (sizeof(struct vrex_lookup_desc) + sizeof(struct vrex_lookup_rec)))
+/* The staging window of a device with VREX_CAP_DMA (STAGE_SIZE): two 4 KiB pages. */
+#define VREX_STAGE_WINDOW		0x2000u
+static_assert(VREX_LOOKUP_STAGE_SIZE <= VREX_STAGE_WINDOW, "a whole batch fits the window");
 
 /* FCC block: features of the last FRAME command */
 #define VREX_REG_FCC_CENTRE_MOTION	0x200
@@ -271,5 +293,28 @@ static_assert(sizeof(struct vrex_lookup_rec) == 64, "record layout");
 #define VREX_RESV_CNT_NUM		7
 #define VREX_REG_RESV_CNT_LO(i)		(VREX_REG_RESV_CNT_BASE + 8 * (i))
 #define VREX_REG_RESV_CNT_HI(i)		(VREX_REG_RESV_CNT_BASE + 8 * (i) + 4)
+
+/*
+ * Test hooks of the QEMU device model (qemu/hw/vrex/, property test-hooks=on;
+ * silicon and the model in lib/ read 0 here): the fault injection vrex_sim.ko
+ * offers through debugfs, done by the device so that the same suites run on
+ * the MMIO path. vrex.ko exposes them under the sim's debugfs names
+ * (kernel/vrex_testhooks.c). The hooks act on the next CMD writes: when
+ * FAIL_OP is 0 or equals the opcode, a pending HANG makes the command stay
+ * BUSY (no interrupt) until RESET, else a pending FAIL completes it with
+ * STATUS.ERROR and errno FAIL_CODE (5 if 0) without running it. FORGE makes
+ * the next lookup report a hit on FORGE_BLOCK of FORGE_STREAM (RES_* and, for
+ * a batch, every record), whatever the tables hold. RESET clears a forced
+ * status and forging, not the counts.
+ */
+#define VREX_REG_TEST_ID		0xf00	/* RO: VREX_TEST_ID_VALUE when present */
+#define VREX_REG_TEST_FAIL_CMDS		0xf04	/* RW: commands to fail */
+#define VREX_REG_TEST_HANG_CMDS		0xf08	/* RW: commands to hang */
+#define VREX_REG_TEST_FAIL_OP		0xf0c	/* RW: opcode the two apply to, 0 any */
+#define VREX_REG_TEST_FAIL_CODE		0xf10	/* RW: errno of a failed command */
+#define VREX_REG_TEST_FORGE_LOOKUPS	0xf14	/* RW: lookups to forge */
+#define VREX_REG_TEST_FORGE_BLOCK	0xf18	/* RW */
+#define VREX_REG_TEST_FORGE_STREAM	0xf1c	/* RW */
+#define VREX_TEST_ID_VALUE		0x54455354u	/* "TEST" */
 
 #endif /* VREX_REGS_H */

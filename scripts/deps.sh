@@ -16,6 +16,7 @@ PKGS=(
 	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
 	dkms bc flex bison libelf-dev libssl-dev dwarves
 	xz-utils zstd curl zlib1g-dev
+	meson libglib2.0-dev libpixman-1-dev libfdt-dev dpkg-dev
 	python3-dev python3-numpy python3-torch libopenblas0-pthread python3-pytest python3-pybind11 pybind11-dev
 	libtorch-dev
 )

@@ -16,6 +16,18 @@
 #               PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KMEMLEAK, DEBUG_OBJECTS; -smp 2; the tests/kernel
 #               suites only (uAPI with unplug, negative, fault) and two fuzzers at once
 #               (scripts/qemu/fuzz-peers.sh); a kmemleak scan after rmmod must find nothing
+#   pci-6.12-amd64, pci-5.10-amd64  the QEMU device model instead of vrex_sim.ko: QEMU built by
+#               scripts/qemu-build.sh (Debian's source + qemu/), q35 with intel-iommu (guest
+#               intel_iommu=on), the V-Rex PCIe function (qemu/hw/vrex/vrex-pci.c) in a PCIe root
+#               port; vrex.ko's PCI driver binds it (MMIO registers, MSI completion, BAR2 banks,
+#               staging window by DMA through the IOMMU); no vrex_sim.ko device
+#   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps, a
+#               dma-buf imported from a vrex_sim.ko device, two files and a thread submitting
+#               frames, and asks the host (scripts/qemu/hotplug.py) for QEMU's device_del, then
+#               device_add; only that program runs (the pci line runs the suites)
+#   dt-6.12-arm64  the same device model as a system-bus engine on arm64 `virt`, with the
+#               device-tree node QEMU writes (reg, interrupts, memory-region to a reserved-memory
+#               carve-out); vrex.ko's OF driver binds it, banks and staging window by DMA
 #   compile-5.15-arm64  not booted: W=1 build against the prepared 5.15 tree (Jetson Linux R36's
 #               base) in ../shared/kernels/ or ../../shared/kernels/ (VREX_KERNEL_TREES: a
 #               folder); skipped, with a line saying so,
@@ -77,7 +89,8 @@ while (($#)); do
 	esac
 	shift
 done
-all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64)
+all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
+	pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
 ((${#kernels[@]})) || kernels=("${all_kernels[@]}")
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
@@ -169,13 +182,26 @@ copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 
 
 # Builds everything for one kernel and boots it. Writes build/qemu/<kernel>/cases (one
 # "PASS|FAIL name detail" per case) and summary.
-run_kernel() { # target
+run_kernel() { # target: [pci-|dt-]<kernel>
 	local target=$1 out=$out_root/$1
 	rm -rf "$out"
 	mkdir -p "$out"
 	local cases=$out/cases
 	: >"$cases"
 	fail_case() { echo "FAIL $1 $2" >>"$cases"; }
+
+	# The front end: vrex_sim.ko's simulated device, or the QEMU device model (pci, dt).
+	local front=sim
+	case $target in
+	pci-* | dt-* | unplug-*)
+		front=${target%%-*}
+		target=${target#*-}
+		if [[ -z $qemu_model_dir ]]; then
+			fail_case qemu-build "scripts/qemu-build.sh failed (see $out_root/qemu-build.log)"
+			return
+		fi
+		;;
+	esac
 
 	local env debug=0
 	[[ $target == debug-* ]] && debug=1
@@ -282,7 +308,7 @@ run_kernel() { # target
 
 	local entry pname ppath pargs rc mem=512
 	local -a programs=("${extra_programs[@]}")
-	if [[ $machine == AArch64 ]]; then
+	if [[ $machine == AArch64 && ${VREX_QEMU_PROGRAMS:-1} != 0 ]]; then
 		programs=("${arm64_programs[@]}")
 		# VREX_QEMU_CROSS_BUILD=0 takes build-arm64/ as it is (while iterating on one program).
 		if [[ ${VREX_QEMU_CROSS_BUILD:-1} != 0 ]]; then
@@ -294,6 +320,9 @@ run_kernel() { # target
 	fi
 	# KASAN's shadow and the debug allocators need room; the HAL programs are too slow there.
 	((debug)) && mem=1024 && programs=()
+	# The unplug run is one program of its own (below). VREX_QEMU_PROGRAMS=0: the tests/kernel
+	# suites only (while iterating on the kernel side).
+	[[ $front == unplug || ${VREX_QEMU_PROGRAMS:-1} == 0 ]] && programs=()
 	for entry in "${programs[@]}"; do
 		read -r pname ppath pargs <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
@@ -313,6 +342,19 @@ run_kernel() { # target
 		esac
 	done
 
+	if [[ $front == unplug ]]; then
+		# The unplug run is this one program (tests/qemu), with the host driving QMP.
+		if $cc -static -O2 -Wall -Wextra -pthread -I "$msrc/uapi" -I "$msrc/lib" -I /usr/include/libdrm \
+			-I "$src/tests/kernel" -o "$out/tests/vrex_hotunplug" "$src/tests/qemu/vrex_hotunplug.c" \
+			"${util_srcs[@]}" >"$out/tests/vrex_hotunplug.log" 2>&1; then
+			cp "$out/tests/vrex_hotunplug" "$root/tests/"
+			echo "hotunplug|/tests/vrex_hotunplug" >"$tests_list"
+		else
+			fail_case compile-vrex_hotunplug "see $out/tests/vrex_hotunplug.log"
+			: >"$tests_list"
+		fi
+	fi
+
 	local gdest gcmd
 	for entry in "${guest_files[@]}"; do
 		read -r gdest gcmd <<<"$entry"
@@ -324,7 +366,9 @@ run_kernel() { # target
 
 	# The fuzzer goes last: the regular tests see a freshly loaded driver. Without --fuzz it runs
 	# bounded (VREX_FUZZ_SHORT seconds, VREX_FUZZ_SHORT_CALLS calls) as part of every guest.
-	if ((fuzz_seconds > 0)); then
+	if [[ $front == unplug ]]; then
+		:
+	elif ((fuzz_seconds > 0)); then
 		if [[ -f $root/tests/vrex_fuzz ]]; then
 			echo "fuzz|VREX_FUZZ_SECONDS=$fuzz_seconds /tests/vrex_fuzz $fuzz_seconds" >>"$tests_list"
 		elif [[ ! -f $src/tests/kernel/vrex_fuzz.c ]]; then
@@ -343,7 +387,7 @@ run_kernel() { # target
 		VREX_DEPS="$deps"
 		VREX_PARAMS="$params"
 		VREX_NODE="$node"
-		VREX_SIM_DEVICES=1
+		VREX_SIM_DEVICES=$([[ $front == sim || $front == unplug ]] && echo 1 || echo 0)
 		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
 		VREX_KMEMLEAK=$debug
 		VREX_HALT=$( ((debug)) && echo reboot || echo poweroff)
@@ -372,10 +416,41 @@ run_kernel() { # target
 		append="console=ttyAMA0 $append"
 		qargs+=(-M virt -cpu cortex-a57)
 	fi
-	local t0=$SECONDS
+	case $front in
+	pci | unplug)
+		# q35: PCIe root port 1 holds the V-Rex function (a hot-plug slot); intel-iommu
+		# translates its DMA (caching-mode off: TCG needs no shadowing).
+		qemu=$qemu_model_dir/bin/qemu-system-x86_64
+		qargs+=(-M q35 -vga none -device intel-iommu,intremap=off
+			-device pcie-root-port,id=rp1,chassis=1,slot=1
+			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096,test-hooks=on)
+		append+=" intel_iommu=on iommu.strict=1"
+		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
+		;;
+	dt)
+		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the
+		# guest's RAM (0x40000000 + mem MiB); QEMU writes the DT node and the reserved-memory.
+		qemu=$qemu_model_dir/bin/qemu-system-aarch64
+		local carve=$((0x40000000 + (mem - 64) * 1024 * 1024))
+		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,test-hooks=on,carveout-base=$carve,carveout-size=$((64 << 20))")
+		;;
+	esac
+	local t0=$SECONDS hp_pid=
+	: >"$out/serial.log"
+	if [[ $front == unplug ]]; then
+		python3 "$repo/scripts/qemu/hotplug.py" "$out/serial.log" "$out/qmp.sock" vrex0 rp1 \
+			>"$out/hotplug.log" 2>&1 &
+		hp_pid=$!
+	fi
+	# Unbuffered: the hot-plug driver follows the log while the guest runs.
 	timeout -k 5 "$tmo" "$qemu" "${qargs[@]}" -append "$append" </dev/null 2>&1 |
-		tr -d '\r' >"$out/serial.log"
+		stdbuf -o0 tr -d '\r' >"$out/serial.log"
 	echo "$((SECONDS - t0))" >"$out/boot-seconds"
+	if [[ -n $hp_pid ]]; then
+		wait "$hp_pid" || fail_case hotplug "the QMP hot-plug driver failed (see $out/hotplug.log)"
+		grep -q DEVICE_DELETED "$out/hotplug.log" ||
+			fail_case device_del "QEMU never reported DEVICE_DELETED (see $out/hotplug.log)"
+	fi
 
 	# --- results --------------------------------------------------------------------------------
 	local log=$out/serial.log line verdict detail
@@ -420,6 +495,33 @@ run_kernel() { # target
 	fi
 	grep -aq '^@@VREX DONE' "$log" ||
 		fail_case guest "no completion marker: panic, hang or timeout after ${tmo}s (see $log)"
+
+	# The device model's lines check the hardware half the suites cannot see from user space.
+	if [[ $front != sim ]]; then
+		local d=$out/dmesg.txt
+		if grep -q 'V-Rex 1\.[0-9]*: ' "$d" && ! grep -q 'V-Rex .*(simulated)' "$d"; then
+			echo "PASS bound driver bound the device model (not vrex_sim)" >>"$cases"
+		elif [[ $front != unplug ]]; then
+			fail_case bound "no V-Rex probe line for the device model in $d"
+		fi
+		if grep -q 'lookups go one by one' "$d"; then
+			fail_case staging "batching is off: the driver found no staging window ($d)"
+		else
+			echo "PASS staging lookup batches staged in the DMA staging window" >>"$cases"
+		fi
+		if [[ $front == pci || $front == unplug ]]; then
+			# intel-iommu on, and the V-Rex function (10ee:5652) in an IOMMU group.
+			local bdf
+			bdf=$(grep -oE 'pci [0-9a-f:.]+: \[10ee:5652\]' "$d" | head -n 1 | awk '{print $2}')
+			bdf=${bdf%:}
+			if grep -q 'DMAR: Intel(R) Virtualization Technology for Directed I/O' "$d" &&
+				grep -qE "pci ${bdf:-none}.*Adding to iommu group" "$d"; then
+				echo "PASS iommu the function's DMA goes through intel-iommu" >>"$cases"
+			else
+				fail_case iommu "intel-iommu not active for the V-Rex function ($d)"
+			fi
+		fi
+	fi
 }
 
 # A compile test against a prepared kernel tree (no image to boot): W=1, any compiler warning fails.
@@ -486,8 +588,11 @@ total_pass=0
 total_fail=0
 report_kernel() { # target
 	local target=$1 cases=$out_root/$1/cases kind p=0 f=0 verdict name rest a b label
-	local parts=() checks=() failures=()
+	local parts=() checks=() failures=() shown=$1
 	case $target in
+	pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target#pci-} ;;
+	unplug-*) kind="pci unplug (QEMU device_del/device_add)" shown=${target#unplug-} ;;
+	dt-*) kind="dt (QEMU device model, virt)" shown=${target#dt-} ;;
 	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
 	*) kind=accel ;;
@@ -509,6 +614,9 @@ report_kernel() { # target
 			sim-create) checks+=("sim created") ;;
 			sim-remove) checks+=("sim removed") ;;
 			kmemleak) checks+=("kmemleak clean") ;;
+			bound) checks+=("device model bound") ;;
+			staging) checks+=("staging by DMA") ;;
+			iommu) checks+=("intel-iommu") ;;
 			modules | insmod | node) ;;
 			*)
 				label=${name#vrex_}
@@ -532,9 +640,9 @@ report_kernel() { # target
 	[[ -f $out_root/$target/cross-build-seconds ]] &&
 		secs+="s, cross-build $(cat "$out_root/$target/cross-build-seconds")"
 	if ((f == 0 && p > 0)); then
-		echo "qemu $target $kind: PASS ($summary) [${secs}s]"
+		echo "qemu $shown $kind: PASS ($summary) [${secs}s]"
 	else
-		echo "qemu $target $kind: FAIL ($summary) [${secs}s]"
+		echo "qemu $shown $kind: FAIL ($summary) [${secs}s]"
 		for x in "${failures[@]}"; do echo "    $x"; done
 		((f == 0)) && f=1
 	fi
@@ -542,6 +650,16 @@ report_kernel() { # target
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
 }
+
+# The QEMU device model, for the pci-/dt- lines: built once (cached by content, see the script).
+# VREX_QEMU_MODEL_DIR: a folder with bin/qemu-system-* to use instead (e.g. a build tree's).
+qemu_model_dir=${VREX_QEMU_MODEL_DIR:-}
+if [[ -z $qemu_model_dir && " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
+	qb_start=$SECONDS
+	qemu_model_dir=$(bash "$repo/scripts/qemu-build.sh" 2>"$out_root/qemu-build.log" | tail -n 1)
+	echo "qemu-build: ${qemu_model_dir:-FAILED} (ready in $((SECONDS - qb_start)) s; built in" \
+		"$(cat "$qemu_model_dir/build-seconds" 2>/dev/null || echo -) s when cold)"
+fi
 
 for k in "${kernels[@]}"; do
 	case " ${all_kernels[*]} " in

@@ -274,6 +274,7 @@ TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks) {
     ASSERT_TRUE(fa);
     auto blk = a->allocate(9);
     ASSERT_TRUE(blk);
+    ASSERT_TRUE(a->publish(*blk));
     auto fb = b->begin_frame(view_of(px, 160, 120));
     ASSERT_TRUE(fb);
     EXPECT_EQ(fb->group, fa->group) << "pooled streams place similar scenes together";

@@ -135,7 +135,8 @@ class Stress : public test::DeviceTest {
                 pins.clear();
                 own.clear();
                 s.reset();
-                auto ns = a.create_stream({true, 1});
+                // Explicit publishing only: a block is visible once its header is written.
+                auto ns = a.create_stream({true, 1, false});
                 if (!ns) {
                     record("thread " + std::to_string(thread) + ": create stream: " + ns.error_message());
                     return;
@@ -212,6 +213,7 @@ class Stress : public test::DeviceTest {
                         const Header h{kMagic, c->id,    c->generation, s->id(), life,
                                        thread, c->frame, c->region,     0,       {fi->fp.w[0], fi->fp.w[1]}};
                         write_header(c->data, h);
+                        (void)s->publish(*c);
                         own[key(c->id, c->generation)] = {*c, h};
                         counters_.copies++;
                     }
@@ -249,6 +251,7 @@ class Stress : public test::DeviceTest {
                     own[key(b.id, b.generation)] = {b, h};
                     counters_.allocated++;
                 }
+                if (auto p = s->publish_batch(*blocks); !p) record(where + "publish: " + p.error_message());
             }
 
             // Blocks this stream owns and the device still holds keep their bytes.

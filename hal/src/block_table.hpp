@@ -55,8 +55,11 @@ struct BlockRec {
     bool writable_by(std::uint64_t token) const noexcept {
         return token == owner_token && (device_live || segment) && !published && !holds && !foreign_pins;
     }
-    // Other streams see a block only once its owner published it.
-    bool visible_to(std::uint64_t token) const noexcept { return token == owner_token || published; }
+    // Other streams see a frame block only once its owner published it. Segment blocks have no SHIE
+    // entry (no lookup finds them) and follow the segment's own contract (pin and export by others).
+    bool visible_to(std::uint64_t token) const noexcept {
+        return token == owner_token || published || segment;
+    }
 };
 
 class BlockTable {

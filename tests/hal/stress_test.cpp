@@ -11,8 +11,8 @@
 // under pressure eviction, publication, and every few frames the stream's destruction and
 // re-creation (its id is recycled by the device).
 //
-// Bounded: VREX_HAL_STRESS_FRAMES frames per thread (default 300), VREX_HAL_STRESS_THREADS threads
-// (default 3), a stream re-created every VREX_HAL_STRESS_RECREATE frames (default 20, 0 never);
+// Bounded: VREX_HAL_STRESS_FRAMES (or --frames=N) frames per thread (default 300), VREX_HAL_STRESS_THREADS
+// threads (default 3), a stream re-created every VREX_HAL_STRESS_RECREATE frames (default 20, 0 never);
 // scripts/sanitize.sh runs a longer one under TSan.
 #include <gtest/gtest.h>
 
@@ -59,6 +59,13 @@ struct Header {
 std::uint32_t env_or(const char* name, std::uint32_t fallback) {
     const char* v = std::getenv(name);
     return v && *v ? static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)) : fallback;
+}
+
+// --frames=N on the command line (QEMU guest programs take no environment), else the environment.
+std::uint32_t frames_option() {
+    for (const std::string& a : ::testing::internal::GetArgvs())
+        if (a.rfind("--frames=", 0) == 0) return static_cast<std::uint32_t>(std::stoul(a.substr(9)));
+    return env_or("VREX_HAL_STRESS_FRAMES", 300);
 }
 
 std::string describe(const Header& h) {
@@ -317,7 +324,7 @@ TEST_P(Stress, ConcurrentPooledStreamsNeverSeeTheWrongKv) {
     auto a = allocator(g, o);
     ASSERT_TRUE(a);
     const std::uint32_t threads = env_or("VREX_HAL_STRESS_THREADS", 3);
-    const std::uint32_t frames = env_or("VREX_HAL_STRESS_FRAMES", 300);
+    const std::uint32_t frames = frames_option();
     std::vector<std::thread> ts;
     for (std::uint32_t t = 0; t < threads; t++) ts.emplace_back([&, t] { worker(*a, t, frames); });
     for (auto& t : ts) t.join();

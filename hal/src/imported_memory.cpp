@@ -117,7 +117,8 @@ Result<KvBlock> Stream::Impl::index_imported(const ImportedMemory& memory, std::
     const auto frame = static_cast<std::uint32_t>(static_cast<std::int64_t>(frame_.frame) + frame_offset);
     std::lock_guard lock(alloc_->impl_->mu);
     KvAllocator::Impl::Import* im = alloc_->impl_->find_import(memory.handle());  // @memory keeps it
-    BlockRec& r = alloc_->impl_->blocks->add(it.block, memory.handle(), offset, DRM_VREX_BANK_NONE, id_, token_);
+    BlockRec& r =
+        alloc_->impl_->blocks->add(it.block, memory.handle(), offset, DRM_VREX_BANK_NONE, id_, token_);
     r.imported = true;
     im->blocks++;
     alloc_->impl_->blocks->touch(r, token_, frame_.frame);

@@ -66,7 +66,7 @@ struct VREX_LOCAL KvAllocator::Impl {
         }
     }
 
-    std::mutex mu;  // slabs, stats, blocks, imports, next_stream_token
+    std::mutex mu;                        // slabs, stats, blocks, imports, next_stream_token
     std::uint64_t next_stream_token = 0;  // Stream incarnations (BlockRec::owner_token)
     std::vector<Slab> slabs;
     // AllocatorOptions::fixed_pool_blocks > 0: slabs holds exactly the pool and never grows.

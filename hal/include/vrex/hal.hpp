@@ -219,14 +219,15 @@ struct FrameInfo {
 // block); pin() holds one until unpin(). @view is valid while a reference is held.
 //
 // Shared blocks are read-only: @data (the writable view) is set only when the calling stream owns
-// the block and no other stream references it; otherwise it is empty and copy_on_write() gives a
-// private, writable copy.
+// the block, has not published it (Stream::publish) and no other stream references it; otherwise it
+// is empty and copy_on_write() gives a private, writable copy. Other streams see a block only once
+// its owner published it (docs/hal.md "Concurrency and publication").
 struct KvBlock {
     std::uint32_t id = 0;             // device block id (for reuse / release)
     std::uint32_t generation = 0;     // incarnation of @id (0 = never valid)
     std::span<std::byte> data;        // writable host view, block_bytes() long; empty when shared
     std::span<const std::byte> view;  // read-only host view, always set for a live block
-    bool shared = false;              // another stream owns or references the block
+    bool shared = false;              // read-only: another stream owns or references it, or published
     std::uint32_t bank = 0;
     std::uint32_t handle = 0;  // BO of the block (dma-buf export: Stream::export_dmabuf)
     std::uint64_t offset = 0;  // byte offset of the block in the BO
@@ -436,8 +437,9 @@ class VREX_API Stream {
     Result<void> pin(const KvBlock& block);
     Result<void> unpin(const KvBlock& block);  // ENOENT when this stream has no pin on it
 
-    // A writable block with @block's contents: @block itself when this stream is its sole owner,
-    // else a new block for (current frame + @frame_offset, @region) holding a copy.
+    // A writable block with @block's contents: @block itself when this stream is its sole owner and
+    // has not published it, else a new block for (current frame + @frame_offset, @region) holding a
+    // copy. EPERM for another stream's unpublished block.
     Result<KvBlock> copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset = 0);
 
     // Ends the frame: requested releases, then zombies (cold for more than zombie_frames frames)

@@ -176,10 +176,11 @@ int run(int argc, char** argv)
         }
         for (std::uint32_t r = 0; r < kRegions; r++) {
             auto hit = s.retrieve_similar(r, f->fp, 12, vrex::Scope::stream, false);
-            if (hit && hit->hit && !hit->block.data.empty()) {
+            // Retrieved KV is read through view: end_frame() published it, read-only from then on.
+            if (hit && hit->hit) {
                 if (!s.reuse(r, hit->block))
                     return 1;
-                context.push_back({hit->block.data});
+                context.push_back({hit->block.view});
                 reused++;
                 continue;
             }
@@ -195,8 +196,8 @@ int run(int argc, char** argv)
         // Temporal context: last frame's blocks too.
         for (std::uint32_t r = 0; r < kRegions; r++) {
             auto prev = s.retrieve_temporal(r, -1);
-            if (prev && prev->hit && !prev->block.data.empty())
-                context.push_back({prev->block.data});
+            if (prev && prev->hit)
+                context.push_back({prev->block.view});
         }
         std::vector<float> q(kDims);
         for (std::uint32_t d = 0; d < kDims; d++)

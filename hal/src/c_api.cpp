@@ -613,6 +613,16 @@ Stream* stream_of(vrex_hal_stream* s) {
 std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* a) {
     return a ? a->alloc : nullptr;
 }
+vrex_hal_allocator* adopt_allocator(std::shared_ptr<KvAllocator> a) {
+    auto h = std::make_unique<vrex_hal_allocator>();
+    h->alloc = std::move(a);
+    return h.release();
+}
+vrex_hal_stream* adopt_stream(std::unique_ptr<Stream> s) {
+    auto h = std::make_unique<vrex_hal_stream>();
+    h->stream = std::move(s);
+    return h.release();
+}
 void block_to_c(const KvBlock& b, vrex_hal_block* out) {
     to_c(b, out);
 }

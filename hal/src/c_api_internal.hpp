@@ -25,6 +25,9 @@ std::shared_ptr<Device> device_of(vrex_hal_device* dev);
 // The C++ objects behind C handles; nullptr for a null handle.
 Stream* stream_of(vrex_hal_stream* s);
 std::shared_ptr<KvAllocator> allocator_of(vrex_hal_allocator* a);
+// New C handles owning @a / @s (c_api_pool.cpp makes allocators and streams too).
+vrex_hal_allocator* adopt_allocator(std::shared_ptr<KvAllocator> a);
+vrex_hal_stream* adopt_stream(std::unique_ptr<Stream> s);
 // A C block (every byte of *out is written).
 void block_to_c(const KvBlock& b, vrex_hal_block* out);
 // The C status of @ec (VREX_HAL_OK for none).

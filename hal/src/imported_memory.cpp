@@ -117,15 +117,17 @@ Result<KvBlock> Stream::Impl::index_imported(const ImportedMemory& memory, std::
     const auto frame = static_cast<std::uint32_t>(static_cast<std::int64_t>(frame_.frame) + frame_offset);
     std::lock_guard lock(alloc_->impl_->mu);
     KvAllocator::Impl::Import* im = alloc_->impl_->find_import(memory.handle());  // @memory keeps it
-    BlockRec& r = alloc_->impl_->blocks->add(it.block, memory.handle(), offset, DRM_VREX_BANK_NONE, id_);
+    BlockRec& r =
+        alloc_->impl_->blocks->add(it.block, memory.handle(), offset, DRM_VREX_BANK_NONE, id_, token_);
     r.imported = true;
     im->blocks++;
-    alloc_->impl_->blocks->touch(r, id_, frame_.frame);
+    alloc_->impl_->blocks->touch(r, token_, frame_.frame);
+    unpublished_.push_back(BlockTable::key(r.id, r.gen));
     KvBlock b;
     b.id = r.id;
     b.generation = r.gen;
     b.view = im->map.subspan(offset, bytes);
-    b.shared = !r.writable_by(id_);
+    b.shared = !r.writable_by(token_);
     if (!b.shared) b.data = im->map.subspan(offset, bytes);
     b.bank = DRM_VREX_BANK_NONE;
     b.handle = r.handle;

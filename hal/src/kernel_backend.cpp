@@ -228,28 +228,37 @@ std::error_code KernelBackend::stream_create(drm_vrex_stream_create& args)
     return ioctl(DRM_IOCTL_VREX_STREAM_CREATE, &args);
 }
 
-void KernelBackend::drop_block(std::uint32_t block)
+void KernelBackend::drop_block(std::uint32_t block, std::uint32_t stream, std::uint32_t handle)
 {
-    auto it = blocks_.find(block);
-    if (it == blocks_.end())
+    auto [first, last] = blocks_.equal_range(block);
+    for (auto it = first; it != last; ++it) {
+        if (it->second.stream != stream || it->second.handle != handle)
+            continue;
+        auto bo = bos_.find(it->second.handle);
+        if (bo != bos_.end() && bo->second.live_blocks)
+            bo->second.live_blocks--;
+        blocks_.erase(it);
         return;
-    auto bo = bos_.find(it->second.handle);
-    if (bo != bos_.end() && bo->second.live_blocks)
-        bo->second.live_blocks--;
-    blocks_.erase(it);
+    }
 }
 
 std::error_code KernelBackend::stream_destroy(std::uint32_t stream)
 {
     drm_vrex_stream_destroy args{stream, 0};
+    // Held across the ioctl: the driver may give the id to a stream created right after it, and
+    // that stream's blocks (inserted under mu_) must not be taken for this one's below.
+    std::lock_guard lock(mu_);
     if (auto ec = ioctl(DRM_IOCTL_VREX_STREAM_DESTROY, &args))
         return ec;
     // The driver released the stream's blocks with it.
-    std::lock_guard lock(mu_);
     for (auto it = blocks_.begin(); it != blocks_.end();) {
         const auto next = std::next(it);
-        if (it->second.stream == stream)
-            drop_block(it->first);
+        if (it->second.stream == stream) {
+            auto bo = bos_.find(it->second.handle);
+            if (bo != bos_.end() && bo->second.live_blocks)
+                bo->second.live_blocks--;
+            blocks_.erase(it);
+        }
         it = next;
     }
     return {};
@@ -276,7 +285,7 @@ std::error_code KernelBackend::shie_insert(std::uint32_t stream, std::span<drm_v
     for (const drm_vrex_shie_insert_item& it : items) {
         if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS))
             continue;
-        blocks_[it.block] = Block{stream, it.handle};
+        blocks_.emplace(it.block, Block{stream, it.handle});
         if (auto bo = bos_.find(it.handle); bo != bos_.end())
             bo->second.live_blocks++;
     }
@@ -314,7 +323,7 @@ std::error_code KernelBackend::shie_retire(std::uint32_t stream, std::span<const
         return ec;
     released_count = r.released_cap;
     for (std::uint32_t i = 0; i < released_count && i < released.size(); i++)
-        drop_block(released[i].block);
+        drop_block(released[i].block, stream, released[i].handle);
     return {};
 }
 

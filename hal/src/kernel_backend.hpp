@@ -86,7 +86,9 @@ private:
     // drmIoctl with errno -> error_code; ENODEV marks the device lost.
     std::error_code ioctl(unsigned long request, void* arg);
     std::error_code lost_or(int err);
-    void drop_block(std::uint32_t block);
+    // Forgets the incarnation of @block that @stream inserted into @handle (ids are recycled: a
+    // release record may arrive after another stream got the same id).
+    void drop_block(std::uint32_t block, std::uint32_t stream, std::uint32_t handle);
 
     int fd_;
     std::string node_;
@@ -94,7 +96,7 @@ private:
     std::atomic<bool> lost_{false};
     std::mutex mu_;  // bos_, blocks_, read_events()
     std::map<std::uint32_t, Bo> bos_;
-    std::map<std::uint32_t, Block> blocks_;
+    std::multimap<std::uint32_t, Block> blocks_;
 };
 
 const BackendFactory& kernel_backend_factory();

@@ -4,13 +4,16 @@
 // new slab once the allocator holds at least a slab's worth of free slots outside the group; a new
 // slab goes to the group if it has room, else to any bank (a fallback). A slab whose last block is
 // freed is destroyed unless it is one of the spare_slabs empty slabs kept against churn.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
 
 #include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace vrex {
 namespace {
@@ -57,6 +60,17 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
                          " bytes does not fit a bank of " + std::to_string(bank) +
                          " bytes (valid: blocks up to the bank size; fewer " +
                          "tokens_per_block, or a device with larger banks, e.g. emu_bank_size)"};
+    if (opts.fixed_pool_blocks) {
+        if (opts.fixed_pool_blocks > fit)
+            return Error{lost_or(*device, std::make_error_code(std::errc::invalid_argument)),
+                         "create KV allocator: fixed_pool_blocks " + std::to_string(opts.fixed_pool_blocks) +
+                             " blocks of " + std::to_string(*bytes) + " bytes do not fit one bank of " +
+                             std::to_string(bank) + " bytes (1.." + std::to_string(fit) +
+                             ")"};
+        // The pool is the only "slab": its size, so placement and statistics treat it as one.
+        opts.blocks_per_slab = opts.fixed_pool_blocks;
+        opts.spare_slabs = 1;
+    }
     if (opts.blocks_per_slab == 0)
         opts.blocks_per_slab =
             static_cast<std::uint32_t>(std::min<std::uint64_t>(kDefaultBlocksPerSlab, fit));
@@ -68,7 +82,73 @@ Result<std::shared_ptr<KvAllocator>> KvAllocator::create(std::shared_ptr<Device>
                          std::to_string(fit) + ")"};
     // Nothing else here reaches the device: an allocator on a lost device is refused now, not later.
     if (auto ec = lost_or(*device, {})) return ec;
-    return std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, opts);
+    auto a = std::make_shared<KvAllocator>(Key{}, std::move(device), geometry, *bytes, opts);
+    if (opts.fixed_pool_blocks)
+        if (auto r = a->reserve_pool(); !r) return r.error_info().within("create KV allocator");
+    return a;
+}
+
+Result<void> KvAllocator::reserve_pool() {
+    std::lock_guard lock(impl_->mu);
+    const std::uint32_t nbanks = device_->info().bank_count;
+    auto p = new_slab_slot(nbanks >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << nbanks) - 1);
+    if (!p)
+        return Error{p.error(), "reserve fixed KV pool of " + std::to_string(options_.fixed_pool_blocks) +
+                                    " blocks (" + std::to_string(block_bytes_ * options_.fixed_pool_blocks) +
+                                    " bytes)"};
+    // new_slab_slot() handed out slot 0: the pool starts empty.
+    Impl::Slab& s = impl_->slabs.back();
+    s.free_slots.push_back(0);
+    s.fixed = true;
+    impl_->fixed_pool = true;
+    return {};
+}
+
+Result<KvPool> KvAllocator::pool() {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->fixed_pool)
+        return Error{std::make_error_code(std::errc::no_such_file_or_directory),
+                     "KV pool: this allocator takes memory in slabs (AllocatorOptions::fixed_pool_blocks 0)"};
+    const Impl::Slab& s = impl_->slabs.front();
+    return KvPool{s.handle, s.bank, options_.fixed_pool_blocks, block_bytes_,
+                  block_bytes_ * options_.fixed_pool_blocks};
+}
+
+Result<int> KvAllocator::export_pool_dmabuf() {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->fixed_pool)
+        return Error{
+            lost_or(*device_, std::make_error_code(std::errc::no_such_file_or_directory)),
+            "export KV pool: this allocator takes memory in slabs (AllocatorOptions::fixed_pool_blocks 0)"};
+    Impl::Slab& s = impl_->slabs.front();
+    if (s.dmabuf < 0) {
+        auto fd = backend_of(*device_).bo_export_dmabuf(s.handle);
+        if (!fd)
+            return Error{fd.error(), "PRIME export of the KV pool (BO " + std::to_string(s.handle) + ")"};
+        s.dmabuf = *fd;
+    }
+    const int dup = ::fcntl(s.dmabuf, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0)
+        return Error{std::error_code(errno, std::generic_category()), "dup of the KV pool's dma-buf"};
+    return dup;
+}
+
+Result<std::uint32_t> KvAllocator::pool_index(const KvBlock& block) {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->fixed_pool)
+        return Error{
+            std::make_error_code(std::errc::no_such_file_or_directory),
+            "pool index: this allocator takes memory in slabs (AllocatorOptions::fixed_pool_blocks 0)"};
+    const BlockRec* r = impl_->blocks->find(block.id, block.generation);
+    if (!r)
+        return Error{errc::stale_handle, "pool index of block (id " + std::to_string(block.id) +
+                                             ", generation " + std::to_string(block.generation) + ")"};
+    const Impl::Slab& s = impl_->slabs.front();
+    if (r->handle != s.handle)
+        return Error{std::make_error_code(std::errc::invalid_argument),
+                     "pool index: block (id " + std::to_string(block.id) + ") is in BO " +
+                         std::to_string(r->handle) + ", the pool is BO " + std::to_string(s.handle)};
+    return static_cast<std::uint32_t>(r->offset / block_bytes_);
 }
 
 KvAllocator::~KvAllocator() {
@@ -91,10 +171,16 @@ Result<std::unique_ptr<Stream>> KvAllocator::create_stream(const StreamOptions& 
     if (auto ec = backend_of(*device_).stream_create(a))
         return Error{ec, options.pooled ? "create stream (pool " + std::to_string(options.pool) + ")"
                                         : "create stream"};
-    return std::make_unique<Stream>(Stream::Key{}, shared_from_this(), a.stream);
+    auto s = std::make_unique<Stream>(Stream::Key{}, shared_from_this(), a.stream);
+    s->impl_->publish_at_end_frame_ = options.publish_at_end_frame;
+    return s;
 }
 
 Result<KvAllocator::Placement> KvAllocator::new_slab_slot(std::uint64_t bank_mask) {
+    // The fixed pool is all the memory there is: full means full.
+    if (impl_->fixed_pool)
+        return Error{std::make_error_code(std::errc::no_space_on_device),
+                     "fixed KV pool of " + std::to_string(options_.fixed_pool_blocks) + " blocks full"};
     Backend& be = backend_of(*device_);
     drm_vrex_bo_create a{};
     a.size = block_bytes_ * options_.blocks_per_slab;
@@ -160,6 +246,12 @@ Result<KvAllocator::Placement> KvAllocator::take_slot(std::uint32_t bank_first, 
         return p;
     };
 
+    if (impl_->fixed_pool) {  // one bank: no group to prefer, and no fallback to count
+        Impl::Slab& pool = impl_->slabs.front();
+        if (!pool.free_slots.empty()) return account(from_slab(pool), false);
+        return Error{std::make_error_code(std::errc::no_space_on_device),
+                     "fixed KV pool of " + std::to_string(options_.fixed_pool_blocks) + " blocks full"};
+    }
     if (Impl::Slab* s = fullest(true)) return account(from_slab(*s), false);
     // The group is full. Free slots stranded in other groups are taken before a new slab once they
     // add up to a slab: the memory held beyond the live blocks stays below about two slabs, and
@@ -206,7 +298,7 @@ void KvAllocator::give_slot_locked(std::uint32_t handle, std::uint64_t offset) {
         std::sort(s.free_slots.begin(), s.free_slots.end(), std::greater<>());
         impl_->stats.banks[s.bank].resident_blocks--;
         impl_->stats.banks[s.bank].resident_bytes -= block_bytes_;
-        if (s.free_slots.size() < options_.blocks_per_slab) return;
+        if (s.fixed || s.free_slots.size() < options_.blocks_per_slab) return;
         const auto empty = std::count_if(impl_->slabs.begin(), impl_->slabs.end(), [&](const Impl::Slab& e) {
             return e.free_slots.size() == options_.blocks_per_slab;
         });

@@ -25,6 +25,7 @@ struct VREX_LOCAL KvAllocator::Impl {
         // closed with the slab; every export hands out a dup of it (one buffer per slab).
         int dmabuf = -1;
         std::uint32_t segment_blocks = 0;  // held by segments (their placement packs them)
+        bool fixed = false;                // the fixed pool: never destroyed before the allocator
     };
 
     // Engine-owned memory (KvAllocator::import_memory): one record per GEM handle, holding one
@@ -37,6 +38,12 @@ struct VREX_LOCAL KvAllocator::Impl {
         std::uint32_t users = 0;   // ImportedMemory objects
         std::uint32_t blocks = 0;  // BlockRecs pointing into it
     };
+
+    Slab* find_slab(std::uint32_t handle) {
+        for (Slab& sl : slabs)
+            if (sl.handle == handle) return &sl;
+        return nullptr;
+    }
 
     Import* find_import(std::uint32_t handle) {
         for (Import& i : imports)
@@ -59,8 +66,11 @@ struct VREX_LOCAL KvAllocator::Impl {
         }
     }
 
-    std::mutex mu;  // slabs, stats, blocks, imports
+    std::mutex mu;                        // slabs, stats, blocks, imports, next_stream_token
+    std::uint64_t next_stream_token = 0;  // Stream incarnations (BlockRec::owner_token)
     std::vector<Slab> slabs;
+    // AllocatorOptions::fixed_pool_blocks > 0: slabs holds exactly the pool and never grows.
+    bool fixed_pool = false;
     std::vector<Import> imports;
     Stats stats;
     std::unique_ptr<BlockTable> blocks;  // generations and references (block_table.hpp)

@@ -50,7 +50,7 @@ KvBlock SegmentOps::block_locked(KvAllocator& a, const BlockRec& r) {
     b.generation = r.gen;
     if (auto p = a.view_locked(r.handle, r.offset)) {
         b.view = p->data;
-        b.shared = !r.writable_by(r.owner);
+        b.shared = !r.writable_by(r.owner_token);
         if (!b.shared) b.data = p->data;
     }
     b.bank = r.bank;
@@ -140,6 +140,7 @@ Result<Segment> SegmentOps::open(const std::shared_ptr<KvAllocator>& a, const St
     if (auto ec = lost_or(a->device(), {})) return ec;
     auto st = std::make_shared<SegmentState>();
     st->stream = s.id();
+    st->token = s.impl_->token_;
     st->owner = &s;
     st->kind = kind;
     st->first_position = first_position;
@@ -209,9 +210,7 @@ Result<std::vector<KvBlock>> SegmentOps::append(KvAllocator& a, SegmentState& st
         } else {
             id = reg.next_id++;
         }
-        BlockRec& r = im.blocks->add(id, p.handle, p.offset, p.bank, st.stream);
-        r.device_live = false;
-        r.segment = true;
+        BlockRec& r = im.blocks->add(id, p.handle, p.offset, p.bank, st.stream, st.token, true);
         r.first_token = static_cast<std::uint32_t>(pos);
         r.token_count = static_cast<std::uint32_t>(std::min<std::uint64_t>(per, left));
         pos += r.token_count;
@@ -309,11 +308,12 @@ void SegmentOps::close(KvAllocator& a, SegmentState& st, const char* why) {
     close_locked(a, st, why);
 }
 
-void SegmentOps::close_stream_locked(KvAllocator& a, std::uint32_t stream) {
-    // close_locked() edits the registry: walk a copy.
+void SegmentOps::close_stream_locked(KvAllocator& a, std::uint64_t token) {
+    // close_locked() edits the registry: walk a copy. By incarnation: the device may already have
+    // given the stream's id to a new stream with segments of its own.
     const auto open = a.impl_->segments.open;
     for (const auto& st : open)
-        if (st->stream == stream) close_locked(a, *st, "its stream was destroyed");
+        if (st->token == token) close_locked(a, *st, "its stream was destroyed");
 }
 
 // ---- Segment -------------------------------------------------------------------------------------

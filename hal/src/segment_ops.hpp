@@ -17,6 +17,7 @@ namespace vrex {
 struct SegmentState {
     std::uint32_t serial = 0;  // allocator-wide number, for messages
     std::uint32_t stream = 0;  // device id of the stream it belongs to
+    std::uint64_t token = 0;   // that stream's incarnation (Stream::Impl::token_)
     // The stream, for its current bank group (placement); nullptr once the stream is gone.
     const Stream* owner = nullptr;
     SegmentKind kind = SegmentKind::prompt;
@@ -51,7 +52,7 @@ struct SegmentOps {
     static Result<std::vector<KvBlock>> blocks(KvAllocator& a, const SegmentState& st);
     static void close(KvAllocator& a, SegmentState& st, const char* why);
     // A stream's destruction: closes its segments.
-    static void close_stream_locked(KvAllocator& a, std::uint32_t stream);
+    static void close_stream_locked(KvAllocator& a, std::uint64_t token);
 
   private:
     // Drops the segment's reference of blocks [from, end); the released blocks are appended to @out.

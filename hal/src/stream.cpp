@@ -20,6 +20,8 @@ std::error_code item_error(std::int32_t result) {
 
 // Segment blocks (segment.cpp) have no SHIE entry and their positions follow the segment.
 constexpr const char* kSegmentBlock = "is a segment block (Segment::truncate or close releases it)";
+// Another stream's block before its owner published it (docs/hal.md "Concurrency and publication").
+constexpr const char* kUnpublished = "is another stream's block and not published yet";
 
 }  // namespace
 
@@ -40,24 +42,31 @@ struct Stream::Impl::State {
 };
 
 Stream::Impl::Impl(std::shared_ptr<KvAllocator> alloc, std::uint32_t id)
-    : alloc_(std::move(alloc)), id_(id), st_(std::make_unique<State>()) {}
+    : alloc_(std::move(alloc)),
+      id_(id),
+      token_([this] {
+          std::lock_guard lock(alloc_->impl_->mu);
+          return ++alloc_->impl_->next_stream_token;
+      }()),
+      st_(std::make_unique<State>()) {}
 
 Stream::Impl::~Impl() {
     Backend& be = backend_of(alloc_->device());
     // Closing the stream releases its blocks on the device. Their memory returns to the allocator
     // unless another stream still references it; this stream's own references go now.
+    //
+    // The device first: once it dropped the entries, no lookup can find these blocks, and only then
+    // may their slots go back. From that moment the device may give id_ to a stream created on
+    // another thread, so what follows names this stream by its incarnation (token_), never by id_:
+    // the new stream's blocks and segments are not this stream's.
     (void)be.stream_destroy(id_);
     {
         std::lock_guard lock(alloc_->impl_->mu);
         BlockTable& t = *alloc_->impl_->blocks;
-        SegmentOps::close_stream_locked(*alloc_, id_);
-        std::vector<std::uint64_t> touched;
-        t.for_each([&](BlockRec& r) {
-            if (r.owner == id_ && r.device_live) {
-                r.device_live = false;
-                touched.push_back(BlockTable::key(r.id, r.gen));
-            }
-        });
+        SegmentOps::close_stream_locked(*alloc_, token_);
+        std::vector<std::uint64_t> touched = t.owned_live_keys(token_);
+        for (std::uint64_t k : touched)
+            if (BlockRec* r = t.find(k)) t.set_dead(*r);
         for (std::uint64_t k : st_->holds)
             if (BlockRec* r = t.find(k)) {
                 r->holds--;
@@ -66,7 +75,7 @@ Stream::Impl::~Impl() {
         for (const auto& [k, n] : st_->pins)
             if (BlockRec* r = t.find(k)) {
                 r->pins -= n;
-                if (r->owner != id_) r->foreign_pins -= n;
+                if (r->owner_token != token_) r->foreign_pins -= n;
                 touched.push_back(k);
             }
         for (std::uint64_t k : touched)
@@ -145,7 +154,7 @@ Result<FrameInfo> Stream::Impl::do_begin_frame(const LumaView& luma) {
 
 namespace {
 
-KvBlock make_block(const BlockRec& r, std::span<std::byte> mem, std::uint32_t stream, std::uint32_t frame,
+KvBlock make_block(const BlockRec& r, std::span<std::byte> mem, std::uint64_t stream, std::uint32_t frame,
                    std::uint32_t region) {
     KvBlock b;
     b.id = r.id;
@@ -170,7 +179,7 @@ Result<std::vector<drm_vrex_released_block>> Stream::Impl::retire(std::span<cons
     std::size_t room;
     {
         std::lock_guard lock(alloc_->impl_->mu);
-        room = alloc_->impl_->blocks->owned_live(id_) + 16;
+        room = alloc_->impl_->blocks->owned_live(token_) + 16;
     }
     const std::size_t max_batch = std::max<std::uint32_t>(1, alloc_->device().info().max_batch);
     std::vector<drm_vrex_released_block> out;
@@ -203,18 +212,15 @@ void Stream::Impl::apply_releases(std::span<const drm_vrex_released_block> recs,
         std::lock_guard lock(alloc_->impl_->mu);
         BlockTable& t = *alloc_->impl_->blocks;
         // Is the slot at (handle, offset) free already, or does a block of the table sit there?
+        // (The slab's own free list, then the table's slot index: no scan of all records.)
         auto slot_accounted_locked = [&](std::uint32_t handle, std::uint64_t offset) {
-            for (const auto& slab : alloc_->impl_->slabs)
-                if (slab.handle == handle) {
-                    const auto slot = static_cast<std::uint32_t>(offset / alloc_->block_bytes());
-                    if (std::find(slab.free_slots.begin(), slab.free_slots.end(), slot) !=
-                        slab.free_slots.end())
-                        return true;
-                }
-            bool taken = false;
-            t.for_each(
-                [&](const BlockRec& r) { taken = taken || (r.handle == handle && r.offset == offset); });
-            return taken;
+            if (const auto* slab = alloc_->impl_->find_slab(handle)) {
+                const auto slot = static_cast<std::uint32_t>(offset / alloc_->block_bytes());
+                if (std::find(slab->free_slots.begin(), slab->free_slots.end(), slot) !=
+                    slab->free_slots.end())
+                    return true;
+            }
+            return t.slot_taken(handle, offset);
         };
         for (const drm_vrex_released_block& d : recs) {
             auto& pend = st_->pending_release;
@@ -230,9 +236,12 @@ void Stream::Impl::apply_releases(std::span<const drm_vrex_released_block> recs,
             rb.reason = d.reason == DRM_VREX_RELEASE_ZOMBIE ? ReleaseReason::zombie
                         : pressure                          ? ReleaseReason::pressure
                                                             : ReleaseReason::removed;
-            BlockRec* r = t.live(d.block);
-            if (r && r->handle == d.handle && r->offset == d.offset) {
-                r->device_live = false;
+            // This stream's incarnation of the block at that memory: a record of another stream
+            // with the same (recycled) id is never the one released here.
+            BlockRec* r = t.on_device(d.block, d.handle, d.offset);
+            if (r && r->owner_token != token_) r = nullptr;
+            if (r) {
+                t.set_dead(*r);
                 rb.generation = r->gen;
                 rb.bank = r->bank;
                 const bool imported = r->imported;  // engine-owned memory: never freed by vrex
@@ -303,7 +312,7 @@ Result<bool> Stream::Impl::evict_one() {
     std::optional<std::uint32_t> victim;
     {
         std::lock_guard lock(alloc_->impl_->mu);
-        victim = alloc_->impl_->blocks->lru_victim(id_, frame_.frame);
+        victim = alloc_->impl_->blocks->lru_victim(token_, frame_.frame);
     }
     if (!victim) return false;
     const std::uint32_t v[1] = {*victim};
@@ -391,9 +400,10 @@ Result<std::vector<KvBlock>> Stream::Impl::do_allocate_batch(std::span<const std
     std::lock_guard lock(alloc_->impl_->mu);
     for (std::size_t i = 0; i < done.size(); i++) {
         const auto& p = done_places[i];
-        BlockRec& r = alloc_->impl_->blocks->add(done[i].block, p.handle, p.offset, p.bank, id_);
-        alloc_->impl_->blocks->touch(r, id_, frame_.frame);
-        out.push_back(make_block(r, p.data, id_, frame, done[i].region));
+        BlockRec& r = alloc_->impl_->blocks->add(done[i].block, p.handle, p.offset, p.bank, id_, token_);
+        alloc_->impl_->blocks->touch(r, token_, frame_.frame);
+        unpublished_.push_back(BlockTable::key(r.id, r.gen));
+        out.push_back(make_block(r, p.data, token_, frame, done[i].region));
     }
     return out;
 }
@@ -405,6 +415,8 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
         const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
         if (r && r->segment) return Error{std::errc::invalid_argument, kSegmentBlock};
         if (!r || !r->device_live) return errc::stale_handle;
+        if (!r->visible_to(token_))
+            return Error{local_error(std::make_error_code(std::errc::operation_not_permitted)), kUnpublished};
     }
     drm_vrex_shie_insert_item it{};
     it.fp[0] = frame_.fp.w[0];
@@ -422,21 +434,24 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
     std::lock_guard lock(alloc_->impl_->mu);
     const std::uint64_t key = BlockTable::key(block.id, block.generation);
     if (BlockRec* r = alloc_->impl_->blocks->find(key)) {
-        alloc_->impl_->blocks->touch(*r, id_, frame_.frame);
-        if (r->owner != id_ && st_->holds.insert(key).second) r->holds++;
+        alloc_->impl_->blocks->touch(*r, token_, frame_.frame);
+        if (r->owner_token != token_ && st_->holds.insert(key).second) r->holds++;
     }
     return {};
 }
 
-std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_lookup_item& it) {
+std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_lookup_item& it,
+                                                       std::uint64_t births) {
     std::lock_guard lock(alloc_->impl_->mu);
-    BlockRec* r = alloc_->impl_->blocks->live(it.block);
-    if (!r || r->handle != it.handle || r->offset != it.offset) return std::nullopt;
+    BlockRec* r = alloc_->impl_->blocks->on_device(it.block, it.handle, it.offset);
+    // Born after the lookup started: possibly a new incarnation of the id at the memory the found
+    // one had (released and reallocated meanwhile). A miss is always safe; another block never is.
+    if (!r || r->born > births || !r->visible_to(token_)) return std::nullopt;
     auto p = alloc_->view_locked(r->handle, r->offset);
     if (!p) return std::nullopt;
-    alloc_->impl_->blocks->touch(*r, id_, frame_.frame);
-    if (r->owner != id_ && st_->holds.insert(BlockTable::key(r->id, r->gen)).second) r->holds++;
-    return make_block(*r, p->data, id_, it.frame, it.region);
+    alloc_->impl_->blocks->touch(*r, token_, frame_.frame);
+    if (r->owner_token != token_ && st_->holds.insert(BlockTable::key(r->id, r->gen)).second) r->holds++;
+    return make_block(*r, p->data, token_, it.frame, it.region);
 }
 
 Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Query> queries) {
@@ -466,12 +481,17 @@ Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Q
                            (q.past_only ? DRM_VREX_LOOKUP_PAST_ONLY : 0u);
             }
         }
+        std::uint64_t births;
+        {
+            std::lock_guard lock(alloc_->impl_->mu);
+            births = alloc_->impl_->blocks->births();
+        }
         if (auto ec = backend_of(alloc_->device()).shie_lookup(id_, items)) return ec;
         for (drm_vrex_shie_lookup_item& it : items) {
             std::optional<KvBlock> blk;
             if (it.hit_flags & DRM_VREX_HIT) {
-                blk = block_from_lookup(it);
-                if (!blk)  // released on its owner's thread since the lookup: a miss
+                blk = block_from_lookup(it, births);
+                if (!blk)  // not (or no longer) a block this stream may see: a miss
                     it.hit_flags = 0;
             }
             alloc_->count_lookup(it.hit_flags & DRM_VREX_HIT, it.hit_flags & DRM_VREX_HIT_APPROX);
@@ -509,9 +529,9 @@ Result<void> Stream::Impl::do_release(std::span<const KvBlock> blocks) {
             if (r && r->segment)
                 return Error{local_error(std::make_error_code(std::errc::invalid_argument)),
                              which(i) + " " + kSegmentBlock};
-            if (!r || (r->owner == id_ && !r->device_live))
+            if (!r || (r->owner_token == token_ && !r->device_live))
                 return Error{local_error(errc::stale_handle), which(i)};
-            if (r->owner == id_) {
+            if (r->owner_token == token_) {
                 if (!in_frame_)
                     return Error{local_error(errc::not_in_frame), which(i) + " is owned by this stream"};
                 owned.push_back(blocks[i].id);
@@ -542,13 +562,45 @@ Result<void> Stream::Impl::do_release(std::span<const KvBlock> blocks) {
     return {};
 }
 
+Result<void> Stream::Impl::do_publish(std::span<const KvBlock> blocks) {
+    auto which = [&](std::size_t i) {
+        const KvBlock& b = blocks[i];
+        return (blocks.size() > 1 ? "block " + std::to_string(i) + " " : std::string("block ")) + "(id " +
+               std::to_string(b.id) + ", generation " + std::to_string(b.generation) + ")";
+    };
+    std::lock_guard lock(alloc_->impl_->mu);
+    BlockTable& t = *alloc_->impl_->blocks;
+    // All or nothing: every handle is checked before any block becomes visible.
+    for (std::size_t i = 0; i < blocks.size(); i++) {
+        const BlockRec* r = t.find(blocks[i].id, blocks[i].generation);
+        if (r && r->segment)
+            return Error{local_error(std::make_error_code(std::errc::invalid_argument)),
+                         which(i) + " " + kSegmentBlock};
+        if (!r || (!r->device_live && !r->published)) return Error{local_error(errc::stale_handle), which(i)};
+        if (r->owner_token != token_)
+            return Error{local_error(std::make_error_code(std::errc::operation_not_permitted)),
+                         which(i) + " is owned by stream " + std::to_string(r->owner) + ", not this one"};
+    }
+    if (auto ec = local_error({})) return ec;
+    // The lock orders the owner's writes before every reader's view: readers take it to find the
+    // block (block_from_lookup) and see the flag set.
+    for (const KvBlock& b : blocks) t.find(b.id, b.generation)->published = true;
+    if (unpublished_.size() > 64) {  // explicit publishing only: forget what is published or gone
+        std::erase_if(unpublished_, [&](std::uint64_t k) {
+            const BlockRec* r = t.find(k);
+            return !r || r->published || !r->device_live;
+        });
+    }
+    return {};
+}
+
 Result<void> Stream::Impl::do_set_positions(const KvBlock& block, std::uint32_t first_token,
                                             std::uint32_t token_count) {
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
     if (!r) return errc::stale_handle;
     if (r->segment) return Error{std::errc::invalid_argument, kSegmentBlock};
-    if (r->owner != id_) return std::make_error_code(std::errc::operation_not_permitted);
+    if (r->owner_token != token_) return std::make_error_code(std::errc::operation_not_permitted);
     if (token_count > alloc_->geometry_.tokens_per_block)
         return std::make_error_code(std::errc::invalid_argument);
     r->first_token = first_token;
@@ -561,8 +613,10 @@ Result<void> Stream::Impl::do_pin(const KvBlock& block) {
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->find(key);
     if (!r) return errc::stale_handle;
+    if (!r->visible_to(token_))
+        return Error{local_error(std::make_error_code(std::errc::operation_not_permitted)), kUnpublished};
     r->pins++;
-    r->foreign_pins += r->owner != id_;
+    r->foreign_pins += r->owner_token != token_;
     st_->pins[key]++;
     return {};
 }
@@ -576,7 +630,7 @@ Result<void> Stream::Impl::do_unpin(const KvBlock& block) {
     BlockRec* r = alloc_->impl_->blocks->find(key);
     if (r) {  // always: a pin keeps the record
         r->pins--;
-        r->foreign_pins -= r->owner != id_;
+        r->foreign_pins -= r->owner_token != token_;
         (void)alloc_->free_if_unreferenced_locked(*r);
     }
     return {};
@@ -592,13 +646,16 @@ Result<KvBlock> Stream::Impl::do_copy_on_write(const KvBlock& block, std::uint32
         if (!r) return local_error(errc::stale_handle);
         if (r->segment)
             return Error{local_error(std::make_error_code(std::errc::invalid_argument)), kSegmentBlock};
+        if (!r->visible_to(token_))
+            return Error{local_error(std::make_error_code(std::errc::operation_not_permitted)), kUnpublished};
         auto p = alloc_->view_locked(r->handle, r->offset);
         if (!p) return local_error(errc::stale_handle);
-        if (r->writable_by(id_)) return make_block(*r, p->data, id_, block.frame, block.region);
+        if (r->writable_by(token_)) return make_block(*r, p->data, token_, block.frame, block.region);
+        // Another stream's block, or a published one: read-only, so the copy reads stable bytes.
         src = p->data;
         // The source must outlive the copy even if its owner releases it meanwhile.
         r->pins++;
-        r->foreign_pins += r->owner != id_;
+        r->foreign_pins += r->owner_token != token_;
     }
     const std::uint32_t regions[1] = {region};
     auto batch = do_allocate_batch(regions, frame_offset);
@@ -607,7 +664,7 @@ Result<KvBlock> Stream::Impl::do_copy_on_write(const KvBlock& block, std::uint32
     std::lock_guard lock(alloc_->impl_->mu);
     if (BlockRec* r = alloc_->impl_->blocks->find(key)) {
         r->pins--;
-        r->foreign_pins -= r->owner != id_;
+        r->foreign_pins -= r->owner_token != token_;
         (void)alloc_->free_if_unreferenced_locked(*r);
     }
     return copy;
@@ -622,8 +679,19 @@ Result<FrameEnd> Stream::Impl::do_end_frame() {
     in_frame_ = false;
     apply_releases(*recs, false);
     {
-        // The references this stream took on other streams' blocks during the frame end here.
         std::lock_guard lock(alloc_->impl_->mu);
+        if (publish_at_end_frame_) {
+            // The engine wrote the frame's KV by now (StreamOptions::publish_at_end_frame).
+            for (std::uint64_t k : unpublished_)
+                if (BlockRec* r = alloc_->impl_->blocks->find(k); r && r->device_live) r->published = true;
+            unpublished_.clear();
+        } else {  // what was published or released meanwhile
+            std::erase_if(unpublished_, [&](std::uint64_t k) {
+                const BlockRec* r = alloc_->impl_->blocks->find(k);
+                return !r || r->published || !r->device_live;
+            });
+        }
+        // The references this stream took on other streams' blocks during the frame end here.
         for (std::uint64_t k : st_->holds)
             if (BlockRec* r = alloc_->impl_->blocks->find(k)) {
                 r->holds--;
@@ -644,15 +712,16 @@ Result<int> Stream::Impl::do_export_dmabuf(const KvBlock& block) {
     std::lock_guard lock(alloc_->impl_->mu);
     const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
     if (!r) return local_error(errc::stale_handle);
+    if (!r->visible_to(token_))
+        return Error{local_error(std::make_error_code(std::errc::operation_not_permitted)), kUnpublished};
     if (const auto* im = alloc_->impl_->find_import(r->handle)) {  // the engine's own buffer
         const int dup = ::fcntl(im->dmabuf, F_DUPFD_CLOEXEC, 0);
-        if (dup < 0) return Error{std::error_code(errno, std::generic_category()), "dup of the imported dma-buf"};
+        if (dup < 0)
+            return Error{std::error_code(errno, std::generic_category()), "dup of the imported dma-buf"};
         return dup;
     }
-    auto& slabs = alloc_->impl_->slabs;
-    auto slab =
-        std::find_if(slabs.begin(), slabs.end(), [&](const auto& s) { return s.handle == r->handle; });
-    if (slab == slabs.end()) return local_error(errc::stale_handle);
+    auto* slab = alloc_->impl_->find_slab(r->handle);
+    if (!slab) return local_error(errc::stale_handle);
     if (slab->dmabuf < 0) {
         auto fd = backend_of(alloc_->device()).bo_export_dmabuf(slab->handle);
         if (!fd) return Error{fd.error(), "PRIME export of slab " + std::to_string(slab->handle)};

@@ -87,6 +87,16 @@ Result<void> Stream::release_batch(std::span<const KvBlock> blocks) {
     });
 }
 
+Result<void> Stream::publish(const KvBlock& block) {
+    return in_context(impl_->do_publish(std::span(&block, 1)), [&] { return impl_->where("publish"); });
+}
+
+Result<void> Stream::publish_batch(std::span<const KvBlock> blocks) {
+    return in_context(impl_->do_publish(blocks), [&] {
+        return impl_->where("publish batch of " + std::to_string(blocks.size()) + " blocks");
+    });
+}
+
 Result<void> Stream::set_positions(const KvBlock& block, std::uint32_t first_token,
                                    std::uint32_t token_count) {
     return in_context(impl_->do_set_positions(block, first_token, token_count), [&] {

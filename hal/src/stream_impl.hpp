@@ -33,6 +33,7 @@ struct VREX_LOCAL Stream::Impl {
     Result<void> do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset);
     Result<std::vector<Retrieval>> do_retrieve_batch(std::span<const Query> queries);
     Result<void> do_release(std::span<const KvBlock> blocks);
+    Result<void> do_publish(std::span<const KvBlock> blocks);
     Result<void> do_set_positions(const KvBlock& block, std::uint32_t first_token, std::uint32_t token_count);
     Result<void> do_pin(const KvBlock& block);
     Result<void> do_unpin(const KvBlock& block);
@@ -52,9 +53,12 @@ struct VREX_LOCAL Stream::Impl {
     FrameInfo enter_frame(const drm_vrex_frame_submit& f);
     // A failure decided without the device: device_lost instead when the device is gone.
     std::error_code local_error(std::error_code ec);
-    // The block a lookup hit, with a reference when another stream owns it; nullopt when the block
-    // went between the lookup and the reference (a concurrent release on its owner's thread).
-    std::optional<KvBlock> block_from_lookup(const drm_vrex_shie_lookup_item& it);
+    // The block a lookup hit, with a reference when another stream owns it; nullopt (a miss) when
+    // the incarnation the device found is not one the table knew before the lookup started
+    // (@births: BlockTable::births() read before it), when it went between the lookup and the
+    // reference (a concurrent release on its owner's thread), or when it is another stream's and
+    // not published.
+    std::optional<KvBlock> block_from_lookup(const drm_vrex_shie_lookup_item& it, std::uint64_t births);
     // DRM_VREX_SHIE_RETIRE of @remove (plus the stream's zombies); the device's release records.
     Result<std::vector<drm_vrex_released_block>> retire(std::span<const std::uint32_t> remove);
     // Applies device release records: references dropped, memory freed, released_ extended,
@@ -67,6 +71,13 @@ struct VREX_LOCAL Stream::Impl {
 
     std::shared_ptr<KvAllocator> alloc_;
     std::uint32_t id_;
+    // This stream's incarnation: unique for the allocator's lifetime, unlike the device's stream id,
+    // which a stream created after this one's destruction may get.
+    std::uint64_t token_;
+    bool publish_at_end_frame_ = true;  // StreamOptions::publish_at_end_frame
+    // Blocks this stream made and has not published (BlockTable keys): end_frame() publishes them
+    // with publish_at_end_frame_.
+    std::vector<std::uint64_t> unpublished_;
     bool in_frame_ = false;
     FrameInfo frame_;
     std::uint32_t staging_handle_ = 0;

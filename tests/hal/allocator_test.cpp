@@ -113,8 +113,9 @@ TEST_P(Allocator, FrameAllocateRetrieveRoundTrip) {
     EXPECT_FALSE(t->approximate);
     EXPECT_EQ(t->block.id, b->id);
     EXPECT_EQ(t->block.frame, f->frame);
-    ASSERT_EQ(t->block.data.size(), 16384u);
-    EXPECT_EQ(static_cast<unsigned char>(t->block.data[100]), 0x42) << "same memory";
+    ASSERT_EQ(t->block.view.size(), 16384u);
+    EXPECT_EQ(static_cast<unsigned char>(t->block.view[100]), 0x42) << "same memory";
+    EXPECT_TRUE(t->block.data.empty()) << "end_frame() published it: read-only from then on";
 
     auto miss = s->retrieve_temporal(6, -1);
     ASSERT_TRUE(miss);
@@ -251,7 +252,7 @@ TEST_P(Allocator, FourStreamsOnFourThreads) {
                 if (t > 0) {
                     auto r = (*s)->retrieve_temporal(static_cast<std::uint32_t>(i), -1);
                     // Each stream sees its own previous block, filled with its own byte.
-                    if (!r || !r->hit || static_cast<int>(r->block.data[0]) != i + 1) failures++;
+                    if (!r || !r->hit || static_cast<int>(r->block.view[0]) != i + 1) failures++;
                 }
                 if (!(*s)->end_frame()) failures++;
             }
@@ -274,6 +275,7 @@ TEST_P(Allocator, PooledStreamsShareLookupsAndReuseBlocks) {
     ASSERT_TRUE(fa);
     auto blk = a->allocate(9);
     ASSERT_TRUE(blk);
+    ASSERT_TRUE(a->publish(*blk));
     auto fb = b->begin_frame(view_of(px, 160, 120));
     ASSERT_TRUE(fb);
     EXPECT_EQ(fb->group, fa->group) << "pooled streams place similar scenes together";

@@ -411,6 +411,7 @@ TEST_P(Imported, SharedAcrossStreamsReadOnlyAndOwnerReleaseKeepsTheReadersView) 
     ASSERT_TRUE(fa);
     auto kv = a->index_imported(**mem, bytes_, 6);
     ASSERT_TRUE(kv) << kv.error_message();
+    ASSERT_TRUE(a->publish(*kv));
     ASSERT_TRUE(a->end_frame());
     auto fb = b->begin_frame(frame(8, 0));
     ASSERT_TRUE(fb);

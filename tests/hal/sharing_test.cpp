@@ -102,6 +102,7 @@ TEST_P(Sharing, ACrossStreamHitOutlivesTheOwnersRelease) {
     ASSERT_FALSE(blk->data.empty());
     EXPECT_FALSE(blk->shared);
     std::memset(blk->data.data(), 0x6b, blk->data.size());
+    ASSERT_TRUE(owner->publish(*blk)) << "other streams see it from now on";
 
     ASSERT_TRUE(reader->begin_frame(view_of(px)));
     auto hit = reader->retrieve_similar(4, f.fp, 0, Scope::pool);
@@ -161,6 +162,7 @@ TEST_P(Sharing, PositionMetadataTravelsWithTheBlock) {
     EXPECT_EQ(b->token_count, 0u);
     ASSERT_TRUE(owner->set_positions(*b, 4096, 12));
     EXPECT_EQ(owner->set_positions(*b, 0, 17).error(), std::errc::invalid_argument) << "16 tokens a block";
+    ASSERT_TRUE(owner->publish(*b));
     auto t = owner->retrieve_temporal(7, 0);
     ASSERT_TRUE(t && t->hit);
     EXPECT_EQ(t->block.first_token, 4096u);
@@ -185,6 +187,7 @@ TEST_P(Sharing, ZombieAgingAndStreamCloseOfTheOwnerKeepReferencedMemory) {
     ASSERT_TRUE(aged && closed);
     std::memset(aged->data.data(), 0x11, aged->data.size());
     std::memset(closed->data.data(), 0x22, closed->data.size());
+    ASSERT_TRUE(owner->publish_batch(std::vector<KvBlock>{*aged, *closed}));
     ASSERT_TRUE(owner->end_frame());
 
     ASSERT_TRUE(reader->begin_frame(view_of(px)));

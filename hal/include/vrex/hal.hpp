@@ -267,14 +267,15 @@ struct FrameInfo {
 // block); pin() holds one until unpin(). @view is valid while a reference is held.
 //
 // Shared blocks are read-only: @data (the writable view) is set only when the calling stream owns
-// the block and no other stream references it; otherwise it is empty and copy_on_write() gives a
-// private, writable copy.
+// the block, has not published it (Stream::publish) and no other stream references it; otherwise it
+// is empty and copy_on_write() gives a private, writable copy. Other streams see a block only once
+// its owner published it (docs/hal.md "Concurrency and publication").
 struct KvBlock {
     std::uint32_t id = 0;             // device block id (for reuse / release)
     std::uint32_t generation = 0;     // incarnation of @id (0 = never valid)
     std::span<std::byte> data;        // writable host view, block_bytes() long; empty when shared
     std::span<const std::byte> view;  // read-only host view, always set for a live block
-    bool shared = false;              // another stream owns or references the block
+    bool shared = false;              // read-only: another stream owns or references it, or published
     std::uint32_t bank = 0;
     std::uint32_t handle = 0;  // BO of the block (dma-buf export: Stream::export_dmabuf)
     std::uint64_t offset = 0;  // byte offset of the block in the BO
@@ -394,18 +395,40 @@ struct AllocatorOptions {
     // views are then the stride (the tail past geometry().block_bytes() is padding). Without it, a
     // block is page-aligned only when its size is a page multiple (every real model geometry).
     bool page_aligned_blocks = false;
+    // A fixed KV pool instead of slabs (docs/hal.md "Fixed KV pool"). 0 (the default): device memory
+    // is taken in slabs on demand, as above. N > 0: create() reserves N blocks in one BO (one bank,
+    // one dma-buf: KvAllocator::pool(), export_pool_dmabuf()); every block then lies at a stable
+    // address in it (KvBlock::offset = pool index x block_bytes()), nothing is created or destroyed
+    // while the allocator lives, and once the pool is full allocate() evicts (evict_under_pressure)
+    // or fails with ENOSPC. blocks_per_slab and spare_slabs do not apply. EINVAL, naming the
+    // largest N, when N blocks do not fit one bank.
+    std::uint32_t fixed_pool_blocks = 0;
+};
+
+// The fixed KV pool of an allocator (AllocatorOptions::fixed_pool_blocks): one BO, @blocks blocks
+// of @block_bytes at offsets i x block_bytes, i = 0..blocks-1.
+struct KvPool {
+    std::uint32_t handle = 0;  // BO of the pool (the same for every block)
+    std::uint32_t bank = 0;
+    std::uint32_t blocks = 0;
+    std::uint64_t block_bytes = 0;
+    std::uint64_t bytes = 0;  // blocks x block_bytes
 };
 
 struct StreamOptions {
     bool pooled = false;     // share bank groups and pool-scoped lookups with streams of @pool
     std::uint32_t pool = 0;  // must be 0 unless pooled
+    // end_frame() publishes the blocks this stream allocated (or copied, or indexed) and has not
+    // published yet, as Stream::publish() would: for engines that write a frame's KV before its
+    // end_frame(). false: only Stream::publish() does, for engines that fill blocks later.
+    bool publish_at_end_frame = true;
 };
 
 class KvAllocator;
 class BlockTable;
 struct BlockRec;
 class ImportedMemory;  // vrex/imported_memory.hpp
-class Segment;  // vrex/segment.hpp
+class Segment;         // vrex/segment.hpp
 enum class SegmentKind : std::uint32_t;
 struct SegmentOps;
 
@@ -447,6 +470,16 @@ class VREX_API Stream {
     // stream's, owned outside a frame) and on any failure nothing is released.
     Result<void> release_batch(std::span<const KvBlock> blocks);
 
+    // Commits blocks this stream owns once their KV is written (docs/hal.md "Concurrency and
+    // publication"): until then no other stream sees them (their lookups miss them; reuse, pin,
+    // copy_on_write and export_dmabuf of them fail with EPERM); from then on they are read-only for
+    // every stream, the owner included (copy_on_write gives a writable copy), and other streams'
+    // lookups may return them. Publishing a published block again does nothing. All or nothing:
+    // EPERM for a block of another stream, errc::stale_handle for a released one, EINVAL for a
+    // segment block, and nothing is published.
+    Result<void> publish(const KvBlock& block);
+    Result<void> publish_batch(std::span<const KvBlock> blocks);
+
     // Records the positions @block's KV holds (first token's position, tokens filled, at most
     // tokens_per_block); every later retrieval of the block returns them. The owner only
     // (EPERM otherwise), EINVAL for token_count > tokens_per_block, errc::stale_handle.
@@ -457,8 +490,9 @@ class VREX_API Stream {
     Result<void> pin(const KvBlock& block);
     Result<void> unpin(const KvBlock& block);  // ENOENT when this stream has no pin on it
 
-    // A writable block with @block's contents: @block itself when this stream is its sole owner,
-    // else a new block for (current frame + @frame_offset, @region) holding a copy.
+    // A writable block with @block's contents: @block itself when this stream is its sole owner and
+    // has not published it, else a new block for (current frame + @frame_offset, @region) holding a
+    // copy. EPERM for another stream's unpublished block.
     Result<KvBlock> copy_on_write(const KvBlock& block, std::uint32_t region, std::int32_t frame_offset = 0);
 
     // Ends the frame: requested releases, then zombies (cold for more than zombie_frames frames)
@@ -498,6 +532,7 @@ class VREX_API Stream {
   private:
     friend class AsyncDevice;  // engine-level async (vrex/async.hpp) splits begin_frame in two
     friend class KvAllocator;
+    friend struct SegmentOps;  // a segment belongs to the stream's incarnation
     std::unique_ptr<Impl> impl_;
 };
 
@@ -526,6 +561,17 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
     // pages), EINVAL for a dma-buf of this device's own vrex memory.
     Result<std::unique_ptr<ImportedMemory>> import_memory(int dmabuf_fd);
 
+    // The fixed pool (AllocatorOptions::fixed_pool_blocks); ENOENT when this allocator uses slabs.
+    Result<KvPool> pool();
+    // A dma-buf of the whole pool (the caller owns the fd; every call hands out a dup of one
+    // buffer): import it into the engine once, address block i at i x block_bytes(). ENOENT
+    // without a pool.
+    Result<int> export_pool_dmabuf();
+    // The index of @block in the pool. ENOENT without a pool, EINVAL (with the block's BO and the
+    // pool's) for a block outside it (a segment or imported block is still in the pool when its
+    // memory is), errc::stale_handle for a released block.
+    Result<std::uint32_t> pool_index(const KvBlock& block);
+
     class Key {
         friend class KvAllocator;
         Key() = default;
@@ -551,9 +597,10 @@ class VREX_API KvAllocator : public std::enable_shared_from_this<KvAllocator> {
     VREX_LOCAL void give_slot(std::uint32_t handle, std::uint64_t offset);
     VREX_LOCAL void give_slot_locked(std::uint32_t handle, std::uint64_t offset);  // callers hold impl_->mu
     VREX_LOCAL Result<Placement> new_slab_slot(std::uint64_t bank_mask);           // callers hold impl_->mu
-    VREX_LOCAL void release_empty_slab(std::size_t index);                         // callers hold impl_->mu
+    VREX_LOCAL Result<void> reserve_pool();                 // create(): the fixed pool's BO
+    VREX_LOCAL void release_empty_slab(std::size_t index);  // callers hold impl_->mu
     VREX_LOCAL std::optional<Placement> view_locked(std::uint32_t handle,
-                                         std::uint64_t offset);  // callers hold impl_->mu
+                                                    std::uint64_t offset);  // callers hold impl_->mu
     // Frees @r's slot and forgets it when nothing references it any more (@r is gone then).
     VREX_LOCAL bool free_if_unreferenced_locked(BlockRec& r);  // callers hold impl_->mu
     VREX_LOCAL void count_lookup(bool hit, bool approximate);

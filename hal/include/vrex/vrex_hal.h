@@ -566,6 +566,54 @@ struct vrex_hal_segment_stats {
 };
 vrex_hal_status vrex_hal_get_segment_stats(vrex_hal_allocator *alloc, struct vrex_hal_segment_stats *stats);
 
+/* ---- Publication and the fixed KV pool (docs/hal.md "Concurrency and publication", "Fixed KV
+ * pool"; hal/src/c_api_pool.cpp) ------------------------------------------------------------- */
+
+/*
+ * Commits blocks this stream owns once their KV is written: until then no other stream sees them
+ * (their lookups miss; reuse, pin, copy-on-write and export by another stream are VREX_HAL_ERR_PERM);
+ * from then on they are read-only for every stream, the owner included. Streams publish at
+ * vrex_hal_end_frame() unless created with VREX_HAL_STREAM_EXPLICIT_PUBLISH. All or nothing:
+ * VREX_HAL_ERR_PERM for another stream's block, VREX_HAL_ERR_STALE for a released one.
+ */
+vrex_hal_status vrex_hal_publish(vrex_hal_stream *stream, const struct vrex_hal_block *block);
+/* @count blocks at @blocks, @block_size = sizeof(struct vrex_hal_block) apart (>= the size this
+ * library knows). */
+vrex_hal_status vrex_hal_publish_batch(vrex_hal_stream *stream, const struct vrex_hal_block *blocks,
+				       uint32_t count, uint32_t block_size);
+
+#define VREX_HAL_STREAM_POOLED (1u << 0)		/* share the bank groups and lookups of @pool */
+#define VREX_HAL_STREAM_EXPLICIT_PUBLISH (1u << 1)	/* only vrex_hal_publish() publishes */
+/* vrex_hal_stream_create() with VREX_HAL_STREAM_* flags (@pool must be 0 unless POOLED). */
+vrex_hal_status vrex_hal_stream_create_flags(vrex_hal_allocator *alloc, uint32_t flags, uint32_t pool,
+					     vrex_hal_stream **out);
+
+/*
+ * An allocator whose KV memory is one fixed pool of @pool_blocks blocks, reserved now in one buffer
+ * (one bank, one dma-buf): every block lies at index x block_bytes in it for the allocator's life.
+ * @flags: VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE (else a full pool is VREX_HAL_ERR_NOSPC).
+ * VREX_HAL_ERR_INVALID (the last error names the largest count) when the blocks do not fit a bank.
+ */
+vrex_hal_status vrex_hal_allocator_create_pool(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,
+					       uint32_t pool_blocks, uint32_t flags, vrex_hal_allocator **out);
+/* Out, size-prefixed: set struct_size = sizeof(struct vrex_hal_pool) (a smaller, older struct gets
+ * the fields it has). */
+struct vrex_hal_pool {
+	uint32_t struct_size;
+	uint32_t handle;	/* the pool's buffer */
+	uint32_t bank;
+	uint32_t blocks;
+	uint64_t block_bytes;
+	uint64_t bytes;		/* blocks x block_bytes */
+};
+/* VREX_HAL_ERR_NOENT for an allocator without a pool. */
+vrex_hal_status vrex_hal_pool_info(vrex_hal_allocator *alloc, struct vrex_hal_pool *out);
+/* A dma-buf of the whole pool; the caller owns *fd. */
+vrex_hal_status vrex_hal_pool_export_dmabuf(vrex_hal_allocator *alloc, int *fd);
+/* The index of @block in the pool (VREX_HAL_ERR_INVALID for a block outside it). */
+vrex_hal_status vrex_hal_pool_index(vrex_hal_allocator *alloc, const struct vrex_hal_block *block,
+				    uint32_t *index);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

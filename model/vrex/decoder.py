@@ -1,18 +1,26 @@
 """The builtin video decoder: Llama-style (RMSNorm, RoPE, grouped-query attention, SwiGLU).
 
 A frame is 16 SHIE regions (4x4 grid) x 4 visual tokens (2x2 cells of the encoder's 8x8 feature
-map), followed by 16 query tokens, one per region, whose head outputs a distribution over the
-codebook code of that region in the NEXT frame. Query tokens are transient (their K/V is never
-cached, like a prompt); visual tokens' K/V is what vrex blocks hold.
+map). Visual tokens are the KV cache: their K/V (every layer) is what vrex blocks hold, and a long
+stream keeps all of it (the exact baseline is the whole, growing cache).
 
-Visibility (the causal mask): a token sees every visual token of the earlier frames of the window
-and the tokens of its own frame up to itself (slot order: visual 0..63, then queries 64..79).
-Earlier frames' query tokens are never visible.
+Questions are transient tokens (like a prompt: never cached, never seen by later tokens) asked at
+frame t: "which code did region r have k frames ago" (k = 0 is the present-frame task). A question
+is region r's learned embedding; its head outputs a distribution over the codebook (vrex/task.py).
 
-RoPE: keys are cached BEFORE rotation; q and k are rotated at attention time with the position the
-token has in the current window, p = (frame - first frame of the window) * 80 + slot. A reused block
-therefore takes the position of the frame and slot that reference it, and sliding the window needs
-no re-rotation of anything stored.
+Visibility:
+  visual token of frame f   every visual token of frames f - W + 1 .. f (W = Config.window; the
+                            frame's own tokens all at once: a frame arrives whole)
+  question asked at frame t every visual token of frames 0 .. t (the whole cache)
+
+RoPE positions are FRAME indices (all tokens of a frame share one; slot embeddings tell them
+apart). Keys are cached BEFORE rotation and rotated at attention time with the position of the frame
+that references them, so a reused block takes the position of the frame that reuses it. A question
+about frame t - k is rotated with position t - k: the attention logit of a key then depends on its
+distance to the frame asked about, which is how a question finds "k frames ago" in a long cache.
+
+Decoder.forward is the full-sequence reference (training); Decoder.step is one frame of the
+streaming computation over a block-backed cache (vrex/lcp.py calls it); pytest holds them equal.
 """
 from __future__ import annotations
 
@@ -26,25 +34,21 @@ from torch import nn
 @dataclass(frozen=True)
 class Config:
     feat_dim: int = 96
-    d_model: int = 256
+    d_model: int = 96
     layers: int = 4
     heads: int = 4
-    kv_heads: int = 2
-    head_dim: int = 64
-    ffn: int = 512
+    kv_heads: int = 4
+    head_dim: int = 32
+    ffn: int = 256
     regions: int = 16
     tokens_per_region: int = 4
     codes: int = 64
     window: int = 4
-    rope_base: float = 10000.0
+    rope_base: float = 1000.0
 
     @property
     def visual(self) -> int:
         return self.regions * self.tokens_per_region
-
-    @property
-    def slots(self) -> int:
-        return self.visual + self.regions
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -60,25 +64,17 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope(x: torch.Tensor, pos: torch.Tensor, base: float) -> torch.Tensor:
-    """Rotates pairs (i, i + d/2) of the last dim of @x [..., T, d] by pos * base^(-2i/d)."""
-    d = x.shape[-1]
+def rope_tables(pos: torch.Tensor, d: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin [T, d/2] for positions @pos [T]; pairs (i, i + d/2) rotate by pos * base^(-2i/d)."""
     inv = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2.0 / d)
     ang = pos.to(torch.float64)[:, None] * inv[None, :]
-    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return ang.cos().float(), ang.sin().float()
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
-
-
-def visibility(q_frame: torch.Tensor, q_slot: torch.Tensor, k_frame: torch.Tensor, k_slot: torch.Tensor,
-               visual: int, window: int | None = None) -> torch.Tensor:
-    """[Tq, Tk] bool: may query token i attend to key token j (see the module docstring). With
-    @window, only the window - 1 frames before the query's own are visible (sliding window)."""
-    earlier = (k_frame[None, :] < q_frame[:, None]) & (k_slot[None, :] < visual)
-    if window is not None:
-        earlier &= k_frame[None, :] > q_frame[:, None] - window
-    same = (k_frame[None, :] == q_frame[:, None]) & (k_slot[None, :] <= q_slot[:, None])
-    return earlier | same
 
 
 class Attention(nn.Module):
@@ -91,27 +87,47 @@ class Attention(nn.Module):
         self.wo = nn.Linear(c.heads * c.head_dim, c.d_model, bias=False)
 
     def kv(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pre-rotation K and V of normed states @h [B, T, D] -> [B, KVH, T, hd] each."""
-        b, t, _ = h.shape
-        k = self.wk(h).view(b, t, self.c.kv_heads, self.c.head_dim).transpose(1, 2)
-        v = self.wv(h).view(b, t, self.c.kv_heads, self.c.head_dim).transpose(1, 2)
+        """Pre-rotation K and V of normed states @h [T, D] -> [KVH, T, hd] each."""
+        t = h.shape[0]
+        k = self.wk(h).view(t, self.c.kv_heads, self.c.head_dim).transpose(0, 1)
+        v = self.wv(h).view(t, self.c.kv_heads, self.c.head_dim).transpose(0, 1)
         return k, v
 
-    def attend(self, h: torch.Tensor, q_pos: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               k_pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """@h [B, Tq, D] normed queries' states; @k/@v [B, KVH, Tk, hd] pre-rotation; mask [Tq, Tk]."""
+    def attend(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor, v: torch.Tensor,
+               k_rope: tuple[torch.Tensor, torch.Tensor], bias: torch.Tensor | None) -> torch.Tensor:
+        """@h [Tq, D] normed query states, @k/@v [KVH, Tk, hd] pre-rotation, @bias [Tq, Tk] additive
+        mask (0 visible, -inf hidden) or None (all visible). Grouped-query: the query heads of a group
+        share one matmul against their KV head (no copy of K/V per query head)."""
         c = self.c
-        b, t, _ = h.shape
-        q = self.wq(h).view(b, t, c.heads, c.head_dim).transpose(1, 2)
-        q = rope(q, q_pos, c.rope_base)
-        k = rope(k, k_pos, c.rope_base)
-        rep = c.heads // c.kv_heads  # grouped-query: each KV head serves rep query heads
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
-        s = (q @ k.transpose(-1, -2)) / c.head_dim**0.5
-        s = s.masked_fill(~mask, float("-inf"))
+        t = h.shape[0]
+        rep = c.heads // c.kv_heads
+        q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5  # H Tq hd
+        q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)  # head h = kv * rep + r
+        s = q @ rotate(k, *k_rope).transpose(1, 2)  # KVH (rep Tq) Tk
+        if bias is not None:
+            s = s + bias.repeat(rep, 1)[None]
         o = torch.softmax(s, dim=-1) @ v
-        return self.wo(o.transpose(1, 2).reshape(b, t, c.heads * c.head_dim))
+        return self.wo(o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim))
+
+    def attend_parts(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor],
+                     parts: list[tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]]) -> torch.Tensor:
+        """attend() with every key visible, the keys given in parts (k, v, rope) that are never
+        concatenated: one softmax over the scores of all parts (a long cache is read in place)."""
+        c = self.c
+        t = h.shape[0]
+        rep = c.heads // c.kv_heads
+        q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)
+        s = torch.cat([(q @ rotate(k, *kr).transpose(1, 2)) for k, _, kr in parts], -1)
+        p = torch.softmax(s, dim=-1)
+        o = None
+        off = 0
+        for k, v, _ in parts:
+            part = p[..., off : off + k.shape[1]] @ v
+            o = part if o is None else o + part
+            off += k.shape[1]
+        assert o is not None
+        return self.wo(o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim))
 
 
 class Block(nn.Module):
@@ -135,35 +151,126 @@ class Decoder(nn.Module):
         self.c = c
         self.embed = nn.Linear(c.feat_dim, c.d_model)
         self.slot_embed = nn.Parameter(torch.randn(c.visual, c.d_model) * 0.02)
-        self.query_embed = nn.Parameter(torch.randn(c.regions, c.d_model) * 0.02)
+        self.question_embed = nn.Parameter(torch.randn(c.regions, c.d_model) * 0.02)
         self.blocks = nn.ModuleList(Block(c) for _ in range(c.layers))
         self.norm = RMSNorm(c.d_model)
         self.head = nn.Linear(c.d_model, c.codes)
 
-    def frame_inputs(self, feats: torch.Tensor) -> torch.Tensor:
-        """@feats [B, F, 64, C] encoder tokens (region-major) -> [B, F*80, D] embeddings."""
-        b, f, n, _ = feats.shape
-        vis = self.embed(feats) + self.slot_embed
-        qry = self.query_embed.expand(b, f, -1, -1)
-        return torch.cat([vis, qry], dim=2).reshape(b, f * self.c.slots, self.c.d_model)
+    def embed_frame(self, tokens: torch.Tensor) -> torch.Tensor:
+        """@tokens [..., 64, C] standardised encoder tokens (region-major) -> [..., 64, D]."""
+        return self.embed(tokens) + self.slot_embed
 
-    def token_index(self, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
-        fr = torch.arange(frames).repeat_interleave(self.c.slots)
-        sl = torch.arange(self.c.slots).repeat(frames)
-        return fr, sl
+    def rope(self, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return rope_tables(pos, self.c.head_dim, self.c.rope_base)
 
-    def forward(self, feats: torch.Tensor, window: int | None = None) -> torch.Tensor:
-        """Full-sequence reference: @feats [B, F, 64, C] -> logits [B, F, 16, codes] (exact KV).
-        @window: sliding-window visibility, what streaming with a W-frame KV cache computes."""
-        b, f = feats.shape[:2]
-        x = self.frame_inputs(feats)
-        fr, sl = self.token_index(f)
-        pos = fr * self.c.slots + sl
-        mask = visibility(fr, sl, fr, sl, self.c.visual, window)
-        for blk in self.blocks:
+    def layer0_keys(self, vis: torch.Tensor) -> torch.Tensor:
+        """Layer-0 pre-rotation keys [KVH, 64, hd] of a frame's embeddings @vis [64, D]: what the
+        reuse guard hashes (one RMSNorm and one K projection, far cheaper than the prefill)."""
+        blk = self.blocks[0]
+        return blk.attn.kv(blk.norm1(vis))[0]
+
+    def forward(self, feats: torch.Tensor, q_frame: torch.Tensor, q_region: torch.Tensor,
+                q_target: torch.Tensor) -> torch.Tensor:
+        """Full-sequence reference over one stream. @feats [F, 64, C]; questions i asked at frame
+        @q_frame[i] about region @q_region[i] at frame @q_target[i] <= q_frame[i] -> logits [Q, codes]."""
+        c = self.c
+        f = feats.shape[0]
+        n = c.visual
+        x = self.embed_frame(feats).reshape(f * n, c.d_model)
+        frame_of = torch.arange(f).repeat_interleave(n)
+        rope_v = self.rope(frame_of)
+        # Windowed visual attention as a [F, W*64] gather of keys (frames f-W+1 .. f; earlier than 0 masked).
+        src = torch.arange(f)[:, None] - torch.arange(c.window - 1, -1, -1)[None, :]  # F W
+        valid = (src >= 0).repeat_interleave(n, dim=1)  # F (W*64)
+        key_idx = (src.clamp_min(0)[:, :, None] * n + torch.arange(n)).reshape(f, c.window * n)
+        xq = self.question_embed[q_region]
+        rope_q = self.rope(q_target)
+        q_bias = torch.zeros(len(q_frame), f * n).masked_fill_(frame_of[None, :] > q_frame[:, None], float("-inf"))
+        w_bias = torch.zeros(valid.shape).masked_fill_(~valid, float("-inf"))[None, :, None, :]
+        for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
-            k, v = blk.attn.kv(h)
-            x = x + blk.attn.attend(h, pos, k, v, pos, mask)
-            x = blk.mlp(x)
-        logits = self.head(self.norm(x)).view(b, f, self.c.slots, self.c.codes)
-        return logits[:, :, self.c.visual :]
+            k, v = blk.attn.kv(h)  # KVH (F*64) hd
+            hq = blk.norm1(xq)
+            xq = blk.mlp(xq + blk.attn.attend(hq, rope_q, k, v, rope_v, q_bias))
+            if li + 1 < len(self.blocks):  # the last layer's visual outputs feed nothing
+                x = x + self._window_attend(blk.attn, h, k, v, key_idx, w_bias, rope_v)
+                x = blk.mlp(x)
+        return self.head(self.norm(xq))
+
+    def _window_attend(self, attn: Attention, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       key_idx: torch.Tensor, w_bias: torch.Tensor, rope_v: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        c = self.c
+        f, n, rep = key_idx.shape[0], c.visual, c.heads // c.kv_heads
+        q = attn.wq(h).view(f * n, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *rope_v).view(c.kv_heads, rep, f, n, c.head_dim).transpose(1, 2).reshape(c.kv_heads, f, rep * n, c.head_dim)
+        kr = rotate(k, *rope_v)
+        kw, vw = kr[:, key_idx], v[:, key_idx]  # KVH F (W*64) hd
+        s = q @ kw.transpose(-1, -2) + w_bias  # KVH F (rep*64) (W*64)
+        o = torch.softmax(s, dim=-1) @ vw  # KVH F (rep*64) hd
+        o = o.view(c.kv_heads, f, rep, n, c.head_dim).permute(1, 3, 0, 2, 4).reshape(f * n, c.heads * c.head_dim)
+        return attn.wo(o)
+
+    def step(self, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor], past: torch.Tensor | None, t: int,
+             q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor:
+        """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
+
+        @vis [64, D] the frame's embeddings (embed_frame); @fresh the regions to compute; @cur the
+        frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
+        K/V is written into them layer by layer, the others hold reused K/V and are only read);
+        @past [L, 2, KVH, t*64, hd] the K/V of frames 0 .. t-1 as their blocks hold it (None at
+        t = 0). Questions: regions @q_region about frames @q_target (<= t). Returns logits [Q, codes].
+        Reused regions cost nothing here: no projection, attention or MLP for their tokens."""
+        c = self.c
+        tpr, n = c.tokens_per_region, c.visual
+        idx = torch.tensor([r * tpr + j for r in fresh for j in range(tpr)], dtype=torch.long)
+        x = vis[idx]
+        rope_cur = self.rope(torch.full((n,), t))
+        rope_x = (rope_cur[0][: len(idx)], rope_cur[1][: len(idx)])
+        w0 = max(0, t - c.window + 1)  # first frame of the visual window
+        rope_past = self.rope(torch.arange(t).repeat_interleave(n)) if t else None
+        xq = self.question_embed[q_region]
+        rope_q = self.rope(q_target)
+        for li, blk in enumerate(self.blocks):
+            h = blk.norm1(x)
+            k, v = blk.attn.kv(h)  # KVH nf hd
+            for i, r in enumerate(fresh):
+                cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
+                cur[r][li, 1].copy_(v[:, i * tpr : (i + 1) * tpr])
+            now = torch.stack([b[li] for b in cur], dim=2).reshape(2, c.kv_heads, n, c.head_dim)
+            q_parts = [(now[0], now[1], rope_cur)]
+            w_parts = [(now[0], now[1], rope_cur)]
+            if past is not None and rope_past is not None:
+                q_parts.insert(0, (past[li, 0], past[li, 1], rope_past))
+                if w0 < t:
+                    win = slice(w0 * n, t * n)
+                    w_parts.insert(0, (past[li, 0, :, win], past[li, 1, :, win],
+                                       (rope_past[0][win], rope_past[1][win])))
+            hq = blk.norm1(xq)
+            xq = blk.mlp(xq + blk.attn.attend_parts(hq, rope_q, q_parts))
+            if li + 1 < len(self.blocks) and len(idx):
+                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, w_parts))
+        return self.head(self.norm(xq))
+
+
+def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool) -> int:
+    """Multiply-adds x 2 of Decoder.step at frame @t (plus the guard's layer-0 K projection of all
+    64 tokens when @guard): projections, attention scores and weighted sums, MLP, head. Norms,
+    RoPE and softmax are left out (elementwise, the same for every policy)."""
+    d, a, kva, n = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.visual
+    nf = fresh_regions * c.tokens_per_region
+    w_keys = (min(t, c.window - 1) + 1) * n
+    h_keys = (t + 1) * n
+    proj_q = d * a + a * d  # wq, wo
+    proj_kv = 2 * d * kva
+    mlp = 3 * d * c.ffn
+    f = 0
+    for li in range(c.layers):
+        f += nf * proj_kv
+        if li + 1 < c.layers:
+            f += nf * (proj_q + mlp) + nf * c.heads * c.head_dim * w_keys * 2
+        f += questions * (proj_q + mlp) + questions * c.heads * c.head_dim * h_keys * 2
+    f += questions * d * c.codes
+    f += nf * c.feat_dim * d if nf else 0  # embedding of the fresh tokens
+    if guard:
+        f += n * d * kva + (n - nf) * c.feat_dim * d  # all 64 tokens' layer-0 keys (+ their embedding)
+    return 2 * f

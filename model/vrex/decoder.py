@@ -110,15 +110,19 @@ class Attention(nn.Module):
         return self.wo(o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim))
 
     def attend_parts(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor],
-                     parts: list[tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]]) -> torch.Tensor:
+                     parts: list[tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]],
+                     bias: torch.Tensor | None = None) -> torch.Tensor:
         """attend() with every key visible, the keys given in parts (k, v, rope) that are never
-        concatenated: one softmax over the scores of all parts (a long cache is read in place)."""
+        concatenated: one softmax over the scores of all parts (a long cache is read in place).
+        @bias [Tq, keys of all parts]: additive (-inf hides a key; vrex/anchors.py selections)."""
         c = self.c
         t = h.shape[0]
         rep = c.heads // c.kv_heads
         q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
         q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)
         s = torch.cat([(q @ rotate(k, *kr).transpose(1, 2)) for k, _, kr in parts], -1)
+        if bias is not None:
+            s = s + bias.repeat(rep, 1)[None]
         p = torch.softmax(s, dim=-1)
         o = None
         off = 0
@@ -211,14 +215,16 @@ class Decoder(nn.Module):
         return attn.wo(o)
 
     def step(self, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor], past: torch.Tensor | None, t: int,
-             q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor:
+             q_region: torch.Tensor, q_target: torch.Tensor, q_bias: torch.Tensor | None = None) -> torch.Tensor:
         """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
 
         @vis [64, D] the frame's embeddings (embed_frame); @fresh the regions to compute; @cur the
         frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
         K/V is written into them layer by layer, the others hold reused K/V and are only read);
         @past [L, 2, KVH, t*64, hd] the K/V of frames 0 .. t-1 as their blocks hold it (None at
-        t = 0). Questions: regions @q_region about frames @q_target (<= t). Returns logits [Q, codes].
+        t = 0). Questions: regions @q_region about frames @q_target (<= t); @q_bias [Q, (t+1)*64]
+        additive over the keys they read (frames 0 .. t; -inf hides a key), None: every key.
+        Returns logits [Q, codes].
         Reused regions cost nothing here: no projection, attention or MLP for their tokens."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
@@ -246,7 +252,7 @@ class Decoder(nn.Module):
                     w_parts.insert(0, (past[li, 0, :, win], past[li, 1, :, win],
                                        (rope_past[0][win], rope_past[1][win])))
             hq = blk.norm1(xq)
-            xq = blk.mlp(xq + blk.attn.attend_parts(hq, rope_q, q_parts))
+            xq = blk.mlp(xq + blk.attn.attend_parts(hq, rope_q, q_parts, q_bias))
             if li + 1 < len(self.blocks) and len(idx):
                 x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, w_parts))
         return self.head(self.norm(xq))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -54,6 +54,7 @@ class Options:
     max_age: int = 4            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
     backend: str = "emulated"
+    extra: dict[str, Any] = field(default_factory=dict)  # a plugged-in policy's own parameters (vrex/anchors.py)
 
 
 @dataclass
@@ -138,6 +139,23 @@ class Policy:
     def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
         """@block was just computed for @region of the current frame."""
 
+    # Hooks for policies that also manage the cache (vrex/anchors.py); the defaults do nothing.
+    def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
+        """Frame t begins (before choose): its luma and encoder tokens."""
+
+    def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor | None:
+        """Additive bias [Q, (t+1)*64] over the keys the questions of frame t read (None: all)."""
+        return None
+
+    def frame_done(self) -> None:
+        """Frame t - 1 ended (its views are in runner.views)."""
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        """The runner closes (before it unpins its blocks)."""
+
 
 class VrexPolicy(Policy):
     needs_hash = True
@@ -219,6 +237,7 @@ class StreamRunner:
         fs = FrameStats(regions=c.regions)
         t0, w0 = time.thread_time(), time.perf_counter()
         info = self.st.begin_frame(luma)
+        self.policy.begin(luma, tokens)
         vis = m.embed_frame(tokens)
         hashes = self.s.key_hash(m.layer0_keys(vis)) if self.policy.needs_hash else [0] * c.regions
         reuse = self.policy.choose(info["fp"], hashes)
@@ -240,7 +259,8 @@ class StreamRunner:
         if self.views:
             past = torch.stack([v for fr in self.views for v in fr], dim=3)  # L 2 KVH (t*16) T hd
             past = past.reshape(c.layers, 2, c.kv_heads, self.t * c.visual, c.head_dim)
-        logits = m.step(vis, fresh, cur, past, self.t, q_region, q_target)
+        logits = m.step(vis, fresh, cur, past, self.t, q_region, q_target,
+                        self.policy.question_bias(q_region, q_target))
         for r, b in zip(fresh, computed):
             self.policy.computed(r, b, hashes[r])
         self.st.end_frame()
@@ -252,6 +272,7 @@ class StreamRunner:
         fs.flops = step_flops(c, len(fresh), self.t, len(q_region), self.policy.needs_hash)
         self.views.append(cur)
         self.t += 1
+        self.policy.frame_done()
         return logits, fs
 
     def cache_tokens(self) -> int:
@@ -265,6 +286,7 @@ class StreamRunner:
         """Unpins every block (the device then frees them at its next aging pass or stream end)."""
         if self.closed:
             return
+        self.policy.close()
         for b in self.pinned.values():
             self.st.unpin(b)
         self.pinned.clear()

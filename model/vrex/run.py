@@ -52,6 +52,7 @@ class Rec:
     regions: int = 0
     distinct_blocks: int = 0
     cache_tokens: int = 0
+    policy: dict[str, Any] = field(default_factory=dict)  # Policy.stats() (vrex/anchors.py)
 
 
 def load_model() -> tuple[Decoder, dict[str, Any]]:
@@ -151,6 +152,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
             recs[name][si].cache_tokens = rr.cache_tokens()
             _, qr, qg = plan[si]["q"]
             recs[name][si].reused_target = [reused_map[name][si][qg, qr]]
+            recs[name][si].policy = rr.policy.stats()
             rr.close()
     return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
@@ -279,6 +281,10 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                          "prefill": timing(name), "kv_bytes": sum(r.distinct_blocks for r in recs[name]) * block_bytes}
     if "vrex" in runs:
         out["kv_bytes"]["ratio"] = out["kv_bytes"]["vrex_device_peak"] / out["kv_bytes"]["exact_peak"]
+    stats = {name: [r.policy for r in recs[name]] for name in runs if recs[name][0].policy}
+    if stats:
+        out["policy_stats"] = stats  # vrex/ablations.py turns them into its sections
+    out["kv_bytes"].setdefault("block_bytes", block_bytes)
     return out
 
 
@@ -295,6 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=8, help="frames per stream left out of the timing")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
+    ap.add_argument("--anchors", action="store_true",
+                    help="also run the streaming-video KV anchors and the V-Rex ablations at equal device "
+                         "memory (vrex/ablations.py: anchors, ablations and resv sections)")
+    ap.add_argument("--budget", type=int, default=192, help="--anchors: device KV blocks per stream")
+    ap.add_argument("--resident", type=int, default=5,
+                    help="--anchors: frames the retrieval rules keep on the device (the rest is fetch)")
+    ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -310,8 +323,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = {k: v for k, v in RUNS.items() if not (args.no_control and k == "control_radius0")}
     try:
+        if args.anchors:
+            from . import ablations
+            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed)
+        if args.anchors:
+            res = ablations.report(res, args.budget, args.resident)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

@@ -34,12 +34,12 @@ from torch import nn
 @dataclass(frozen=True)
 class Config:
     feat_dim: int = 96
-    d_model: int = 96
+    d_model: int = 64
     layers: int = 4
     heads: int = 4
     kv_heads: int = 4
     head_dim: int = 32
-    ffn: int = 256
+    ffn: int = 192
     regions: int = 16
     tokens_per_region: int = 4
     codes: int = 64

@@ -70,9 +70,10 @@ def load_model() -> tuple[Decoder, dict[str, Any]]:
     return model, extra
 
 
-def identify(paths: list[Path]) -> list[task.Clip]:
+def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
     """The task's clip of each path (by sha256); a clip the task does not know is held out by
-    definition (step 1). Training and validation clips are refused: scores must be held out."""
+    definition (step 1). Clips of another split than @split are refused: scores come from test clips
+    (never trained on, never tuned on), knobs are tuned on the validation clip (vrex/tune.py)."""
     shas = {}
     manifest = json.loads((Path(__file__).resolve().parents[2] / "tools/pipeline/footage-manifest.json").read_text())
     by_key = {c["key"]: c["sha256"] for c in manifest["clips"]}
@@ -83,23 +84,25 @@ def identify(paths: list[Path]) -> list[task.Clip]:
     for p in paths:
         c = shas.get(footage.file_sha256(p))
         if c is None:
-            c = task.Clip(p.name, 1, "test")
-        elif c.split != "test":
-            raise ValueError(f"{p}: {c.key} is a {c.split} clip of the model (vrex/task.py): scores must come "
-                             f"from held-out clips ({', '.join(x.key for x in task.clips_of('test'))})")
+            c = task.Clip(p.name, 1, split)
+        elif c.split != split:
+            raise ValueError(f"{p}: {c.key} is a {c.split} clip of the model (vrex/task.py): this run takes "
+                             f"{split} clips only ({', '.join(x.key for x in task.clips_of(split))}); scores "
+                             f"must come from held-out clips")
         out.append(c)
     return out
 
 
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
-        warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED) -> dict[str, Any]:
+        warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
+        split: str = "test") -> dict[str, Any]:
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
     runs = runs or RUNS
     if "exact" not in runs:
         raise ValueError("the exact run is the reference: it must be one of the runs")
     model, extra = load_model()
     c = model.c
-    clips = identify(paths)
+    clips = identify(paths, split)
     names = [f"{cl.key}#{i}" for i, cl in enumerate(clips)]
     feats = {n: torch.from_numpy(footage.encode_clip(p, step=cl.step)) for n, p, cl in zip(names, paths, clips)}
     lumas = {n: np.stack(list(footage.frames(p, "gray", LUMA_SIZE, None, cl.step)))

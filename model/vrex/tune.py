@@ -1,0 +1,66 @@
+"""Freezes the reuse knobs on the VALIDATION clip (never on the test clips that are scored).
+
+Usage: python3 -m vrex.tune [--json]
+
+One lockstep run over edited streams of the validation clip (task.CLIPS, split "val"): exact KV and
+vrex at every (guard bits, max age) of the grid, radius fixed at the FCC default. The rule: the
+setting with the most reuse whose task accuracy stays within TOLERANCE of exact KV (mean change);
+ties go to the stricter guard. Its result is what lcp.Options' defaults are set to (docs/model.md).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from . import lcp, run, task
+
+GRID = [(g, a) for g in (1, 2, 4, 6) for a in (2, 4)]
+TOLERANCE = 0.01
+STREAMS = 2
+FRAMES = 160
+
+
+def tune(streams: int = STREAMS, frames: int = FRAMES) -> dict[str, Any]:
+    paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
+    runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
+    for g, a in GRID:
+        runs[f"g{g}_a{a}"] = {"policy": "vrex", "guard_bits": g, "max_age": a}
+    o = lcp.Options()
+    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val")
+    rows = []
+    for g, a in GRID:
+        q = res["quality"][f"g{g}_a{a}"]
+        rows.append({"guard_bits": g, "max_age": a, "reuse_rate": res[f"g{g}_a{a}"]["reuse_rate"],
+                     "accuracy": res[f"g{g}_a{a}"]["accuracy"], "accuracy_change": q["accuracy_change"],
+                     "kl_mean": q["mean"]})
+    ok = [r for r in rows if r["accuracy_change"]["mean"] >= -TOLERANCE]
+    best = max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"])) if ok else None
+    return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
+            "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
+            "chosen": {"guard_bits": best["guard_bits"], "max_age": best["max_age"]} if best else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m vrex.tune", description=__doc__.split("\n")[0])
+    ap.add_argument("--streams", type=int, default=STREAMS)
+    ap.add_argument("--frames", type=int, default=FRAMES)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    res = tune(args.streams, args.frames)
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    print(f"validation: exact accuracy {res['exact_accuracy']['mean']:.3f}")
+    for r in res["grid"]:
+        print(f"G={r['guard_bits']} A={r['max_age']}: reuse {r['reuse_rate']:.3f}, accuracy {r['accuracy']['mean']:.3f}, "
+              f"change {r['accuracy_change']['mean']:+.3f} {r['accuracy_change']['ci95']}, KL {r['kl_mean']['mean']:.4f}")
+    print(f"chosen: {res['chosen']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -44,7 +44,6 @@ import torch.nn.functional as F
 from . import lcp
 from .decoder import rotate, step_flops
 from .hierarchy import KvTiers
-from .retrieval import mass_lut
 
 hal = lcp.hal
 PREFILLS = ("exact", "vrex", "dtd")
@@ -52,6 +51,42 @@ MEMORIES = ("full", "sink_window", "infinipot", "recent", "tiers")
 READS = ("device", "rekv", "quest", "random", "resv")
 RESV_FRAMES = 64   # frames per ReSV head (4096 tokens)
 RESV_TH = 7
+
+
+def mass_lut(scale: float) -> list[int]:
+    """The WTU's MASS weight per Hamming distance d of two 32-bit key hashes: the softmax weight
+    round(65535 exp(scale (cos(pi d / 32) - 1))) of a key at the angle d estimates, for a logit scale
+    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3)."""
+    return [max(1, round(65535 * math.exp(scale * (math.cos(math.pi * d / 32) - 1)))) for d in range(33)]
+
+
+def dtd_pick(cur: torch.Tensor, prev: torch.Tensor, n: int) -> list[int]:
+    """The @n regions whose unit token vectors @cur [R, D] are most similar (cosine) to the previous
+    frame's @prev: the ones TimeChat-Online's frame difference drops (ties: lower region)."""
+    sim = (cur * prev).sum(-1)
+    return torch.argsort(-sim, stable=True)[:n].tolist()
+
+
+def infinipot_order(redundancy: list[float], value_norm: list[float]) -> list[int]:
+    """Eviction order (first = evicted first) by keep score (1 - redundancy) + value norm, each
+    min-max scaled to [0, 1]: redundant over time and small values go first."""
+    def scaled(x: list[float]) -> np.ndarray:
+        a = np.array(x, dtype=float)
+        return (a - a.min()) / (a.max() - a.min()) if len(a) and a.max() > a.min() else np.zeros(len(a))
+
+    return np.argsort((1.0 - scaled(redundancy)) + scaled(value_norm), kind="stable").tolist()
+
+
+def quest_bound(q: torch.Tensor, keys: torch.Tensor, page: int) -> torch.Tensor:
+    """Quest's per-page upper bound of q.k: sum over dimensions of max(q_d max_d, q_d min_d) over the
+    page's keys; @keys [pages * page, D] -> [pages]."""
+    kb = keys.view(-1, page, keys.shape[-1])
+    return torch.maximum(q * kb.max(1).values, q * kb.min(1).values).sum(-1)
+
+
+def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[int]:
+    """ReKV: past frames by the score of the question against each frame's mean key, best first."""
+    return torch.argsort(torch.stack([k.mean(0) for k in frame_keys]) @ q, descending=True, stable=True).tolist()
 
 
 class ReuseMeter:
@@ -87,8 +122,7 @@ class DtdPrefill(lcp.Policy):
         if self.prev is not None:
             want = round(self.meter.rate() * (self.seen + c.regions)) - self.dropped
             n = max(0, min(c.regions, want))
-            sim = (self.cur * self.prev).sum(-1)
-            for r in torch.argsort(sim, descending=True, stable=True)[:n].tolist():
+            for r in dtd_pick(self.cur, self.prev, n):
                 got = self.run.st.retrieve_temporal(r, -1)
                 if got is not None:
                     out[r] = got["block"]
@@ -240,23 +274,17 @@ class Managed(lcp.Policy):
             tiers.demote(k)
 
     def _infinipot_order(self, cand: list[tuple[int, int]], t: int) -> list[tuple[int, int]]:
-        """Eviction order: lowest keep score first (redundant over time, small values)."""
-        tiers = self.tiers
+        """Redundancy: cosine of the block's keys (every layer) with the same region's block in the
+        newest frame; value norm: the mean L2 norm of its value vectors."""
         newest = self.run.views[t - 1]
         red, vn = [], []
         for k in cand:
-            e = tiers.entries[k]
+            e = self.tiers.entries[k]
             v = self.run.s.view(e.block)
             r = e.slots[-1][1]
             red.append(float(F.cosine_similarity(v[:, 0].reshape(1, -1), newest[r][:, 0].reshape(1, -1))))
             vn.append(float(v[:, 1].norm(dim=-1).mean()))
-
-        def scaled(x: list[float]) -> np.ndarray:
-            a = np.array(x)
-            return (a - a.min()) / (a.max() - a.min()) if a.max() > a.min() else np.zeros_like(a)
-
-        score = (1.0 - scaled(red)) + scaled(vn)
-        return [cand[i] for i in np.argsort(score, kind="stable")]
+        return [cand[i] for i in infinipot_order(red, vn)]
 
     # ---- reads -------------------------------------------------------------------------------
     def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor | None:
@@ -284,7 +312,6 @@ class Managed(lcp.Policy):
                ok: torch.Tensor, t: int, past: bool) -> torch.Tensor:
         """Slots this question reads beyond the device's, staged through tiers.fetch (budget: blocks)."""
         c, n = self.c, len(keys)
-        scores = (kall @ q).view(n, c.tokens_per_region)  # slot x token (heads summed)
         want = ~dev & ok
         if self.read == "resv":
             sel = self._resv_slots(q, n)
@@ -293,10 +320,9 @@ class Managed(lcp.Policy):
             order = [s for s in sorted(sel, reverse=True) if want[s]]
             self.rec["capped"].append(float(len({keys[s] for s in order}) > self.fetch_blocks))
         elif self.read == "rekv":
-            fm = torch.stack([k.mean(0) for k in self.k0]) @ q  # frame mean keys
-            order = [f * c.regions + r for f in torch.argsort(fm, descending=True).tolist() for r in range(c.regions)]
+            order = [f * c.regions + r for f in rekv_frame_order(self.k0, q) for r in range(c.regions)]
         elif self.read == "quest":
-            order = torch.argsort(self._quest_bound(q, kall, n), descending=True).tolist()
+            order = torch.argsort(quest_bound(q, kall, c.tokens_per_region), descending=True).tolist()
         else:
             order = torch.randperm(n, generator=self.gen).tolist()
         allow = torch.zeros(n, dtype=torch.bool)
@@ -311,12 +337,7 @@ class Managed(lcp.Policy):
                 taken.add(k)
                 self.tiers.fetch(k)
             allow[s] = True
-        del scores
         return allow
-
-    def _quest_bound(self, q: torch.Tensor, kall: torch.Tensor, n: int) -> torch.Tensor:
-        kb = kall.view(n, self.c.tokens_per_region, -1)
-        return torch.maximum(q * kb.max(1).values, q * kb.min(1).values).sum(-1)
 
     def _resv_slots(self, q: torch.Tensor, n: int) -> list[int]:
         qa = np.ascontiguousarray(q.numpy())
@@ -340,7 +361,7 @@ class Managed(lcp.Policy):
         if b == 0:
             return
         top = torch.argsort(mass, descending=True)[:b]
-        qb = torch.argsort(self._quest_bound(q, kall, n), descending=True)[:b]
+        qb = torch.argsort(quest_bound(q, kall, c.tokens_per_region), descending=True)[:b]
         rnd = torch.randperm(n, generator=self.gen)[:b]
         self.rec["recall_resv"].append(float(mass[list(set(sel))].sum()))
         self.rec["recall_oracle"].append(float(mass[top].sum()))

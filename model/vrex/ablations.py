@@ -38,6 +38,8 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16) -> dict[st
     meter = anchors.ReuseMeter()
     out = anchors.anchor_runs(budget, resident, fetch, meter, ratio)
     out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions))
+    for i, kw in enumerate(out.values()):
+        kw["extra"]["device"] = i + 1  # its own emulated device: 16 streams and ReSV heads each
     return out
 
 

@@ -83,8 +83,11 @@ class Session:
         c = model.c
         self.model = model
         self.opts = opts
-        self.device = hal.Device.open(opts.backend, banks=EMU_BANKS if opts.backend == "emulated" else 0,
-                                      bank_mib=EMU_BANK_MIB if opts.backend == "emulated" else 0)
+        # extra["device"] = i: an emulated device of its own (the emulation shares one device, 16
+        # streams and 16 ReSV heads, per geometry: a bank i MiB larger is another device).
+        emu = opts.backend == "emulated"
+        self.device = hal.Device.open(opts.backend, banks=EMU_BANKS if emu else 0,
+                                      bank_mib=EMU_BANK_MIB + int(opts.extra.get("device", 0)) if emu else 0)
         self.alloc = hal.KvAllocator(self.device, c.layers, c.kv_heads, c.head_dim, c.tokens_per_region)
         self.shape = (c.layers, 2, c.kv_heads, c.tokens_per_region, c.head_dim)
         if self.alloc.block_bytes != int(np.prod(self.shape)) * 4:

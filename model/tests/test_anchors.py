@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from vrex import anchors, lcp
+from vrex import anchors, hierarchy, lcp
 from vrex.anchors import ReuseMeter
 from vrex.decoder import Config, Decoder
 
 hal = lcp.hal
+torch.set_num_threads(1)  # a shared 2-core machine
 
 
 @pytest.fixture()
@@ -145,6 +146,8 @@ def test_demote_spill_fetch_round_trip_bytes_equal(model: Decoder, tmp_path: obj
     assert set(tier_of.values()) == {"device", "host", "disk"}
     # After frame 9: frames 7..9 resident (the next frame makes 4), 0..6 demoted, 20 of them on the host.
     assert tiers.count("disk") == 7 * 16 - 20 and tiers.count("host") == 20 and tiers.count("device") == 3 * 16
+    codes = tiers.slot_tiers()
+    assert [hierarchy.TIERS[x] for x in codes] == [tier_of[k] for k in tiers.flat_keys]
     for k in tiers.entries:
         assert torch.equal(tiers.fetch(k), want[k]), (k, tier_of[k])
     # Views of demoted blocks read the copies: the same bytes the device held.

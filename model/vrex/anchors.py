@@ -292,51 +292,53 @@ class Managed(lcp.Policy):
         if self.memory == "full" or len(q_region) == 0 or t == 0:
             return None
         tiers = self.tiers
-        keys = [k for fr in tiers.slot_key for k in fr]  # per past slot (frame-major)
-        dev = torch.tensor([tiers.on_device(k) for k in keys])
-        ok = torch.tensor([tiers.readable(k) for k in keys])
+        codes = tiers.slot_tiers()
+        dev = codes == 0
+        want = (codes != 0) & (codes != 3)  # demoted, readable: what a read rule may fetch
         bias = torch.zeros(len(q_region), (t + 1) * c.visual)
         kall = torch.cat(self.k0) if self.read != "device" else None
         for i, (r, g) in enumerate(zip(q_region.tolist(), q_target.tolist())):
-            allow = dev.clone()
-            if self.read != "device":
+            allow = dev.copy()
+            if self.read != "device" and want.any():
                 assert kall is not None
-                q = self.query(r, g)
-                allow |= self._fetch(q, kall, keys, dev, ok, t, g < t)
-            hidden = (~allow).repeat_interleave(c.tokens_per_region)
+                allow |= self._fetch(self.query(r, g), kall, want, t, g < t)
+            hidden = torch.from_numpy(~allow).repeat_interleave(c.tokens_per_region)
             bias[i, : t * c.visual].masked_fill_(hidden, float("-inf"))
             tiers.end_read()
         return bias
 
-    def _fetch(self, q: torch.Tensor, kall: torch.Tensor, keys: list[tuple[int, int]], dev: torch.Tensor,
-               ok: torch.Tensor, t: int, past: bool) -> torch.Tensor:
-        """Slots this question reads beyond the device's, staged through tiers.fetch (budget: blocks)."""
-        c, n = self.c, len(keys)
-        want = ~dev & ok
+    def _fetch(self, q: torch.Tensor, kall: torch.Tensor, want: np.ndarray, t: int, past: bool) -> np.ndarray:
+        """Slots this question reads beyond the device's, in the read rule's order, staged through
+        tiers.fetch until `fetch` distinct blocks (reused blocks serve several slots)."""
+        c, n = self.c, len(want)
         if self.read == "resv":
             sel = self._resv_slots(q, n)
             if past:  # recall is recorded for the questions about the past
                 self._recall(q, kall, sel, t)
-            order = [s for s in sorted(sel, reverse=True) if want[s]]
-            self.rec["capped"].append(float(len({keys[s] for s in order}) > self.fetch_blocks))
+            order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
         elif self.read == "rekv":
-            order = [f * c.regions + r for f in rekv_frame_order(self.k0, q) for r in range(c.regions)]
+            fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
+            order = (fr[:, None] * c.regions + np.arange(c.regions)[None, :]).reshape(-1)
         elif self.read == "quest":
-            order = torch.argsort(quest_bound(q, kall, c.tokens_per_region), descending=True).tolist()
+            order = torch.argsort(quest_bound(q, kall, c.tokens_per_region), descending=True).numpy()
         else:
-            order = torch.randperm(n, generator=self.gen).tolist()
-        allow = torch.zeros(n, dtype=torch.bool)
+            order = torch.randperm(n, generator=self.gen).numpy()
+        order = order[want[order]] if len(order) else order
+        keys = self.tiers.flat_keys
+        allow = np.zeros(n, dtype=bool)
         taken: set[tuple[int, int]] = set()
-        for s in order:
-            if not want[s]:
-                continue
+        capped = False
+        for s in order.tolist():
             k = keys[s]
             if k not in taken:
                 if len(taken) >= self.fetch_blocks:
+                    capped = True
                     continue
                 taken.add(k)
                 self.tiers.fetch(k)
             allow[s] = True
+        if self.read == "resv":
+            self.rec["capped"].append(float(capped))
         return allow
 
     def _resv_slots(self, q: torch.Tensor, n: int) -> list[int]:

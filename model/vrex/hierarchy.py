@@ -77,6 +77,8 @@ class KvTiers:
         self.block_bytes = runner.s.alloc.block_bytes
         self.entries: dict[tuple[int, int], Entry] = {}
         self.slot_key: list[list[tuple[int, int]]] = []  # per frame, the key of each region's block
+        self.flat_keys: list[tuple[int, int]] = []       # the same, flat (slot = frame * 16 + region)
+        self._codes = np.zeros(1024, dtype=np.int8)      # per slot, TIERS index of its block
         self.bytes = Bytes()
         self.staged: set[tuple[int, int]] = set()  # keys staged for the current read (one question)
         self.stage_peak = 0                        # most blocks one read of this step staged
@@ -103,6 +105,24 @@ class KvTiers:
             e.slots.append((t, r))
             keys.append(key)
         self.slot_key.append(keys)
+        base = len(self.flat_keys)
+        self.flat_keys.extend(keys)
+        if len(self.flat_keys) > len(self._codes):
+            self._codes = np.concatenate([self._codes, np.zeros(len(self._codes), dtype=np.int8)])
+        for r, key in enumerate(keys):
+            self._codes[base + r] = TIERS.index(self.entries[key].tier)
+
+    def slot_tiers(self) -> np.ndarray:
+        """TIERS index of every slot's block so far (frame-major)."""
+        return self._codes[: len(self.flat_keys)]
+
+    def _set_tier(self, e: Entry, tier: str) -> None:
+        e.tier = tier
+        code = TIERS.index(tier)
+        n = self.run.s.model.c.regions
+        for f, r in e.slots:
+            if f * n + r < len(self.flat_keys):
+                self._codes[f * n + r] = code
 
     def _promote(self, key: tuple[int, int], e: Entry) -> None:
         """A demoted block the device still holds was reused by a new frame: pin it again; every view
@@ -116,7 +136,7 @@ class KvTiers:
         for f, r in e.slots:
             self.run.views[f][r] = dev
         self._free_copy(e)
-        e.tier = "device"
+        self._set_tier(e, "device")
         self.bytes.promoted += 1
 
     def cold(self, e: Entry, t: int) -> bool:
@@ -137,11 +157,11 @@ class KvTiers:
         dev = self.run.s.view(e.block)
         if self.drop:
             copy = torch.zeros_like(dev)
-            e.tier = "dropped"
+            self._set_tier(e, "dropped")
             self.bytes.dropped += 1
         else:
             copy = dev.clone()
-            e.tier = "host"
+            self._set_tier(e, "host")
             self.bytes.demoted += 1
         for f, r in e.slots:
             self.run.views[f][r] = copy
@@ -163,7 +183,8 @@ class KvTiers:
         assert e.host is not None
         mm[slot] = e.host.numpy()
         mm.flush()
-        e.tier, e.disk_slot = "disk", slot
+        e.disk_slot = slot
+        self._set_tier(e, "disk")
         self._point_at_disk(e)
         self.bytes.spilled += 1
 

@@ -42,7 +42,7 @@ def clips(mode: str) -> tuple[list[Path], int, int, list[int]]:
     paths = task.clip_paths([c.key for c in task.clips_of("test")])
     test = list(paths.values())
     if mode == "smoke":
-        return test, 1, 8, [1]
+        return test, 1, 12, [1]
     if mode == "quick":
         return test, 1, 40, [1, 2, 3]
     return test, 2, 200, [1, 2, 3, 4, 5]

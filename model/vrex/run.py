@@ -97,6 +97,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
         split: str = "test") -> dict[str, Any]:
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
+    if warmup >= frames:
+        raise ValueError(f"{warmup} warm-up frames leave none of the {frames} frames per stream to time")
     runs = runs or RUNS
     if "exact" not in runs:
         raise ValueError("the exact run is the reference: it must be one of the runs")
@@ -301,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--guard-bits", type=int, default=lcp.Options.guard_bits, help="key-hash Hamming threshold (0..32)")
     ap.add_argument("--max-age", type=int, default=lcp.Options.max_age,
                     help="reuse a block at most this many frames after it was computed (0: no cap)")
-    ap.add_argument("--warmup", type=int, default=8, help="frames per stream left out of the timing")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
     ap.add_argument("--anchors", action="store_true",
@@ -314,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.warmup is None:
+        args.warmup = min(8, args.frames // 4)
     for p in args.clips:
         if not p.is_file():
             print(f"vrex.run: {p}: no such file", file=sys.stderr)
@@ -321,8 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
         print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
-    if args.streams < 1 or args.frames < 2 or args.questions < 1 or args.warmup < 0:
-        print("vrex.run: --streams >= 1, --frames >= 2, --questions >= 1 and --warmup >= 0", file=sys.stderr)
+    if args.streams < 1 or args.frames < 2 or args.questions < 1 or not 0 <= args.warmup < args.frames:
+        print("vrex.run: --streams >= 1, --frames >= 2, --questions >= 1 and 0 <= --warmup < --frames",
+              file=sys.stderr)
         return 2
     runs = {k: v for k, v in RUNS.items() if not (args.no_control and k == "control_radius0")}
     try:

@@ -23,6 +23,13 @@ STREAMS = 2
 FRAMES = 160
 
 
+def choose(rows: list[dict[str, Any]], tolerance: float) -> dict[str, Any] | None:
+    """The most reuse among the settings whose mean accuracy change is >= -@tolerance (ties: the
+    stricter guard, then the shorter age cap); None when no setting qualifies."""
+    ok = [r for r in rows if r["accuracy_change"]["mean"] >= -tolerance]
+    return max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"], -r["max_age"])) if ok else None
+
+
 def tune(streams: int = STREAMS, frames: int = FRAMES) -> dict[str, Any]:
     paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
     runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
@@ -36,8 +43,7 @@ def tune(streams: int = STREAMS, frames: int = FRAMES) -> dict[str, Any]:
         rows.append({"guard_bits": g, "max_age": a, "reuse_rate": res[f"g{g}_a{a}"]["reuse_rate"],
                      "accuracy": res[f"g{g}_a{a}"]["accuracy"], "accuracy_change": q["accuracy_change"],
                      "kl_mean": q["mean"]})
-    ok = [r for r in rows if r["accuracy_change"]["mean"] >= -TOLERANCE]
-    best = max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"])) if ok else None
+    best = choose(rows, TOLERANCE)
     return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
             "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
             "chosen": {"guard_bits": best["guard_bits"], "max_age": best["max_age"]} if best else None}

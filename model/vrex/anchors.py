@@ -176,6 +176,7 @@ class Managed(lcp.Policy):
         self.heads: list[Any] = []
         self.lut_scale = 0.0
         self.fresh: list[int] = []
+        self.pending: list[tuple[torch.Tensor, list[int]]] = []  # (query, ReSV slots) to measure
         self.rec: dict[str, list[float]] = {k: [] for k in ("recall_resv", "recall_oracle", "recall_quest",
                                                             "recall_random", "bytes_ratio", "capped")}
 
@@ -234,6 +235,13 @@ class Managed(lcp.Policy):
     def frame_done(self) -> None:
         t = self.run.t - 1  # the frame that just ended
         tiers = self.tiers
+        # Runs after the runner stopped the step's clock: the recall measurement, and the demotion
+        # copies below (a background offload in a real system).
+        if self.pending:
+            kall = torch.cat(self.k0)
+            for q, sel in self.pending:
+                self._recall(q, kall, sel, t)
+            self.pending.clear()
         if self.memory == "tiers":
             tiers.stage_window(t)
         tiers.add_frame(t, self.frame_blocks)
@@ -313,8 +321,8 @@ class Managed(lcp.Policy):
         c, n = self.c, len(want)
         if self.read == "resv":
             sel = self._resv_slots(q, n)
-            if past:  # recall is recorded for the questions about the past
-                self._recall(q, kall, sel, t)
+            if past:  # recall of the questions about the past, measured off the step's clock
+                self.pending.append((q, sel))
             order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
         elif self.read == "rekv":
             fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)

@@ -28,6 +28,7 @@ struct RunArgs {
     std::string reuse_pick = "chain";
     bool no_window_release = false;
     bool no_control = false;
+    bool anchors = false;
     bool no_single = false;
     std::string model;
     vrex::pipeline::PipelineOptions opt;
@@ -236,6 +237,9 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     bool no_pool = false;
     c->add_flag("--no-pool", no_pool, "private streams (no cross-stream reuse)");
     c->add_flag("--no-control", a->no_control, "skip the radius-0 control pass");
+    c->add_flag("--anchors", a->anchors,
+                "with --model builtin: also the streaming-video KV anchors, V-Rex's memory hierarchy and its "
+                "ablations at equal device memory (keys anchors, ablations, resv: docs/model.md)");
     c->add_flag("--no-single", a->no_single, "skip the stream-0-alone pass of a multi-stream run");
     c->add_option(
          "--model", a->model,
@@ -281,7 +285,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         j["headline"] = cmp.to_json();
         nlohmann::json m;
         if (a->model == "builtin") {
-            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, !a->no_control});
+            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, !a->no_control, a->anchors});
             for (const auto& [k, v] : m.items()) {
                 if (j.contains(k)) j["pixel_" + k] = j[k];
                 j[k] = v;

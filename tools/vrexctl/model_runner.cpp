@@ -37,6 +37,7 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
         args.push_back(std::to_string(a.frames));
     }
     if (!a.control) args.push_back("--no-control");
+    if (a.anchors) args.push_back("--anchors");
     args.insert(args.end(), a.videos.begin(), a.videos.end());
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);

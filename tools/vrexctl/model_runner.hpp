@@ -14,7 +14,8 @@ struct ModelRunArgs {
     std::vector<std::string> videos;
     std::uint32_t frames = 0;  // frames per edited stream (0: the runner's default)
     std::uint32_t radius = 20;
-    bool control = true;  // the radius-0 control run
+    bool control = true;   // the radius-0 control run
+    bool anchors = false;  // also the KV anchors and V-Rex ablations at equal memory (vrex.run --anchors)
 };
 
 // Spawns the runner (no shell), collects its stdout and parses it. ExitError(kExitRuntime) with the

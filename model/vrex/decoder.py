@@ -6,7 +6,12 @@ stream keeps all of it (the exact baseline is the whole, growing cache).
 
 Questions are transient tokens (like a prompt: never cached, never seen by later tokens) asked at
 frame t: "which code did region r have k frames ago" (k = 0 is the present-frame task). A question
-is region r's learned embedding; its head outputs a distribution over the codebook (vrex/task.py).
+is region r's learned embedding; its head outputs a distribution over the codebook (vrex/task.py):
+a learned projection back into the encoder's feature space, scored by cosine against the task's
+fixed codebook (a buffer of the model). The answer is then "the code nearest to the features the
+question read", which holds on clips whose features training never covered; a free linear head
+learns the training clips' code statistics instead (99 % train / 60 % on the validation clip for
+a linear probe of the region vectors, docs/model.md).
 
 Visibility:
   visual token of frame f   every visual token of frames f - W + 1 .. f (W = Config.window; the
@@ -158,7 +163,13 @@ class Decoder(nn.Module):
         self.question_embed = nn.Parameter(torch.randn(c.regions, c.d_model) * 0.02)
         self.blocks = nn.ModuleList(Block(c) for _ in range(c.layers))
         self.norm = RMSNorm(c.d_model)
-        self.head = nn.Linear(c.d_model, c.codes)
+        self.head = nn.Linear(c.d_model, c.feat_dim)
+        self.logit_scale = nn.Parameter(torch.tensor(2.3))  # exp: 10
+        self.register_buffer("codebook", F.normalize(torch.randn(c.codes, c.feat_dim), dim=-1))
+
+    def answer(self, xq: torch.Tensor) -> torch.Tensor:
+        """Logits over the codebook of the questions' final states @xq [Q, D]."""
+        return self.logit_scale.exp() * F.normalize(self.head(self.norm(xq)), dim=-1) @ self.codebook.T
 
     def embed_frame(self, tokens: torch.Tensor) -> torch.Tensor:
         """@tokens [..., 64, C] standardised encoder tokens (region-major) -> [..., 64, D]."""
@@ -199,7 +210,7 @@ class Decoder(nn.Module):
             if li + 1 < len(self.blocks):  # the last layer's visual outputs feed nothing
                 x = x + self._window_attend(blk.attn, h, k, v, key_idx, w_bias, rope_v)
                 x = blk.mlp(x)
-        return self.head(self.norm(xq))
+        return self.answer(xq)
 
     def _window_attend(self, attn: Attention, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                        key_idx: torch.Tensor, w_bias: torch.Tensor, rope_v: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -255,7 +266,7 @@ class Decoder(nn.Module):
             xq = blk.mlp(xq + blk.attn.attend_parts(hq, rope_q, q_parts, q_bias))
             if li + 1 < len(self.blocks) and len(idx):
                 x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, w_parts))
-        return self.head(self.norm(xq))
+        return self.answer(xq)
 
 
 def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool) -> int:
@@ -275,7 +286,7 @@ def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: boo
         if li + 1 < c.layers:
             f += nf * (proj_q + mlp) + nf * c.heads * c.head_dim * w_keys * 2
         f += questions * (proj_q + mlp) + questions * c.heads * c.head_dim * h_keys * 2
-    f += questions * d * c.codes
+    f += questions * (d * c.feat_dim + c.feat_dim * c.codes)
     f += nf * c.feat_dim * d if nf else 0  # embedding of the fresh tokens
     if guard:
         f += n * d * kva + (n - nf) * c.feat_dim * d  # all 64 tokens' layer-0 keys (+ their embedding)

@@ -62,6 +62,7 @@ def load_model() -> tuple[Decoder, dict[str, Any]]:
         c = model.c
         gen = torch.Generator().manual_seed(0)
         cent = torch.nn.functional.normalize(torch.randn(c.codes, c.feat_dim, generator=gen), dim=-1)
+        model.codebook.copy_(cent)
         return model, {"mean": torch.zeros(c.feat_dim), "std": torch.full((c.feat_dim,), 3.0), "codebook": cent,
                        "baselines": task.Baselines(0, np.zeros(16, dtype=np.int64)), "weights": "random"}
     path = train.weights_path()

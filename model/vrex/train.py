@@ -26,7 +26,7 @@ from . import footage, task
 from .decoder import Config, Decoder
 
 SEED = 0
-STEPS = 240
+STEPS = 180
 STREAM_FRAMES = 40      # frames per training stream (the questions reach back up to 39 frames)
 QUESTIONS = 8           # per frame (cheap next to the visual tokens)
 LR = 3e-3
@@ -121,6 +121,7 @@ def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
         val.append((x, y, task.questions(len(y), QUESTIONS, vrng)))
 
     model = Decoder(c)
+    model.codebook.copy_(data.codebook)  # the task's codebook: the head scores against it (decoder.py)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=LR, total_steps=STEPS, pct_start=0.1)
     curve: list[dict[str, float]] = []

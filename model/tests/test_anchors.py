@@ -237,3 +237,39 @@ def test_bad_configuration_is_refused(model: Decoder) -> None:
         managed(model, memory="tiers", resident=1)
     with pytest.raises(ValueError, match="ReuseMeter"):
         managed(model, prefill="dtd")
+
+
+# ---- the JSON of vrex.run --anchors (what vrexctl run --model builtin --anchors prints) ------------
+
+def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from vrex import ablations, run as vrun
+
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    clips = [footage_env["VREX_VTEST_AVI"], footage_env["VREX_MIRE_PATH"]]
+    assert vrun.main(["--json", "--anchors", "--no-control", "--streams", "1", "--frames", "14", "--warmup", "2",
+                      "--budget", "112", "--resident", "5", *clips]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["anchors"]) == {"full_cache", *ablations.ANCHORS}
+    assert set(r["ablations"]) == set(ablations.ABLATIONS)
+    full = r["anchors"]["full_cache"]["device_bytes_peak"]
+    assert full == r["kv_bytes"]["exact_peak"] == 14 * 16 * r["kv_bytes"]["block_bytes"]
+    for sec in ("anchors", "ablations"):
+        for name, row in r[sec].items():
+            a = row["accuracy"]
+            assert 0 <= a["ci95"][0] <= a["mean"] <= a["ci95"][1] <= 1, (name, a)
+            if name != "full_cache":
+                # Equal device memory: every bounded run within the budget (+ ReSV's 8 B a token,
+                # ReKV's key a frame); Quest's min/max keys a block (1 KiB) come on top.
+                meta = 14 * 16 * 1024 if name == "quest" else 14 * 64 * 8
+                assert row["device_bytes_peak"] <= 112 * r["kv_bytes"]["block_bytes"] + meta, name
+                assert row["total_bytes_peak"] >= row["device_bytes_peak"]
+                assert 0 < row["prefill"]["flops_ratio"] <= 1.0
+    assert r["ablations"]["no_demotion"]["total_bytes_peak"] == r["ablations"]["no_demotion"]["device_bytes_peak"]
+    assert r["anchors"]["vrex_hierarchy"]["total_bytes_peak"] > r["anchors"]["vrex_hierarchy"]["device_bytes_peak"]
+    rs = r["resv"]
+    assert rs["questions"] > 0 and 0 < rs["kv_bytes_ratio"] <= 1
+    assert rs["recall_mean"] <= rs["oracle"]["recall_mean"] + 1e-9 and "recall_mean" in rs["quest"]
+    assert "policy_stats" not in r

@@ -81,7 +81,13 @@ def quest_bound(q: torch.Tensor, keys: torch.Tensor, page: int) -> torch.Tensor:
     """Quest's per-page upper bound of q.k: sum over dimensions of max(q_d max_d, q_d min_d) over the
     page's keys; @keys [pages * page, D] -> [pages]."""
     kb = keys.view(-1, page, keys.shape[-1])
-    return torch.maximum(q * kb.max(1).values, q * kb.min(1).values).sum(-1)
+    return quest_bound_minmax(q, kb.min(1).values, kb.max(1).values)
+
+
+def quest_bound_minmax(q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor) -> torch.Tensor:
+    """quest_bound from the pages' per-dimension key minima/maxima @kmin/@kmax [pages, D] (what Quest
+    keeps per page, computed once when the page is complete)."""
+    return torch.maximum(q * kmax, q * kmin).sum(-1)
 
 
 def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[int]:
@@ -171,6 +177,8 @@ class Managed(lcp.Policy):
         # Selection signals: layer-0 keys rotated to their frames (per frame [64, KVH*hd]), region
         # queries (rotated per question), per-block min/max and per-frame mean keys.
         self.k0: list[torch.Tensor] = []
+        self.kmin: list[torch.Tensor] = []  # per frame [16, KVH*hd]: each block's key minima / maxima
+        self.kmax: list[torch.Tensor] = []
         with torch.no_grad():
             self.q0 = blk.attn.wq(blk.norm1(runner.s.model.question_embed)).view(c.regions, c.heads, c.head_dim)
         self.heads: list[Any] = []
@@ -217,6 +225,9 @@ class Managed(lcp.Policy):
     def _insert(self, f: int) -> None:
         k = self.frame_keys(f)
         self.k0.append(k)
+        kb = k.view(self.c.regions, self.c.tokens_per_region, -1)
+        self.kmin.append(kb.min(1).values)
+        self.kmax.append(kb.max(1).values)
         if self.read != "resv":
             return
         if f % RESV_FRAMES == 0:
@@ -328,7 +339,7 @@ class Managed(lcp.Policy):
             fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
             order = (fr[:, None] * c.regions + np.arange(c.regions)[None, :]).reshape(-1)
         elif self.read == "quest":
-            order = torch.argsort(quest_bound(q, kall, c.tokens_per_region), descending=True).numpy()
+            order = torch.argsort(self._quest(q), descending=True).numpy()
         else:
             order = torch.randperm(n, generator=self.gen).numpy()
         order = order[want[order]] if len(order) else order
@@ -348,6 +359,10 @@ class Managed(lcp.Policy):
         if self.read == "resv":
             self.rec["capped"].append(float(capped))
         return allow
+
+    def _quest(self, q: torch.Tensor, frames: int | None = None) -> torch.Tensor:
+        f = len(self.kmin) if frames is None else frames
+        return quest_bound_minmax(q, torch.cat(self.kmin[:f]), torch.cat(self.kmax[:f]))
 
     def _resv_slots(self, q: torch.Tensor, n: int) -> list[int]:
         qa = np.ascontiguousarray(q.numpy())
@@ -371,7 +386,7 @@ class Managed(lcp.Policy):
         if b == 0:
             return
         top = torch.argsort(mass, descending=True)[:b]
-        qb = torch.argsort(quest_bound(q, kall, c.tokens_per_region), descending=True)[:b]
+        qb = torch.argsort(self._quest(q, t), descending=True)[:b]
         rnd = torch.randperm(n, generator=self.gen)[:b]
         self.rec["recall_resv"].append(float(mass[list(set(sel))].sum()))
         self.rec["recall_oracle"].append(float(mass[top].sum()))

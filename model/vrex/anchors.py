@@ -184,7 +184,7 @@ class Managed(lcp.Policy):
         self.heads: list[Any] = []
         self.lut_scale = 0.0
         self.fresh: list[int] = []
-        self.pending: list[tuple[torch.Tensor, list[int]]] = []  # (query, ReSV slots) to measure
+        self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
         self.rec: dict[str, list[float]] = {k: [] for k in ("recall_resv", "recall_oracle", "recall_quest",
                                                             "recall_random", "bytes_ratio", "capped")}
 
@@ -250,8 +250,8 @@ class Managed(lcp.Policy):
         # copies below (a background offload in a real system).
         if self.pending:
             kall = torch.cat(self.k0)
-            for q, sel in self.pending:
-                self._recall(q, kall, sel, t)
+            for q, sel, qr, qg in self.pending:
+                self._recall(q, kall, sel, t, qr, qg)
             self.pending.clear()
         if self.memory == "tiers":
             tiers.stage_window(t)
@@ -320,20 +320,20 @@ class Managed(lcp.Policy):
             allow = dev.copy()
             if self.read != "device" and want.any():
                 assert kall is not None
-                allow |= self._fetch(self.query(r, g), kall, want, t, g < t)
+                allow |= self._fetch(self.query(r, g), kall, want, t, r, g)
             hidden = torch.from_numpy(~allow).repeat_interleave(c.tokens_per_region)
             bias[i, : t * c.visual].masked_fill_(hidden, float("-inf"))
             tiers.end_read()
         return bias
 
-    def _fetch(self, q: torch.Tensor, kall: torch.Tensor, want: np.ndarray, t: int, past: bool) -> np.ndarray:
+    def _fetch(self, q: torch.Tensor, kall: torch.Tensor, want: np.ndarray, t: int, r: int, g: int) -> np.ndarray:
         """Slots this question reads beyond the device's, in the read rule's order, staged through
         tiers.fetch until `fetch` distinct blocks (reused blocks serve several slots)."""
         c, n = self.c, len(want)
         if self.read == "resv":
             sel = self._resv_slots(q, n)
-            if past:  # recall of the questions about the past, measured off the step's clock
-                self.pending.append((q, sel))
+            if g < t:  # recall of the questions about the past, measured off the step's clock
+                self.pending.append((q, sel, r, g))
             order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
         elif self.read == "rekv":
             fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
@@ -373,14 +373,19 @@ class Managed(lcp.Policy):
                 out.extend(s for s in range(base + first, base + first + count) if s < n)
         return out
 
-    def _recall(self, q: torch.Tensor, kall: torch.Tensor, sel: list[int], t: int) -> None:
-        """Layer-0 attention-mass recall over the past (mean of the heads' softmax) of ReSV's blocks,
-        and of the oracle's, Quest's and random blocks at the same count."""
+    def _recall(self, q: torch.Tensor, kall: torch.Tensor, sel: list[int], t: int, qr: int, qg: int) -> None:
+        """Layer-0 attention-mass recall over the past (mean of the heads' softmax, with the model's
+        learned frame-distance/slot bias of the question: the attention the model really computes)
+        of ReSV's blocks, and of the oracle's, Quest's and random blocks at the same count."""
         c = self.c
         n = t * c.regions
         qh = q.view(c.heads, c.head_dim)
         kh = kall.view(t * c.visual, c.kv_heads, c.head_dim)
-        p = torch.softmax(torch.einsum("hd,nhd->hn", qh, kh), dim=-1).mean(0)  # heads share KV heads 1:1
+        frame = torch.arange(t).repeat_interleave(c.visual)
+        slot = torch.arange(c.visual).repeat(t)
+        with torch.no_grad():
+            learned = self.run.s.model.blocks[0].attn.question_bias(torch.tensor([qr]), torch.tensor([qg]), frame, slot)
+        p = torch.softmax(torch.einsum("hd,nhd->hn", qh, kh) + learned[:, 0], dim=-1).mean(0)  # H = KVH here
         mass = p.view(n, c.tokens_per_region).sum(1)
         b = len(set(sel))
         if b == 0:

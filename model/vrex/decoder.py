@@ -82,10 +82,24 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
+REL_BUCKETS = 17  # frame distance key - target: 0, then log2 buckets 1..8 after, 9..16 before
+
+
+def rel_bucket(d: torch.Tensor) -> torch.Tensor:
+    """Signed log2 bucket of frame distances @d (key frame - question's target frame)."""
+    mag = torch.log2(d.abs().clamp_min(1).to(torch.float32)).floor().to(torch.long).clamp_max(7) + 1
+    return torch.where(d == 0, torch.zeros_like(d), torch.where(d > 0, mag, mag + 8))
+
+
 class Attention(nn.Module):
     def __init__(self, c: Config):
         super().__init__()
         self.c = c
+        # Questions only: a learned bias per head on the key's frame distance to the frame asked about
+        # (T5-style relative buckets) and on the key's slot given the region asked about. RoPE alone
+        # makes "find frame t - k, region r" a needle search SGD learns slowly (docs/model.md).
+        self.rel = nn.Parameter(torch.zeros(c.heads, REL_BUCKETS))
+        self.slot = nn.Parameter(torch.zeros(c.heads, c.regions, c.visual))
         self.wq = nn.Linear(c.d_model, c.heads * c.head_dim, bias=False)
         self.wk = nn.Linear(c.d_model, c.kv_heads * c.head_dim, bias=False)
         self.wv = nn.Linear(c.d_model, c.kv_heads * c.head_dim, bias=False)
@@ -110,28 +124,39 @@ class Attention(nn.Module):
         q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)  # head h = kv * rep + r
         s = q @ rotate(k, *k_rope).transpose(1, 2)  # KVH (rep Tq) Tk
         if bias is not None:
-            s = s + bias.repeat(rep, 1)[None]
+            s = s + self._heads(bias, t)
         o = torch.softmax(s, dim=-1) @ v
         return self.wo(o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim))
 
+    def _heads(self, bias: torch.Tensor, t: int) -> torch.Tensor:
+        """[Tq, Tk] (every head) or [H, Tq, Tk] -> the scores' [KVH, rep * Tq, Tk] layout."""
+        c = self.c
+        if bias.dim() == 2:
+            return bias.repeat(c.heads // c.kv_heads, 1)[None]
+        return bias.reshape(c.kv_heads, (c.heads // c.kv_heads) * t, bias.shape[-1])
+
+    def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor, k_frame: torch.Tensor,
+                      k_slot: torch.Tensor) -> torch.Tensor:
+        """[H, Q, Tk] learned bias of the questions' attention (see __init__)."""
+        b = rel_bucket(k_frame[None, :] - q_target[:, None])  # Q Tk
+        return self.rel[:, b] + self.slot[:, q_region][:, :, k_slot]
+
     def attend_parts(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor],
-                     parts: list[tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]],
-                     bias: torch.Tensor | None = None) -> torch.Tensor:
-        """attend() with every key visible, the keys given in parts (k, v, rope) that are never
-        concatenated: one softmax over the scores of all parts (a long cache is read in place).
-        @bias [Tq, keys of all parts]: additive (-inf hides a key; vrex/anchors.py selections)."""
+                     parts: list[tuple[torch.Tensor, torch.Tensor]], biases: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """attend() with every key visible, the keys given in parts (K already rotated, V) that are
+        never concatenated: one softmax over the scores of all parts (a long cache is read in place)."""
         c = self.c
         t = h.shape[0]
         rep = c.heads // c.kv_heads
         q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
         q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)
-        s = torch.cat([(q @ rotate(k, *kr).transpose(1, 2)) for k, _, kr in parts], -1)
-        if bias is not None:
-            s = s + bias.repeat(rep, 1)[None]
+        s = torch.cat([(q @ k.transpose(1, 2)) for k, _ in parts], -1)
+        if biases is not None:
+            s = s + torch.cat([self._heads(b, t) for b in biases], -1)
         p = torch.softmax(s, dim=-1)
         o = None
         off = 0
-        for k, v, _ in parts:
+        for k, v in parts:
             part = p[..., off : off + k.shape[1]] @ v
             o = part if o is None else o + part
             off += k.shape[1]
@@ -193,6 +218,7 @@ class Decoder(nn.Module):
         n = c.visual
         x = self.embed_frame(feats).reshape(f * n, c.d_model)
         frame_of = torch.arange(f).repeat_interleave(n)
+        slot_of = torch.arange(n).repeat(f)
         rope_v = self.rope(frame_of)
         # Windowed visual attention as a [F, W*64] gather of keys (frames f-W+1 .. f; earlier than 0 masked).
         src = torch.arange(f)[:, None] - torch.arange(c.window - 1, -1, -1)[None, :]  # F W
@@ -206,7 +232,8 @@ class Decoder(nn.Module):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH (F*64) hd
             hq = blk.norm1(xq)
-            xq = blk.mlp(xq + blk.attn.attend(hq, rope_q, k, v, rope_v, q_bias))
+            qb = q_bias[None] + blk.attn.question_bias(q_region, q_target, frame_of, slot_of)
+            xq = blk.mlp(xq + blk.attn.attend(hq, rope_q, k, v, rope_v, qb))
             if li + 1 < len(self.blocks):  # the last layer's visual outputs feed nothing
                 x = x + self._window_attend(blk.attn, h, k, v, key_idx, w_bias, rope_v)
                 x = blk.mlp(x)
@@ -225,18 +252,20 @@ class Decoder(nn.Module):
         o = o.view(c.kv_heads, f, rep, n, c.head_dim).permute(1, 3, 0, 2, 4).reshape(f * n, c.heads * c.head_dim)
         return attn.wo(o)
 
-    def step(self, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor], past: torch.Tensor | None, t: int,
-             q_region: torch.Tensor, q_target: torch.Tensor, q_bias: torch.Tensor | None = None) -> torch.Tensor:
+    def step(self, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
+             past: tuple[torch.Tensor, torch.Tensor] | None, t: int, q_region: torch.Tensor,
+             q_target: torch.Tensor, q_mask: torch.Tensor | None = None) -> torch.Tensor:
         """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
 
         @vis [64, D] the frame's embeddings (embed_frame); @fresh the regions to compute; @cur the
         frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
         K/V is written into them layer by layer, the others hold reused K/V and are only read);
-        @past [L, 2, KVH, t*64, hd] the K/V of frames 0 .. t-1 as their blocks hold it (None at
-        t = 0). Questions: regions @q_region about frames @q_target (<= t); @q_bias [Q, (t+1)*64]
-        additive over the keys they read (frames 0 .. t; -inf hides a key), None: every key.
-        Returns logits [Q, codes].
-        Reused regions cost nothing here: no projection, attention or MLP for their tokens."""
+        @past (K, V), each [L, KVH, t*64, hd], the frames 0 .. t-1 as their blocks hold them, K
+        already rotated to its frame's position (commit_frame; None at t = 0). Questions: regions
+        @q_region about frames @q_target (<= t); @q_mask [Q, (t+1)*64] additive over the keys they
+        read (frames 0 .. t; -inf hides a key: vrex/anchors.py), None: every key. Returns logits
+        [Q, codes]. Reused regions cost
+        nothing here: no projection, attention or MLP for their tokens."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
         idx = torch.tensor([r * tpr + j for r in fresh for j in range(tpr)], dtype=torch.long)
@@ -244,9 +273,11 @@ class Decoder(nn.Module):
         rope_cur = self.rope(torch.full((n,), t))
         rope_x = (rope_cur[0][: len(idx)], rope_cur[1][: len(idx)])
         w0 = max(0, t - c.window + 1)  # first frame of the visual window
-        rope_past = self.rope(torch.arange(t).repeat_interleave(n)) if t else None
         xq = self.question_embed[q_region]
         rope_q = self.rope(q_target)
+        slots = torch.arange(n)
+        past_frame = torch.arange(t).repeat_interleave(n)
+        past_slot = slots.repeat(t)
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH nf hd
@@ -254,19 +285,29 @@ class Decoder(nn.Module):
                 cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
                 cur[r][li, 1].copy_(v[:, i * tpr : (i + 1) * tpr])
             now = torch.stack([b[li] for b in cur], dim=2).reshape(2, c.kv_heads, n, c.head_dim)
-            q_parts = [(now[0], now[1], rope_cur)]
-            w_parts = [(now[0], now[1], rope_cur)]
-            if past is not None and rope_past is not None:
-                q_parts.insert(0, (past[li, 0], past[li, 1], rope_past))
+            now_k = rotate(now[0], *rope_cur)
+            q_parts = [(now_k, now[1])]
+            q_bias = [blk.attn.question_bias(q_region, q_target, torch.full((n,), t), slots)]
+            w_parts = [(now_k, now[1])]
+            if past is not None:
+                q_parts.insert(0, (past[0][li], past[1][li]))
+                q_bias.insert(0, blk.attn.question_bias(q_region, q_target, past_frame, past_slot))
                 if w0 < t:
-                    win = slice(w0 * n, t * n)
-                    w_parts.insert(0, (past[li, 0, :, win], past[li, 1, :, win],
-                                       (rope_past[0][win], rope_past[1][win])))
+                    w_parts.insert(0, (past[0][li, :, w0 * n :], past[1][li, :, w0 * n :]))
+            if q_mask is not None:
+                q_bias = [b + m for b, m in zip(q_bias, q_mask.split([b.shape[-1] for b in q_bias], -1))]
             hq = blk.norm1(xq)
             xq = blk.mlp(xq + blk.attn.attend_parts(hq, rope_q, q_parts, q_bias))
             if li + 1 < len(self.blocks) and len(idx):
                 x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, w_parts))
         return self.answer(xq)
+
+    def commit_frame(self, cur: list[torch.Tensor], t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Frame @t's K/V as attention reads it: (K rotated to position t, V), each [L, KVH, 64, hd],
+        gathered from the frame's 16 block tensors @cur (reused blocks take position t)."""
+        c = self.c
+        kv = torch.stack(cur, dim=3).reshape(c.layers, 2, c.kv_heads, c.visual, c.head_dim)
+        return rotate(kv[:, 0], *self.rope(torch.full((c.visual,), t))), kv[:, 1].clone()
 
 
 def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool) -> int:

@@ -147,7 +147,7 @@ class Policy:
         """Frame t begins (before choose): its luma and encoder tokens."""
 
     def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor | None:
-        """Additive bias [Q, (t+1)*64] over the keys the questions of frame t read (None: all)."""
+        """Additive mask [Q, (t+1)*64] over the keys the questions of frame t read (None: all)."""
         return None
 
     def frame_done(self) -> None:
@@ -222,6 +222,11 @@ class StreamRunner:
         self.t = 0
         self.policy = POLICIES[session.opts.policy](self)
         self.views: list[list[torch.Tensor]] = []     # per frame, the block tensor of each region
+        # The committed frames as attention reads them (Decoder.commit_frame: K rotated to its frame,
+        # layer-major, [L, KVH, capacity, hd]): what a paged-attention kernel would read from the
+        # blocks in place; kept so a step does not re-gather and re-rotate the whole stream.
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
         self.pinned: dict[tuple[int, int], "hal.KvBlock"] = {}  # every distinct block the cache holds
         self.closed = False
 
@@ -258,12 +263,11 @@ class StreamRunner:
                 fresh.append(r)
                 computed.append(b)
             cur.append(self.s.view(b))
-        past = None
-        if self.views:
-            past = torch.stack([v for fr in self.views for v in fr], dim=3)  # L 2 KVH (t*16) T hd
-            past = past.reshape(c.layers, 2, c.kv_heads, self.t * c.visual, c.head_dim)
+        n = self.t * c.visual
+        past = (self._k[:, :, :n], self._v[:, :, :n]) if self.t and self._k is not None and self._v is not None else None
         logits = m.step(vis, fresh, cur, past, self.t, q_region, q_target,
                         self.policy.question_bias(q_region, q_target))
+        self._commit(m.commit_frame(cur, self.t))
         for r, b in zip(fresh, computed):
             self.policy.computed(r, b, hashes[r])
         self.st.end_frame()
@@ -277,6 +281,20 @@ class StreamRunner:
         self.t += 1
         self.policy.frame_done()
         return logits, fs
+
+    def _commit(self, kv: tuple[torch.Tensor, torch.Tensor]) -> None:
+        c = self.s.model.c
+        n0, n1 = self.t * c.visual, (self.t + 1) * c.visual
+        if self._k is None or self._v is None or self._k.shape[2] < n1:
+            cap = max(64 * c.visual, 2 * n1)
+            k = torch.empty(c.layers, c.kv_heads, cap, c.head_dim)
+            v = torch.empty_like(k)
+            if self._k is not None and self._v is not None:
+                k[:, :, :n0] = self._k[:, :, :n0]
+                v[:, :, :n0] = self._v[:, :, :n0]
+            self._k, self._v = k, v
+        self._k[:, :, n0:n1] = kv[0]
+        self._v[:, :, n0:n1] = kv[1]
 
     def cache_tokens(self) -> int:
         """Visual tokens the cache holds (what exact attention reads)."""
@@ -294,4 +312,5 @@ class StreamRunner:
             self.st.unpin(b)
         self.pinned.clear()
         self.views.clear()
+        self._k = self._v = None
         self.closed = True

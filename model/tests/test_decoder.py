@@ -24,17 +24,21 @@ def test_questions_never_see_later_frames() -> None:
     m, x = model(), feats(6)
     y = x.clone()
     y[4:] += 1.0
-    assert torch.allclose(ask(m, x, 3, 2, 1), ask(m, y, 3, 2, 1), atol=1e-5)
-    assert not torch.allclose(ask(m, x, 5, 2, 1), ask(m, y, 5, 2, 1), atol=1e-3)
+    assert torch.allclose(ask(m, x, 3, 2, 3), ask(m, y, 3, 2, 3), atol=1e-5)
+    assert not torch.allclose(ask(m, x, 5, 2, 4), ask(m, y, 5, 2, 4), atol=1e-3)
 
 
-def test_questions_read_the_whole_past_beyond_the_window() -> None:
-    """A change at frame 0 reaches a question asked at frame 9 (far outside the 4-frame visual
-    window): the cache a question reads is the whole stream."""
+def test_questions_reach_any_past_frame_and_only_around_it() -> None:
+    """A question asked at frame 9 about frame 0 (far outside the 4-frame visual window) reads it; a
+    question about frame 2 reads frames 0..4 only, so a change of frame 9 cannot move it."""
     m, x = model(), feats(10)
     y = x.clone()
     y[0] += 2.0
     assert not torch.allclose(ask(m, x, 9, 0, 0), ask(m, y, 9, 0, 0), atol=1e-3)
+    z = x.clone()
+    z[9] += 2.0
+    assert torch.allclose(ask(m, x, 9, 0, 2), ask(m, z, 9, 0, 2), atol=1e-6)  # reads frames 0..4 only
+    assert not torch.allclose(ask(m, x, 9, 0, 8), ask(m, z, 9, 0, 8), atol=1e-3)
 
 
 def test_visual_tokens_see_only_the_window() -> None:
@@ -82,5 +86,7 @@ def test_step_flops_counts_reuse_and_the_growing_cache() -> None:
     c = Config()
     full = step_flops(c, 16, 100, 4, False)
     assert step_flops(c, 0, 100, 4, True) < step_flops(c, 8, 100, 4, True) < full
-    assert step_flops(c, 16, 200, 4, False) > full  # questions read a longer cache
+    assert step_flops(c, 16, 200, 4, False) == full  # the visual window is full from t = 3 on
+    assert step_flops(c, 16, 1, 4, False) < full
+    assert step_flops(c, 16, 100, 4, False, 4 * 64) < full  # fewer keys (reach clipped at the stream's ends)
     assert step_flops(c, 16, 100, 0, False) < full

@@ -385,7 +385,10 @@ class Managed(lcp.Policy):
         slot = torch.arange(c.visual).repeat(t)
         with torch.no_grad():
             learned = self.run.s.model.blocks[0].attn.question_bias(torch.tensor([qr]), torch.tensor([qg]), frame, slot)
-        p = torch.softmax(torch.einsum("hd,nhd->hn", qh, kh) + learned[:, 0], dim=-1).mean(0)  # H = KVH here
+        # The model's question reads only the frames within question_reach of its target.
+        out = (frame - qg).abs() > getattr(c, "question_reach", t)
+        logits = (torch.einsum("hd,nhd->hn", qh, kh) + learned[:, 0]).masked_fill(out[None], float("-inf"))
+        p = torch.softmax(logits, dim=-1).mean(0)  # H = KVH here
         mass = p.view(n, c.tokens_per_region).sum(1)
         b = len(set(sel))
         if b == 0:

@@ -49,6 +49,7 @@ class Config:
     tokens_per_region: int = 4
     codes: int = 64
     window: int = 4
+    question_reach: int = 2  # a question reads the frames within this many of the frame it asks about
     rope_base: float = 1000.0
 
     @property
@@ -134,6 +135,25 @@ class Attention(nn.Module):
         if bias.dim() == 2:
             return bias.repeat(c.heads // c.kv_heads, 1)[None]
         return bias.reshape(c.kv_heads, (c.heads // c.kv_heads) * t, bias.shape[-1])
+
+    def question_bias_pairs(self, q_region: torch.Tensor, q_target: torch.Tensor, k_frame: torch.Tensor,
+                            k_slot: torch.Tensor) -> torch.Tensor:
+        """question_bias for per-question keys @k_frame/@k_slot [Q, M] -> [H, Q, M]."""
+        b = rel_bucket(k_frame - q_target[:, None])
+        return self.rel[:, b] + self.slot[:, q_region[:, None], k_slot[None, :].expand_as(b)]
+
+    def attend_gathered(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor,
+                        v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """Each query row reads its own keys: @h [Q, D], @k/@v [KVH, Q, M, hd] (K rotated), @bias
+        [H, Q, M] additive (-inf: not read)."""
+        c = self.c
+        t = h.shape[0]
+        rep = c.heads // c.kv_heads
+        q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *q_rope).view(c.kv_heads, rep, t, c.head_dim).transpose(1, 2)  # KVH Q rep hd
+        s = q @ k.transpose(-1, -2) + bias.view(c.kv_heads, rep, t, k.shape[2]).transpose(1, 2)  # KVH Q rep M
+        o = torch.softmax(s, dim=-1) @ v  # KVH Q rep hd
+        return self.wo(o.permute(1, 0, 2, 3).reshape(t, c.heads * c.head_dim))
 
     def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor, k_frame: torch.Tensor,
                       k_slot: torch.Tensor) -> torch.Tensor:
@@ -226,7 +246,8 @@ class Decoder(nn.Module):
         key_idx = (src.clamp_min(0)[:, :, None] * n + torch.arange(n)).reshape(f, c.window * n)
         xq = self.question_embed[q_region]
         rope_q = self.rope(q_target)
-        q_bias = torch.zeros(len(q_frame), f * n).masked_fill_(frame_of[None, :] > q_frame[:, None], float("-inf"))
+        hidden = (frame_of[None, :] > q_frame[:, None]) | ((frame_of[None, :] - q_target[:, None]).abs() > c.question_reach)
+        q_bias = torch.zeros(len(q_frame), f * n).masked_fill_(hidden, float("-inf"))
         w_bias = torch.zeros(valid.shape).masked_fill_(~valid, float("-inf"))[None, :, None, :]
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
@@ -253,19 +274,19 @@ class Decoder(nn.Module):
         return attn.wo(o)
 
     def step(self, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
-             past: tuple[torch.Tensor, torch.Tensor] | None, t: int, q_region: torch.Tensor,
-             q_target: torch.Tensor, q_mask: torch.Tensor | None = None) -> torch.Tensor:
+             cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
+             q_target: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
         """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
 
         @vis [64, D] the frame's embeddings (embed_frame); @fresh the regions to compute; @cur the
         frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
         K/V is written into them layer by layer, the others hold reused K/V and are only read);
-        @past (K, V), each [L, KVH, t*64, hd], the frames 0 .. t-1 as their blocks hold them, K
-        already rotated to its frame's position (commit_frame; None at t = 0). Questions: regions
-        @q_region about frames @q_target (<= t); @q_mask [Q, (t+1)*64] additive over the keys they
-        read (frames 0 .. t; -inf hides a key: vrex/anchors.py), None: every key. Returns logits
-        [Q, codes]. Reused regions cost
-        nothing here: no projection, attention or MLP for their tokens."""
+        @cache (K, V), each [L, KVH, >= (t+1)*64, hd]: frames 0 .. t-1 as their blocks hold them, K
+        rotated to its frame's position; frame t's are written there layer by layer (reused blocks
+        take position t). Questions: regions @q_region about frames @q_target (<= t), each reading
+        the frames within question_reach of its target; @keep [Q, (t+1)*64] additive over those
+        keys (-inf: a memory policy left the key out, vrex/anchors.py), None: all. Returns logits [Q, codes]. Reused regions
+        cost nothing here: no projection, attention or MLP for their tokens."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
         idx = torch.tensor([r * tpr + j for r in fresh for j in range(tpr)], dtype=torch.long)
@@ -275,9 +296,17 @@ class Decoder(nn.Module):
         w0 = max(0, t - c.window + 1)  # first frame of the visual window
         xq = self.question_embed[q_region]
         rope_q = self.rope(q_target)
-        slots = torch.arange(n)
-        past_frame = torch.arange(t).repeat_interleave(n)
-        past_slot = slots.repeat(t)
+        # The keys each question reads: frames target-reach .. target+reach, clipped to 0 .. t.
+        offs = torch.arange(-c.question_reach, c.question_reach + 1)
+        fr = q_target[:, None] + offs[None, :]  # Q R
+        ok = (fr >= 0) & (fr <= t)
+        fr = fr.clamp(0, t)
+        q_keys = (fr[:, :, None] * n + torch.arange(n)).reshape(len(q_target), fr.shape[1] * n)  # Q (R*64)
+        q_mask = torch.zeros(ok.shape).masked_fill_(~ok, float("-inf")).repeat_interleave(n, dim=1)
+        if keep is not None:
+            q_mask = q_mask + keep.gather(1, q_keys)
+        q_frame_of, q_slot_of = fr.repeat_interleave(n, dim=1), torch.arange(n).repeat(fr.shape[1])
+        ck, cv = cache
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH nf hd
@@ -285,39 +314,27 @@ class Decoder(nn.Module):
                 cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
                 cur[r][li, 1].copy_(v[:, i * tpr : (i + 1) * tpr])
             now = torch.stack([b[li] for b in cur], dim=2).reshape(2, c.kv_heads, n, c.head_dim)
-            now_k = rotate(now[0], *rope_cur)
-            q_parts = [(now_k, now[1])]
-            q_bias = [blk.attn.question_bias(q_region, q_target, torch.full((n,), t), slots)]
-            w_parts = [(now_k, now[1])]
-            if past is not None:
-                q_parts.insert(0, (past[0][li], past[1][li]))
-                q_bias.insert(0, blk.attn.question_bias(q_region, q_target, past_frame, past_slot))
-                if w0 < t:
-                    w_parts.insert(0, (past[0][li, :, w0 * n :], past[1][li, :, w0 * n :]))
-            if q_mask is not None:
-                q_bias = [b + m for b, m in zip(q_bias, q_mask.split([b.shape[-1] for b in q_bias], -1))]
+            ck[li, :, t * n : (t + 1) * n] = rotate(now[0], *rope_cur)
+            cv[li, :, t * n : (t + 1) * n] = now[1]
+            bias = q_mask[None] + blk.attn.question_bias_pairs(q_region, q_target, q_frame_of, q_slot_of)
             hq = blk.norm1(xq)
-            xq = blk.mlp(xq + blk.attn.attend_parts(hq, rope_q, q_parts, q_bias))
+            xq = blk.mlp(xq + blk.attn.attend_gathered(hq, rope_q, ck[li][:, q_keys], cv[li][:, q_keys], bias))
             if li + 1 < len(self.blocks) and len(idx):
-                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, w_parts))
+                win = slice(w0 * n, (t + 1) * n)
+                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(ck[li, :, win], cv[li, :, win])]))
         return self.answer(xq)
 
-    def commit_frame(self, cur: list[torch.Tensor], t: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Frame @t's K/V as attention reads it: (K rotated to position t, V), each [L, KVH, 64, hd],
-        gathered from the frame's 16 block tensors @cur (reused blocks take position t)."""
-        c = self.c
-        kv = torch.stack(cur, dim=3).reshape(c.layers, 2, c.kv_heads, c.visual, c.head_dim)
-        return rotate(kv[:, 0], *self.rope(torch.full((c.visual,), t))), kv[:, 1].clone()
 
-
-def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool) -> int:
+def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool, question_keys: int | None = None) -> int:
     """Multiply-adds x 2 of Decoder.step at frame @t (plus the guard's layer-0 K projection of all
     64 tokens when @guard): projections, attention scores and weighted sums, MLP, head. Norms,
-    RoPE and softmax are left out (elementwise, the same for every policy)."""
+    RoPE and softmax are left out (elementwise, the same for every policy). @question_keys: the keys
+    all questions read together (their reach windows clipped to the stream)."""
     d, a, kva, n = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.visual
     nf = fresh_regions * c.tokens_per_region
     w_keys = (min(t, c.window - 1) + 1) * n
-    h_keys = (t + 1) * n
+    # Keys the questions read, summed over them (default: every question reads a full reach window).
+    q_keys = question_keys if question_keys is not None else questions * (2 * c.question_reach + 1) * n
     proj_q = d * a + a * d  # wq, wo
     proj_kv = 2 * d * kva
     mlp = 3 * d * c.ffn
@@ -326,7 +343,7 @@ def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: boo
         f += nf * proj_kv
         if li + 1 < c.layers:
             f += nf * (proj_q + mlp) + nf * c.heads * c.head_dim * w_keys * 2
-        f += questions * (proj_q + mlp) + questions * c.heads * c.head_dim * h_keys * 2
+        f += questions * (proj_q + mlp) + c.heads * c.head_dim * q_keys * 2
     f += questions * (d * c.feat_dim + c.feat_dim * c.codes)
     f += nf * c.feat_dim * d if nf else 0  # embedding of the fresh tokens
     if guard:

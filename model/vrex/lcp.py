@@ -147,7 +147,7 @@ class Policy:
         """Frame t begins (before choose): its luma and encoder tokens."""
 
     def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor | None:
-        """Additive mask [Q, (t+1)*64] over the keys the questions of frame t read (None: all)."""
+        """Additive mask [Q, (t+1)*64] over the keys the questions of frame t may read (None: all)."""
         return None
 
     def frame_done(self) -> None:
@@ -222,9 +222,10 @@ class StreamRunner:
         self.t = 0
         self.policy = POLICIES[session.opts.policy](self)
         self.views: list[list[torch.Tensor]] = []     # per frame, the block tensor of each region
-        # The committed frames as attention reads them (Decoder.commit_frame: K rotated to its frame,
-        # layer-major, [L, KVH, capacity, hd]): what a paged-attention kernel would read from the
-        # blocks in place; kept so a step does not re-gather and re-rotate the whole stream.
+        # The stepped frames as attention reads them (Decoder.step writes them: K rotated to its
+        # frame, layer-major, [L, KVH, capacity, hd]), gathered from the blocks once per frame: what a
+        # paged-attention kernel would read from the blocks in place; kept so a step does not
+        # re-gather and re-rotate the whole stream.
         self._k: torch.Tensor | None = None
         self._v: torch.Tensor | None = None
         self.pinned: dict[tuple[int, int], "hal.KvBlock"] = {}  # every distinct block the cache holds
@@ -263,11 +264,9 @@ class StreamRunner:
                 fresh.append(r)
                 computed.append(b)
             cur.append(self.s.view(b))
-        n = self.t * c.visual
-        past = (self._k[:, :, :n], self._v[:, :, :n]) if self.t and self._k is not None and self._v is not None else None
-        logits = m.step(vis, fresh, cur, past, self.t, q_region, q_target,
+        cache = self._reserve()
+        logits = m.step(vis, fresh, cur, cache, self.t, q_region, q_target,
                         self.policy.question_bias(q_region, q_target))
-        self._commit(m.commit_frame(cur, self.t))
         for r, b in zip(fresh, computed):
             self.policy.computed(r, b, hashes[r])
         self.st.end_frame()
@@ -276,13 +275,16 @@ class StreamRunner:
         fs.reused = len(reuse)
         fs.reused_region = [r in reuse for r in range(c.regions)]
         fs.tokens = len(fresh) * c.tokens_per_region
-        fs.flops = step_flops(c, len(fresh), self.t, len(q_region), self.policy.needs_hash)
+        reach = c.question_reach
+        q_keys = int(((q_target + reach).clamp_max(self.t) - (q_target - reach).clamp_min(0) + 1).sum()) * c.visual
+        fs.flops = step_flops(c, len(fresh), self.t, len(q_region), self.policy.needs_hash, q_keys)
         self.views.append(cur)
         self.t += 1
         self.policy.frame_done()
         return logits, fs
 
-    def _commit(self, kv: tuple[torch.Tensor, torch.Tensor]) -> None:
+    def _reserve(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The attention-ready cache with room for frame t (grown by doubling, contents kept)."""
         c = self.s.model.c
         n0, n1 = self.t * c.visual, (self.t + 1) * c.visual
         if self._k is None or self._v is None or self._k.shape[2] < n1:
@@ -293,8 +295,7 @@ class StreamRunner:
                 k[:, :, :n0] = self._k[:, :, :n0]
                 v[:, :, :n0] = self._v[:, :, :n0]
             self._k, self._v = k, v
-        self._k[:, :, n0:n1] = kv[0]
-        self._v[:, :, n0:n1] = kv[1]
+        return self._k, self._v
 
     def cache_tokens(self) -> int:
         """Visual tokens the cache holds (what exact attention reads)."""

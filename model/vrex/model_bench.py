@@ -45,7 +45,7 @@ def clips(mode: str) -> tuple[list[Path], int, int, list[int]]:
         return test, 1, 12, [1]
     if mode == "quick":
         return test, 1, 40, [1, 2, 3]
-    return test, 2, 200, [1, 2, 3, 4, 5]
+    return test, 1, 200, [1, 2, 3, 4, 5]
 
 
 def get(d: dict[str, Any], path: tuple[str, ...]) -> float:

@@ -273,3 +273,23 @@ def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pyt
     assert rs["questions"] > 0 and 0 < rs["kv_bytes_ratio"] <= 1
     assert rs["recall_mean"] <= rs["oracle"]["recall_mean"] + 1e-9 and "recall_mean" in rs["quest"]
     assert "policy_stats" not in r
+
+
+def test_question_about_an_evicted_frame_gets_no_information(model: Decoder) -> None:
+    """Everything a question would read was dropped: uniform logits (no NaN from an empty softmax);
+    a question about a frame still on the device answers as with the full cache."""
+    xs = frames(12)
+    r = managed(model, memory="sink_window", budget=6 * 16)
+    ex = lcp.Session(model, lcp.Options(policy="exact")).stream()
+    q_r, q_g = torch.tensor([3, 3]), torch.tensor([3, 10])
+    for t, x in enumerate(xs[:-1]):
+        no = torch.zeros(0, dtype=torch.long)
+        r.step(luma(t), x, no, no)
+        ex.step(luma(t), x, no, no)
+    got, _ = r.step(luma(11), xs[11], q_r, q_g)
+    want, _ = ex.step(luma(11), xs[11], q_r, q_g)
+    assert torch.isfinite(got).all()
+    assert torch.equal(got[0], torch.zeros_like(got[0]))  # frames 1..5 evicted (sinks: frame 0 only)
+    assert torch.allclose(got[1], want[1], atol=1e-5)    # frames 8..11 resident
+    r.close()
+    ex.close()

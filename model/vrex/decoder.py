@@ -303,8 +303,10 @@ class Decoder(nn.Module):
         fr = fr.clamp(0, t)
         q_keys = (fr[:, :, None] * n + torch.arange(n)).reshape(len(q_target), fr.shape[1] * n)  # Q (R*64)
         q_mask = torch.zeros(ok.shape).masked_fill_(~ok, float("-inf")).repeat_interleave(n, dim=1)
+        blind = None
         if keep is not None:
             q_mask = q_mask + keep.gather(1, q_keys)
+            blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
         q_frame_of, q_slot_of = fr.repeat_interleave(n, dim=1), torch.arange(n).repeat(fr.shape[1])
         ck, cv = cache
         for li, blk in enumerate(self.blocks):
@@ -322,7 +324,10 @@ class Decoder(nn.Module):
             if li + 1 < len(self.blocks) and len(idx):
                 win = slice(w0 * n, (t + 1) * n)
                 x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(ck[li, :, win], cv[li, :, win])]))
-        return self.answer(xq)
+        logits = self.answer(xq)
+        if blind is not None and bool(blind.any()):  # nothing to read: no information (uniform)
+            logits = logits.masked_fill(blind[:, None], 0.0)
+        return logits
 
 
 def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool, question_keys: int | None = None) -> int:

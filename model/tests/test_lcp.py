@@ -59,7 +59,8 @@ def test_kv_tensors_alias_block_memory(model: Decoder) -> None:
     blk = next(b for b in r.pinned.values() if b.address == view.data_ptr())
     # The decoder wrote its K/V there: layer 0 K of region 5 equals a recomputation.
     with torch.no_grad():
-        k0, v0 = model.blocks[0].attn.kv(model.blocks[0].norm1(model.embed_frame(tokens(1)[0])))
+        k0, _ = model.blocks[0].attn.kv(model.blocks[0].norm1(model.embed_frame(tokens(1)[0])))
+        v0 = model.value0(tokens(1)[0])  # layer-0 V: the encoder features themselves
     assert torch.allclose(view[0, 0], k0[:, 20:24], atol=1e-6)
     assert torch.allclose(view[0, 1], v0[:, 20:24], atol=1e-6)
     # A write through torch is seen through the HAL's own view of the block (a retrieval).

@@ -127,7 +127,8 @@ class Attention(nn.Module):
         if bias is not None:
             s = s + self._heads(bias, t)
         o = torch.softmax(s, dim=-1) @ v
-        return self.wo(o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim))
+        self.last_read = o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim)
+        return self.wo(self.last_read)
 
     def _heads(self, bias: torch.Tensor, t: int) -> torch.Tensor:
         """[Tq, Tk] (every head) or [H, Tq, Tk] -> the scores' [KVH, rep * Tq, Tk] layout."""
@@ -153,7 +154,8 @@ class Attention(nn.Module):
         q = rotate(q, *q_rope).view(c.kv_heads, rep, t, c.head_dim).transpose(1, 2)  # KVH Q rep hd
         s = q @ k.transpose(-1, -2) + bias.view(c.kv_heads, rep, t, k.shape[2]).transpose(1, 2)  # KVH Q rep M
         o = torch.softmax(s, dim=-1) @ v  # KVH Q rep hd
-        return self.wo(o.permute(1, 0, 2, 3).reshape(t, c.heads * c.head_dim))
+        self.last_read = o.permute(1, 0, 2, 3).reshape(t, c.heads * c.head_dim)
+        return self.wo(self.last_read)
 
     def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor, k_frame: torch.Tensor,
                       k_slot: torch.Tensor) -> torch.Tensor:
@@ -210,11 +212,24 @@ class Decoder(nn.Module):
         self.norm = RMSNorm(c.d_model)
         self.head = nn.Linear(c.d_model, c.feat_dim)
         self.logit_scale = nn.Parameter(torch.tensor(2.3))  # exp: 10
+        self.gate = nn.Parameter(torch.tensor(0.0))
+        if c.kv_heads * c.head_dim < c.feat_dim:
+            raise ValueError("layer-0 values hold the encoder features: kv_heads x head_dim >= feat_dim")
         self.register_buffer("codebook", F.normalize(torch.randn(c.codes, c.feat_dim), dim=-1))
 
-    def answer(self, xq: torch.Tensor) -> torch.Tensor:
-        """Logits over the codebook of the questions' final states @xq [Q, D]."""
-        return self.logit_scale.exp() * F.normalize(self.head(self.norm(xq)), dim=-1) @ self.codebook.T
+    def value0(self, z: torch.Tensor) -> torch.Tensor:
+        """Layer-0 V of visual tokens: their standardised encoder features @z [T, C], zero-padded to
+        KVH x hd and split over the heads (fixed, not learned) -> [KVH, T, hd]."""
+        c = self.c
+        v = F.pad(z, (0, c.kv_heads * c.head_dim - c.feat_dim))
+        return v.view(z.shape[0], c.kv_heads, c.head_dim).transpose(0, 1)
+
+    def answer(self, xq: torch.Tensor, read0: torch.Tensor) -> torch.Tensor:
+        """Logits over the codebook: cosine of what the questions' layer-0 heads read (@read0 [Q,
+        H*hd], features of the tokens they attended to) plus a gated correction from their final
+        states @xq [Q, D]."""
+        v = read0[:, : self.c.feat_dim] + self.gate * self.head(self.norm(xq))
+        return self.logit_scale.exp() * F.normalize(v, dim=-1) @ self.codebook.T
 
     def embed_frame(self, tokens: torch.Tensor) -> torch.Tensor:
         """@tokens [..., 64, C] standardised encoder tokens (region-major) -> [..., 64, D]."""
@@ -252,13 +267,17 @@ class Decoder(nn.Module):
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH (F*64) hd
+            if li == 0:
+                v = self.value0(feats.reshape(f * n, c.feat_dim))
             hq = blk.norm1(xq)
             qb = q_bias[None] + blk.attn.question_bias(q_region, q_target, frame_of, slot_of)
             xq = blk.mlp(xq + blk.attn.attend(hq, rope_q, k, v, rope_v, qb))
+            if li == 0:
+                read0 = blk.attn.last_read
             if li + 1 < len(self.blocks):  # the last layer's visual outputs feed nothing
                 x = x + self._window_attend(blk.attn, h, k, v, key_idx, w_bias, rope_v)
                 x = blk.mlp(x)
-        return self.answer(xq)
+        return self.answer(xq, read0)
 
     def _window_attend(self, attn: Attention, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                        key_idx: torch.Tensor, w_bias: torch.Tensor, rope_v: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -273,19 +292,19 @@ class Decoder(nn.Module):
         o = o.view(c.kv_heads, f, rep, n, c.head_dim).permute(1, 3, 0, 2, 4).reshape(f * n, c.heads * c.head_dim)
         return attn.wo(o)
 
-    def step(self, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
+    def step(self, z: torch.Tensor, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
              cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
              q_target: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
         """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
 
-        @vis [64, D] the frame's embeddings (embed_frame); @fresh the regions to compute; @cur the
+        @z [64, C] the frame's standardised encoder tokens, @vis [64, D] their embeddings
+        (embed_frame); @fresh the regions to compute; @cur the
         frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
         K/V is written into them layer by layer, the others hold reused K/V and are only read);
         @cache (K, V), each [L, KVH, >= (t+1)*64, hd]: frames 0 .. t-1 as their blocks hold them, K
         rotated to its frame's position; frame t's are written there layer by layer (reused blocks
         take position t). Questions: regions @q_region about frames @q_target (<= t), each reading
-        the frames within question_reach of its target; @keep [Q, (t+1)*64] additive over those
-        keys (-inf: a memory policy left the key out, vrex/anchors.py), None: all. Returns logits [Q, codes]. Reused regions
+        the frames within question_reach of its target. Returns logits [Q, codes]. Reused regions
         cost nothing here: no projection, attention or MLP for their tokens."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
@@ -304,7 +323,7 @@ class Decoder(nn.Module):
         q_keys = (fr[:, :, None] * n + torch.arange(n)).reshape(len(q_target), fr.shape[1] * n)  # Q (R*64)
         q_mask = torch.zeros(ok.shape).masked_fill_(~ok, float("-inf")).repeat_interleave(n, dim=1)
         blind = None
-        if keep is not None:
+        if keep is not None:  # a memory policy's -inf over all keys [Q, (t+1)*64] (vrex/anchors.py)
             q_mask = q_mask + keep.gather(1, q_keys)
             blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
         q_frame_of, q_slot_of = fr.repeat_interleave(n, dim=1), torch.arange(n).repeat(fr.shape[1])
@@ -312,6 +331,8 @@ class Decoder(nn.Module):
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH nf hd
+            if li == 0:
+                v = self.value0(z[idx])
             for i, r in enumerate(fresh):
                 cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
                 cur[r][li, 1].copy_(v[:, i * tpr : (i + 1) * tpr])
@@ -321,10 +342,12 @@ class Decoder(nn.Module):
             bias = q_mask[None] + blk.attn.question_bias_pairs(q_region, q_target, q_frame_of, q_slot_of)
             hq = blk.norm1(xq)
             xq = blk.mlp(xq + blk.attn.attend_gathered(hq, rope_q, ck[li][:, q_keys], cv[li][:, q_keys], bias))
+            if li == 0:
+                read0 = blk.attn.last_read
             if li + 1 < len(self.blocks) and len(idx):
                 win = slice(w0 * n, (t + 1) * n)
                 x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(ck[li, :, win], cv[li, :, win])]))
-        logits = self.answer(xq)
+        logits = self.answer(xq, read0)
         if blind is not None and bool(blind.any()):  # nothing to read: no information (uniform)
             logits = logits.masked_fill(blind[:, None], 0.0)
         return logits

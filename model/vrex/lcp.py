@@ -265,7 +265,7 @@ class StreamRunner:
                 computed.append(b)
             cur.append(self.s.view(b))
         cache = self._reserve()
-        logits = m.step(vis, fresh, cur, cache, self.t, q_region, q_target,
+        logits = m.step(tokens, vis, fresh, cur, cache, self.t, q_region, q_target,
                         self.policy.question_bias(q_region, q_target))
         for r, b in zip(fresh, computed):
             self.policy.computed(r, b, hashes[r])

@@ -26,12 +26,12 @@ from . import footage, task
 from .decoder import Config, Decoder
 
 SEED = 0
-STEPS = 120
+STEPS = 60
 STREAM_FRAMES = 40      # frames per training stream (the questions reach back up to 39 frames)
 QUESTIONS = 8           # per frame (cheap next to the visual tokens)
 LR = 3e-3
 KMEANS_ITERS = 30
-EVAL_EVERY = 40
+EVAL_EVERY = 30
 VAL_STREAMS = 2
 VAL_FRAMES = 160
 SOURCES = ["train.py", "task.py", "decoder.py", "footage.py", "tfjs.py"]

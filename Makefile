@@ -30,11 +30,9 @@ deps:
 	@bash scripts/fetch-encoder.sh >/dev/null
 
 # The builtin model's weights (model/vrex/train.py), cached under /var/cache/vrex/model by a hash of
-# the training code, encoder and clips; a no-op when cached.
-# Also the TorchScript export the C++ LCP layer loads (decoder-<hash>.ts next to the weights).
+# the training code, encoder and train/val clips (manifest.json beside them); a no-op when cached.
 model: build
-	PYTHONPATH=$(BUILD)/model:model /usr/bin/python3 -m vrex.train
-	PYTHONPATH=$(BUILD)/model:model /usr/bin/python3 -m vrex.export
+	PYTHONPATH=$(BUILD)/model:model OPENBLAS_NUM_THREADS=1 /usr/bin/python3 -m vrex.train
 
 # Kconfig: the same symbols drive Kbuild and CMake.
 defconfig menuconfig: deps

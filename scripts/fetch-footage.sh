@@ -9,14 +9,17 @@
 #   scripts/fetch-footage.sh --gray       # also dump raw 8-bit luma (<clip>.gray) next to them
 #
 # The clips, their Debian package, path inside it, sha256 pin and licence are listed in
-# tools/pipeline/footage-manifest.json (docs/footage.md explains them). Videos are extracted as
+# tools/pipeline/footage-manifest.json (docs/footage.md explains them). A package named npm:NAME@VERSION
+# is fetched with `npm pack` (its tarball's sha256 is pinned too, "package_sha256"), any other with
+# `apt-get download`. Videos are extracted as
 # they are; image sequences (kind pgm-sequence) are checked frame by frame (sha256 of the frames
 # concatenated in name order) and then stored losslessly as FFV1 in Matroska so every tool can read
 # them as one video.
 #
 # Output (stdout, one KEY=VALUE per line, safe to `eval` or parse; all diagnostics go to stderr):
 #   VREX_FOOTAGE_DIR=/var/cache/vrex/footage
-#   VREX_<KEY>_PATH=<dir>/<file>            for every clip (VTEST, MIRE, CUBE, TREE, VCUBE)
+#   VREX_<KEY>_PATH=<dir>/<file>            for every clip (VTEST, MIRE, CUBE, TREE, VCUBE, FRANCK, CAP13,
+#                                           LAUNCH, MEGAMIND)
 #   VREX_<KEY>_AVI=<dir>/<file>             as well, for the .avi clips (VTEST, TREE)
 # and with --gray, per clip:
 #   VREX_<KEY>_GRAY=<dir>/<name>.gray        frames back to back, width*height bytes each, no header
@@ -100,10 +103,35 @@ members() {
 	fi
 }
 
+# npm:NAME@VERSION: `npm pack` into @tmp, check the tarball's pin, extract @members.
+extract_npm() {
+	local tmp=$1 spec=${2#npm:} tgz want
+	shift 2
+	command -v npm >/dev/null || die "npm not found (scripts/deps.sh installs it)"
+	echo "fetch-footage: npm pack $spec into $cache" >&2
+	tgz=$(cd "$tmp" && npm pack --silent "$spec" 2>/dev/null | tail -n1) ||
+		die "npm pack $spec failed (no network or no npm registry?)"
+	[[ -s "$tmp/$tgz" ]] || die "npm pack $spec produced no tarball"
+	want=$(python3 - "$manifest" "npm:$spec" <<'PY'
+import json, sys
+pins = {c.get("package_sha256") for c in json.load(open(sys.argv[1]))["clips"] if c["package"] == sys.argv[2]}
+print(" ".join(sorted(p for p in pins if p)))
+PY
+	)
+	[[ -n $want && $want != *" "* ]] || die "manifest: npm:$spec needs exactly one package_sha256"
+	[[ $(sha256sum "$tmp/$tgz" | cut -d' ' -f1) == "$want" ]] || die "$tgz: sha256 mismatch (expected $want)"
+	tar -xzf "$tmp/$tgz" -C "$tmp" "$@" || die "could not extract $* from $tgz"
+	rm -f "$tmp/$tgz"
+}
+
 # Downloads @pkg into @tmp and extracts @members there, in one pass over the package.
 extract_from() {
 	local tmp=$1 pkg=$2 deb
 	shift 2
+	if [[ $pkg == npm:* ]]; then
+		extract_npm "$tmp" "$pkg" "$@"
+		return
+	fi
 	echo "fetch-footage: downloading $pkg into $cache" >&2
 	# apt-get download drops privileges to _apt when it can; the temp dir must let it write.
 	(cd "$tmp" && apt-get download -q "$pkg" >&2) ||

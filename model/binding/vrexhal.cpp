@@ -74,13 +74,19 @@ PYBIND11_MODULE(_vrexhal, m) {
     py::class_<Device, std::shared_ptr<Device>>(m, "Device")
         .def_static(
             "open",
-            [](const std::string& backend, std::uint32_t zombie_frames) {
+            [](const std::string& backend, std::uint32_t zombie_frames, std::uint32_t banks,
+               std::uint32_t bank_mib) {
                 DeviceOptions o;
                 o.backend = take(parse_backend_choice(backend), "backend '" + backend + "'");
                 o.backend_options.emu_zombie_frames = zombie_frames;
+                // A long stream's whole KV cache lives on the device: the emulation's default
+                // 16 x 4 MiB is too small for it (0 keeps the defaults).
+                o.backend_options.emu_banks = banks;
+                o.backend_options.emu_bank_size = std::uint64_t{bank_mib} << 20;
                 return take(Device::open(o), "open device (" + backend + ")");
             },
-            py::arg("backend") = "emulated", py::arg("zombie_frames") = 0)
+            py::arg("backend") = "emulated", py::arg("zombie_frames") = 0, py::arg("banks") = 0,
+            py::arg("bank_mib") = 0)
         .def_property_readonly("backend_name", [](const Device& d) { return std::string(d.backend_name()); })
         .def_property_readonly("zombie_frames", [](const Device& d) { return d.info().zombie_frames; })
         .def("description", &Device::description);
@@ -174,6 +180,13 @@ PYBIND11_MODULE(_vrexhal, m) {
             py::arg("past_only") = true)
         .def(
             "release", [](PyStream& s, const PyBlock& b) { check(s.stream->release(b.b), "release"); },
+            py::arg("block"))
+        // A long-lived KV cache keeps every block it will read again pinned: the device's zombie rule
+        // then drops the block's SHIE entry (no longer a reuse candidate) but not its memory.
+        .def(
+            "pin", [](PyStream& s, const PyBlock& b) { check(s.stream->pin(b.b), "pin"); }, py::arg("block"))
+        .def(
+            "unpin", [](PyStream& s, const PyBlock& b) { check(s.stream->unpin(b.b), "unpin"); },
             py::arg("block"))
         .def("end_frame", [](PyStream& s) { return take(s.stream->end_frame(), "end_frame").count; });
 

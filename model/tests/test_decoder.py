@@ -1,9 +1,9 @@
-"""The decoder: causal visibility, grouped-query attention, RoPE's relative property."""
+"""The decoder: visibility (window for visual tokens, whole past for questions), RoPE by frame."""
 from __future__ import annotations
 
 import torch
 
-from vrex.decoder import Config, Decoder, rope, visibility
+from vrex.decoder import Config, Decoder, rope_tables, rotate, step_flops
 
 
 def model(seed: int = 0) -> Decoder:
@@ -12,63 +12,81 @@ def model(seed: int = 0) -> Decoder:
 
 
 def feats(frames: int, seed: int = 1) -> torch.Tensor:
-    return torch.randn(1, frames, 64, Config().feat_dim, generator=torch.Generator().manual_seed(seed))
+    return torch.randn(frames, 64, Config().feat_dim, generator=torch.Generator().manual_seed(seed))
 
 
-def test_future_frames_do_not_change_earlier_outputs() -> None:
-    m, x = model(), feats(3)
+def ask(m: Decoder, x: torch.Tensor, t: int, r: int, target: int) -> torch.Tensor:
+    with torch.no_grad():
+        return m(x, torch.tensor([t]), torch.tensor([r]), torch.tensor([target]))[0]
+
+
+def test_questions_never_see_later_frames() -> None:
+    m, x = model(), feats(6)
     y = x.clone()
-    y[:, 2] += 1.0
-    with torch.no_grad():
-        a, b = m(x), m(y)
-    assert torch.allclose(a[:, :2], b[:, :2], atol=1e-5)
-    assert not torch.allclose(a[:, 2], b[:, 2], atol=1e-3)
+    y[4:] += 1.0
+    assert torch.allclose(ask(m, x, 3, 2, 3), ask(m, y, 3, 2, 3), atol=1e-5)
+    assert not torch.allclose(ask(m, x, 5, 2, 4), ask(m, y, 5, 2, 4), atol=1e-3)
 
 
-def test_visual_tokens_are_causal_inside_a_frame() -> None:
+def test_questions_reach_any_past_frame_and_only_around_it() -> None:
+    """A question asked at frame 9 about frame 0 (far outside the 4-frame visual window) reads it; a
+    question about frame 2 reads frames 0..4 only, so a change of frame 9 cannot move it."""
+    m, x = model(), feats(10)
+    y = x.clone()
+    y[0] += 2.0
+    assert not torch.allclose(ask(m, x, 9, 0, 0), ask(m, y, 9, 0, 0), atol=1e-3)
+    z = x.clone()
+    z[9] += 2.0
+    assert torch.allclose(ask(m, x, 9, 0, 2), ask(m, z, 9, 0, 2), atol=1e-6)  # reads frames 0..4 only
+    assert not torch.allclose(ask(m, x, 9, 0, 8), ask(m, z, 9, 0, 8), atol=1e-3)
+
+
+def test_visual_tokens_see_only_the_window() -> None:
+    """Layer-1 keys of frame f come from layer-0 outputs that saw frames f-W+1 .. f: a change at
+    frame 0 moves frame W-1's layer-1 keys and leaves frame W's alone."""
     c = Config()
-    fr = torch.zeros(c.slots, dtype=torch.long)
-    sl = torch.arange(c.slots)
-    mask = visibility(fr, sl, fr, sl, c.visual)
-    assert torch.equal(mask, torch.tril(torch.ones(c.slots, c.slots, dtype=torch.bool)))
+    m, x = model(), feats(c.window + 2)
+    y = x.clone()
+    y[0] += 2.0
+    keys = {}
+    orig = m.blocks[1].attn.kv
+    for name, inp in (("x", x), ("y", y)):
+        got: list[torch.Tensor] = []
+
+        def hook(h: torch.Tensor, got: list[torch.Tensor] = got) -> tuple[torch.Tensor, torch.Tensor]:
+            k, v = orig(h)
+            got.append(k)
+            return k, v
+
+        m.blocks[1].attn.kv = hook  # type: ignore[method-assign]
+        ask(m, inp, c.window + 1, 0, 0)
+        keys[name] = got[0]
+    m.blocks[1].attn.kv = orig  # type: ignore[method-assign]
+    n = c.visual
+    outside = slice(c.window * n, (c.window + 1) * n)
+    inside = slice((c.window - 1) * n, c.window * n)
+    assert torch.allclose(keys["x"][:, outside], keys["y"][:, outside], atol=1e-6)
+    assert not torch.allclose(keys["x"][:, inside], keys["y"][:, inside], atol=1e-4)
 
 
-def test_earlier_frames_queries_are_invisible() -> None:
-    c = Config()
-    fr = torch.tensor([1])
-    mask = visibility(fr, torch.tensor([0]), torch.tensor([0, 0, 1]), torch.tensor([5, c.visual + 3, 0]), c.visual)
-    assert mask.tolist() == [[True, False, True]]
-
-
-def test_grouped_query_attention_matches_explicit_heads() -> None:
-    """Query heads 2h and 2h+1 read KV head h: recomputing each head by hand must agree."""
-    c = Config()
-    m = model()
-    attn = m.blocks[0].attn
-    assert attn.wk.out_features == c.kv_heads * c.head_dim and attn.wq.out_features == c.heads * c.head_dim
-    h = torch.randn(1, 10, c.d_model)
-    pos = torch.arange(10)
-    mask = torch.tril(torch.ones(10, 10, dtype=torch.bool))
-    with torch.no_grad():
-        k, v = attn.kv(h)
-        got = attn.attend(h, pos, k, v, pos, mask)
-        q = rope(attn.wq(h).view(1, 10, c.heads, c.head_dim).transpose(1, 2), pos, c.rope_base)
-        kr = rope(k, pos, c.rope_base)
-        outs = []
-        for head in range(c.heads):
-            g = head // (c.heads // c.kv_heads)
-            s = q[0, head] @ kr[0, g].T / c.head_dim**0.5
-            outs.append(torch.softmax(s.masked_fill(~mask, float("-inf")), -1) @ v[0, g])
-        want = attn.wo(torch.cat(outs, -1))[None]
-    assert torch.allclose(got, want, atol=1e-5)
-
-
-def test_rope_scores_depend_on_position_difference_only() -> None:
+def test_rope_scores_depend_on_frame_distance_only() -> None:
     g = torch.Generator().manual_seed(3)
-    q, k = torch.randn(1, 64, generator=g), torch.randn(1, 64, generator=g)
+    q, k = torch.randn(1, 32, generator=g), torch.randn(1, 32, generator=g)
 
-    def score(m: int, n: int) -> float:
-        return float((rope(q, torch.tensor([m]), 1e4) * rope(k, torch.tensor([n]), 1e4)).sum())
+    def score(a: int, b: int) -> float:
+        qa = rotate(q, *rope_tables(torch.tensor([a]), 32, 1000.0))
+        kb = rotate(k, *rope_tables(torch.tensor([b]), 32, 1000.0))
+        return float((qa * kb).sum())
 
-    assert abs(score(10, 3) - score(107, 100)) < 1e-4
+    assert abs(score(10, 3) - score(307, 300)) < 1e-4
     assert abs(score(10, 3) - score(10, 4)) > 1e-3
+
+
+def test_step_flops_counts_reuse_and_the_growing_cache() -> None:
+    c = Config()
+    full = step_flops(c, 16, 100, 4, False)
+    assert step_flops(c, 0, 100, 4, True) < step_flops(c, 8, 100, 4, True) < full
+    assert step_flops(c, 16, 200, 4, False) == full  # the visual window is full from t = 3 on
+    assert step_flops(c, 16, 1, 4, False) < full
+    assert step_flops(c, 16, 100, 4, False, 4 * 64) < full  # fewer keys (reach clipped at the stream's ends)
+    assert step_flops(c, 16, 100, 0, False) < full

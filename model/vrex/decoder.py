@@ -1,18 +1,31 @@
 """The builtin video decoder: Llama-style (RMSNorm, RoPE, grouped-query attention, SwiGLU).
 
 A frame is 16 SHIE regions (4x4 grid) x 4 visual tokens (2x2 cells of the encoder's 8x8 feature
-map), followed by 16 query tokens, one per region, whose head outputs a distribution over the
-codebook code of that region in the NEXT frame. Query tokens are transient (their K/V is never
-cached, like a prompt); visual tokens' K/V is what vrex blocks hold.
+map). Visual tokens are the KV cache: their K/V (every layer) is what vrex blocks hold, and a long
+stream keeps all of it (the exact baseline is the whole, growing cache).
 
-Visibility (the causal mask): a token sees every visual token of the earlier frames of the window
-and the tokens of its own frame up to itself (slot order: visual 0..63, then queries 64..79).
-Earlier frames' query tokens are never visible.
+Questions are transient tokens (like a prompt: never cached, never seen by later tokens) asked at
+frame t: "which code did region r have k frames ago" (k = 0 is the present-frame task). A question
+is region r's learned embedding; its head outputs a distribution over the codebook (vrex/task.py):
+a learned projection back into the encoder's feature space, scored by cosine against the task's
+fixed codebook (a buffer of the model). The answer is then "the code nearest to the features the
+question read", which holds on clips whose features training never covered; a free linear head
+learns the training clips' code statistics instead (99 % train / 60 % on the validation clip for
+a linear probe of the region vectors, docs/model.md).
 
-RoPE: keys are cached BEFORE rotation; q and k are rotated at attention time with the position the
-token has in the current window, p = (frame - first frame of the window) * 80 + slot. A reused block
-therefore takes the position of the frame and slot that reference it, and sliding the window needs
-no re-rotation of anything stored.
+Visibility:
+  visual token of frame f   every visual token of frames f - W + 1 .. f (W = Config.window; the
+                            frame's own tokens all at once: a frame arrives whole)
+  question asked at frame t every visual token of frames 0 .. t (the whole cache)
+
+RoPE positions are FRAME indices (all tokens of a frame share one; slot embeddings tell them
+apart). Keys are cached BEFORE rotation and rotated at attention time with the position of the frame
+that references them, so a reused block takes the position of the frame that reuses it. A question
+about frame t - k is rotated with position t - k: the attention logit of a key then depends on its
+distance to the frame asked about, which is how a question finds "k frames ago" in a long cache.
+
+Decoder.forward is the full-sequence reference (training); Decoder.step is one frame of the
+streaming computation over a block-backed cache (vrex/lcp.py calls it); pytest holds them equal.
 """
 from __future__ import annotations
 
@@ -26,25 +39,22 @@ from torch import nn
 @dataclass(frozen=True)
 class Config:
     feat_dim: int = 96
-    d_model: int = 256
+    d_model: int = 64
     layers: int = 4
     heads: int = 4
-    kv_heads: int = 2
-    head_dim: int = 64
-    ffn: int = 512
+    kv_heads: int = 4
+    head_dim: int = 32
+    ffn: int = 192
     regions: int = 16
     tokens_per_region: int = 4
     codes: int = 64
     window: int = 4
-    rope_base: float = 10000.0
+    question_reach: int = 2  # a question reads the frames within this many of the frame it asks about
+    rope_base: float = 1000.0
 
     @property
     def visual(self) -> int:
         return self.regions * self.tokens_per_region
-
-    @property
-    def slots(self) -> int:
-        return self.visual + self.regions
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -60,58 +70,120 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope(x: torch.Tensor, pos: torch.Tensor, base: float) -> torch.Tensor:
-    """Rotates pairs (i, i + d/2) of the last dim of @x [..., T, d] by pos * base^(-2i/d)."""
-    d = x.shape[-1]
+def rope_tables(pos: torch.Tensor, d: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin [T, d/2] for positions @pos [T]; pairs (i, i + d/2) rotate by pos * base^(-2i/d)."""
     inv = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2.0 / d)
     ang = pos.to(torch.float64)[:, None] * inv[None, :]
-    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return ang.cos().float(), ang.sin().float()
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
-def visibility(q_frame: torch.Tensor, q_slot: torch.Tensor, k_frame: torch.Tensor, k_slot: torch.Tensor,
-               visual: int, window: int | None = None) -> torch.Tensor:
-    """[Tq, Tk] bool: may query token i attend to key token j (see the module docstring). With
-    @window, only the window - 1 frames before the query's own are visible (sliding window)."""
-    earlier = (k_frame[None, :] < q_frame[:, None]) & (k_slot[None, :] < visual)
-    if window is not None:
-        earlier &= k_frame[None, :] > q_frame[:, None] - window
-    same = (k_frame[None, :] == q_frame[:, None]) & (k_slot[None, :] <= q_slot[:, None])
-    return earlier | same
+REL_BUCKETS = 17  # frame distance key - target: 0, then log2 buckets 1..8 after, 9..16 before
+
+
+def rel_bucket(d: torch.Tensor) -> torch.Tensor:
+    """Signed log2 bucket of frame distances @d (key frame - question's target frame)."""
+    mag = torch.log2(d.abs().clamp_min(1).to(torch.float32)).floor().to(torch.long).clamp_max(7) + 1
+    return torch.where(d == 0, torch.zeros_like(d), torch.where(d > 0, mag, mag + 8))
 
 
 class Attention(nn.Module):
     def __init__(self, c: Config):
         super().__init__()
         self.c = c
+        # Questions only: a learned bias per head on the key's frame distance to the frame asked about
+        # (T5-style relative buckets) and on the key's slot given the region asked about. RoPE alone
+        # makes "find frame t - k, region r" a needle search SGD learns slowly (docs/model.md).
+        self.rel = nn.Parameter(torch.zeros(c.heads, REL_BUCKETS))
+        self.slot = nn.Parameter(torch.zeros(c.heads, c.regions, c.visual))
         self.wq = nn.Linear(c.d_model, c.heads * c.head_dim, bias=False)
         self.wk = nn.Linear(c.d_model, c.kv_heads * c.head_dim, bias=False)
         self.wv = nn.Linear(c.d_model, c.kv_heads * c.head_dim, bias=False)
         self.wo = nn.Linear(c.heads * c.head_dim, c.d_model, bias=False)
 
     def kv(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pre-rotation K and V of normed states @h [B, T, D] -> [B, KVH, T, hd] each."""
-        b, t, _ = h.shape
-        k = self.wk(h).view(b, t, self.c.kv_heads, self.c.head_dim).transpose(1, 2)
-        v = self.wv(h).view(b, t, self.c.kv_heads, self.c.head_dim).transpose(1, 2)
+        """Pre-rotation K and V of normed states @h [T, D] -> [KVH, T, hd] each."""
+        t = h.shape[0]
+        k = self.wk(h).view(t, self.c.kv_heads, self.c.head_dim).transpose(0, 1)
+        v = self.wv(h).view(t, self.c.kv_heads, self.c.head_dim).transpose(0, 1)
         return k, v
 
-    def attend(self, h: torch.Tensor, q_pos: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               k_pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """@h [B, Tq, D] normed queries' states; @k/@v [B, KVH, Tk, hd] pre-rotation; mask [Tq, Tk]."""
+    def attend(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor, v: torch.Tensor,
+               k_rope: tuple[torch.Tensor, torch.Tensor], bias: torch.Tensor | None) -> torch.Tensor:
+        """@h [Tq, D] normed query states, @k/@v [KVH, Tk, hd] pre-rotation, @bias [Tq, Tk] additive
+        mask (0 visible, -inf hidden) or None (all visible). Grouped-query: the query heads of a group
+        share one matmul against their KV head (no copy of K/V per query head)."""
         c = self.c
-        b, t, _ = h.shape
-        q = self.wq(h).view(b, t, c.heads, c.head_dim).transpose(1, 2)
-        q = rope(q, q_pos, c.rope_base)
-        k = rope(k, k_pos, c.rope_base)
-        rep = c.heads // c.kv_heads  # grouped-query: each KV head serves rep query heads
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
-        s = (q @ k.transpose(-1, -2)) / c.head_dim**0.5
-        s = s.masked_fill(~mask, float("-inf"))
+        t = h.shape[0]
+        rep = c.heads // c.kv_heads
+        q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5  # H Tq hd
+        q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)  # head h = kv * rep + r
+        s = q @ rotate(k, *k_rope).transpose(1, 2)  # KVH (rep Tq) Tk
+        if bias is not None:
+            s = s + self._heads(bias, t)
         o = torch.softmax(s, dim=-1) @ v
-        return self.wo(o.transpose(1, 2).reshape(b, t, c.heads * c.head_dim))
+        self.last_read = o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim)
+        return self.wo(self.last_read)
+
+    def _heads(self, bias: torch.Tensor, t: int) -> torch.Tensor:
+        """[Tq, Tk] (every head) or [H, Tq, Tk] -> the scores' [KVH, rep * Tq, Tk] layout."""
+        c = self.c
+        if bias.dim() == 2:
+            return bias.repeat(c.heads // c.kv_heads, 1)[None]
+        return bias.reshape(c.kv_heads, (c.heads // c.kv_heads) * t, bias.shape[-1])
+
+    def question_bias_pairs(self, q_region: torch.Tensor, q_target: torch.Tensor, k_frame: torch.Tensor,
+                            k_slot: torch.Tensor) -> torch.Tensor:
+        """question_bias for per-question keys @k_frame/@k_slot [Q, M] -> [H, Q, M]."""
+        b = rel_bucket(k_frame - q_target[:, None])
+        return self.rel[:, b] + self.slot[:, q_region[:, None], k_slot[None, :].expand_as(b)]
+
+    def attend_gathered(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor,
+                        v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """Each query row reads its own keys: @h [Q, D], @k/@v [KVH, Q, M, hd] (K rotated), @bias
+        [H, Q, M] additive (-inf: not read)."""
+        c = self.c
+        t = h.shape[0]
+        rep = c.heads // c.kv_heads
+        q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *q_rope).view(c.kv_heads, rep, t, c.head_dim).transpose(1, 2)  # KVH Q rep hd
+        s = q @ k.transpose(-1, -2) + bias.view(c.kv_heads, rep, t, k.shape[2]).transpose(1, 2)  # KVH Q rep M
+        o = torch.softmax(s, dim=-1) @ v  # KVH Q rep hd
+        self.last_read = o.permute(1, 0, 2, 3).reshape(t, c.heads * c.head_dim)
+        return self.wo(self.last_read)
+
+    def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor, k_frame: torch.Tensor,
+                      k_slot: torch.Tensor) -> torch.Tensor:
+        """[H, Q, Tk] learned bias of the questions' attention (see __init__)."""
+        b = rel_bucket(k_frame[None, :] - q_target[:, None])  # Q Tk
+        return self.rel[:, b] + self.slot[:, q_region][:, :, k_slot]
+
+    def attend_parts(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor],
+                     parts: list[tuple[torch.Tensor, torch.Tensor]], biases: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """attend() with every key visible, the keys given in parts (K already rotated, V) that are
+        never concatenated: one softmax over the scores of all parts (a long cache is read in place)."""
+        c = self.c
+        t = h.shape[0]
+        rep = c.heads // c.kv_heads
+        q = self.wq(h).view(t, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)
+        s = torch.cat([(q @ k.transpose(1, 2)) for k, _ in parts], -1)
+        if biases is not None:
+            s = s + torch.cat([self._heads(b, t) for b in biases], -1)
+        p = torch.softmax(s, dim=-1)
+        o = None
+        off = 0
+        for k, v in parts:
+            part = p[..., off : off + k.shape[1]] @ v
+            o = part if o is None else o + part
+            off += k.shape[1]
+        assert o is not None
+        return self.wo(o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(t, c.heads * c.head_dim))
 
 
 class Block(nn.Module):
@@ -135,35 +207,173 @@ class Decoder(nn.Module):
         self.c = c
         self.embed = nn.Linear(c.feat_dim, c.d_model)
         self.slot_embed = nn.Parameter(torch.randn(c.visual, c.d_model) * 0.02)
-        self.query_embed = nn.Parameter(torch.randn(c.regions, c.d_model) * 0.02)
+        self.question_embed = nn.Parameter(torch.randn(c.regions, c.d_model) * 0.02)
         self.blocks = nn.ModuleList(Block(c) for _ in range(c.layers))
         self.norm = RMSNorm(c.d_model)
-        self.head = nn.Linear(c.d_model, c.codes)
+        self.head = nn.Linear(c.d_model, c.feat_dim)
+        self.logit_scale = nn.Parameter(torch.tensor(2.3))  # exp: 10
+        self.gate = nn.Parameter(torch.tensor(0.0))
+        if c.kv_heads * c.head_dim < c.feat_dim:
+            raise ValueError("layer-0 values hold the encoder features: kv_heads x head_dim >= feat_dim")
+        self.register_buffer("codebook", F.normalize(torch.randn(c.codes, c.feat_dim), dim=-1))
 
-    def frame_inputs(self, feats: torch.Tensor) -> torch.Tensor:
-        """@feats [B, F, 64, C] encoder tokens (region-major) -> [B, F*80, D] embeddings."""
-        b, f, n, _ = feats.shape
-        vis = self.embed(feats) + self.slot_embed
-        qry = self.query_embed.expand(b, f, -1, -1)
-        return torch.cat([vis, qry], dim=2).reshape(b, f * self.c.slots, self.c.d_model)
+    def value0(self, z: torch.Tensor) -> torch.Tensor:
+        """Layer-0 V of visual tokens: their standardised encoder features @z [T, C], zero-padded to
+        KVH x hd and split over the heads (fixed, not learned) -> [KVH, T, hd]."""
+        c = self.c
+        v = F.pad(z, (0, c.kv_heads * c.head_dim - c.feat_dim))
+        return v.view(z.shape[0], c.kv_heads, c.head_dim).transpose(0, 1)
 
-    def token_index(self, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
-        fr = torch.arange(frames).repeat_interleave(self.c.slots)
-        sl = torch.arange(self.c.slots).repeat(frames)
-        return fr, sl
+    def answer(self, xq: torch.Tensor, read0: torch.Tensor) -> torch.Tensor:
+        """Logits over the codebook: cosine of what the questions' layer-0 heads read (@read0 [Q,
+        H*hd], features of the tokens they attended to) plus a gated correction from their final
+        states @xq [Q, D]."""
+        v = read0[:, : self.c.feat_dim] + self.gate * self.head(self.norm(xq))
+        return self.logit_scale.exp() * F.normalize(v, dim=-1) @ self.codebook.T
 
-    def forward(self, feats: torch.Tensor, window: int | None = None) -> torch.Tensor:
-        """Full-sequence reference: @feats [B, F, 64, C] -> logits [B, F, 16, codes] (exact KV).
-        @window: sliding-window visibility, what streaming with a W-frame KV cache computes."""
-        b, f = feats.shape[:2]
-        x = self.frame_inputs(feats)
-        fr, sl = self.token_index(f)
-        pos = fr * self.c.slots + sl
-        mask = visibility(fr, sl, fr, sl, self.c.visual, window)
-        for blk in self.blocks:
+    def embed_frame(self, tokens: torch.Tensor) -> torch.Tensor:
+        """@tokens [..., 64, C] standardised encoder tokens (region-major) -> [..., 64, D]."""
+        return self.embed(tokens) + self.slot_embed
+
+    def rope(self, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return rope_tables(pos, self.c.head_dim, self.c.rope_base)
+
+    def layer0_keys(self, vis: torch.Tensor) -> torch.Tensor:
+        """Layer-0 pre-rotation keys [KVH, 64, hd] of a frame's embeddings @vis [64, D]: what the
+        reuse guard hashes (one RMSNorm and one K projection, far cheaper than the prefill)."""
+        blk = self.blocks[0]
+        return blk.attn.kv(blk.norm1(vis))[0]
+
+    def forward(self, feats: torch.Tensor, q_frame: torch.Tensor, q_region: torch.Tensor,
+                q_target: torch.Tensor) -> torch.Tensor:
+        """Full-sequence reference over one stream. @feats [F, 64, C]; questions i asked at frame
+        @q_frame[i] about region @q_region[i] at frame @q_target[i] <= q_frame[i] -> logits [Q, codes]."""
+        c = self.c
+        f = feats.shape[0]
+        n = c.visual
+        x = self.embed_frame(feats).reshape(f * n, c.d_model)
+        frame_of = torch.arange(f).repeat_interleave(n)
+        slot_of = torch.arange(n).repeat(f)
+        rope_v = self.rope(frame_of)
+        # Windowed visual attention as a [F, W*64] gather of keys (frames f-W+1 .. f; earlier than 0 masked).
+        src = torch.arange(f)[:, None] - torch.arange(c.window - 1, -1, -1)[None, :]  # F W
+        valid = (src >= 0).repeat_interleave(n, dim=1)  # F (W*64)
+        key_idx = (src.clamp_min(0)[:, :, None] * n + torch.arange(n)).reshape(f, c.window * n)
+        xq = self.question_embed[q_region]
+        rope_q = self.rope(q_target)
+        hidden = (frame_of[None, :] > q_frame[:, None]) | ((frame_of[None, :] - q_target[:, None]).abs() > c.question_reach)
+        q_bias = torch.zeros(len(q_frame), f * n).masked_fill_(hidden, float("-inf"))
+        w_bias = torch.zeros(valid.shape).masked_fill_(~valid, float("-inf"))[None, :, None, :]
+        for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
-            k, v = blk.attn.kv(h)
-            x = x + blk.attn.attend(h, pos, k, v, pos, mask)
-            x = blk.mlp(x)
-        logits = self.head(self.norm(x)).view(b, f, self.c.slots, self.c.codes)
-        return logits[:, :, self.c.visual :]
+            k, v = blk.attn.kv(h)  # KVH (F*64) hd
+            if li == 0:
+                v = self.value0(feats.reshape(f * n, c.feat_dim))
+            hq = blk.norm1(xq)
+            qb = q_bias[None] + blk.attn.question_bias(q_region, q_target, frame_of, slot_of)
+            xq = blk.mlp(xq + blk.attn.attend(hq, rope_q, k, v, rope_v, qb))
+            if li == 0:
+                read0 = blk.attn.last_read
+            if li + 1 < len(self.blocks):  # the last layer's visual outputs feed nothing
+                x = x + self._window_attend(blk.attn, h, k, v, key_idx, w_bias, rope_v)
+                x = blk.mlp(x)
+        return self.answer(xq, read0)
+
+    def _window_attend(self, attn: Attention, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       key_idx: torch.Tensor, w_bias: torch.Tensor, rope_v: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        c = self.c
+        f, n, rep = key_idx.shape[0], c.visual, c.heads // c.kv_heads
+        q = attn.wq(h).view(f * n, c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *rope_v).view(c.kv_heads, rep, f, n, c.head_dim).transpose(1, 2).reshape(c.kv_heads, f, rep * n, c.head_dim)
+        kr = rotate(k, *rope_v)
+        kw, vw = kr[:, key_idx], v[:, key_idx]  # KVH F (W*64) hd
+        s = q @ kw.transpose(-1, -2) + w_bias  # KVH F (rep*64) (W*64)
+        o = torch.softmax(s, dim=-1) @ vw  # KVH F (rep*64) hd
+        o = o.view(c.kv_heads, f, rep, n, c.head_dim).permute(1, 3, 0, 2, 4).reshape(f * n, c.heads * c.head_dim)
+        return attn.wo(o)
+
+    def step(self, z: torch.Tensor, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
+             cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
+             q_target: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
+
+        @z [64, C] the frame's standardised encoder tokens, @vis [64, D] their embeddings
+        (embed_frame); @fresh the regions to compute; @cur the
+        frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
+        K/V is written into them layer by layer, the others hold reused K/V and are only read);
+        @cache (K, V), each [L, KVH, >= (t+1)*64, hd]: frames 0 .. t-1 as their blocks hold them, K
+        rotated to its frame's position; frame t's are written there layer by layer (reused blocks
+        take position t). Questions: regions @q_region about frames @q_target (<= t), each reading
+        the frames within question_reach of its target. Returns logits [Q, codes]. Reused regions
+        cost nothing here: no projection, attention or MLP for their tokens."""
+        c = self.c
+        tpr, n = c.tokens_per_region, c.visual
+        idx = torch.tensor([r * tpr + j for r in fresh for j in range(tpr)], dtype=torch.long)
+        x = vis[idx]
+        rope_cur = self.rope(torch.full((n,), t))
+        rope_x = (rope_cur[0][: len(idx)], rope_cur[1][: len(idx)])
+        w0 = max(0, t - c.window + 1)  # first frame of the visual window
+        xq = self.question_embed[q_region]
+        rope_q = self.rope(q_target)
+        # The keys each question reads: frames target-reach .. target+reach, clipped to 0 .. t.
+        offs = torch.arange(-c.question_reach, c.question_reach + 1)
+        fr = q_target[:, None] + offs[None, :]  # Q R
+        ok = (fr >= 0) & (fr <= t)
+        fr = fr.clamp(0, t)
+        q_keys = (fr[:, :, None] * n + torch.arange(n)).reshape(len(q_target), fr.shape[1] * n)  # Q (R*64)
+        q_mask = torch.zeros(ok.shape).masked_fill_(~ok, float("-inf")).repeat_interleave(n, dim=1)
+        blind = None
+        if keep is not None:  # a memory policy's -inf over all keys [Q, (t+1)*64] (vrex/anchors.py)
+            q_mask = q_mask + keep.gather(1, q_keys)
+            blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
+        q_frame_of, q_slot_of = fr.repeat_interleave(n, dim=1), torch.arange(n).repeat(fr.shape[1])
+        ck, cv = cache
+        for li, blk in enumerate(self.blocks):
+            h = blk.norm1(x)
+            k, v = blk.attn.kv(h)  # KVH nf hd
+            if li == 0:
+                v = self.value0(z[idx])
+            for i, r in enumerate(fresh):
+                cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
+                cur[r][li, 1].copy_(v[:, i * tpr : (i + 1) * tpr])
+            now = torch.stack([b[li] for b in cur], dim=2).reshape(2, c.kv_heads, n, c.head_dim)
+            ck[li, :, t * n : (t + 1) * n] = rotate(now[0], *rope_cur)
+            cv[li, :, t * n : (t + 1) * n] = now[1]
+            bias = q_mask[None] + blk.attn.question_bias_pairs(q_region, q_target, q_frame_of, q_slot_of)
+            hq = blk.norm1(xq)
+            xq = blk.mlp(xq + blk.attn.attend_gathered(hq, rope_q, ck[li][:, q_keys], cv[li][:, q_keys], bias))
+            if li == 0:
+                read0 = blk.attn.last_read
+            if li + 1 < len(self.blocks) and len(idx):
+                win = slice(w0 * n, (t + 1) * n)
+                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(ck[li, :, win], cv[li, :, win])]))
+        logits = self.answer(xq, read0)
+        if blind is not None and bool(blind.any()):  # nothing to read: no information (uniform)
+            logits = logits.masked_fill(blind[:, None], 0.0)
+        return logits
+
+
+def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool, question_keys: int | None = None) -> int:
+    """Multiply-adds x 2 of Decoder.step at frame @t (plus the guard's layer-0 K projection of all
+    64 tokens when @guard): projections, attention scores and weighted sums, MLP, head. Norms,
+    RoPE and softmax are left out (elementwise, the same for every policy). @question_keys: the keys
+    all questions read together (their reach windows clipped to the stream)."""
+    d, a, kva, n = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.visual
+    nf = fresh_regions * c.tokens_per_region
+    w_keys = (min(t, c.window - 1) + 1) * n
+    # Keys the questions read, summed over them (default: every question reads a full reach window).
+    q_keys = question_keys if question_keys is not None else questions * (2 * c.question_reach + 1) * n
+    proj_q = d * a + a * d  # wq, wo
+    proj_kv = 2 * d * kva
+    mlp = 3 * d * c.ffn
+    f = 0
+    for li in range(c.layers):
+        f += nf * proj_kv
+        if li + 1 < c.layers:
+            f += nf * (proj_q + mlp) + nf * c.heads * c.head_dim * w_keys * 2
+        f += questions * (proj_q + mlp) + c.heads * c.head_dim * q_keys * 2
+    f += questions * (d * c.feat_dim + c.feat_dim * c.codes)
+    f += nf * c.feat_dim * d if nf else 0  # embedding of the fresh tokens
+    if guard:
+        f += n * d * kva + (n - nf) * c.feat_dim * d  # all 64 tokens' layer-0 keys (+ their embedding)
+    return 2 * f

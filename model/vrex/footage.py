@@ -55,16 +55,20 @@ def probe(path: Path) -> tuple[int, int]:
 
 
 def frames(path: Path, pix_fmt: str, size: tuple[int, int] | None = None,
-           max_frames: int | None = None) -> Iterator[np.ndarray]:
-    """Decoded frames, one coded frame each (passthrough: tree.avi is variable-rate)."""
+           max_frames: int | None = None, step: int = 1) -> Iterator[np.ndarray]:
+    """Decoded frames, one coded frame each (passthrough: tree.avi is variable-rate); with @step,
+    every step-th coded frame (0, step, 2 step, ...; @max_frames counts the frames yielded)."""
+    if step < 1:
+        raise ValueError(f"{path}: frame step must be >= 1, not {step}")
     w, h = size if size else probe(path)
     ch = {"gray": 1, "rgb24": 3}[pix_fmt]
     cmd = ["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-fps_mode", "passthrough"]
     if size:
         cmd += ["-vf", f"scale={w}:{h}:flags=area"]
     if max_frames:
-        cmd += ["-frames:v", str(max_frames)]
+        cmd += ["-frames:v", str(max_frames * step)]
     cmd += ["-f", "rawvideo", "-pix_fmt", pix_fmt, "-"]
+    i = 0
     n = w * h * ch
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
         assert p.stdout is not None
@@ -72,6 +76,9 @@ def frames(path: Path, pix_fmt: str, size: tuple[int, int] | None = None,
             buf = p.stdout.read(n)
             if len(buf) < n:
                 break
+            i += 1
+            if (i - 1) % step:
+                continue
             a = np.frombuffer(buf, np.uint8)
             yield a.reshape(h, w) if ch == 1 else a.reshape(h, w, 3)
         err = p.stderr.read().decode(errors="replace") if p.stderr else ""
@@ -86,12 +93,13 @@ def region_major(fmap: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 2, 4, 3, 5, 1).reshape(n, 64, c)
 
 
-def encode_clip(path: Path, max_frames: int | None = None, batch: int = 32) -> np.ndarray:
-    """[F, 64, C] float32 encoder tokens of a clip; cached under cache_root()/features."""
+def encode_clip(path: Path, max_frames: int | None = None, batch: int = 32, step: int = 1) -> np.ndarray:
+    """[F, 64, C] float32 encoder tokens of a clip (every @step-th frame); cached under
+    cache_root()/features by the clip's sha256, the encoder and the subsampling."""
     digest = file_sha256(path)
 
     def cache_file(n: int | None) -> Path:
-        key = f"{digest}:{ENCODER_PACKAGE}:{ENCODER_LAYER}:{INPUT_SIZE}:{n}"
+        key = f"{digest}:{ENCODER_PACKAGE}:{ENCODER_LAYER}:{INPUT_SIZE}:{n}" + (f":step{step}" if step > 1 else "")
         return cache_root() / "features" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
 
     if max_frames and cache_file(None).is_file():  # the whole clip is cached already
@@ -112,7 +120,7 @@ def encode_clip(path: Path, max_frames: int | None = None, batch: int = 32) -> n
         out.append(region_major(f).numpy())
         pending.clear()
 
-    for fr in frames(path, "rgb24", (INPUT_SIZE, INPUT_SIZE), max_frames):
+    for fr in frames(path, "rgb24", (INPUT_SIZE, INPUT_SIZE), max_frames, step):
         pending.append(fr)
         if len(pending) == batch:
             flush()

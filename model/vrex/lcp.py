@@ -1,37 +1,36 @@
 """The LCP layer: the decoder's KV cache IS vrex KV blocks, and region reuse skips prefill.
 
 `vrex.enable(model)` returns a `Session` bound to a libvrex-hal device and allocator whose geometry is
-the model's. `Session.stream()` gives a `StreamRunner`; `StreamRunner.step(luma, tokens)` prefills one
-frame and returns the query tokens' logits.
+the model's. `Session.stream()` gives a `StreamRunner`; `StreamRunner.step(luma, tokens, q_region,
+q_target)` prefills one frame and answers its questions.
 
-One KV block per (frame, region): layout [layer][K=0,V=1][kv_head][token][head_dim] fp32, viewed as
-a torch tensor over the block's device memory (buffer protocol, no copy). K is stored BEFORE RoPE
-(decoder.py), so a reused block takes the position of the frame that references it.
+The cache: one KV block per (frame, region), layout [layer][K=0,V=1][kv_head][token][head_dim] fp32,
+viewed as a torch tensor over the block's device memory (buffer protocol, no copy). K is stored
+BEFORE RoPE (decoder.py), so a reused block takes the position of the frame that references it. A
+long stream keeps every frame's blocks (the questions read the whole cache): the runner pins each
+block it computes, so the device's zombie rule retires only the block's SHIE entry (it stops being a
+reuse candidate) and never its memory. Blocks are unpinned when the runner closes.
 
-Reuse of region r at frame t:
-  candidates  the HAL's temporal lookup (r, offset -1) and similarity lookup (r, frame fingerprint,
-              radius, past frames only). With fcc=True a candidate counts only when the FCC
-              fingerprint of its frame is within `radius` of this frame's (for the similarity lookup
-              the HAL enforces that itself); fcc=False (the no-FCC control) takes the temporal
-              candidate whatever the fingerprints say.
-  guard       model-side: sign-random-projection hash (32 hyperplanes) of the region's layer-0 keys,
-              computed from the frame's embeddings (one K projection, far cheaper than the prefill),
-              against the hash recorded when the candidate block was computed (what the block
-              holds, so drift cannot accumulate); Hamming <= 2 passes, and the block must be at most
-              max_age = 4 frames old (values chosen by measurement: docs/model.md "Guard").
-  reuse       Stream.reuse(r, block): the frame's entry points at the old block; the region's visual
-              tokens are not computed (no K/V projections, attention or MLP for them).
-The window ledger releases a block once no frame of the last W references it.
+Which regions reuse which block is the POLICY's decision (`Policy`, chosen by name in
+`Options.policy`; `POLICIES` is the registry another policy plugs into):
+  exact   every region computed (the baseline: the full, growing cache)
+  vrex    candidates from the HAL (temporal lookup at offset -1, similarity lookup at the frame's
+          fingerprint within `radius`, past frames only; with fcc=False the temporal candidate
+          counts whatever the fingerprints say), a model-side guard (sign-random-projection hash,
+          32 bits, of the region's layer-0 pre-rotation keys against the hash recorded when the
+          candidate was computed: Hamming <= guard_bits) and an age cap (at most max_age frames
+          since the block was computed). The values are frozen on the validation clip (docs/model.md).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from .decoder import Attention, Config, Decoder, visibility
+from .decoder import Config, Decoder, step_flops
 
 try:
     import _vrexhal as hal  # type: ignore[import-not-found]
@@ -41,96 +40,62 @@ except ImportError as e:  # pragma: no cover - message for a missing build
 
 HASH_BITS = 32
 HASH_SEED = 1234
+# Emulated device memory for long streams: every block of every frame stays resident.
+EMU_BANKS = 64
+EMU_BANK_MIB = 16
 
 
 @dataclass
 class Options:
-    reuse: bool = True
-    fcc: bool = True            # filter candidates by the FCC fingerprint radius
+    policy: str = "vrex"        # a key of POLICIES
+    fcc: bool = True            # filter the temporal candidate by the FCC fingerprint radius
     radius: int = 20            # fingerprint Hamming radius (0..31)
-    guard_bits: int = 2         # max Hamming distance of the key hashes (docs/model.md "Guard")
+    guard_bits: int = 2         # max Hamming distance of the key hashes
     max_age: int = 4            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
     backend: str = "emulated"
-    # Decode-time token retrieval (retrieval.py): "none", "wicsum" (ReSV on the device), or the
-    # anchors "oracle" / "quest" / "random" at WiCSum's budget; ratio = the WiCSum ratio register.
-    retrieval: str = "none"
-    ratio: float = 0.3
-    resv_th: int = 7
-    resv_lut_scale: float = 6.0
+    extra: dict[str, Any] = field(default_factory=dict)  # a plugged-in policy's own parameters (vrex/anchors.py)
 
 
 @dataclass
 class FrameStats:
-    prefill_s: float = 0.0       # CPU time of this thread (torch runs on one thread): robust to load
-    prefill_wall_s: float = 0.0
-    tokens: int = 0              # tokens prefilled (visual of fresh regions + queries)
+    step_s: float = 0.0          # thread CPU time of the whole step, HAL calls included (one clock)
+    step_wall_s: float = 0.0
+    tokens: int = 0              # visual tokens prefilled
     reused: int = 0
     regions: int = 0
-    attn_out: list[torch.Tensor] = field(default_factory=list)  # per layer, the queries' attention output
+    flops: int = 0               # decoder.step_flops of this step
+    reused_region: list[bool] = field(default_factory=list)
 
 
-def hash_planes(c: "Config") -> torch.Tensor:
-    """The guard's SRP hyperplanes (the C++ path gets the same ones through vrex.export)."""
+def hash_planes(c: Config) -> torch.Tensor:
+    """The guard's SRP hyperplanes (fixed seed)."""
     gen = torch.Generator().manual_seed(HASH_SEED)
     return torch.randn(HASH_BITS, c.kv_heads * c.tokens_per_region * c.head_dim, generator=gen)
 
 
-def popcount32(x: int) -> int:
-    return bin(x).count("1")
-
-
-def rope_tables(pos: torch.Tensor, d: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin of decoder.rope for positions @pos, computed once per frame for all layers."""
-    inv = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2.0 / d)
-    ang = pos.to(torch.float64)[:, None] * inv[None, :]
-    return ang.cos().float(), ang.sin().float()
-
-
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    h = x.shape[-1] // 2
-    x1, x2 = x[..., :h], x[..., h:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
-
-
-def attend(attn: Attention, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor,
-           v: torch.Tensor, k_rope: tuple[torch.Tensor, torch.Tensor], bias: torch.Tensor) -> torch.Tensor:
-    """Attention.attend of the decoder, computed per KV head (the query heads of a group share one
-    matmul against their KV head instead of copying K/V per query head), with RoPE tables shared by
-    the layers and an additive mask @bias [rep * Tq, Tk]. pytest checks it against the reference."""
-    c = attn.c
-    t = h.shape[1]
-    rep = c.heads // c.kv_heads
-    q = attn.wq(h[0]).view(t, c.heads, c.head_dim).transpose(0, 1)  # H T hd
-    q = rotate(q, *q_rope).reshape(c.kv_heads, rep * t, c.head_dim)  # head h = kv * rep + r
-    kr = rotate(k[0], *k_rope)  # KVH Tk hd
-    s = torch.baddbmm(bias, q, kr.transpose(1, 2), alpha=c.head_dim**-0.5)
-    o = torch.softmax(s, dim=-1) @ v[0]  # KVH (rep T) hd
-    o = o.view(c.heads, t, c.head_dim).transpose(0, 1).reshape(1, t, c.heads * c.head_dim)
-    return attn.wo(o)
-
-
 class Session:
     def __init__(self, model: Decoder, opts: Options):
+        if opts.policy not in POLICIES:
+            raise ValueError(f"unknown policy '{opts.policy}' ({', '.join(POLICIES)})")
+        if not 0 <= opts.radius <= 31 or not 0 <= opts.guard_bits <= HASH_BITS or opts.max_age < 0:
+            raise ValueError("radius must be 0..31, guard_bits 0..32 and max_age >= 0")
         c = model.c
         self.model = model
         self.opts = opts
-        self.device = hal.Device.open(opts.backend)
+        # extra["device"] = i: an emulated device of its own (the emulation shares one device, 16
+        # streams and 16 ReSV heads, per geometry: a bank i MiB larger is another device).
+        emu = opts.backend == "emulated"
+        self.device = hal.Device.open(opts.backend, banks=EMU_BANKS if emu else 0,
+                                      bank_mib=EMU_BANK_MIB + int(opts.extra.get("device", 0)) if emu else 0)
         self.alloc = hal.KvAllocator(self.device, c.layers, c.kv_heads, c.head_dim, c.tokens_per_region)
         self.shape = (c.layers, 2, c.kv_heads, c.tokens_per_region, c.head_dim)
         if self.alloc.block_bytes != int(np.prod(self.shape)) * 4:
             raise RuntimeError(f"block is {self.alloc.block_bytes} B, the model needs {int(np.prod(self.shape)) * 4}")
+        if opts.max_age > self.device.zombie_frames:
+            raise RuntimeError(f"max_age {opts.max_age} exceeds the device's zombie threshold "
+                               f"{self.device.zombie_frames}: candidates would be retired before the guard allows them")
         self.planes = hash_planes(c)
-        if c.window + 1 > self.device.zombie_frames + 1:
-            raise RuntimeError(f"window {c.window} frames exceeds the device's zombie threshold "
-                               f"{self.device.zombie_frames}: blocks would be evicted under the window")
-        self.retrieval = None
-        if opts.retrieval != "none":
-            from . import retrieval
-
-            self.retrieval = retrieval.Retrieval(self.device, c.layers, c.kv_heads, c.head_dim,
-                                                 retrieval.RetrievalOptions(opts.retrieval, opts.ratio, opts.resv_th,
-                                                                            opts.resv_lut_scale))
 
     def stream(self) -> "StreamRunner":
         return StreamRunner(self, self.alloc.create_stream())
@@ -138,6 +103,8 @@ class Session:
     def view(self, block: "hal.KvBlock") -> torch.Tensor:
         """The block's memory as a [L, 2, KVH, T, hd] fp32 tensor (aliases the block, no copy)."""
         arr = np.frombuffer(memoryview(block), dtype=np.float32)  # keeps @block (and its stream) alive
+        if not arr.flags.writeable:
+            arr = arr.copy()  # pragma: no cover - a block another stream shares (never in one stream)
         return torch.from_numpy(arr).view(self.shape)
 
     def key_hash(self, k0: torch.Tensor) -> list[int]:
@@ -157,134 +124,194 @@ def enable(model: Decoder, **kw: object) -> Session:
     return s
 
 
+# ---- policies --------------------------------------------------------------------------------
+
+class Policy:
+    """Decides, per frame, which regions take an earlier block instead of being computed. One
+    instance per stream. The exact policy: never."""
+
+    needs_hash = False
+
+    def __init__(self, runner: "StreamRunner"):
+        self.run = runner
+
+    def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, "hal.KvBlock"]:
+        """region -> block to reuse (the runner calls Stream.reuse), for the frame just begun."""
+        return {}
+
+    def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
+        """@block was just computed for @region of the current frame."""
+
+    # Hooks for policies that also manage the cache (vrex/anchors.py); the defaults do nothing.
+    def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
+        """Frame t begins (before choose): its luma and encoder tokens."""
+
+    def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor | None:
+        """Additive mask [Q, (t+1)*64] over the keys the questions of frame t may read (None: all)."""
+        return None
+
+    def frame_done(self) -> None:
+        """Frame t - 1 ended (its views are in runner.views)."""
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        """The runner closes (before it unpins its blocks)."""
+
+
+class VrexPolicy(Policy):
+    needs_hash = True
+
+    def __init__(self, runner: "StreamRunner"):
+        super().__init__(runner)
+        self.born: dict[tuple[int, int], tuple[int, int]] = {}  # (id, generation) -> (key hash, frame)
+
+    def candidates(self, r: int, fp: tuple[int, int]) -> list["hal.KvBlock"]:
+        o = self.run.s.opts
+        st = self.run.st
+        out = []
+        tmp = st.retrieve_temporal(r, -1)
+        if tmp is not None and (not o.fcc or hal.fingerprint_distance(fp, tmp["fp"]) <= o.radius):
+            out.append(tmp["block"])
+        if o.similar and o.fcc:
+            sim = st.retrieve_similar(r, fp, o.radius, "stream", True)
+            if sim is not None and (not out or sim["block"].id != out[0].id):
+                out.append(sim["block"])
+        return out
+
+    def guard(self, block: "hal.KvBlock", h: int) -> bool:
+        """The block's keys (hashed when it was computed: what it holds, so drift cannot accumulate)
+        are within guard_bits of this frame's, and the block is at most max_age frames old."""
+        o = self.run.s.opts
+        rec = self.born.get((block.id, block.generation))
+        if rec is None:  # not computed by this runner: never trusted
+            return False
+        if o.max_age and self.run.t - rec[1] > o.max_age:
+            return False
+        return bin(rec[0] ^ h).count("1") <= o.guard_bits
+
+    def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, "hal.KvBlock"]:
+        out = {}
+        for r in range(self.run.s.model.c.regions):
+            for cand in self.candidates(r, fp):
+                if self.guard(cand, hashes[r]):
+                    out[r] = cand
+                    break
+        return out
+
+    def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
+        self.born[(block.id, block.generation)] = (key_hash, self.run.t)
+        # Entries older than the age cap can never pass the guard again: forget them.
+        cap = self.run.s.opts.max_age
+        if cap and len(self.born) > 64 * (cap + 2):
+            old = [k for k, (_, f) in self.born.items() if self.run.t - f > cap]
+            for k in old:
+                del self.born[k]
+
+
+POLICIES: dict[str, Callable[["StreamRunner"], Policy]] = {"exact": Policy, "vrex": VrexPolicy}
+
+
+# ---- the stream ------------------------------------------------------------------------------
+
 class StreamRunner:
     def __init__(self, session: Session, stream: "hal.Stream"):
         self.s = session
         self.st = stream
         self.t = 0
-        self.frames: list[list["hal.KvBlock"]] = []   # window: per frame, the block of each region
-        self.views: list[list[torch.Tensor]] = []
-        self.hashes: dict[int, tuple[int, int]] = {}  # block id -> (key hash, frame) when computed
-        self.last_ref: dict[int, tuple[int, "hal.KvBlock"]] = {}  # block id -> last frame referencing it
-        self.peak_blocks = 0
-
-    def _candidates(self, r: int, fp: tuple[int, int]) -> list["hal.KvBlock"]:
-        o = self.s.opts
-        out = []
-        tmp = self.st.retrieve_temporal(r, -1)
-        if tmp is not None and (not o.fcc or hal.fingerprint_distance(fp, tmp["fp"]) <= o.radius):
-            out.append(tmp["block"])
-        if o.similar and o.fcc:
-            sim = self.st.retrieve_similar(r, fp, o.radius, "stream", True)
-            if sim is not None and (not out or sim["block"].id != out[0].id):
-                out.append(sim["block"])
-        return out
-
-    def _guard(self, block_id: int, h: int) -> bool:
-        """The model-side guard: the block's keys (hashed when it was computed, i.e. what the block
-        holds) are within guard_bits of this frame's, and the block is at most max_age frames old."""
-        o = self.s.opts
-        rec = self.hashes.get(block_id)
-        if rec is None:  # not computed by this runner (or already released): never trusted
-            return False
-        if o.max_age and self.t - rec[1] > o.max_age:
-            return False
-        return popcount32(rec[0] ^ h) <= o.guard_bits
+        self.policy = POLICIES[session.opts.policy](self)
+        self.views: list[list[torch.Tensor]] = []     # per frame, the block tensor of each region
+        # The stepped frames as attention reads them (Decoder.step writes them: K rotated to its
+        # frame, layer-major, [L, KVH, capacity, hd]), gathered from the blocks once per frame: what a
+        # paged-attention kernel would read from the blocks in place; kept so a step does not
+        # re-gather and re-rotate the whole stream.
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
+        self.pinned: dict[tuple[int, int], "hal.KvBlock"] = {}  # every distinct block the cache holds
+        self.closed = False
 
     @torch.no_grad()
-    def step(self, luma: np.ndarray, tokens: torch.Tensor, keep_attn: bool = False) -> tuple[torch.Tensor, FrameStats]:
-        """Prefills one frame. @tokens [64, C] standardised encoder tokens -> logits [16, codes]."""
-        m, c, o = self.s.model, self.s.model.c, self.s.opts
+    def step(self, luma: np.ndarray, tokens: torch.Tensor, q_region: torch.Tensor,
+             q_target: torch.Tensor) -> tuple[torch.Tensor, FrameStats]:
+        """Prefills frame t. @tokens [64, C] standardised encoder tokens; questions about regions
+        @q_region at frames @q_target (<= t) -> logits [Q, codes]."""
+        if self.closed:
+            raise RuntimeError("stream runner is closed")
+        m, c = self.s.model, self.s.model.c
+        if tokens.shape != (c.visual, c.feat_dim):
+            raise ValueError(f"tokens must be [{c.visual}, {c.feat_dim}], not {list(tokens.shape)}")
+        if len(q_target) and (int(q_target.max()) > self.t or int(q_target.min()) < 0):
+            raise ValueError(f"question targets must be frames 0..{self.t}")
         fs = FrameStats(regions=c.regions)
-        info = self.st.begin_frame(luma)
         t0, w0 = time.thread_time(), time.perf_counter()
-        vis = m.embed(tokens) + m.slot_embed
-        reuse_of: dict[int, "hal.KvBlock"] = {}
-        hashes: list[int] = []
-        if o.reuse:
-            blk0 = m.blocks[0]
-            k0, _ = blk0.attn.kv(blk0.norm1(vis)[None])
-            hashes = self.s.key_hash(k0[0])
-            for r in range(c.regions):
-                for cand in self._candidates(r, info["fp"]):
-                    if self._guard(cand.id, hashes[r]):
-                        reuse_of[r] = cand
-                        break
-        blocks: list["hal.KvBlock"] = []
-        views: list[torch.Tensor] = []
+        info = self.st.begin_frame(luma)
+        self.policy.begin(luma, tokens)
+        vis = m.embed_frame(tokens)
+        hashes = self.s.key_hash(m.layer0_keys(vis)) if self.policy.needs_hash else [0] * c.regions
+        reuse = self.policy.choose(info["fp"], hashes)
+        cur: list[torch.Tensor] = []
         fresh: list[int] = []
+        computed: list["hal.KvBlock"] = []
         for r in range(c.regions):
-            if r in reuse_of:
-                self.st.reuse(r, reuse_of[r])
-                b = reuse_of[r]
+            if r in reuse:
+                self.st.reuse(r, reuse[r])
+                b = reuse[r]
             else:
                 b = self.st.allocate(r)
+                self.st.pin(b)
+                self.pinned[(b.id, b.generation)] = b
                 fresh.append(r)
-            blocks.append(b)
-            views.append(self.s.view(b))
-            self.last_ref[b.id] = (self.t, b)
-            if o.reuse and r not in reuse_of:
-                self.hashes[b.id] = (hashes[r], self.t)
-        fs.reused = len(reuse_of)
-
-        tpr = c.tokens_per_region
-        fresh_idx = torch.tensor([r * tpr + j for r in fresh for j in range(tpr)], dtype=torch.long)
-        x = torch.cat([vis[fresh_idx], m.query_embed])[None]
-        past_n = len(self.frames)
-        q_slot = torch.cat([fresh_idx, torch.arange(c.visual, c.slots)])
-        q_frame = torch.full_like(q_slot, past_n)
-        k_slot = torch.cat([torch.arange(c.visual).repeat(past_n), torch.arange(c.slots)])
-        k_frame = torch.cat([torch.arange(past_n).repeat_interleave(c.visual), torch.full((c.slots,), past_n)])
-        mask = visibility(q_frame, q_slot, k_frame, k_slot, c.visual)
-        rep = c.heads // c.kv_heads
-        bias = torch.zeros(mask.shape).masked_fill_(~mask, float("-inf")).repeat(rep, 1)
-        q_rope = rope_tables(q_frame * c.slots + q_slot, c.head_dim, c.rope_base)
-        k_rope = rope_tables(k_frame * c.slots + k_slot, c.head_dim, c.rope_base)
-        # Past window, all layers at once: [L, 2, KVH, P*64, hd] read from the blocks.
-        if past_n:
-            past = torch.stack([v for fr in self.views for v in fr], dim=3)  # L 2 KVH (P*16) T hd
-            past = past.reshape(c.layers, 2, c.kv_heads, past_n * c.visual, c.head_dim)
-        nf = len(fresh) * tpr
-        for li, blk in enumerate(m.blocks):
-            h = blk.norm1(x)
-            k, v = blk.attn.kv(h)  # [1, KVH, nf + 16, hd]
-            for i, r in enumerate(fresh):  # write the new K/V into the region's vrex block
-                views[r][li, 0].copy_(k[0, :, i * tpr : (i + 1) * tpr])
-                views[r][li, 1].copy_(v[0, :, i * tpr : (i + 1) * tpr])
-            cur = torch.stack([vw[li] for vw in views], dim=2).reshape(2, c.kv_heads, c.visual, c.head_dim)
-            ks = [cur[0], k[0, :, nf:]]
-            vs = [cur[1], v[0, :, nf:]]
-            if past_n:
-                ks.insert(0, past[li, 0])
-                vs.insert(0, past[li, 1])
-            kk, vv = torch.cat(ks, 1)[None], torch.cat(vs, 1)[None]
-            if self.s.retrieval is not None:  # the query tokens read only the selected cached tokens
-                a = self.s.retrieval.attend(blk.attn, li, h, q_rope, kk, vv, k_rope, bias, nf, (past_n + 1) * c.visual)
-            else:
-                a = attend(blk.attn, h, q_rope, kk, vv, k_rope, bias)
-            if keep_attn:
-                fs.attn_out.append(a[0, nf:].clone())
-            x = blk.mlp(x + a)
-        logits = m.head(m.norm(x[0, nf:]))
-        fs.prefill_s = time.thread_time() - t0
-        fs.prefill_wall_s = time.perf_counter() - w0
-        fs.tokens = x.shape[1]
-
-        self.frames.append(blocks)
-        self.views.append(views)
-        self.peak_blocks = len(self.last_ref)  # distinct blocks the W frames of this step reference
-        if len(self.frames) == c.window:  # the oldest frame leaves the window after this step
-            self.frames.pop(0)
-            self.views.pop(0)
-            leaving = self.t - c.window + 1
-            for bid, (last, b) in list(self.last_ref.items()):
-                if last <= leaving:
-                    self.st.release(b)
-                    del self.last_ref[bid]
-                    self.hashes.pop(bid, None)
+                computed.append(b)
+            cur.append(self.s.view(b))
+        cache = self._reserve()
+        logits = m.step(tokens, vis, fresh, cur, cache, self.t, q_region, q_target,
+                        self.policy.question_bias(q_region, q_target))
+        for r, b in zip(fresh, computed):
+            self.policy.computed(r, b, hashes[r])
         self.st.end_frame()
+        fs.step_s = time.thread_time() - t0
+        fs.step_wall_s = time.perf_counter() - w0
+        fs.reused = len(reuse)
+        fs.reused_region = [r in reuse for r in range(c.regions)]
+        fs.tokens = len(fresh) * c.tokens_per_region
+        reach = c.question_reach
+        q_keys = int(((q_target + reach).clamp_max(self.t) - (q_target - reach).clamp_min(0) + 1).sum()) * c.visual
+        fs.flops = step_flops(c, len(fresh), self.t, len(q_region), self.policy.needs_hash, q_keys)
+        self.views.append(cur)
         self.t += 1
+        self.policy.frame_done()
         return logits, fs
 
-    def resident_blocks(self) -> int:
-        return len(self.last_ref)
+    def _reserve(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The attention-ready cache with room for frame t (grown by doubling, contents kept)."""
+        c = self.s.model.c
+        n0, n1 = self.t * c.visual, (self.t + 1) * c.visual
+        if self._k is None or self._v is None or self._k.shape[2] < n1:
+            cap = max(64 * c.visual, 2 * n1)
+            k = torch.empty(c.layers, c.kv_heads, cap, c.head_dim)
+            v = torch.empty_like(k)
+            if self._k is not None and self._v is not None:
+                k[:, :, :n0] = self._k[:, :, :n0]
+                v[:, :, :n0] = self._v[:, :, :n0]
+            self._k, self._v = k, v
+        return self._k, self._v
+
+    def cache_tokens(self) -> int:
+        """Visual tokens the cache holds (what exact attention reads)."""
+        return len(self.views) * self.s.model.c.visual
+
+    def distinct_blocks(self) -> int:
+        return len(self.pinned)
+
+    def close(self) -> None:
+        """Unpins every block (the device then frees them at its next aging pass or stream end)."""
+        if self.closed:
+            return
+        self.policy.close()
+        for b in self.pinned.values():
+            self.st.unpin(b)
+        self.pinned.clear()
+        self.views.clear()
+        self._k = self._v = None
+        self.closed = True

@@ -1,10 +1,19 @@
-"""Quality and cost of vrex KV reuse on the builtin model, against exact KV, in one run.
+"""Task accuracy, KV memory and prefill cost of vrex reuse on the builtin model, against exact KV.
 
-Usage: python3 -m vrex.run [--max-frames N] [--radius R] [--json] CLIP...
-Every clip is one stream. VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests). Five runs go in lockstep over the same frames, each on its own emulated
-device: exact (every region prefilled), vrex (FCC candidates + key-hash guard), control_radius0
-(fingerprint radius 0), control_no_fcc (temporal candidate without the fingerprint filter) and resv
-(vrex + decode-time WiCSum retrieval at --resv-ratio, compared with vrex: the `resv` object).
+Usage: python3 -m vrex.run [--json] [--streams N] [--frames N] CLIP...
+
+The clips (held out from training: a training or validation clip is refused) are cut into S edited
+streams of F frames each (segments of 16-64 frames from random starts, cutting between the clips and
+coming back: vrex/task.py), fixed seed. Every stream runs in lockstep under each policy, each policy
+on its own emulated device, the order rotating per frame: exact (every region computed: the whole,
+growing KV cache), vrex (HAL candidates + key-hash guard + age cap) and control_radius0 (fingerprint
+radius 0). Every frame asks Q transient questions "which code did region r have k frames ago"; the
+same questions go to every policy and to the trivial baselines.
+
+Statistics: every mean has a 95 % CI by bootstrap over stream segments (a segment = one cut of one
+clip; 2000 resamples, seed 0). Time: thread CPU time of the whole step (HAL calls included, one clock
+for all policies and for the C++ path), the first --warmup frames of each stream discarded.
+VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests; no training).
 """
 from __future__ import annotations
 
@@ -12,261 +21,348 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from . import footage, lcp, train
-from .decoder import Config, Decoder
+from . import footage, lcp, task, train
+from .decoder import Config, Decoder, step_flops
 
-MODES = {
-    "exact": {"reuse": False},
-    "vrex": {},
-    "control_radius0": {"radius": 0},
-    "control_no_fcc": {"fcc": False},
-    # Decode-time retrieval (retrieval.py) on top of the vrex run: WiCSum at RESV_RATIO; the `resv` object.
-    "resv": {"retrieval": "wicsum"},
+RUNS = {
+    "exact": {"policy": "exact"},
+    "vrex": {"policy": "vrex"},
+    "control_radius0": {"policy": "vrex", "radius": 0},
 }
-RESV_RATIO = 0.7
-# Streams of the emulated device (lib/vrex_model.c's default), one device per process shared by the runs.
-EMU_STREAMS = 16
-KEYS = ["kl_mean", "kl_p99", "top1_agreement", "attn_rel_err_p50", "prefill_ms_ratio", "reuse_rate",
-        "resident_bytes_ratio_window"]
+LUMA_SIZE = (256, 192)  # the FCC's input: luma scaled once per clip (it fingerprints 8x8 macroblocks)
+SEED = 21
 
 
-class Acc:
-    def __init__(self) -> None:
-        self.kl: list[float] = []
-        self.agree: list[float] = []
-        self.attn: list[float] = []
-        self.prefill: list[float] = []
-        self.prefill_wall: list[float] = []
-        self.tokens = 0
-        self.reused = 0
-        self.regions = 0
-        self.resident = 0
-        self.baseline = 0
-        self.frame_kl: list[float] = []
-        self.frame_top1: list[float] = []
-        self.frame_reused: list[int] = []
+@dataclass
+class Rec:
+    """Per question and per frame records of one policy."""
+    answer: list[np.ndarray] = field(default_factory=list)
+    logp: list[torch.Tensor] = field(default_factory=list)
+    reused_target: list[np.ndarray] = field(default_factory=list)  # the question's (frame, region) reused
+    step_s: list[float] = field(default_factory=list)
+    flops: list[int] = field(default_factory=list)
+    reused: int = 0
+    regions: int = 0
+    distinct_blocks: int = 0
+    cache_tokens: int = 0
+    policy: dict[str, Any] = field(default_factory=dict)  # Policy.stats() (vrex/anchors.py)
 
 
-def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
-    lp, lq = torch.log_softmax(p_logits.double(), -1), torch.log_softmax(q_logits.double(), -1)
-    return (lp.exp() * (lp - lq)).sum(-1)
-
-
-def run(clips: list[Path], max_frames: int | None, radius: int, guard_bits: int,
-        stream_offset: int = 0, resv_ratio: float = RESV_RATIO, max_age: int = 0,
-        with_resv: bool = True) -> dict[str, Any]:
-    """@stream_offset: the i-th clip's stream starts at frame i * stream_offset (so that several
-    streams of one clip show different footage). @with_resv=False leaves out the resv run (no `resv`
-    object): the emulated device is one per process with 16 streams, so 5 runs x 4 streams do not fit."""
-    modes = {k: v for k, v in MODES.items() if with_resv or k != "resv"}
-    torch.set_num_threads(1)  # see train.py: one thread on a shared 2-core machine
+def load_model() -> tuple[Decoder, dict[str, Any]]:
     if os.environ.get("VREX_MODEL_WEIGHTS") == "random":
-        # Plumbing tests of the CLI (tests/tools): seeded random weights, no training.
         torch.manual_seed(0)
         model = Decoder(Config()).eval()
-        norm = {"mean": torch.zeros(model.c.feat_dim), "std": torch.full((model.c.feat_dim,), 3.0)}
-    else:
-        model, norm = train.load()
-    c = model.c
-    feats = []
-    starts = [i * stream_offset for i in range(len(clips))]
-    for p, start in zip(clips, starts):
-        f = torch.from_numpy(footage.encode_clip(p, start + max_frames if max_frames else None))[start:]
-        if len(f) == 0:
-            raise ValueError(f"{p}: no frames at or after frame {start}")
-        feats.append((f - norm["mean"]) / norm["std"])
-    sessions = {}
-    for name, kw in modes.items():
-        opts: dict[str, Any] = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-        opts.update(kw)
-        if name == "resv":
-            opts["ratio"] = resv_ratio
-        sessions[name] = lcp.Session(model, lcp.Options(**opts))
-    runners = {name: [s.stream() for _ in clips] for name, s in sessions.items()}
-    acc = {name: Acc() for name in modes}
-    exact_ms: list[float] = []
-    resv_kl: list[float] = []
-    resv_agree: list[float] = []
-    block_bytes = sessions["exact"].alloc.block_bytes
-    lumas = [footage.frames(p, "gray", None, start + max_frames if max_frames else None) for p, start in zip(clips, starts)]
-    for it, start in zip(lumas, starts):
-        for _ in range(start):
-            next(it)
-    n = max(len(f) for f in feats)
-    for t in range(n):
-        frame_out: dict[str, list[tuple[torch.Tensor, lcp.FrameStats]]] = {m: [] for m in modes}
-        for i, clip in enumerate(clips):
-            if t >= len(feats[i]):
-                continue
-            luma = next(lumas[i], None)
-            if luma is None:
-                raise ValueError(f"{clip}: fewer decoded luma frames than encoder frames at {t}")
-            # Rotate the order of the runs every frame: on a shared machine a fixed order would bias
-            # the prefill-time ratio towards whichever run goes first.
-            names = list(modes)
-            k = (t + i) % len(names)
-            for name in names[k:] + names[:k]:
-                frame_out[name].append(runners[name][i].step(luma, feats[i][t], keep_attn=True))
-        for name in modes:
-            a = acc[name]
-            resident = sum(r.peak_blocks for r in runners[name])
-            a.resident += resident * block_bytes
-            a.baseline += sum(min(t + 1, c.window) * c.regions for i in range(len(clips)) if t < len(feats[i])) * block_bytes
-            a.prefill.append(sum(fs.prefill_s for _, fs in frame_out[name]))
-            a.prefill_wall.append(sum(fs.prefill_wall_s for _, fs in frame_out[name]))
-            a.tokens += sum(fs.tokens for _, fs in frame_out[name])
-            a.reused += sum(fs.reused for _, fs in frame_out[name])
-            a.frame_reused.append(sum(fs.reused for _, fs in frame_out[name]))
-            a.regions += sum(fs.regions for _, fs in frame_out[name])
-            stats = sessions[name].alloc.stats()
-            held = sum(r.resident_blocks() for r in runners[name])
-            if stats["resident_blocks"] != held:
-                raise RuntimeError(f"{name}: HAL holds {stats['resident_blocks']} blocks, the window ledger {held}")
-        exact_ms.append(acc["exact"].prefill[-1] * 1e3)
-        for name in modes:
-            a = acc[name]
-            fk, ft = [], []
-            for (le, fe), (lm, fm) in zip(frame_out["exact"], frame_out[name]):
-                k = kl(le, lm)
-                agree = (le.argmax(-1) == lm.argmax(-1)).double()
-                a.kl += k.tolist()
-                a.agree += agree.tolist()
-                fk.append(k.mean().item())
-                ft.append(agree.mean().item())
-                for ae, am in zip(fe.attn_out, fm.attn_out):
-                    a.attn.append(((am - ae).norm() / ae.norm().clamp_min(1e-12)).item())
-            a.frame_kl.append(float(np.mean(fk)))
-            a.frame_top1.append(float(np.mean(ft)))
-        for (lv, _), (lr, _) in zip(frame_out["vrex"], frame_out.get("resv", [])):  # retrieval vs full attention
-            resv_kl += kl(lv, lr).tolist()
-            resv_agree += (lv.argmax(-1) == lr.argmax(-1)).double().tolist()
+        c = model.c
+        gen = torch.Generator().manual_seed(0)
+        cent = torch.nn.functional.normalize(torch.randn(c.codes, c.feat_dim, generator=gen), dim=-1)
+        model.codebook.copy_(cent)
+        return model, {"mean": torch.zeros(c.feat_dim), "std": torch.full((c.feat_dim,), 3.0), "codebook": cent,
+                       "baselines": task.Baselines(0, np.zeros(16, dtype=np.int64)), "weights": "random"}
+    path = train.weights_path()
+    model, extra = train.load(path)
+    extra["weights"] = path.parent.name
+    return model, extra
 
-    def summary(name: str) -> dict[str, Any]:
-        a = acc[name]
-        e = acc["exact"]
-        return {
-            "kl_mean": float(np.mean(a.kl)),
-            "kl_p99": float(np.percentile(a.kl, 99)),
-            "top1_agreement": float(np.mean(a.agree)),
-            "attn_rel_err_p50": float(np.percentile(a.attn, 50)),
-            "prefill_ms_ratio": float(np.sum(a.prefill) / np.sum(e.prefill)),
-            "prefill_ms_ratio_median_frame": float(np.median(np.array(a.prefill) / np.array(e.prefill))),
-            "prefill_wall_ms_ratio": float(np.sum(a.prefill_wall) / np.sum(e.prefill_wall)),
-            "prefill_tokens_ratio": a.tokens / e.tokens,
-            "reuse_rate": a.reused / a.regions,
-            "resident_bytes_ratio_window": a.resident / a.baseline,
-        }
 
-    out: dict[str, Any] = {
-        "model": "builtin",
-        "clips": [str(p) for p in clips],
-        "frames": n,
-        "streams": len(clips),
-        "stream_offset": stream_offset,
-        "window_frames": c.window,
-        "radius": radius,
-        "guard_hamming": guard_bits,
-        "guard_max_age": max_age,
-        "hash_bits": lcp.HASH_BITS,
-        "block_bytes": block_bytes,
-        "exact_prefill_ms_mean": float(np.mean(exact_ms)),
-        "prefill_clock": "thread CPU time (torch on one thread); prefill_wall_ms_ratio is wall-clock",
-    }
-    out.update(summary("vrex"))
-    for name in ("control_radius0", "control_no_fcc"):
-        out[name] = summary(name)
-    if with_resv:
-        out["resv"] = resv_summary(sessions["resv"], resv_ratio, resv_kl, resv_agree, summary("resv"))
-    out["per_frame"] = {
-        "kl_mean": acc["vrex"].frame_kl,
-        "top1_agreement": acc["vrex"].frame_top1,
-        "prefill_ms_exact": [x * 1e3 for x in acc["exact"].prefill],
-        "prefill_ms_vrex": [x * 1e3 for x in acc["vrex"].prefill],
-        "reused_vrex": acc["vrex"].frame_reused,
-    }
+def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
+    """The task's clip of each path (by sha256); a clip the task does not know is held out by
+    definition (step 1). Clips of another split than @split are refused: scores come from test clips
+    (never trained on, never tuned on), knobs are tuned on the validation clip (vrex/tune.py)."""
+    shas = {}
+    manifest = json.loads((Path(__file__).resolve().parents[2] / "tools/pipeline/footage-manifest.json").read_text())
+    by_key = {c["key"]: c["sha256"] for c in manifest["clips"]}
+    for c in task.CLIPS:
+        if c.key in by_key:
+            shas[by_key[c.key]] = c
+    out = []
+    for p in paths:
+        c = shas.get(footage.file_sha256(p))
+        if c is None:
+            c = task.Clip(p.name, 1, split)
+        elif c.split != split:
+            raise ValueError(f"{p}: {c.key} is a {c.split} clip of the model (vrex/task.py): this run takes "
+                             f"{split} clips only ({', '.join(x.key for x in task.clips_of(split))}); scores "
+                             f"must come from held-out clips")
+        out.append(c)
     return out
 
 
-def resv_summary(s: lcp.Session, ratio: float, kls: list[float], agree: list[float],
-                 vs_exact: dict[str, Any]) -> dict[str, Any]:
-    """The `resv` object: WiCSum's recall, bytes and cost on this run's K/Q, its logits against the vrex
-    run with full attention, and the anchors at WiCSum's per-row budget on the same K/Q."""
-    from . import retrieval
+def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
+        warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
+        split: str = "test") -> dict[str, Any]:
+    torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
+    if warmup >= frames:
+        raise ValueError(f"{warmup} warm-up frames leave none of the {frames} frames per stream to time")
+    runs = runs or RUNS
+    if "exact" not in runs:
+        raise ValueError("the exact run is the reference: it must be one of the runs")
+    model, extra = load_model()
+    c = model.c
+    clips = identify(paths, split)
+    names = [f"{cl.key}#{i}" for i, cl in enumerate(clips)]
+    feats = {n: torch.from_numpy(footage.encode_clip(p, step=cl.step)) for n, p, cl in zip(names, paths, clips)}
+    lumas = {n: np.stack(list(footage.frames(p, "gray", LUMA_SIZE, None, cl.step)))
+             for n, p, cl in zip(names, paths, clips)}
+    for n in names:
+        if len(lumas[n]) != len(feats[n]):
+            raise ValueError(f"{n}: {len(lumas[n])} luma frames but {len(feats[n])} encoder frames")
+    codes = {n: task.codes(f, extra["mean"], extra["std"], extra["codebook"]).numpy() for n, f in feats.items()}
+    rng = np.random.default_rng(seed)
+    plan = []
+    for s in range(streams):
+        segs = task.edited_stream({n: len(feats[n]) for n in names}, frames, rng)
+        idx = task.stream_frames(segs)
+        seg_of = np.concatenate([np.full(sg.length, i) for i, sg in enumerate(segs)])
+        qt, qr, qg = task.questions(len(idx), questions, rng)
+        plan.append({"segments": segs, "idx": idx, "seg_of": seg_of, "q": (qt, qr, qg),
+                     "code": np.stack([codes[n][i] for n, i in idx]), "cuts": task.cut_frames(segs)})
 
-    assert s.retrieval is not None
-    st = s.retrieval.stats
-    out: dict[str, Any] = {"selector": "wicsum", "ratio": ratio, "th": s.opts.resv_th,
-                           "lut_scale": s.opts.resv_lut_scale, "page_tokens": retrieval.PAGE}
-    out.update(retrieval.summary(st, "wicsum"))
-    out["kl_mean"] = float(np.mean(kls)) if kls else 0.0
-    out["top1_agreement"] = float(np.mean(agree)) if agree else 1.0
-    out["kl_mean_vs_exact"] = vs_exact["kl_mean"]
-    out["top1_agreement_vs_exact"] = vs_exact["top1_agreement"]
-    out["oracle_tokens_for_recall95"] = float(np.mean(st.need95)) if st.need95 else 0.0
-    out["clusters_per_token"] = float(np.mean(st.clusters)) if st.clusters else 0.0
-    out["decode_steps"] = st.steps
-    out["anchors"] = {k: retrieval.summary(st, k) for k in ("oracle", "quest", "random")}
-    out["targets"] = {"recall_mean": 0.95, "top1_agreement": 0.95, "kv_bytes_ratio_max": 0.30,
-                      "selection_cost_ratio_max": 1.0}
-    out["met"] = {"recall": out["recall_mean"] >= 0.95, "top1": out["top1_agreement"] >= 0.95,
-                  "bytes": out["kv_bytes_ratio"] <= 0.30, "cost": out["selection_cost_ratio"] < 1.0}
+    base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
+    sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
+    runners = {name: [sess.stream() for _ in plan] for name, sess in sessions.items()}
+    recs = {name: [Rec() for _ in plan] for name in runs}
+    order = list(runs)
+    n_frames = max(len(p["idx"]) for p in plan)
+    reused_map = {name: [np.zeros((len(p["idx"]), c.regions), bool) for p in plan] for name in runs}
+    for t in range(n_frames):
+        for si, p in enumerate(plan):
+            if t >= len(p["idx"]):
+                continue
+            n, i = p["idx"][t]
+            tok = (feats[n][i] - extra["mean"]) / extra["std"]
+            qt, qr, qg = p["q"]
+            sel = qt == t
+            q_r, q_g = torch.from_numpy(qr[sel]), torch.from_numpy(qg[sel])
+            k = (t + si) % len(order)  # rotate the order: load must not bias one policy
+            for name in order[k:] + order[:k]:
+                logits, fs = runners[name][si].step(lumas[n][i], tok, q_r, q_g)
+                r = recs[name][si]
+                r.answer.append(logits.argmax(-1).numpy())
+                r.logp.append(torch.log_softmax(logits.double(), -1))
+                r.step_s.append(fs.step_s)
+                r.flops.append(fs.flops)
+                r.reused += fs.reused
+                r.regions += fs.regions
+                reused_map[name][si][t] = fs.reused_region
+    for name in runs:
+        for si in range(len(plan)):
+            rr = runners[name][si]
+            recs[name][si].distinct_blocks = rr.distinct_blocks()
+            recs[name][si].cache_tokens = rr.cache_tokens()
+            _, qr, qg = plan[si]["q"]
+            recs[name][si].reused_target = [reused_map[name][si][qg, qr]]
+            recs[name][si].policy = rr.policy.stats()
+            rr.close()
+    return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
+                     {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
+                      "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed})
+
+
+def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
+              extra: dict[str, Any], block_bytes: int, clips: list[task.Clip], paths: list[Path],
+              args: dict[str, Any]) -> dict[str, Any]:
+    # Per question: its group (stream, segment of the frame it is asked at), truth, baselines.
+    groups, truth, present, event, t_asked = [], [], [], [], []
+    base: dict[str, list[np.ndarray]] = {"copy": [], "most_frequent": [], "input_blind": []}
+    for si, p in enumerate(plan):
+        qt, qr, qg = p["q"]
+        code = p["code"]
+        groups.append(si * 10000 + p["seg_of"][qt])
+        truth.append(code[qg, qr])
+        present.append(qt == qg)
+        changed = np.concatenate([[c.regions], (code[1:] != code[:-1]).sum(1)])
+        ev = (changed >= 4) | np.isin(np.arange(len(code)), list(p["cuts"]))
+        event.append(ev[qg])
+        t_asked.append(qt)
+        for k, v in extra["baselines"].predict(code, qt, qr, qg).items():
+            base[k].append(v)
+    g = np.concatenate(groups)
+    y = np.concatenate(truth)
+    pres = np.concatenate(present)
+    ev = np.concatenate(event)
+
+    def acc(pred: np.ndarray, mask: np.ndarray | None = None) -> dict[str, Any]:
+        ok = (pred == y).astype(float)
+        if mask is not None:
+            if not mask.any():
+                return {"mean": None, "ci95": [None, None], "n": 0}
+            out = task.ci_dict(ok[mask], g[mask])
+            out["n"] = int(mask.sum())
+            return out
+        return task.ci_dict(ok, g)
+
+    answers = {name: np.concatenate([np.concatenate(r.answer) for r in recs[name]]) for name in runs}
+    logp = {name: torch.cat([torch.cat(r.logp) for r in recs[name]]) for name in runs}
+    accuracy: dict[str, Any] = {name: acc(answers[name]) for name in runs}
+    accuracy["baselines"] = {k: acc(np.concatenate(v)) for k, v in base.items()}
+    by_kind = {kind: {**{name: acc(answers[name], m) for name in runs},
+                      **{k: acc(np.concatenate(v), m) for k, v in base.items()}}
+               for kind, m in (("present", pres), ("past", ~pres))}
+    ok = {name: (answers[name] == y).astype(float) for name in runs}
+
+    def kl_stats(name: str) -> dict[str, Any]:
+        le, lr = logp["exact"], logp[name]
+        kl = (le.exp() * (le - lr)).sum(-1).numpy()
+        reused_t = np.concatenate([r.reused_target[0] for r in recs[name]])
+        out: dict[str, Any] = {"direction": f"KL(exact || {name}) in nats, per question",
+                               "mean": task.ci_dict(kl, g), "p99": float(np.percentile(kl, 99)),
+                               "top1_agreement": task.ci_dict((answers[name] == answers["exact"]).astype(float), g),
+                               "accuracy_change": task.ci_dict(ok[name] - ok["exact"], g)}
+        splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}
+        out["split"] = {}
+        for sname, m in splits.items():
+            out["split"][sname] = {
+                "questions": int(m.sum()),
+                "kl_mean": float(kl[m].mean()) if m.any() else None,
+                "accuracy": acc(answers[name], m), "accuracy_exact": acc(answers["exact"], m)}
+        return out
+
+    def timing(name: str) -> dict[str, Any]:
+        w = args["warmup"]
+        num, den, gr, fl_n, fl_d = [], [], [], [], []
+        for si, p in enumerate(plan):
+            n = len(recs[name][si].step_s)
+            sl = slice(min(w, n), n)
+            num.append(np.array(recs[name][si].step_s[sl]))
+            den.append(np.array(recs["exact"][si].step_s[sl]))
+            gr.append(si * 10000 + p["seg_of"][sl])
+            fl_n.append(np.array(recs[name][si].flops[sl], dtype=float))
+            fl_d.append(np.array(recs["exact"][si].flops[sl], dtype=float))
+        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
+        fn, fd = np.concatenate(fl_n), np.concatenate(fl_d)
+        # Floor: every region reused (what no reuse policy can go below: questions, embedding, guard).
+        floor = []
+        for si, p in enumerate(plan):
+            n = len(recs[name][si].flops)
+            qt = p["q"][0]
+            for t in range(min(w, n), n):
+                floor.append(step_flops(c, 0, t, int((qt == t).sum()), runs[name].get("policy") != "exact"))
+        tr = task.ci_dict(nn_, gg, ratio_of=dd)
+        return {"time_ratio": tr, "flops_ratio": float(fn.sum() / fd.sum()),
+                "flops_floor": float(np.sum(floor) / fd.sum()),
+                "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
+                "frames_timed": int(len(nn_))}
+
+    def reuse_rate(name: str) -> float:
+        r = recs[name]
+        return sum(x.reused for x in r) / max(1, sum(x.regions for x in r))
+
+    exact_blocks = sum(r.distinct_blocks for r in recs["exact"])
+    out: dict[str, Any] = {
+        "model": "builtin",
+        "weights": extra["weights"],
+        "clips": [{"path": str(p), "key": cl.key, "split": cl.split, "step": cl.step} for p, cl in zip(paths, clips)],
+        "args": args,
+        "streams": [{"frames": len(p["idx"]), "segments": [[s.clip, s.start, s.length] for s in p["segments"]],
+                     "cuts": len(p["cuts"])} for p in plan],
+        "questions": int(len(y)),
+        "task": {"question": "which code did region r have k frames ago (k = 0: the present frame)",
+                 "accuracy": accuracy, "by_kind": by_kind,
+                 "ci": "95 % bootstrap over stream segments (2000 resamples)"},
+        "exact_cache_tokens_peak": max(r.cache_tokens for r in recs["exact"]),
+        "kv_bytes": {"exact_peak": exact_blocks * block_bytes,
+                     "vrex_device_peak": sum(r.distinct_blocks for r in recs["vrex"]) * block_bytes,
+                     "vrex_total_peak": sum(r.distinct_blocks for r in recs["vrex"]) * block_bytes,
+                     "block_bytes": block_bytes,
+                     "note": "caches only grow (every frame stays readable), so peaks are the final sizes summed "
+                             "over the streams; no demotion yet: every vrex block stays in device memory "
+                             "(device = total)"} if "vrex" in runs else {"exact_peak": exact_blocks * block_bytes},
+        "prefill": timing("vrex") if "vrex" in runs else {},
+        "prefill_clock": "thread CPU time of the whole step (FCC, lookups, guard, allocation, decoder, end_frame)",
+        "reuse_rate": reuse_rate("vrex") if "vrex" in runs else 0.0,
+    }
+    for name in runs:
+        if name == "exact":
+            continue
+        out.setdefault("quality", {})[name] = kl_stats(name)
+        if name != "vrex":
+            out[name] = {"reuse_rate": reuse_rate(name), "accuracy": accuracy[name],
+                         "prefill": timing(name), "kv_bytes": sum(r.distinct_blocks for r in recs[name]) * block_bytes}
+    if "vrex" in runs:
+        out["kv_bytes"]["ratio"] = out["kv_bytes"]["vrex_device_peak"] / out["kv_bytes"]["exact_peak"]
+    stats = {name: [r.policy for r in recs[name]] for name in runs if recs[name][0].policy}
+    if stats:
+        out["policy_stats"] = stats  # vrex/ablations.py turns them into its sections
+    out["kv_bytes"].setdefault("block_bytes", block_bytes)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m vrex.run", description=__doc__.split("\n")[0])
-    ap.add_argument("clips", nargs="+", type=Path, help="video files FFmpeg reads (one stream each)")
-    ap.add_argument("--max-frames", type=int, default=None)
-    ap.add_argument("--radius", type=int, default=20, help="fingerprint Hamming radius (0..31)")
+    ap.add_argument("clips", nargs="+", type=Path, help="held-out video files FFmpeg reads")
+    ap.add_argument("--streams", type=int, default=4, help="edited streams (independent repeats)")
+    ap.add_argument("--frames", type=int, default=240, help="frames per stream (64 cached tokens each)")
+    ap.add_argument("--questions", type=int, default=4, help="questions per frame")
+    ap.add_argument("--radius", type=int, default=lcp.Options.radius, help="fingerprint Hamming radius (0..31)")
     ap.add_argument("--guard-bits", type=int, default=lcp.Options.guard_bits, help="key-hash Hamming threshold (0..32)")
     ap.add_argument("--max-age", type=int, default=lcp.Options.max_age,
                     help="reuse a block at most this many frames after it was computed (0: no cap)")
-    ap.add_argument("--stream-offset", type=int, default=0, help="the i-th clip starts at frame i * this")
-    ap.add_argument("--resv-ratio", type=float, default=RESV_RATIO, help="WiCSum ratio of the resv run (0..1)")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
+    ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
+    ap.add_argument("--anchors", action="store_true",
+                    help="also run the streaming-video KV anchors and the V-Rex ablations at equal device "
+                         "memory (vrex/ablations.py: anchors, ablations and resv sections)")
+    ap.add_argument("--budget", type=int, default=192, help="--anchors: device KV blocks per stream")
+    ap.add_argument("--resident", type=int, default=5,
+                    help="--anchors: frames the retrieval rules keep on the device (the rest is fetch)")
+    ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.warmup is None:
+        args.warmup = min(8, args.frames // 4)
     for p in args.clips:
         if not p.is_file():
             print(f"vrex.run: {p}: no such file", file=sys.stderr)
             return 2
-    if not 0.0 <= args.resv_ratio <= 1.0:
-        print("vrex.run: --resv-ratio must be 0..1", file=sys.stderr)
-        return 2
     if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
         print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
+    if args.streams < 1 or args.frames < 2 or args.questions < 1 or not 0 <= args.warmup < args.frames:
+        print("vrex.run: --streams >= 1, --frames >= 2, --questions >= 1 and 0 <= --warmup < --frames",
+              file=sys.stderr)
+        return 2
+    runs = {k: v for k, v in RUNS.items() if not (args.no_control and k == "control_radius0")}
     try:
-        # Every run holds one stream per clip on the same emulated device: leave the resv run out when
-        # all five do not fit (4 clips), rather than fail.
-        with_resv = len(args.clips) * len(MODES) <= EMU_STREAMS
-        res = run(args.clips, args.max_frames, args.radius, args.guard_bits, args.stream_offset, args.resv_ratio,
-                  args.max_age, with_resv)
-        if not with_resv:
-            res["resv_skipped"] = (f"{len(args.clips)} streams x {len(MODES)} runs exceed the emulated device's "
-                                   f"{EMU_STREAMS} streams")
+        if args.anchors:
+            from . import ablations
+            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio))
+        res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
+                  args.max_age, args.warmup, runs, args.seed)
+        if args.anchors:
+            res = ablations.report(res, args.budget, args.resident)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(res))
-    else:
-        for k in KEYS:
-            print(f"{k:30s} {res[k]:.4f}   radius0 {res['control_radius0'][k]:.4f}   "
-                  f"no_fcc {res['control_no_fcc'][k]:.4f}")
-        if "resv" not in res:
-            print(f"resv: not run ({res['resv_skipped']})")
-            return 0
-        rv = res["resv"]
-        print(f"resv (WiCSum ratio {rv['ratio']})  recall {rv['recall_mean']:.4f}, top-1 {rv['top1_agreement']:.4f}, "
-              f"KV bytes {rv['kv_bytes_ratio']:.4f}, selection/saved ops {rv['selection_cost_ratio']:.3f}; oracle recall "
-              f"{rv['anchors']['oracle']['recall_mean']:.4f}, quest {rv['anchors']['quest']['recall_mean']:.4f}")
+        return 0
+    a = res["task"]["accuracy"]
+
+    def f(d: dict[str, Any]) -> str:
+        return f"{d['mean']:.3f} [{d['ci95'][0]:.3f}, {d['ci95'][1]:.3f}]"
+
+    print(f"questions {res['questions']} over {len(res['streams'])} streams; exact cache peak "
+          f"{res['exact_cache_tokens_peak']} tokens")
+    for k in ("exact", "vrex"):
+        print(f"accuracy {k:15s} {f(a[k])}")
+    for k, v in a["baselines"].items():
+        print(f"baseline {k:15s} {f(v)}")
+    q = res["quality"]["vrex"]
+    pf = res["prefill"]
+    print(f"KL(exact || vrex) {f(q['mean'])}, accuracy change {f(q['accuracy_change'])}, reuse {res['reuse_rate']:.3f}")
+    print(f"prefill time ratio {f(pf['time_ratio'])}, FLOP ratio {pf['flops_ratio']:.3f}, floor {pf['flops_floor']:.3f}")
+    kb = res["kv_bytes"]
+    print(f"KV bytes: exact {kb['exact_peak']}, vrex {kb['vrex_device_peak']} ({kb['ratio']:.3f}x)")
     return 0
 
 

@@ -1,10 +1,9 @@
-"""Trains the builtin decoder on real footage; weights cached by a hash of code + data.
+"""Trains the builtin decoder on the task (vrex/task.py); weights cached by a hash of code + data.
 
-Task: for every SHIE region, predict the codebook code of that region's encoder features in the
-NEXT frame, from a causal window of the last W frames' visual tokens. Codebook: spherical k-means
-(64 codes) of the training frames' region features (mean of the region's 4 tokens, standardised,
-L2-normalised). Data: vtest.avi frames [0, 636) + tree.avi for training, vtest.avi [636, 795) held
-out. Fixed seed, 2 threads.
+Training streams are edited streams of the TRAINING clips only (a fresh random one every step);
+the validation clip (task.CLIPS, split "val") gives the curve and the number every knob is frozen
+on; test clips are never read here. Fixed seed, one thread (a shared 2-core machine: OpenMP's
+spinning threads cost 10x in wall time).
 
 Usage: python3 -m vrex.train [--force]  -> prints the weights path; a no-op when cached.
 """
@@ -14,36 +13,28 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import footage
+from . import footage, task
 from .decoder import Config, Decoder
 
 SEED = 0
-STEPS = 240
-BATCH = 4
-LR = 2e-3
-VAL_WINDOWS = 16  # evaluated every EVAL_EVERY steps (the full held-out set once, at the end)
-EVAL_EVERY = 80
-VTEST_TRAIN = 636
+STEPS = 60
+STREAM_FRAMES = 40      # frames per training stream (the questions reach back up to 39 frames)
+QUESTIONS = 8           # per frame (cheap next to the visual tokens)
+LR = 3e-3
 KMEANS_ITERS = 30
-SOURCES = ["train.py", "decoder.py", "footage.py", "tfjs.py"]
-
-
-def clips() -> dict[str, Path]:
-    out = subprocess.run([str(Path(__file__).resolve().parents[2] / "scripts" / "fetch-footage.sh")],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"fetch-footage.sh failed: {out.stderr.strip()}")
-    env = dict(line.split("=", 1) for line in out.stdout.split())
-    return {"vtest": Path(env["VREX_VTEST_AVI"]), "tree": Path(env["VREX_TREE_AVI"])}
+EVAL_EVERY = 30
+VAL_STREAMS = 2
+VAL_FRAMES = 160
+SOURCES = ["train.py", "task.py", "decoder.py", "footage.py", "tfjs.py"]
 
 
 def cache_key(paths: dict[str, Path]) -> str:
@@ -52,124 +43,131 @@ def cache_key(paths: dict[str, Path]) -> str:
     for s in SOURCES:
         h.update((here / s).read_bytes())
     h.update((footage.encoder_dir() / "weights.bin").read_bytes())
-    for name in sorted(paths):
-        h.update(footage.file_sha256(paths[name]).encode())
+    for c in task.CLIPS:
+        if c.split != "test":
+            h.update(f"{c.key}:{c.step}:{c.split}:{footage.file_sha256(paths[c.key])}".encode())
     return h.hexdigest()[:16]
 
 
-def region_vectors(feats: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    """[F, 64, C] tokens -> [F, 16, C] unit vectors of the standardised region means."""
-    z = (feats - mean) / std
-    r = z.view(z.shape[0], 16, 4, z.shape[-1]).mean(2)
-    return F.normalize(r, dim=-1)
+class Data:
+    """Encoder tokens of the train + val clips, the standardisation and the codebook."""
+
+    def __init__(self, paths: dict[str, Path], n_codes: int, gen: torch.Generator):
+        self.feats = {c.key: torch.from_numpy(task.features(c, paths[c.key])) for c in task.CLIPS if c.split != "test"}
+        train = [self.feats[c.key] for c in task.clips_of("train")]
+        flat = torch.cat(train).reshape(-1, train[0].shape[-1])
+        self.mean, self.std = flat.mean(0), flat.std(0) + 1e-5
+        rv = torch.cat([task.region_vectors(f, self.mean, self.std) for f in train]).reshape(-1, flat.shape[-1])
+        self.codebook = task.kmeans(rv, n_codes, KMEANS_ITERS, gen)
+        self.codes = {k: task.codes(f, self.mean, self.std, self.codebook) for k, f in self.feats.items()}
+
+    def stream(self, split: str, frames: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, list[task.Segment]]:
+        """An edited stream of @split's clips: normalised tokens [F, 64, C], codes [F, 16], segments."""
+        keys = [c.key for c in task.clips_of(split)]
+        segs = task.edited_stream({k: len(self.feats[k]) for k in keys}, frames, rng)
+        idx = task.stream_frames(segs)
+        x = torch.stack([self.feats[k][i] for k, i in idx])
+        y = torch.stack([self.codes[k][i] for k, i in idx])
+        return (x - self.mean) / self.std, y, segs
 
 
-def kmeans(x: torch.Tensor, k: int, iters: int, gen: torch.Generator) -> torch.Tensor:
-    """Spherical k-means (cosine), k-means++-style seeding; deterministic with @gen."""
-    cent = x[torch.randint(len(x), (1,), generator=gen)]
-    for _ in range(k - 1):
-        d = 1.0 - (x @ cent.T).max(1).values
-        cent = torch.cat([cent, x[torch.multinomial(d.clamp_min(1e-9), 1, generator=gen)]])
-    for _ in range(iters):
-        a = (x @ cent.T).argmax(1)
-        for j in range(k):
-            m = x[a == j]
-            if len(m):
-                cent[j] = F.normalize(m.mean(0), dim=0)
-    return cent
+def evaluate(model: Decoder, streams: list[tuple[torch.Tensor, torch.Tensor, tuple[np.ndarray, ...]]],
+             base: task.Baselines) -> dict[str, Any]:
+    model.eval()
+    acc: dict[str, list[np.ndarray]] = {"model": [], "copy": [], "most_frequent": [], "input_blind": []}
+    loss = []
+    with torch.no_grad():
+        for x, y, (qt, qr, qg) in streams:
+            lg = model(x, torch.from_numpy(qt), torch.from_numpy(qr), torch.from_numpy(qg))
+            ans = y[qg, qr]
+            loss.append(F.cross_entropy(lg, ans).item())
+            acc["model"].append((lg.argmax(-1) == ans).numpy())
+            for k, p in base.predict(y.numpy(), qt, qr, qg).items():
+                acc[k].append(p == ans.numpy())
+    model.train()
+    out: dict[str, Any] = {k: float(np.concatenate(v).mean()) for k, v in acc.items()}
+    present = np.concatenate([qt == qg for _, _, (qt, _, qg) in streams])
+    m = np.concatenate(acc["model"])
+    out["model_present"] = float(m[present].mean())
+    out["model_past"] = float(m[~present].mean())
+    out["loss"] = float(np.mean(loss))
+    return out
 
 
-def codes(feats: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, cent: torch.Tensor) -> torch.Tensor:
-    return (region_vectors(feats, mean, std) @ cent.T).argmax(-1)
-
-
-def windows(feats: torch.Tensor, tgt: torch.Tensor, w: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every window of @w frames whose next frames exist: inputs [N, w, 64, C], targets [N, w, 16]."""
-    n = feats.shape[0] - w
-    idx = torch.arange(n)[:, None] + torch.arange(w)[None, :]
-    return feats[idx], tgt[idx + 1]
-
-
-def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, object]:
+def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
     torch.manual_seed(SEED)
-    # One thread: on a shared 2-core machine OpenMP's spinning threads cost 10x in wall time.
     torch.set_num_threads(1)
-    t0 = time.time()
-    vt = torch.from_numpy(footage.encode_clip(paths["vtest"]))
-    tr = torch.from_numpy(footage.encode_clip(paths["tree"]))
-    t_feat = time.time() - t0
-    train_frames = torch.cat([vt[:VTEST_TRAIN], tr]).reshape(-1, vt.shape[-1])
-    mean, std = train_frames.mean(0), train_frames.std(0) + 1e-5
-    c = Config(feat_dim=vt.shape[-1])
+    rng = np.random.default_rng(SEED)
     gen = torch.Generator().manual_seed(SEED)
-    rv = torch.cat([region_vectors(vt[:VTEST_TRAIN], mean, std), region_vectors(tr, mean, std)]).reshape(-1, vt.shape[-1])
-    cent = kmeans(rv, c.codes, KMEANS_ITERS, gen)
+    t0 = time.time()
+    c = Config()
+    data = Data(paths, c.codes, gen)
+    c = Config(feat_dim=data.mean.shape[0])
+    t_feat = time.time() - t0
 
-    def norm(f: torch.Tensor) -> torch.Tensor:
-        return (f - mean) / std
+    # Baselines fitted on training streams' questions (the same sampler as training).
+    qs, ans = [], []
+    for _ in range(20):
+        _, y, _ = data.stream("train", STREAM_FRAMES, rng)
+        qt, qr, qg = task.questions(len(y), QUESTIONS, rng)
+        qs.append(qr)
+        ans.append(y.numpy()[qg, qr])
+    base = task.Baselines.fit(np.concatenate(qs), np.concatenate(ans), c.codes)
 
-    xs, ys = [], []
-    for f in (vt[:VTEST_TRAIN], tr):
-        x, y = windows(norm(f), codes(f, mean, std, cent), c.window)
-        xs.append(x)
-        ys.append(y)
-    x_tr, y_tr = torch.cat(xs), torch.cat(ys)
-    x_va, y_va = windows(norm(vt[VTEST_TRAIN:]), codes(vt[VTEST_TRAIN:], mean, std, cent), c.window)
+    vrng = np.random.default_rng(SEED + 1)
+    val = []
+    for _ in range(VAL_STREAMS):
+        x, y, _ = data.stream("val", VAL_FRAMES, vrng)
+        val.append((x, y, task.questions(len(y), QUESTIONS, vrng)))
 
     model = Decoder(c)
+    model.codebook.copy_(data.codebook)  # the task's codebook: the head scores against it (decoder.py)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=LR, total_steps=STEPS, pct_start=0.1)
     curve: list[dict[str, float]] = []
-
-    def evaluate(full: bool = False) -> tuple[float, float]:
-        sel = slice(None) if full else slice(0, len(x_va), max(1, len(x_va) // VAL_WINDOWS))
-        model.eval()
-        with torch.no_grad():
-            lg = model(x_va[sel])
-            loss = F.cross_entropy(lg.reshape(-1, c.codes), y_va[sel].reshape(-1)).item()
-            acc = (lg.argmax(-1) == y_va[sel]).float().mean().item()
-        model.train()
-        return loss, acc
-
-    # Copy baseline: how often the next frame's code equals the current one (held-out frames).
-    cv = codes(vt[VTEST_TRAIN:], mean, std, cent)
-    copy_acc = (cv[1:] == cv[:-1]).float().mean().item()
     t1 = time.time()
     for step in range(1, STEPS + 1):
-        i = torch.randint(len(x_tr), (BATCH,), generator=gen)
-        lg = model(x_tr[i])
-        loss = F.cross_entropy(lg.reshape(-1, c.codes), y_tr[i].reshape(-1))
+        x, y, _ = data.stream("train", STREAM_FRAMES, rng)
+        qt, qr, qg = task.questions(len(y), QUESTIONS, rng)
+        lg = model(x, torch.from_numpy(qt), torch.from_numpy(qr), torch.from_numpy(qg))
+        loss = F.cross_entropy(lg, y[torch.from_numpy(qg), torch.from_numpy(qr)])
         opt.zero_grad()
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         if step % EVAL_EVERY == 0 or step == STEPS:
-            vl, va = evaluate(step == STEPS)
-            curve.append({"step": step, "train_loss": round(loss.item(), 4), "val_loss": round(vl, 4),
-                          "val_top1": round(va, 4)})
-            print(f"train: step {step} loss {loss.item():.4f} val {vl:.4f} top1 {va:.3f}", file=sys.stderr)
+            ev = evaluate(model, val, base)
+            curve.append({"step": step, "train_loss": round(loss.item(), 4), "val_loss": round(ev["loss"], 4),
+                          "val_accuracy": round(ev["model"], 4), "val_present": round(ev["model_present"], 4),
+                          "val_past": round(ev["model_past"], 4), "seconds": round(time.time() - t1, 1)})
+            print(f"train: {curve[-1]}", file=sys.stderr, flush=True)
     t_train = time.time() - t1
+    final = evaluate(model, val, base)
     out_dir.mkdir(parents=True, exist_ok=True)
-    torch.save({"config": c.to_dict(), "state": model.state_dict(), "mean": mean, "std": std, "codebook": cent},
-               out_dir / "weights.tmp")
+    torch.save({"config": c.to_dict(), "state": model.state_dict(), "mean": data.mean, "std": data.std,
+                "codebook": data.codebook, "baselines": base.to_dict()}, out_dir / "weights.tmp")
     (out_dir / "weights.tmp").replace(out_dir / "weights.pt")
     manifest = {
-        "model": "vrex builtin video decoder",
+        "model": "vrex builtin video decoder (task: vrex/task.py)",
+        "command": "make model (python3 -m vrex.train)",
         "config": c.to_dict(),
         "params": sum(p.numel() for p in model.parameters()),
         "encoder": {"package": "npm nsfwjs@4.3.0", "licence": "MIT (Infinite Red, Inc.)",
                     "network": "Keras MobileNetV2 alpha 1.0", "layer": footage.ENCODER_LAYER,
                     "input": footage.INPUT_SIZE, "frozen": True},
-        "data": {name: {"file": p.name, "sha256": footage.file_sha256(p),
-                        "source": "Debian opencv-doc 4.6.0 (University of Reading footage, acknowledgement requested)"}
-                 for name, p in paths.items()},
-        "split": {"train": f"vtest.avi [0, {VTEST_TRAIN}) + tree.avi (all)", "val": f"vtest.avi [{VTEST_TRAIN}, end)"},
-        "seed": SEED, "steps": STEPS, "batch": BATCH, "lr": LR, "optimizer": "AdamW wd 0.01, one-cycle",
-        "threads": 1, "val_windows_per_eval": f"{VAL_WINDOWS} (all at the last step)", "torch": torch.__version__,
-        "train_windows": len(x_tr), "val_windows": len(x_va),
-        "copy_baseline_val_top1": round(copy_acc, 4),
+        "data": {c.key: {"file": paths[c.key].name, "sha256": footage.file_sha256(paths[c.key]), "step": c.step,
+                         "split": c.split, "frames": len(data.feats[c.key])}
+                 for c in task.CLIPS if c.split != "test"},
+        "test_clips": [c.key for c in task.clips_of("test")],
+        "seed": SEED, "steps": STEPS, "stream_frames": STREAM_FRAMES, "questions_per_frame": QUESTIONS,
+        "present_share": task.P_PRESENT, "lr": LR, "optimizer": "AdamW wd 0.01, one-cycle, grad clip 1.0",
+        "threads": 1, "torch": torch.__version__,
+        "val": {"streams": VAL_STREAMS, "frames": VAL_FRAMES, "accuracy": final,
+                "baselines": {k: final[k] for k in ("copy", "most_frequent", "input_blind")}},
+        "baselines_fit": base.to_dict(),
         "loss_curve": curve,
-        "seconds": {"features": round(t_feat, 1), "train": round(t_train, 1)},
+        "seconds": {"features_and_codebook": round(t_feat, 1), "train": round(t_train, 1)},
         "cache_key": out_dir.name,
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -177,7 +175,7 @@ def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, object]:
 
 
 def weights_path(force: bool = False) -> Path:
-    paths = clips()
+    paths = task.clip_paths()
     out_dir = footage.cache_root() / f"builtin-{cache_key(paths)}"
     if force or not (out_dir / "weights.pt").is_file():
         import fcntl
@@ -190,19 +188,21 @@ def weights_path(force: bool = False) -> Path:
     return out_dir / "weights.pt"
 
 
-def load(path: Path | None = None) -> tuple[Decoder, dict[str, torch.Tensor]]:
+def load(path: Path | None = None) -> tuple[Decoder, dict[str, Any]]:
     blob = torch.load(path or weights_path())
     model = Decoder(Config(**blob["config"]))
     model.load_state_dict(blob["state"])
     model.eval()
-    return model, {k: blob[k] for k in ("mean", "std", "codebook")}
+    extra = {k: blob[k] for k in ("mean", "std", "codebook")}
+    extra["baselines"] = task.Baselines.from_dict(blob["baselines"])
+    return model, extra
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--force", action="store_true", help="retrain even when cached")
     args = ap.parse_args()
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     print(weights_path(args.force))
     return 0
 

@@ -364,12 +364,14 @@ run-model-builtin)
 	python3 - "$WORK/out" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-keys = ["kl_mean", "kl_p99", "top1_agreement", "attn_rel_err_p50", "prefill_ms_ratio", "reuse_rate",
-        "resident_bytes_ratio_window"]
-for obj in (j, j["control_radius0"], j["control_no_fcc"]):
-    missing = [k for k in keys if k not in obj]
-    assert not missing, missing
-assert j["frames"] == 6 and "pixel_reuse_rate" in j, j.keys()
+acc = j["task"]["accuracy"]
+for d in (acc["exact"], acc["vrex"], *acc["baselines"].values()):
+    assert 0 <= d["ci95"][0] <= d["mean"] <= d["ci95"][1] <= 1, d
+assert set(acc["baselines"]) == {"copy", "most_frequent", "input_blind"}
+assert j["exact_cache_tokens_peak"] == 6 * 64
+assert {"exact_peak", "vrex_device_peak", "vrex_total_peak"} <= set(j["kv_bytes"])
+assert {"flops_ratio", "time_ratio", "flops_floor"} <= set(j["prefill"])
+assert "control_radius0" in j and "pixel_reuse_rate" in j, j.keys()
 PY
 	grep -q 'id="model"' model-report/index.html || fail "no model section in the report"
 	;;

@@ -8,8 +8,8 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "pipeline/comparison.hpp"
 #include "model_runner.hpp"
+#include "pipeline/comparison.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/report.hpp"
@@ -28,6 +28,7 @@ struct RunArgs {
     std::string reuse_pick = "chain";
     bool no_window_release = false;
     bool no_control = false;
+    bool anchors = false;
     bool no_single = false;
     std::string model;
     vrex::pipeline::PipelineOptions opt;
@@ -159,6 +160,31 @@ void print_human(const vrex::pipeline::Comparison& c, const nlohmann::json& j) {
         human_bytes(r.baseline_bytes_peak()), j["managed_blocks_ratio"].get<double>());
 }
 
+std::string ci(const nlohmann::json& d) {
+    return fmt::format("{:.3f} [{:.3f}, {:.3f}]", d["mean"].get<double>(), d["ci95"][0].get<double>(),
+                       d["ci95"][1].get<double>());
+}
+
+void print_model(const nlohmann::json& j) {
+    const nlohmann::json& acc = j["task"]["accuracy"];
+    fmt::print("model builtin      {} questions, {} streams, exact KV cache peak {} tokens/stream\n",
+               j["questions"].get<std::uint64_t>(), j["streams"].size(),
+               j["exact_cache_tokens_peak"].get<std::uint64_t>());
+    fmt::print("  task accuracy    exact {}, vrex {}\n", ci(acc["exact"]), ci(acc["vrex"]));
+    fmt::print("  baselines        copy {}, most frequent {}, input-blind {}\n", ci(acc["baselines"]["copy"]),
+               ci(acc["baselines"]["most_frequent"]), ci(acc["baselines"]["input_blind"]));
+    const nlohmann::json& q = j["quality"]["vrex"];
+    fmt::print("  {} {}, accuracy change {}, reuse {:.1f} %\n", q["direction"].get<std::string>(),
+               ci(q["mean"]), ci(q["accuracy_change"]), 100.0 * j["reuse_rate"].get<double>());
+    const nlohmann::json& kv = j["kv_bytes"];
+    const nlohmann::json& pf = j["prefill"];
+    fmt::print("  KV bytes         exact {}, vrex {} ({:.3f}x)\n",
+               human_bytes(kv["exact_peak"].get<std::uint64_t>()),
+               human_bytes(kv["vrex_device_peak"].get<std::uint64_t>()), kv["ratio"].get<double>());
+    fmt::print("  prefill          time {} x exact; FLOPs {:.3f}x, floor {:.3f}x\n", ci(pf["time_ratio"]),
+               pf["flops_ratio"].get<double>(), pf["flops_floor"].get<double>());
+}
+
 }  // namespace
 
 void add_run(CLI::App& app, GlobalOptions& g) {
@@ -211,12 +237,17 @@ void add_run(CLI::App& app, GlobalOptions& g) {
     bool no_pool = false;
     c->add_flag("--no-pool", no_pool, "private streams (no cross-stream reuse)");
     c->add_flag("--no-control", a->no_control, "skip the radius-0 control pass");
+    c->add_flag("--anchors", a->anchors,
+                "with --model builtin: also the streaming-video KV anchors, V-Rex's memory hierarchy and its "
+                "ablations at equal device memory (keys anchors, ablations, resv: docs/model.md)");
     c->add_flag("--no-single", a->no_single, "skip the stream-0-alone pass of a multi-stream run");
-    c->add_option("--model", a->model,
-                  "builtin: also run the builtin video transformer (model/) over the clips and add its keys "
-                  "(kl_mean, kl_p99, top1_agreement, attn_rel_err_p50, prefill_ms_ratio, reuse_rate, "
-                  "resident_bytes_ratio_window, control_radius0, control_no_fcc); the pixel pipeline's "
-                  "colliding keys move to pixel_<key>")
+    c->add_option(
+         "--model", a->model,
+         "builtin: also run the builtin video transformer (model/) over edited streams of the clips "
+         "(held-out clips only) and add its keys: task.accuracy.{exact,vrex,baselines}, quality, "
+         "exact_cache_tokens_peak, kv_bytes, prefill.{time_ratio,flops_ratio,flops_floor}, reuse_rate, "
+         "control_radius0; --max-frames sets the frames per stream; the pixel pipeline's colliding "
+         "keys move to pixel_<key>")
         ->check(CLI::IsMember({"builtin"}));
     c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
     c->add_flag("--no-progress", a->no_progress, "no progress bar");
@@ -254,9 +285,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         j["headline"] = cmp.to_json();
         nlohmann::json m;
         if (a->model == "builtin") {
-            // --stream-offset staggers the model's streams only when given (VIDEO... = one stream each).
-            const std::uint32_t offset = c->count("--stream-offset") > 0 ? a->stream_offset : 0;
-            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, offset});
+            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, !a->no_control, a->anchors});
             for (const auto& [k, v] : m.items()) {
                 if (j.contains(k)) j["pixel_" + k] = j[k];
                 j[k] = v;
@@ -271,20 +300,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
             print_json(j);
         } else {
             print_human(cmp, j);
-            if (a->model == "builtin") {
-                fmt::print(
-                    "model builtin      KL mean {:.4f} nats (p99 {:.4f}), top-1 agreement {:.2f} %, "
-                    "prefill {:.3f}x exact, reuse {:.1f} %, resident {:.3f}x window\n",
-                    j["kl_mean"].get<double>(), j["kl_p99"].get<double>(),
-                    100.0 * j["top1_agreement"].get<double>(), j["prefill_ms_ratio"].get<double>(),
-                    100.0 * j["reuse_rate"].get<double>(), j["resident_bytes_ratio_window"].get<double>());
-                for (const char* ctl : {"control_radius0", "control_no_fcc"})
-                    fmt::print("  {:17s} KL mean {:.4f}, top-1 {:.2f} %, reuse {:.1f} %, resident {:.3f}x\n",
-                               ctl, j[ctl]["kl_mean"].get<double>(),
-                               100.0 * j[ctl]["top1_agreement"].get<double>(),
-                               100.0 * j[ctl]["reuse_rate"].get<double>(),
-                               j[ctl]["resident_bytes_ratio_window"].get<double>());
-            }
+            if (a->model == "builtin") print_model(j);
             if (!a->report.empty()) fmt::print("report             {}\n", j["report"].get<std::string>());
         }
         std::uint64_t mismatches = r.accounting_mismatches;

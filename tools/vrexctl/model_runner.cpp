@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "pipeline/svg_plot.hpp"
 
 #ifndef VREX_PYTHON
 #define VREX_PYTHON "/usr/bin/python3"
@@ -33,14 +32,12 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
             "python3-torch: scripts/deps.sh) and VREX_MODEL_PYTHONPATH is not set");
     std::vector<std::string> args = {VREX_PYTHON, "-m",       "vrex.run",
                                      "--json",    "--radius", std::to_string(a.radius)};
-    if (a.stream_offset) {
-        args.push_back("--stream-offset");
-        args.push_back(std::to_string(a.stream_offset));
+    if (a.frames) {
+        args.push_back("--frames");
+        args.push_back(std::to_string(a.frames));
     }
-    if (a.max_frames) {
-        args.push_back("--max-frames");
-        args.push_back(std::to_string(a.max_frames));
-    }
+    if (!a.control) args.push_back("--no-control");
+    if (a.anchors) args.push_back("--anchors");
     args.insert(args.end(), a.videos.begin(), a.videos.end());
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
@@ -60,7 +57,7 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
         const char* old = std::getenv("PYTHONPATH");
         const std::string full = old && *old ? pypath + ":" + old : pypath;
         setenv("PYTHONPATH", full.c_str(), 1);
-        setenv("OPENBLAS_NUM_THREADS", "2", 0);
+        setenv("OPENBLAS_NUM_THREADS", "1", 0);
         execv(argv[0], argv.data());
         fmt::print(stderr, "vrexctl: cannot run {}: {}\n", argv[0], std::strerror(errno));
         _exit(127);
@@ -94,57 +91,44 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
 
 namespace {
 
-std::vector<double> doubles(const nlohmann::json& a) {
-    std::vector<double> v;
-    v.reserve(a.size());
-    for (const auto& x : a) v.push_back(x.get<double>());
-    return v;
+std::string ci(const nlohmann::json& d) {
+    if (d.at("mean").is_null()) return "-";
+    return fmt::format("{:.3f} [{:.3f}, {:.3f}]", d.at("mean").get<double>(),
+                       d.at("ci95").at(0).get<double>(), d.at("ci95").at(1).get<double>());
 }
 
 }  // namespace
 
 void add_model_section(const std::string& page, const nlohmann::json& m) {
-    namespace svg = vrex::pipeline::svg;
-    const nlohmann::json& pf = m.at("per_frame");
-    std::vector<double> x(pf.at("kl_mean").size());
-    for (std::size_t i = 0; i < x.size(); i++) x[i] = static_cast<double>(i);
+    const nlohmann::json& acc = m.at("task").at("accuracy");
     std::string rows;
-    auto row = [&](const char* key, const char* target) {
-        rows += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{}</td></tr>\n",
-                            key, m.at(key).get<double>(), m.at("control_radius0").at(key).get<double>(),
-                            m.at("control_no_fcc").at(key).get<double>(), target);
+    auto row = [&](const std::string& name, const nlohmann::json& d) {
+        rows += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", name, ci(d));
     };
-    row("kl_mean", "&le; 0.05");
-    row("kl_p99", "");
-    row("top1_agreement", "&ge; 0.95");
-    row("attn_rel_err_p50", "");
-    row("prefill_ms_ratio", "&le; 0.4");
-    row("reuse_rate", "");
-    row("resident_bytes_ratio_window", "&le; 0.5");
-    svg::LineChart kl{"KL(exact || vrex) per frame",
-                      "frame",
-                      "nats (mean of 16 regions)",
-                      x,
-                      {{"vrex", "#c0392b", doubles(pf.at("kl_mean"))}}};
-    svg::LineChart top1{"top-1 agreement with exact KV per frame",
-                        "frame",
-                        "fraction",
-                        x,
-                        {{"vrex", "#2471a3", doubles(pf.at("top1_agreement"))}}};
-    top1.y_max = 1.0;
-    svg::LineChart pre{"prefill time per frame",
-                       "frame",
-                       "ms",
-                       x,
-                       {{"exact KV", "#7f8c8d", doubles(pf.at("prefill_ms_exact"))},
-                        {"vrex", "#27ae60", doubles(pf.at("prefill_ms_vrex"))}}};
+    row("exact KV", acc.at("exact"));
+    row("vrex", acc.at("vrex"));
+    for (const char* b : {"copy", "most_frequent", "input_blind"})
+        row(std::string("baseline: ") + b, acc.at("baselines").at(b));
+    const nlohmann::json& q = m.at("quality").at("vrex");
+    const nlohmann::json& pf = m.at("prefill");
+    const nlohmann::json& kv = m.at("kv_bytes");
     const std::string section = fmt::format(
-        "<section id=\"model\"><h2>Model: builtin video transformer vs exact KV</h2>\n"
-        "<p>4-layer Llama-style decoder over nsfwjs MobileNetV2 tokens (docs/model.md); the same frames "
-        "run with exact KV, with vrex reuse, and with the two controls.</p>\n"
-        "<table><tr><th>figure</th><th>vrex</th><th>radius 0</th><th>no FCC</th><th>target</th></tr>\n{}"
-        "</table>\n<figure>{}</figure>\n<figure>{}</figure>\n<figure>{}</figure></section>\n",
-        rows, svg::line_chart(kl), svg::line_chart(top1), svg::line_chart(pre));
+        "<section id=\"model\"><h2>Model: builtin video transformer, exact KV vs vrex</h2>\n"
+        "<p>{} questions (\"which code did region r have k frames ago\") over {} edited streams of held-out "
+        "clips; exact KV cache up to {} tokens per stream (docs/model.md). 95 % CIs: bootstrap over stream "
+        "segments.</p>\n<table><tr><th>task accuracy</th><th>mean [95 % CI]</th></tr>\n{}</table>\n"
+        "<table><tr><th>figure</th><th>value</th></tr>\n"
+        "<tr><td>{}</td><td>{}</td></tr>\n<tr><td>accuracy change (vrex - exact)</td><td>{}</td></tr>\n"
+        "<tr><td>reuse rate</td><td>{:.3f}</td></tr>\n"
+        "<tr><td>KV bytes exact / vrex (peak)</td><td>{} / {} ({:.3f}x)</td></tr>\n"
+        "<tr><td>prefill time ratio (FLOP ratio, FLOP floor)</td><td>{} ({:.3f}, {:.3f})</td></tr>\n"
+        "</table></section>\n",
+        m.at("questions").get<std::uint64_t>(), m.at("streams").size(),
+        m.at("exact_cache_tokens_peak").get<std::uint64_t>(), rows, q.at("direction").get<std::string>(),
+        ci(q.at("mean")), ci(q.at("accuracy_change")), m.at("reuse_rate").get<double>(),
+        kv.at("exact_peak").get<std::uint64_t>(), kv.at("vrex_device_peak").get<std::uint64_t>(),
+        kv.at("ratio").get<double>(), ci(pf.at("time_ratio")), pf.at("flops_ratio").get<double>(),
+        pf.at("flops_floor").get<double>());
     std::ifstream in(page);
     std::stringstream buf;
     buf << in.rdbuf();

@@ -1,0 +1,295 @@
+"""Issue 22: each anchor's selection rule on inputs whose right answer is known, the memory
+hierarchy's demotion / spill / fetch-back round trips (bytes equal), and the managed runs end to end."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vrex import anchors, hierarchy, lcp
+from vrex.anchors import ReuseMeter
+from vrex.decoder import Config, Decoder
+
+hal = lcp.hal
+torch.set_num_threads(1)  # a shared 2-core machine
+
+
+@pytest.fixture()
+def model() -> Decoder:
+    torch.manual_seed(0)
+    return Decoder(Config()).eval()
+
+
+def frames(n: int, seed: int = 1) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(64, Config().feat_dim, generator=g) for _ in range(n)]
+
+
+def luma(i: int) -> np.ndarray:
+    return np.random.default_rng(i).integers(0, 256, (96, 128), dtype=np.uint8)
+
+
+def managed(model: Decoder, opts: dict | None = None, **extra: object) -> lcp.StreamRunner:
+    return lcp.Session(model, lcp.Options(policy="managed", extra=extra, **(opts or {}))).stream()
+
+
+def run(r: lcp.StreamRunner, xs: list[torch.Tensor], questions: bool = True, lumas: list[np.ndarray] | None = None,
+        ) -> list[torch.Tensor]:
+    out = []
+    for t, x in enumerate(xs):
+        qr = torch.tensor([t % 16, (5 * t) % 16]) if questions else torch.zeros(0, dtype=torch.long)
+        qg = torch.tensor([t, t // 2]) if questions else torch.zeros(0, dtype=torch.long)
+        out.append(r.step(lumas[t] if lumas else luma(t), x, qr, qg)[0])
+    return out
+
+
+# ---- selection rules on known answers ------------------------------------------------------------
+
+def test_dtd_drops_the_least_changed_regions() -> None:
+    prev = torch.nn.functional.normalize(torch.randn(16, 8, generator=torch.Generator().manual_seed(0)), dim=-1)
+    cur = prev.clone()
+    cur[[2, 9, 11]] = -prev[[2, 9, 11]]  # three regions changed completely
+    cur[4] = torch.nn.functional.normalize(prev[4] + 0.5 * torch.ones(8), dim=0)  # one a little
+    assert set(anchors.dtd_pick(cur, prev, 12)) == set(range(16)) - {2, 9, 11, 4}
+    assert set(anchors.dtd_pick(cur, prev, 13)) == set(range(16)) - {2, 9, 11}
+    assert anchors.dtd_pick(cur, prev, 0) == []
+
+
+def test_infinipot_evicts_redundant_small_values_first() -> None:
+    red = [0.99, 0.1, 0.5, 0.99]
+    vn = [1.0, 5.0, 3.0, 4.0]
+    order = anchors.infinipot_order(red, vn)
+    assert order[0] == 0 and order[-1] == 1  # redundant + small goes first; novel + large stays
+    assert order.index(3) < order.index(2)  # same norm scale: the redundant one first
+
+
+def test_quest_bound_is_an_upper_bound_and_finds_the_page() -> None:
+    g = torch.Generator().manual_seed(3)
+    keys = torch.randn(40, 16, generator=g)
+    q = torch.randn(16, generator=g)
+    keys[24:28] = q * 3  # page 6 holds keys aligned with the query
+    ub = anchors.quest_bound(q, keys, 4)
+    true_max = (keys @ q).view(10, 4).max(1).values
+    assert torch.all(ub >= true_max - 1e-5)
+    assert int(ub.argmax()) == 6
+
+
+def test_rekv_ranks_frames_by_mean_key() -> None:
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(32, generator=g)
+    fk = [torch.randn(64, 32, generator=g) * 0.1 for _ in range(5)]
+    fk[3] += q  # frame 3's mean key points at the query, frame 1's away from it
+    fk[1] -= q
+    order = anchors.rekv_frame_order(fk, q)
+    assert order[0] == 3 and order[-1] == 1
+
+
+def test_mass_lut_is_monotone_and_keeps_every_cluster() -> None:
+    lut = anchors.mass_lut(6.0)
+    assert lut[0] == 65535 and all(a >= b for a, b in zip(lut, lut[1:])) and min(lut) >= 1
+
+
+def test_resv_head_selects_the_block_of_a_matching_key() -> None:
+    """The HAL's ReSV head (the device's hash and WiCSum) picks the block whose keys match the query."""
+    dev = hal.Device.open("emulated")
+    g = torch.Generator().manual_seed(5)
+    keys = torch.randn(256, 64, generator=g)
+    q = torch.randn(64, generator=g)
+    keys[40:44] = q + 0.01 * torch.randn(4, 64, generator=g)  # block 10
+    head = hal.ResvHead(dev, 64, 7, 0.05, "mass", lut=anchors.mass_lut(8.0), tokens_per_block=4)
+    head.append(np.ascontiguousarray(keys.numpy()))
+    sel = head.select(np.ascontiguousarray(q.numpy()), True)
+    blocks = {b for first, count in sel["ranges"] for b in range(first, first + count)}
+    assert 10 in blocks and len(blocks) < 64 // 2
+
+
+# ---- the memory rules on the runner --------------------------------------------------------------
+
+def test_streaming_llm_keeps_sinks_and_the_newest_frames(model: Decoder) -> None:
+    r = managed(model, memory="sink_window", budget=8 * 16)
+    run(r, frames(12))
+    tiers = r.policy.tiers
+    on = {k for k, e in tiers.entries.items() if e.tier == "device"}
+    # Budget 8 frames, room left for the next frame: the sinks (frame 0) + frames 6..11.
+    want = set(tiers.slot_key[0]) | {k for f in range(6, 12) for k in tiers.slot_key[f]}
+    assert on == want
+    assert tiers.bytes.device_peak == 8 * 16 * tiers.block_bytes
+    # Dropped blocks are gone: their views are zeros and nothing can fetch them.
+    k = tiers.slot_key[3][0]
+    assert not tiers.readable(k) and torch.count_nonzero(r.views[3][0]) == 0
+    with pytest.raises(KeyError):
+        tiers.fetch(k)
+    r.close()
+
+
+def test_questions_read_only_device_blocks(model: Decoder) -> None:
+    r = managed(model, memory="sink_window", budget=6 * 16)
+    run(r, frames(8), questions=False)
+    bias = r.policy.question_bias(torch.tensor([1]), torch.tensor([3]))
+    assert bias is not None and bias.shape == (1, 9 * 64)
+    visible_frames = sorted({i // 64 for i in torch.nonzero(bias[0] == 0).flatten().tolist()})
+    assert visible_frames == [0, 4, 5, 6, 7, 8]  # sinks, the resident frames and the present one
+    r.close()
+
+
+def test_demote_spill_fetch_round_trip_bytes_equal(model: Decoder, tmp_path: object) -> None:
+    r = managed(model, memory="tiers", resident=4, host_blocks=20, disk_dir=str(tmp_path))
+    xs = frames(10)
+    want: dict[tuple[int, int], torch.Tensor] = {}
+    for t, x in enumerate(xs):
+        r.step(luma(t), x, torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long))
+        for k, v in zip(r.policy.tiers.slot_key[t], r.views[t]):
+            if r.policy.tiers.on_device(k):
+                want.setdefault(k, v.clone())
+    tiers = r.policy.tiers
+    tier_of = {k: e.tier for k, e in tiers.entries.items()}
+    assert set(tier_of.values()) == {"device", "host", "disk"}
+    # After frame 9: frames 7..9 resident (the next frame makes 4), 0..6 demoted, 20 of them on the host.
+    assert tiers.count("disk") == 7 * 16 - 20 and tiers.count("host") == 20 and tiers.count("device") == 3 * 16
+    codes = tiers.slot_tiers()
+    assert [hierarchy.TIERS[x] for x in codes] == [tier_of[k] for k in tiers.flat_keys]
+    for k in tiers.entries:
+        assert torch.equal(tiers.fetch(k), want[k]), (k, tier_of[k])
+    # Views of demoted blocks read the copies: the same bytes the device held.
+    for f in range(10):
+        for reg in range(16):
+            assert torch.equal(r.views[f][reg], want[tiers.slot_key[f][reg]])
+    b = tiers.bytes
+    assert b.demoted == 7 * 16 and b.spilled == 7 * 16 - 20
+    assert b.total_peak >= b.device_peak + 20 * tiers.block_bytes
+    r.close()
+    assert not list(tmp_path.iterdir())  # type: ignore[attr-defined]
+
+
+def test_demoted_blocks_leave_device_memory(model: Decoder) -> None:
+    """Demotion drops the runner's pin: the device's zombie rule then frees the block's memory
+    (the HAL's live blocks fall to the resident frames plus those not yet aged out)."""
+    s = lcp.Session(model, lcp.Options(policy="managed", extra={"memory": "tiers", "resident": 4}))
+    r = s.stream()
+    run(r, frames(16), questions=False)
+    z = s.device.zombie_frames
+    assert s.alloc.stats()["resident_blocks"] <= (4 + z) * 16 < 16 * 16
+    es = lcp.Session(model, lcp.Options(policy="exact"))
+    ex = es.stream()
+    run(ex, frames(16), questions=False)
+    assert es.alloc.stats()["resident_blocks"] == ex.distinct_blocks() == 16 * 16  # pinned: all stay
+    r.close()
+    ex.close()
+
+
+def test_fetching_everything_back_reproduces_the_full_cache(model: Decoder) -> None:
+    """Demoted blocks fetched back are read exactly: with a fetch budget covering the whole
+    history, the tiered run's answers equal the full cache's."""
+    xs = frames(9)
+    full = run(lcp.Session(model, lcp.Options(policy="exact")).stream(), xs)
+    r = managed(model, memory="tiers", resident=4, read="random", fetch=10_000)
+    tiered = run(r, xs)
+    assert r.policy.tiers.bytes.demoted > 0 and r.policy.tiers.bytes.fetched > 0
+    for a, b in zip(full, tiered):
+        assert torch.allclose(a, b, atol=1e-5)
+    r.close()
+
+
+def test_fetch_budget_limits_what_a_question_reads(model: Decoder) -> None:
+    xs = frames(12)
+    r = managed(model, memory="tiers", resident=4, read="quest", fetch=8)
+    run(r, xs, questions=False)
+    bias = r.policy.question_bias(torch.tensor([2]), torch.tensor([1]))
+    assert bias is not None
+    seen = (bias[0, : 12 * 64] == 0).view(12 * 16, 4).all(1)
+    assert int(seen[: 9 * 16].sum()) == 8  # frames 0..8 demoted: 8 blocks fetched
+    assert bool(seen[9 * 16:].all())       # resident frames 9..11
+    r.policy.tiers.account()
+    assert r.policy.tiers.bytes.device_peak <= (4 * 16 + 8) * r.policy.tiers.block_bytes + r.policy.meta_bytes()
+    r.close()
+
+
+def test_dtd_matches_the_reuse_rate_it_is_given(model: Decoder) -> None:
+    meter = ReuseMeter()
+    meter.reused, meter.regions = 1, 4  # 25 %
+    r = managed(model, prefill="dtd", memory="full", match=meter)
+    out = [r.step(luma(0), x, torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long))[1]
+           for x in frames(9)]
+    assert out[0].reused == 0  # no previous frame
+    assert sum(f.reused for f in out) == round(0.25 * 9 * 16)
+    r.close()
+
+
+def test_resv_recall_records_against_oracle(model: Decoder) -> None:
+    r = managed(model, prefill="vrex", memory="tiers", resident=4, read="resv", fetch=32, ratio=0.5)
+    run(r, frames(12))
+    st = r.policy.stats()
+    assert st["recall_resv"] and len(st["recall_resv"]) == len(st["recall_oracle"])
+    for res, ora in zip(st["recall_resv"], st["recall_oracle"]):
+        assert 0.0 <= res <= ora + 1e-6 <= 1.0 + 1e-6  # the oracle's blocks hold the most mass
+    assert st["lut_scale"] > 0
+    r.close()
+
+
+def test_bad_configuration_is_refused(model: Decoder) -> None:
+    with pytest.raises(ValueError, match="prefill"):
+        managed(model, prefill="nope")
+    with pytest.raises(ValueError, match="fetch"):
+        managed(model, memory="tiers", read="quest")
+    with pytest.raises(ValueError, match="budget"):
+        managed(model, memory="sink_window", budget=16)
+    with pytest.raises(ValueError, match="visual window"):
+        managed(model, memory="tiers", resident=1)
+    with pytest.raises(ValueError, match="ReuseMeter"):
+        managed(model, prefill="dtd")
+
+
+# ---- the JSON of vrex.run --anchors (what vrexctl run --model builtin --anchors prints) ------------
+
+def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from vrex import ablations, run as vrun
+
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    clips = [footage_env["VREX_VTEST_AVI"], footage_env["VREX_MIRE_PATH"]]
+    assert vrun.main(["--json", "--anchors", "--no-control", "--streams", "1", "--frames", "14", "--warmup", "2",
+                      "--budget", "112", "--resident", "5", *clips]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["anchors"]) == {"full_cache", *ablations.ANCHORS}
+    assert set(r["ablations"]) == set(ablations.ABLATIONS)
+    full = r["anchors"]["full_cache"]["device_bytes_peak"]
+    assert full == r["kv_bytes"]["exact_peak"] == 14 * 16 * r["kv_bytes"]["block_bytes"]
+    for sec in ("anchors", "ablations"):
+        for name, row in r[sec].items():
+            a = row["accuracy"]
+            assert 0 <= a["ci95"][0] <= a["mean"] <= a["ci95"][1] <= 1, (name, a)
+            if name != "full_cache":
+                # Equal device memory: every bounded run within the budget (+ ReSV's 8 B a token,
+                # ReKV's key a frame); Quest's min/max keys a block (1 KiB) come on top.
+                meta = 14 * 16 * 1024 if name == "quest" else 14 * 64 * 8
+                assert row["device_bytes_peak"] <= 112 * r["kv_bytes"]["block_bytes"] + meta, name
+                assert row["total_bytes_peak"] >= row["device_bytes_peak"]
+                assert 0 < row["prefill"]["flops_ratio"] <= 1.0
+    assert r["ablations"]["no_demotion"]["total_bytes_peak"] == r["ablations"]["no_demotion"]["device_bytes_peak"]
+    assert r["anchors"]["vrex_hierarchy"]["total_bytes_peak"] > r["anchors"]["vrex_hierarchy"]["device_bytes_peak"]
+    rs = r["resv"]
+    assert rs["questions"] > 0 and 0 < rs["kv_bytes_ratio"] <= 1
+    assert rs["recall_mean"] <= rs["oracle"]["recall_mean"] + 1e-9 and "recall_mean" in rs["quest"]
+    assert "policy_stats" not in r
+
+
+def test_question_about_an_evicted_frame_gets_no_information(model: Decoder) -> None:
+    """Everything a question would read was dropped: uniform logits (no NaN from an empty softmax);
+    a question about a frame still on the device answers as with the full cache."""
+    xs = frames(12)
+    r = managed(model, memory="sink_window", budget=6 * 16)
+    ex = lcp.Session(model, lcp.Options(policy="exact")).stream()
+    q_r, q_g = torch.tensor([3, 3]), torch.tensor([3, 10])
+    for t, x in enumerate(xs[:-1]):
+        no = torch.zeros(0, dtype=torch.long)
+        r.step(luma(t), x, no, no)
+        ex.step(luma(t), x, no, no)
+    got, _ = r.step(luma(11), xs[11], q_r, q_g)
+    want, _ = ex.step(luma(11), xs[11], q_r, q_g)
+    assert torch.isfinite(got).all()
+    assert torch.equal(got[0], torch.zeros_like(got[0]))  # frames 1..5 evicted (sinks: frame 0 only)
+    assert torch.allclose(got[1], want[1], atol=1e-5)    # frames 8..11 resident
+    r.close()
+    ex.close()

@@ -1,0 +1,102 @@
+"""The anchors, V-Rex's memory hierarchy and its ablations in ONE run at equal device memory (issue 22).
+
+`python3 -m vrex.run --anchors CLIP...` (what `vrexctl run --model builtin` runs) adds, beside the
+model issue's runs (exact, vrex, control_radius0), every run of vrex/anchors.py on the same streams
+and questions, and these JSON sections:
+
+  anchors.{full_cache, streaming_llm, infinipot_v, rekv, timechat_dtd, quest, random, vrex_hierarchy}
+  ablations.{no_fcc, temporal_only, no_guard, no_zombie, no_demotion, no_resv}
+      accuracy {"mean", "ci95"}, accuracy_change vs full cache (CI), device_bytes_peak and
+      total_bytes_peak (summed over the streams: each stream's peak), device_ratio (vs the full
+      cache's device peak), reuse_rate, prefill.{flops_ratio (visual prefill, questions left out),
+      time_ratio (whole step, CI)}
+  resv.{recall_mean, kv_bytes_ratio, oracle.recall_mean, quest.recall_mean, random.recall_mean}
+      ReSV's blocks vs the exact top-k oracle, Quest and random at the same block count, on every
+      question the V-Rex run asked about the past (layer-0 attention mass over the whole history)
+
+The full cache is the exact run (every block on the device, nothing evicted): its device peak is
+the `kv_bytes.exact_peak` of the model issue.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import anchors, task
+
+ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
+ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv")
+
+
+def runs(budget: int, resident: int, ratio: float, regions: int = 16) -> dict[str, dict[str, Any]]:
+    """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
+    for the retrieval rules (the rest of the budget is their per-question fetch)."""
+    fetch = budget - resident * regions
+    if fetch <= 0:
+        raise ValueError(f"budget {budget} blocks leaves nothing to fetch beyond {resident} resident frames")
+    meter = anchors.ReuseMeter()
+    out = anchors.anchor_runs(budget, resident, fetch, meter, ratio)
+    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions))
+    for i, kw in enumerate(out.values()):
+        kw["extra"]["device"] = i + 1  # its own emulated device: 16 streams and ReSV heads each
+    return out
+
+
+def _sum(st: list[dict[str, Any]], key: str) -> int:
+    return int(sum(s[key] for s in st))
+
+
+def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
+    """Moves res['policy_stats'] (vrex/run.py) into the anchors/ablations/resv sections."""
+    stats: dict[str, list[dict[str, Any]]] = res.pop("policy_stats")
+    acc = res["task"]["accuracy"]
+    full_dev = res["kv_bytes"]["exact_peak"]
+
+    def row(name: str) -> dict[str, Any]:
+        st = stats[name]
+        r = res[name]
+        dev = _sum(st, "device_bytes_peak")
+        return {"accuracy": acc[name], "accuracy_change": res["quality"][name]["accuracy_change"],
+                "device_bytes_peak": dev, "total_bytes_peak": _sum(st, "total_bytes_peak"),
+                "host_bytes_peak": _sum(st, "host_bytes_peak"), "disk_bytes_peak": _sum(st, "disk_bytes_peak"),
+                "device_ratio": dev / full_dev, "reuse_rate": r["reuse_rate"],
+                "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted")},
+                "prefill": {"flops_ratio": anchors.flop_ratio(st), "time_ratio": r["prefill"]["time_ratio"],
+                            "step_flops_ratio": r["prefill"]["flops_ratio"]}}
+
+    out_a: dict[str, Any] = {"full_cache": {"accuracy": acc["exact"], "device_bytes_peak": full_dev,
+                                            "total_bytes_peak": full_dev, "device_ratio": 1.0, "reuse_rate": 0.0,
+                                            "prefill": {"flops_ratio": 1.0}}}
+    out_a.update({n: row(n) for n in ANCHORS if n in stats})
+    res["anchors"] = out_a
+    res["ablations"] = {n: row(n) for n in ABLATIONS if n in stats}
+    res["anchors_setup"] = {
+        "budget_blocks_per_stream": budget, "resident_frames": resident,
+        "fetch_blocks_per_question": budget - resident * 16,
+        "block_bytes": res["kv_bytes"]["block_bytes"],
+        "note": "device bytes: blocks kept on the device (pinned) + blocks staged for one question's read "
+                "and the prefill window + selector metadata; each stream's peak, summed over the streams"}
+    if "vrex_hierarchy" in stats:
+        st = stats["vrex_hierarchy"]
+        rec = {k: np.concatenate([np.asarray(s[k], dtype=float) for s in st]) for k in
+               ("recall_resv", "recall_oracle", "recall_quest", "recall_random", "bytes_ratio", "capped")}
+        g = np.concatenate([np.full(len(s["recall_resv"]), i) for i, s in enumerate(st)])
+
+        def ci(x: np.ndarray) -> dict[str, Any]:
+            return task.ci_dict(x, g) if len(x) else {"mean": None, "ci95": [None, None]}
+
+        res["resv"] = {
+            "recall_mean": float(rec["recall_resv"].mean()) if len(g) else None,
+            "recall": ci(rec["recall_resv"]),
+            "kv_bytes_ratio": float(rec["bytes_ratio"].mean()) if len(g) else None,
+            "oracle": {"recall_mean": float(rec["recall_oracle"].mean()) if len(g) else None},
+            "quest": {"recall_mean": float(rec["recall_quest"].mean()) if len(g) else None},
+            "random": {"recall_mean": float(rec["recall_random"].mean()) if len(g) else None},
+            "questions": int(len(g)),
+            "capped_share": float(rec["capped"].mean()) if len(rec["capped"]) else None,
+            "lut_scale": [s["lut_scale"] for s in st],
+            "basis": "layer-0 attention mass of the question over every past block (mean of the heads' "
+                     "softmax); bytes = blocks selected / blocks of the history; CI by stream",
+        }
+    return res

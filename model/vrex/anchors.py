@@ -1,0 +1,464 @@
+"""V-Rex against the streaming-video KV anchors at equal device memory (issue 22).
+
+Each run is a `Managed` policy (registered in lcp.POLICIES) = a PREFILL rule (which regions are
+computed) + a MEMORY rule (which blocks stay on the device, where cold ones go) + a READ rule
+(which past blocks each question reads). Budgets are in KV blocks (one block = one region of one
+frame, 4 tokens, every layer); `Options.extra` carries them:
+
+  prefill   exact        every region computed
+            vrex         lcp.VrexPolicy: FCC/SHIE candidates (temporal and similarity), the guard
+            dtd          TimeChat-Online style: the regions whose encoder tokens changed least
+                         (cosine vs the previous frame) are dropped, at the rate the V-Rex run
+                         reused so far (`match`): the previous frame's block stands in for them
+  memory    full         everything stays on the device (the accuracy ceiling)
+            sink_window  StreamingLLM: frame 0's blocks (sinks) + the newest blocks, `budget` in all
+            infinipot    InfiniPot-V style: at a `budget` cap, blocks outside the visual window are
+                         evicted by score = (1 - temporal redundancy) + value norm (each scaled to
+                         [0, 1]); redundancy = cosine of the block's keys with the same region's
+                         newest block
+            recent       the blocks referenced in the last frames that fit `budget` (DTD's memory)
+            tiers        vrex/hierarchy.py: blocks unreferenced for `resident` frames demoted to host
+                         (dropped with `drop`; computed > `resident` frames ago with coldness fifo)
+  read      device       a question reads what is on the device
+            rekv         + the past frames whose mean layer-0 key scores highest, up to `fetch` blocks
+            quest        + the blocks of highest Quest bound (per-block min/max of the keys)
+            random       + `fetch` random past blocks
+            resv         + the blocks the HAL's ReSV/WiCSum selects (keys hashed once, when their frame
+                         ends, into one ResvHead per 64 frames: a head holds 4096 tokens), capped at
+                         `fetch` blocks (newest first when WiCSum picked more)
+
+Selection signals use layer 0: the question's layer-0 query (its region embedding rotated to the
+frame asked about) against the cached layer-0 keys rotated to their frames' positions, the heads
+concatenated (scores summed over heads). Every read rule is judged on the same questions by
+attention-mass recall (the layer-0 softmax, mean over heads) at the bytes ReSV chose (`resv.*`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import lcp
+from .decoder import rotate, step_flops
+from .hierarchy import KvTiers
+
+hal = lcp.hal
+PREFILLS = ("exact", "vrex", "dtd")
+MEMORIES = ("full", "sink_window", "infinipot", "recent", "tiers")
+READS = ("device", "rekv", "quest", "random", "resv")
+RESV_FRAMES = 64   # frames per ReSV head (4096 tokens)
+RESV_TH = 7
+
+
+def mass_lut(scale: float) -> list[int]:
+    """The WTU's MASS weight per Hamming distance d of two 32-bit key hashes: the softmax weight
+    round(65535 exp(scale (cos(pi d / 32) - 1))) of a key at the angle d estimates, for a logit scale
+    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3)."""
+    return [max(1, round(65535 * math.exp(scale * (math.cos(math.pi * d / 32) - 1)))) for d in range(33)]
+
+
+def dtd_pick(cur: torch.Tensor, prev: torch.Tensor, n: int) -> list[int]:
+    """The @n regions whose unit token vectors @cur [R, D] are most similar (cosine) to the previous
+    frame's @prev: the ones TimeChat-Online's frame difference drops (ties: lower region)."""
+    sim = (cur * prev).sum(-1)
+    return torch.argsort(-sim, stable=True)[:n].tolist()
+
+
+def infinipot_order(redundancy: list[float], value_norm: list[float]) -> list[int]:
+    """Eviction order (first = evicted first) by keep score (1 - redundancy) + value norm, each
+    min-max scaled to [0, 1]: redundant over time and small values go first."""
+    def scaled(x: list[float]) -> np.ndarray:
+        a = np.array(x, dtype=float)
+        return (a - a.min()) / (a.max() - a.min()) if len(a) and a.max() > a.min() else np.zeros(len(a))
+
+    return np.argsort((1.0 - scaled(redundancy)) + scaled(value_norm), kind="stable").tolist()
+
+
+def quest_bound(q: torch.Tensor, keys: torch.Tensor, page: int) -> torch.Tensor:
+    """Quest's per-page upper bound of q.k: sum over dimensions of max(q_d max_d, q_d min_d) over the
+    page's keys; @keys [pages * page, D] -> [pages]."""
+    kb = keys.view(-1, page, keys.shape[-1])
+    return quest_bound_minmax(q, kb.min(1).values, kb.max(1).values)
+
+
+def quest_bound_minmax(q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor) -> torch.Tensor:
+    """quest_bound from the pages' per-dimension key minima/maxima @kmin/@kmax [pages, D] (what Quest
+    keeps per page, computed once when the page is complete)."""
+    return torch.maximum(q * kmax, q * kmin).sum(-1)
+
+
+def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[int]:
+    """ReKV: past frames by the score of the question against each frame's mean key, best first."""
+    return torch.argsort(torch.stack([k.mean(0) for k in frame_keys]) @ q, descending=True, stable=True).tolist()
+
+
+class ReuseMeter:
+    """The V-Rex run's reuse rate so far (pooled over its streams), read by the DTD run."""
+
+    def __init__(self) -> None:
+        self.reused = 0
+        self.regions = 0
+
+    def rate(self) -> float:
+        return self.reused / self.regions if self.regions else 0.0
+
+
+class DtdPrefill(lcp.Policy):
+    """Frame-difference token dropping at a matched rate (a carry keeps the running count exact)."""
+
+    def __init__(self, runner: Any, meter: ReuseMeter):
+        super().__init__(runner)
+        self.meter = meter
+        self.prev: torch.Tensor | None = None
+        self.cur: torch.Tensor | None = None
+        self.dropped = 0
+        self.seen = 0
+
+    def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
+        c = self.run.s.model.c
+        self.cur = F.normalize(tokens.view(c.regions, c.tokens_per_region * c.feat_dim), dim=-1)
+
+    def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, Any]:
+        c = self.run.s.model.c
+        out: dict[int, Any] = {}
+        assert self.cur is not None
+        if self.prev is not None:
+            want = round(self.meter.rate() * (self.seen + c.regions)) - self.dropped
+            n = max(0, min(c.regions, want))
+            for r in dtd_pick(self.cur, self.prev, n):
+                got = self.run.st.retrieve_temporal(r, -1)
+                if got is not None:
+                    out[r] = got["block"]
+        self.dropped += len(out)
+        self.seen += c.regions
+        self.prev = self.cur
+        return out
+
+
+class Managed(lcp.Policy):
+    def __init__(self, runner: Any):
+        super().__init__(runner)
+        ex = dict(runner.s.opts.extra)
+        self.cfg = ex
+        c = runner.s.model.c
+        self.c = c
+        pre = ex.get("prefill", "exact")
+        self.memory = ex.get("memory", "full")
+        self.read = ex.get("read", "device")
+        if pre not in PREFILLS or self.memory not in MEMORIES or self.read not in READS:
+            raise ValueError(f"anchors: prefill {pre} / memory {self.memory} / read {self.read} "
+                             f"(one of {PREFILLS} / {MEMORIES} / {READS})")
+        self.budget = int(ex.get("budget", 0))
+        self.fetch_blocks = int(ex.get("fetch", 0))
+        if self.memory in ("sink_window", "infinipot", "recent") and self.budget < c.window * c.regions + c.regions:
+            raise ValueError(f"anchors: budget {self.budget} blocks cannot hold the visual window and one more frame")
+        if self.read != "device" and self.fetch_blocks <= 0:
+            raise ValueError(f"anchors: read rule {self.read} needs fetch > 0 blocks")
+        self.meter: ReuseMeter | None = ex.get("meter")
+        if pre == "vrex":
+            self.prefill: lcp.Policy = lcp.VrexPolicy(runner)
+        elif pre == "dtd":
+            if not isinstance(ex.get("match"), ReuseMeter):
+                raise ValueError("anchors: dtd prefill needs match=ReuseMeter (the V-Rex run's)")
+            self.prefill = DtdPrefill(runner, ex["match"])
+        else:
+            self.prefill = lcp.Policy(runner)
+        self.needs_hash = self.prefill.needs_hash
+        resident = int(ex.get("resident", 0)) or runner.s.device.zombie_frames
+        self.tiers = KvTiers(runner, resident if self.memory == "tiers" else max(c.window, 1),
+                             ex.get("coldness", "zombie"), bool(ex.get("drop", False)) or self.memory != "tiers",
+                             int(ex.get("host_blocks", 0)), ex.get("disk_dir"))
+        self.frame_blocks: list[Any] = [None] * c.regions
+        self.gen = torch.Generator().manual_seed(int(ex.get("seed", 0)))
+        blk = runner.s.model.blocks[0]
+        # Selection signals: layer-0 keys rotated to their frames (per frame [64, KVH*hd]), region
+        # queries (rotated per question), per-block min/max and per-frame mean keys.
+        self.k0: list[torch.Tensor] = []
+        self.kmin: list[torch.Tensor] = []  # per frame [16, KVH*hd]: each block's key minima / maxima
+        self.kmax: list[torch.Tensor] = []
+        with torch.no_grad():
+            self.q0 = blk.attn.wq(blk.norm1(runner.s.model.question_embed)).view(c.regions, c.heads, c.head_dim)
+        self.heads: list[Any] = []
+        self.lut_scale = 0.0
+        self.fresh: list[int] = []
+        self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
+        self.rec: dict[str, list[float]] = {k: [] for k in ("recall_resv", "recall_oracle", "recall_quest",
+                                                            "recall_random", "bytes_ratio", "capped")}
+
+    # ---- prefill -----------------------------------------------------------------------------
+    def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
+        self.prefill.begin(luma, tokens)
+
+    def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, Any]:
+        out = self.prefill.choose(fp, hashes)
+        self.frame_blocks = [None] * self.c.regions
+        for r, b in out.items():
+            self.frame_blocks[r] = b
+        if self.meter is not None:
+            self.meter.reused += len(out)
+            self.meter.regions += self.c.regions
+        self.fresh.append(self.c.regions - len(out))
+        return out
+
+    def computed(self, region: int, block: Any, key_hash: int) -> None:
+        self.prefill.computed(region, block, key_hash)
+        self.frame_blocks[region] = block
+
+    # ---- signals -----------------------------------------------------------------------------
+    def frame_keys(self, f: int) -> torch.Tensor:
+        """Layer-0 keys of frame @f's 64 tokens rotated to position f: [64, KVH*hd]."""
+        c = self.c
+        k = torch.stack([v[0, 0] for v in self.run.views[f]], dim=1)  # KVH 16 T hd
+        k = k.reshape(c.kv_heads, c.visual, c.head_dim)
+        cos, sin = self.run.s.model.rope(torch.full((c.visual,), f))
+        return rotate(k, cos, sin).transpose(0, 1).reshape(c.visual, c.kv_heads * c.head_dim).contiguous()
+
+    def query(self, region: int, target: int) -> torch.Tensor:
+        c = self.c
+        cos, sin = self.run.s.model.rope(torch.tensor([target]))
+        q = rotate(self.q0[region][:, None, :], cos, sin)[:, 0]  # H hd
+        return (q * c.head_dim**-0.5).reshape(-1)
+
+    def _insert(self, f: int) -> None:
+        k = self.frame_keys(f)
+        self.k0.append(k)
+        kb = k.view(self.c.regions, self.c.tokens_per_region, -1)
+        self.kmin.append(kb.min(1).values)
+        self.kmax.append(kb.max(1).values)
+        if self.read != "resv":
+            return
+        if f % RESV_FRAMES == 0:
+            if not self.heads:
+                # The WTU's MASS table calibrated to the model: the logit scale |q| |k| of this
+                # stream's first frame and the model's region queries (the angle the hash estimates
+                # becomes a softmax weight).
+                qn = self.q0.reshape(self.c.regions, -1).norm(dim=-1).median() * self.c.head_dim**-0.5
+                self.lut_scale = float(qn * k.norm(dim=-1).median())
+            self.heads.append(hal.ResvHead(self.run.s.device, k.shape[1], RESV_TH, float(self.cfg.get("ratio", 0.5)),
+                                           "mass", lut=mass_lut(self.lut_scale), tokens_per_block=self.c.tokens_per_region,
+                                           bytes_per_token=2 * k.shape[1] * 4))
+        self.heads[-1].append(np.ascontiguousarray(k.numpy()))
+
+    # ---- memory ------------------------------------------------------------------------------
+    def frame_done(self) -> None:
+        t = self.run.t - 1  # the frame that just ended
+        tiers = self.tiers
+        # Runs after the runner stopped the step's clock: the recall measurement, and the demotion
+        # copies below (a background offload in a real system).
+        if self.pending:
+            kall = torch.cat(self.k0)
+            for q, sel, qr, qg in self.pending:
+                self._recall(q, kall, sel, t, qr, qg)
+            self.pending.clear()
+        if self.memory == "tiers":
+            tiers.stage_window(t)
+        tiers.add_frame(t, self.frame_blocks)
+        self._insert(t)
+        tiers.meta_bytes = self.meta_bytes()
+        tiers.account()
+        self._evict(t + 1)
+
+    def meta_bytes(self) -> int:
+        """Selector state the device keeps: ReSV a hash and a cluster id per token (4 B each), ReKV a
+        mean key per frame, Quest a min and a max key per block (fp32, layer 0)."""
+        c, frames = self.c, len(self.k0)
+        d = c.kv_heads * c.head_dim
+        return {"resv": frames * c.visual * 8, "rekv": frames * d * 4,
+                "quest": frames * c.regions * 2 * d * 4}.get(self.read, 0)
+
+    def _evict(self, t: int) -> None:
+        tiers, c = self.tiers, self.c
+        if self.memory == "full":
+            return
+        if self.memory == "tiers":
+            tiers.age(t)
+            return
+        dev = [k for k, e in tiers.entries.items() if e.tier == "device"]
+        over = len(dev) - (self.budget - c.regions)  # room for the next frame's blocks
+        if over <= 0:
+            return
+        window = {k for f in range(max(0, t - c.window), t) for k in tiers.slot_key[f]}
+        cand = [k for k in dev if k not in window]
+        if self.memory == "sink_window":
+            sinks = set(tiers.slot_key[0])
+            cand = sorted((k for k in cand if k not in sinks), key=lambda k: tiers.entries[k].last_ref)
+        elif self.memory == "recent":
+            cand.sort(key=lambda k: tiers.entries[k].last_ref)
+        else:  # infinipot
+            cand = self._infinipot_order(cand, t)
+        for k in cand[:over]:
+            tiers.demote(k)
+
+    def _infinipot_order(self, cand: list[tuple[int, int]], t: int) -> list[tuple[int, int]]:
+        """Redundancy: cosine of the block's keys (every layer) with the same region's block in the
+        newest frame; value norm: the mean L2 norm of its value vectors."""
+        newest = self.run.views[t - 1]
+        red, vn = [], []
+        for k in cand:
+            e = self.tiers.entries[k]
+            v = self.run.s.view(e.block)
+            r = e.slots[-1][1]
+            red.append(float(F.cosine_similarity(v[:, 0].reshape(1, -1), newest[r][:, 0].reshape(1, -1))))
+            vn.append(float(v[:, 1].norm(dim=-1).mean()))
+        return [cand[i] for i in infinipot_order(red, vn)]
+
+    # ---- reads -------------------------------------------------------------------------------
+    def question_bias(self, q_region: torch.Tensor, q_target: torch.Tensor) -> torch.Tensor | None:
+        t, c = self.run.t, self.c
+        if self.memory == "full" or len(q_region) == 0 or t == 0:
+            return None
+        tiers = self.tiers
+        codes = tiers.slot_tiers()
+        dev = codes == 0
+        want = (codes != 0) & (codes != 3)  # demoted, readable: what a read rule may fetch
+        bias = torch.zeros(len(q_region), (t + 1) * c.visual)
+        kall = torch.cat(self.k0) if self.read != "device" else None
+        for i, (r, g) in enumerate(zip(q_region.tolist(), q_target.tolist())):
+            allow = dev.copy()
+            if self.read != "device" and want.any():
+                assert kall is not None
+                allow |= self._fetch(self.query(r, g), kall, want, t, r, g)
+            hidden = torch.from_numpy(~allow).repeat_interleave(c.tokens_per_region)
+            bias[i, : t * c.visual].masked_fill_(hidden, float("-inf"))
+            tiers.end_read()
+        return bias
+
+    def _fetch(self, q: torch.Tensor, kall: torch.Tensor, want: np.ndarray, t: int, r: int, g: int) -> np.ndarray:
+        """Slots this question reads beyond the device's, in the read rule's order, staged through
+        tiers.fetch until `fetch` distinct blocks (reused blocks serve several slots)."""
+        c, n = self.c, len(want)
+        if self.read == "resv":
+            sel = self._resv_slots(q, n)
+            if g < t:  # recall of the questions about the past, measured off the step's clock
+                self.pending.append((q, sel, r, g))
+            order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
+        elif self.read == "rekv":
+            fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
+            order = (fr[:, None] * c.regions + np.arange(c.regions)[None, :]).reshape(-1)
+        elif self.read == "quest":
+            order = torch.argsort(self._quest(q), descending=True).numpy()
+        else:
+            order = torch.randperm(n, generator=self.gen).numpy()
+        order = order[want[order]] if len(order) else order
+        keys = self.tiers.flat_keys
+        allow = np.zeros(n, dtype=bool)
+        taken: set[tuple[int, int]] = set()
+        capped = False
+        for s in order.tolist():
+            k = keys[s]
+            if k not in taken:
+                if len(taken) >= self.fetch_blocks:
+                    capped = True
+                    continue
+                taken.add(k)
+                self.tiers.fetch(k)
+            allow[s] = True
+        if self.read == "resv":
+            self.rec["capped"].append(float(capped))
+        return allow
+
+    def _quest(self, q: torch.Tensor, frames: int | None = None) -> torch.Tensor:
+        f = len(self.kmin) if frames is None else frames
+        return quest_bound_minmax(q, torch.cat(self.kmin[:f]), torch.cat(self.kmax[:f]))
+
+    def _resv_slots(self, q: torch.Tensor, n: int) -> list[int]:
+        qa = np.ascontiguousarray(q.numpy())
+        out: list[int] = []
+        for hi, h in enumerate(self.heads):
+            base = hi * RESV_FRAMES * self.c.regions
+            for first, count in h.select(qa, True)["ranges"]:
+                out.extend(s for s in range(base + first, base + first + count) if s < n)
+        return out
+
+    def _recall(self, q: torch.Tensor, kall: torch.Tensor, sel: list[int], t: int, qr: int, qg: int) -> None:
+        """Layer-0 attention-mass recall over the past (mean of the heads' softmax, with the model's
+        learned frame-distance/slot bias of the question: the attention the model really computes)
+        of ReSV's blocks, and of the oracle's, Quest's and random blocks at the same count."""
+        c = self.c
+        n = t * c.regions
+        qh = q.view(c.heads, c.head_dim)
+        kh = kall.view(t * c.visual, c.kv_heads, c.head_dim)
+        frame = torch.arange(t).repeat_interleave(c.visual)
+        slot = torch.arange(c.visual).repeat(t)
+        with torch.no_grad():
+            learned = self.run.s.model.blocks[0].attn.question_bias(torch.tensor([qr]), torch.tensor([qg]), frame, slot)
+        # The model's question reads only the frames within question_reach of its target.
+        out = (frame - qg).abs() > getattr(c, "question_reach", t)
+        logits = (torch.einsum("hd,nhd->hn", qh, kh) + learned[:, 0]).masked_fill(out[None], float("-inf"))
+        p = torch.softmax(logits, dim=-1).mean(0)  # H = KVH here
+        mass = p.view(n, c.tokens_per_region).sum(1)
+        b = len(set(sel))
+        if b == 0:
+            return
+        top = torch.argsort(mass, descending=True)[:b]
+        qb = torch.argsort(self._quest(q, t), descending=True)[:b]
+        rnd = torch.randperm(n, generator=self.gen)[:b]
+        self.rec["recall_resv"].append(float(mass[list(set(sel))].sum()))
+        self.rec["recall_oracle"].append(float(mass[top].sum()))
+        self.rec["recall_quest"].append(float(mass[qb].sum()))
+        self.rec["recall_random"].append(float(mass[rnd].sum()))
+        self.rec["bytes_ratio"].append(b / n)
+
+    # ---- report ------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        b = self.tiers.bytes
+        c = self.c
+        pf = [step_flops(c, fr, t, 0, self.needs_hash) for t, fr in enumerate(self.fresh)]
+        ex = [step_flops(c, c.regions, t, 0, False) for t in range(len(self.fresh))]
+        return {"device_bytes_peak": b.device_peak, "total_bytes_peak": b.total_peak, "host_bytes_peak": b.host_peak,
+                "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
+                "fetched": b.fetched, "promoted": b.promoted, "prefill_flops": pf, "prefill_flops_exact": ex,
+                "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
+
+    def close(self) -> None:
+        self.tiers.close()
+        self.heads.clear()
+
+
+lcp.POLICIES["managed"] = Managed
+
+
+def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float) -> dict[str, dict[str, Any]]:
+    """The anchors and V-Rex at the same device budget (blocks): retrieval rules keep @resident
+    frames on the device and stage up to @fetch blocks per question; eviction rules keep @budget."""
+    def m(**kw: Any) -> dict[str, Any]:
+        return {"policy": "managed", "extra": kw}
+
+    return {
+        "streaming_llm": m(memory="sink_window", budget=budget),
+        "infinipot_v": m(memory="infinipot", budget=budget),
+        "rekv": m(memory="tiers", resident=resident, read="rekv", fetch=fetch),
+        "timechat_dtd": m(prefill="dtd", memory="recent", budget=budget, match=meter),
+        "quest": m(memory="tiers", resident=resident, read="quest", fetch=fetch),
+        "random": m(memory="tiers", resident=resident, read="random", fetch=fetch),
+        "vrex_hierarchy": m(prefill="vrex", memory="tiers", resident=resident, read="resv", fetch=fetch,
+                            meter=meter, ratio=ratio),
+    }
+
+
+def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int) -> dict[str, dict[str, Any]]:
+    """V-Rex with one mechanism off, at the same device budget: rules without a selector spend the
+    fetch budget on @frames_per_fetch more resident frames."""
+    base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv", "fetch": fetch, "ratio": ratio}
+
+    def m(opts: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        return {"policy": "managed", **(opts or {}), "extra": {**base, **kw}}
+
+    more = resident + frames_per_fetch
+    return {
+        "no_fcc": m({"fcc": False}),
+        "temporal_only": m({"similar": False}),
+        "no_guard": m({"guard_bits": lcp.HASH_BITS}),
+        "no_zombie": m(coldness="fifo"),
+        "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
+        "no_resv": m(read="device", fetch=0, resident=more),
+    }
+
+
+def flop_ratio(st: list[dict[str, Any]]) -> float:
+    num = sum(sum(s["prefill_flops"]) for s in st)
+    den = sum(sum(s["prefill_flops_exact"]) for s in st)
+    return num / den if den else math.nan

@@ -23,6 +23,8 @@ fi
 
 rm -rf "$admin.tmp"
 mkdir -p "$admin.tmp/info" "$admin.tmp/updates"
+# The multiarch layout: info files of Multi-Arch: same packages are named <package>:<arch>.*.
+echo 1 >"$admin.tmp/info/format"
 : >"$admin.tmp/available"
 ctl=$(mktemp -d)
 trap 'rm -rf "$ctl"' EXIT

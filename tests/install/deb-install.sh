@@ -205,7 +205,7 @@ if [[ -z $initrd ]]; then
 elif ! mkfs.ext4 -q -F -L vrexroot -d "$root" "$work/disk.img" "${size_mb}M" >"$work/mkfs.log" 2>&1; then
 	ko "guest: mkfs.ext4 -d failed (log $work/mkfs.log)"
 else
-	timeout "${VREX_DEB_GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -smp 1 -m 1024 -nographic \
+	timeout "${VREX_DEB_GUEST_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg -smp 1 -m 1024 -nographic \
 		-no-reboot -kernel "$vmlinuz" -initrd "$initrd" \
 		-drive "file=$work/disk.img,format=raw,if=virtio" \
 		-append "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=4 init=/sbin/vrex-guest-init" \

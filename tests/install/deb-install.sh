@@ -91,7 +91,8 @@ elif ! compgen -G "$debs/*.deb" >/dev/null; then
 		finish
 	}
 fi
-mapfile -t pkgfiles < <(ls "$debs"/*.deb)
+# Debug symbols (-dbgsym) are not what a board user installs.
+mapfile -t pkgfiles < <(ls "$debs"/*.deb | grep -v -- '-dbgsym_')
 ours=()
 for f in "${pkgfiles[@]}"; do ours+=("$(dpkg-deb -f "$f" Package)"); done
 

@@ -7,7 +7,7 @@ KDIR      ?= /lib/modules/$(shell uname -r)/build
 CMAKE_ARGS ?=
 
 .PHONY: all deps build configure unit test demo module module-clean qemu-test lint bench bench-quick \
-	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help model
+	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help model deb deb-install-test
 
 all: build
 
@@ -16,7 +16,9 @@ help:
 	@echo "make build       user space into $(BUILD)/, kernel/vrex.ko when headers are present"
 	@echo "make unit        ctest (lib, uapi, HAL conformance on the emulation, tools)"
 	@echo "make test        every test; ends with 'N passed, N failed'"
-	@echo "make demo        V-Rex on real footage"
+	@echo "make demo        V-Rex on real footage (builds only vrexctl and the Python extension)"
+	@echo "make deb         Debian packages (debian/) for amd64 and arm64 into build/deb/ (docs/install.md)"
+	@echo "make deb-install-test  the amd64 packages in a clean bookworm root, booted in QEMU"
 	@echo "make qemu-test   vrex.ko in QEMU: Debian 6.12/6.1/5.10 amd64, 6.12/5.10 arm64, a debug 6.1"
 	@echo "                 (KASAN, lockdep, kmemleak; built once into /var/cache/vrex), 5.15 arm64 compile;"
 	@echo "                 vrex.ko on the QEMU device model (qemu/): pci 6.12/5.10 amd64, unplug, dt arm64"
@@ -71,8 +73,22 @@ qemu-test: build
 lint: deps
 	@bash scripts/lint.sh
 
-demo: build
-	@bash scripts/demo.sh
+# A newcomer's first figure: configure, then build only what the demo runs (vrexctl and the Python
+# extension of its model step; no tests, examples, benchmarks or kernel module). `make build` and
+# `make test` still build everything.
+demo: configure
+	@bash scripts/demo.sh --build
+
+# Debian packages: vrex-dkms, libvrex-hal1, libvrex-hal-dev, vrexctl, python3-vrex, vrex-dt-overlays
+# for amd64, and the arch-dependent ones cross-built for arm64 (DEB_ARCHES="amd64" for one), into
+# build/deb/<arch>/; lintian must report no errors.
+DEB_ARCHES ?= amd64 arm64
+deb: deps
+	@bash scripts/deb.sh $(foreach a,$(DEB_ARCHES),--arch $(a))
+
+# The install test (also a stage of `make test`): tests/install/deb-install.sh.
+deb-install-test: deps
+	@bash tests/install/deb-install.sh
 
 bench: build
 	@bash scripts/bench.sh full

@@ -42,6 +42,10 @@ PKGS=(
 	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev zlib1g-dev
 	libc6
 )
+# More packages for one caller (scripts/deb.sh: the Python binding's headers): a separate tree,
+# since the set of .debs names it.
+read -r -a extra <<<"${VREX_ARM64_SYSROOT_EXTRA:-}"
+PKGS+=("${extra[@]}")
 # Provided by the cross toolchain (libc6-dev-arm64-cross, linux-libc-dev-arm64-cross,
 # libstdc++-12-dev-arm64-cross): a second copy of the C library headers in the sysroot's
 # /usr/include would sit in front of them and break libstdc++'s #include_next <stdlib.h>.
@@ -142,6 +146,8 @@ ln -s usr/sbin "$tree.tmp/sbin"
 for f in "${files[@]}"; do
 	dpkg-deb --fsys-tarfile "$debs/$f" | tar -x --keep-directory-symlink -C "$tree.tmp"
 done
+# Which .debs (in $debs) made the tree: scripts/deb-sysroot-admindir.sh reads their control data.
+printf '%s\n' "${files[@]}" >"$tree.tmp/.vrex-debs"
 # Absolute symlinks (libfoo.so -> /lib/aarch64-linux-gnu/libfoo.so.1) would point into the host:
 # make them relative inside the tree.
 while IFS= read -r link; do

@@ -15,6 +15,10 @@
 #    cached) on the first VREX_DEMO_MODEL_FRAMES (default 100) frames of vtest.avi with `vrexctl run
 #    --model builtin`: exact KV vs vrex reuse vs the controls, report with a "model" section in $out/model.
 #
+# --build: build only what the demo runs, in the configured tree $BUILD (`make demo` does): vrexctl
+# before step 1, and the Python extension _vrexhal (when the tree has it) after the first figure,
+# before step 4.
+#
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
 # run arguments).
@@ -27,7 +31,18 @@ vrexctl=$build/tools/vrexctl
 out=${VREX_DEMO_OUT:-$build/demo-report}
 backend=${VREX_BACKEND:-auto}
 
-[[ -x $vrexctl ]] || { echo "demo: $vrexctl not built (run make build)" >&2; exit 1; }
+build_targets() { # target...
+	local start=$SECONDS
+	cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "$@"
+	echo "demo: built $* in $((SECONDS - start)) s"
+}
+build_model=0
+if [[ ${1:-} == --build ]]; then
+	build_targets vrexctl
+	# Without pybind11 or Python's headers model/ defines no extension; step 4 then says so.
+	ninja -C "$build" -t query _vrexhal >/dev/null 2>&1 && build_model=1
+fi
+[[ -x $vrexctl ]] || { echo "demo: $vrexctl not built (run make demo or make build)" >&2; exit 1; }
 
 footage=$(bash scripts/fetch-footage.sh) || { echo "demo: could not fetch the footage" >&2; exit 1; }
 clip() { sed -n "s/^VREX_$1_PATH=//p" <<<"$footage"; }
@@ -97,6 +112,7 @@ echo "report: $(cd "$out" && pwd)/index.html"
 
 frames=${VREX_DEMO_MODEL_FRAMES:-100}
 echo
+((build_model)) && build_targets _vrexhal
 echo "demo: vrexctl run --model builtin --max-frames $frames $(clip VTEST)"
 "$vrexctl" --backend emu --json run --model builtin --no-control --no-single --max-frames "$frames" \
 	--report "$out/model" "$(clip VTEST)" \

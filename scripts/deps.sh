@@ -19,7 +19,11 @@ PKGS=(
 	meson libglib2.0-dev libpixman-1-dev libfdt-dev dpkg-dev
 	python3-dev python3-numpy python3-torch libopenblas0-pthread python3-pytest python3-pybind11 pybind11-dev
 	libtorch-dev
+	debhelper dh-dkms dh-python lintian mmdebstrap
+	chromium
 )
+# debhelper .. mmdebstrap: `make deb` and the package install test (tests/install/deb-install.sh).
+# chromium: the report's browser test (vrexctl.report-screenshot) renders the HTML report headless.
 # model/ fetches its image encoder with `npm pack` (scripts/fetch-encoder.sh); a node from elsewhere
 # that brings its own npm is fine, else Debian's.
 if ! command -v npm >/dev/null; then

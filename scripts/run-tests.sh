@@ -42,11 +42,13 @@ run_stage() { # name command...
 }
 
 run_stage unit make --no-print-directory unit
-for stage in sanitize lint qemu-test fuzz-short soak-short; do
+for stage in sanitize lint qemu-test deb-install fuzz-short soak-short; do
 	case $stage in
 	sanitize) [[ -f scripts/sanitize.sh ]] && run_stage sanitize bash scripts/sanitize.sh ;;
 	lint) [[ -f scripts/lint.sh ]] && run_stage lint bash scripts/lint.sh ;;
 	qemu-test) [[ -f scripts/qemu-test.sh ]] && run_stage qemu-test bash scripts/qemu-test.sh ;;
+	# The amd64 packages (make deb, lintian included) installed into a clean bookworm root and booted.
+	deb-install) [[ -f tests/install/deb-install.sh ]] && run_stage deb-install bash tests/install/deb-install.sh --build ;;
 	fuzz-short) [[ -f scripts/fuzz.sh ]] && run_stage fuzz-short bash scripts/fuzz.sh short ;;
 	soak-short) [[ -f scripts/soak.sh ]] && run_stage soak-short bash scripts/soak.sh short ;;
 	esac

@@ -395,15 +395,44 @@ err-bad-dtype)
 	grep_err "unknown dtype"
 	;;
 report-screenshot)
-	# Chromium is optional (large): the case skips cleanly without it. The screenshot stays in
-	# WORKDIR as a test artefact.
+	# The report as a browser renders it: scripts/deps.sh installs Debian's chromium, so a machine
+	# set up by `make deps` runs this case (it skips only where chromium was never installed). The
+	# screenshot stays in WORKDIR as a test artefact; a probe page (the report plus a script) checks
+	# in the same browser that every reused-region label fits inside its box: one 13 px line used
+	# to run past the 80 px regions of a 320x240 clip, under the next label.
 	chrome=$(command -v chromium || command -v chromium-browser || true)
-	[[ -n $chrome ]] || { echo "SKIP: chromium not installed"; exit 77; }
+	[[ -n $chrome ]] || { echo "SKIP: chromium not installed (scripts/deps.sh installs it)"; exit 77; }
 	make_clip clip.avi mpeg4 30
 	expect_rc 0 "${E[@]}" run clip.avi --max-frames 30 --report rep --no-progress
-	timeout 90 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,3000 \
+	flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars)
+	timeout 90 "$chrome" "${flags[@]}" --window-size=1100,3000 \
 		--screenshot="$WORK/report.png" "file://$WORK/rep/index.html" >/dev/null 2>&1 || fail "chromium failed"
 	[[ -s report.png ]] || fail "no screenshot"
+	cp rep/index.html rep/probe.html
+	cat >>rep/probe.html <<'JS'
+<script>
+(() => {
+  let n = 0;
+  const bad = [];
+  for (const g of document.querySelectorAll("g.reused")) {
+    n++;
+    const r = g.querySelector("rect").getBBox(), t = g.querySelector("text").getBBox();
+    if (t.x < r.x - 0.5 || t.x + t.width > r.x + r.width + 0.5 || t.y < r.y - 0.5 ||
+        t.y + t.height > r.y + r.height + 0.5)
+      bad.push(`${g.textContent}: text ${t.width.toFixed(1)}x${t.height.toFixed(1)} in ${r.width}x${r.height}`);
+  }
+  const p = document.createElement("pre");
+  p.id = "label-fit";
+  p.textContent = `LABELS ${n} OVERFLOW ${bad.length} ${bad.slice(0, 3).join("; ")}`;
+  document.body.appendChild(p);
+})();
+</script>
+JS
+	timeout 90 "$chrome" "${flags[@]}" --dump-dom "file://$WORK/rep/probe.html" 2>/dev/null >probe.dom ||
+		fail "chromium --dump-dom failed"
+	fit=$(grep -o 'LABELS [0-9]* OVERFLOW [0-9]*[^<]*' probe.dom) || fail "probe script did not run"
+	echo "$fit"
+	[[ $fit =~ ^LABELS\ ([0-9]+)\ OVERFLOW\ 0 ]] && ((BASH_REMATCH[1] > 0)) || fail "labels overflow: $fit"
 	echo "screenshot: $WORK/report.png"
 	;;
 *)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -49,6 +50,14 @@ std::vector<std::uint8_t> annotated_rgb(const AnnotatedFrame& a) {
     return rgb;
 }
 
+// A font size (px) at which @chars characters of sans-serif fit in a region @width px wide: about
+// 0.62 em per character (digits and spaces of DejaVu Sans / Liberation Sans), 10 px of padding.
+double label_font_px(std::uint32_t width, std::size_t chars) {
+    const double fit =
+        (static_cast<double>(width) - 10.0) / (0.62 * static_cast<double>(std::max<std::size_t>(chars, 1)));
+    return std::clamp(fit, 7.0, 13.0);
+}
+
 std::string frame_figure(const AnnotatedFrame& a, const std::string& png_b64) {
     const LumaFrame& l = a.luma;
     std::string o = fmt::format(
@@ -63,13 +72,19 @@ std::string frame_figure(const AnnotatedFrame& a, const std::string& png_b64) {
         if (!m.reused) continue;
         reused++;
         const RegionRect rc = region_rect(l.width, l.height, r);
-        const std::string src = fmt::format("s{} f{}", m.src_stream, m.src_frame);
+        // Two lines sized to the region: one line at 13 px ran past an 80 px region (320x240
+        // video), under the next region's label, hiding the source frame and the ~dN mark.
+        const std::string psnr = fmt::format("{:.1f} dB", m.psnr);
+        const std::string src = fmt::format("s{} f{}{}", m.src_stream, m.src_frame,
+                                            m.approximate ? fmt::format(" ~d{}", m.distance) : "");
+        const double font = label_font_px(rc.w, std::max(psnr.size(), src.size()));
         o += fmt::format(
-            "<g class=\"reused\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" "
+            "<g class=\"reused\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{:.1f}\" "
             "fill=\"rgba(0,0,0,0.6)\"/>"
-            "<text x=\"{}\" y=\"{}\" fill=\"#7f7\">{:.1f} dB {}{}</text></g>\n",
-            rc.x + 3, rc.y + 3, std::min<std::uint32_t>(rc.w - 6, 170), rc.x + 6, rc.y + 15, m.psnr, src,
-            m.approximate ? fmt::format(" ~d{}", m.distance) : "");
+            "<text x=\"{}\" font-size=\"{:.1f}\" fill=\"#7f7\"><tspan y=\"{:.1f}\">{}</tspan>"
+            "<tspan x=\"{}\" y=\"{:.1f}\">{}</tspan></text></g>\n",
+            rc.x + 3, rc.y + 3, rc.w - 6, 2 * font + 6, rc.x + 5, font, rc.y + 3 + font + 1, psnr, rc.x + 5,
+            rc.y + 3 + 2 * font + 2, src);
     }
     o += fmt::format(
         "</svg><figcaption>stream {}, frame {} (step {}): {} of 16 regions reused (green, label = "

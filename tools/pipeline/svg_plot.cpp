@@ -28,6 +28,11 @@ std::string frame_open(const std::string& title, const std::string& xl, const st
         escape(yl));
 }
 
+// White (empty) to red (full): the share @v (0..1) of a bank that live KV occupies.
+std::string heat_color(double v) {
+    return fmt::format("rgb(255,{},{})", static_cast<int>(255 - 200 * v), static_cast<int>(255 - 235 * v));
+}
+
 }  // namespace
 
 std::string escape(const std::string& s) {
@@ -137,17 +142,27 @@ std::string heat_map(const HeatMap& m) {
             std::size_t n = 0;
             for (std::size_t c = k * per; c < std::min(cols, (k + 1) * per); c++, n++) sum += m.rows[r][c];
             const double v = std::clamp(n ? sum / static_cast<double>(n) : 0.0, 0.0, 1.0);
-            const int g = static_cast<int>(255 - 200 * v), b = static_cast<int>(255 - 235 * v);
             o += fmt::format(
-                "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
-                "fill=\"rgb(255,{},{})\"/>",
-                kL + k * cw, kT + r * ch, cw + 0.3, ch + 0.3, g, b);
+                "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"/>",
+                kL + k * cw, kT + r * ch, cw + 0.3, ch + 0.3, heat_color(v));
         }
         o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kL - 4,
                          kT + (r + 0.7) * ch, r);
     }
     o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
                      kL, kT, kW - kL - kR, kH - kT - kB);
+    // The colour scale: without it a pale cell could be 5 % or 50 %.
+    constexpr int kSteps = 5;
+    constexpr double kSw = 18, kLegendX = kW - kR - kSteps * kSw - 40;
+    for (int i = 0; i < kSteps; i++)
+        o += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"10\" width=\"{}\" height=\"12\" fill=\"{}\" stroke=\"#ccc\" "
+            "stroke-width=\"0.5\"/>",
+            kLegendX + i * kSw, kSw, heat_color((i + 0.5) / kSteps));
+    o += fmt::format(
+        "\n<text x=\"{:.1f}\" y=\"20\" text-anchor=\"end\">0</text>"
+        "<text x=\"{:.1f}\" y=\"20\">100 %</text>\n",
+        kLegendX - 4, kLegendX + kSteps * kSw + 4);
     if (!m.x.empty())
         for (int i = 0; i <= 5; i++) {
             const std::size_t c = std::min(m.x.size() - 1, (m.x.size() - 1) * i / 5);

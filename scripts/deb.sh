@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# `make deb`: the Debian packages of debian/ for amd64 and, cross-built, arm64, then lintian.
+#
+#   deb.sh [--arch amd64|arm64]... [--out DIR] [--no-lintian]
+#
+# The source is the working tree's files (tracked and untracked, not ignored: no build products),
+# staged under build/deb/<arch>/vrex-<version>/ so dpkg-buildpackage's output lands in build/deb/
+# and not next to the repository. amd64 builds every package (arch-dependent and the arch-all
+# vrex-dkms and vrex-dt-overlays); arm64 is `dpkg-buildpackage -aarm64 -B` (arch-dependent only:
+# the arch-all packages are the same) with Debian's aarch64-linux-gnu toolchain and the -dev
+# libraries of the sysroot of scripts/arm64-sysroot.sh (no `dpkg --add-architecture`;
+# docs/install.md says why), whose dpkg database for dpkg-shlibdeps comes from
+# scripts/deb-sysroot-admindir.sh.
+# The .debs end in DIR/<arch>/ (default build/deb/). lintian runs on each build's .changes and
+# fails the script on any error (warnings are printed). Exit status 1 on any failure.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=$repo/build/deb
+arches=()
+lint=1
+while (($#)); do
+	case $1 in
+	--arch) arches+=("${2:?}") && shift ;;
+	--out) out=${2:?} && shift ;;
+	--no-lintian) lint=0 ;;
+	-h | --help)
+		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "deb: unknown argument $1 (see --help)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+((${#arches[@]})) || arches=(amd64 arm64)
+
+log() { echo "deb: $*" >&2; }
+
+for tool in dpkg-buildpackage dh dh_dkms dh_python3 lintian; do
+	command -v "$tool" >/dev/null || {
+		log "$tool missing (make deps installs debhelper, dh-dkms, dh-python, lintian)"
+		exit 1
+	}
+done
+
+version=$(cd "$repo" && dpkg-parsechangelog -SVersion)
+jobs=${JOBS:-$(nproc)}
+export DEB_BUILD_OPTIONS="parallel=$jobs ${DEB_BUILD_OPTIONS:-}"
+if command -v ccache >/dev/null; then
+	export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
+
+# Tracked and untracked-but-not-ignored files: what a commit of the working tree would hold.
+stage_source() { # dir
+	rm -rf "$1"
+	mkdir -p "$1"
+	(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+		tar --null -T - -cf -) | tar -C "$1" -xf -
+}
+
+build_arch() { # arch
+	local arch=$1 dir=$out/$1 src rc=0
+	src=$dir/vrex-$version
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	stage_source "$src"
+	export CCACHE_BASEDIR=$src
+	local args=(-us -uc --no-sign)
+	local start=$SECONDS
+	if [[ $arch == "$(dpkg --print-architecture)" ]]; then
+		args+=(-b)
+		log "$arch: dpkg-buildpackage ${args[*]} (log $dir/build.log)"
+		(cd "$src" && dpkg-buildpackage "${args[@]}") >"$dir/build.log" 2>&1 || rc=$?
+	else
+		[[ $arch == arm64 ]] || {
+			log "cross builds are for arm64 only (asked: $arch)"
+			return 1
+		}
+		local sysroot admindir
+		sysroot=$(VREX_ARM64_SYSROOT_EXTRA="libpython3-dev pybind11-dev" bash "$repo/scripts/arm64-sysroot.sh")
+		admindir=$(bash "$repo/scripts/deb-sysroot-admindir.sh" "$sysroot")
+		# -d: the build dependencies are the sysroot's, not installed :arm64 packages.
+		args+=(-a"$arch" -B -d)
+		log "$arch: dpkg-buildpackage ${args[*]} (sysroot $sysroot, log $dir/build.log)"
+		(cd "$src" && VREX_ARM64_SYSROOT=$sysroot VREX_ARM64_ADMINDIR=$admindir \
+			dpkg-buildpackage "${args[@]}") >"$dir/build.log" 2>&1 || rc=$?
+	fi
+	if ((rc)); then
+		tail -n 30 "$dir/build.log" >&2
+		log "$arch: dpkg-buildpackage failed (rc=$rc, log $dir/build.log)"
+		return 1
+	fi
+	log "$arch: built in $((SECONDS - start)) s: $(cd "$dir" && echo *.deb)"
+	if ((lint)); then
+		local changes
+		changes=$(ls "$dir"/*.changes)
+		if ! lintian --fail-on error "$changes" >"$dir/lintian.log" 2>&1; then
+			cat "$dir/lintian.log" >&2
+			log "$arch: lintian reports errors (log $dir/lintian.log)"
+			return 1
+		fi
+		log "$arch: lintian: $(grep -c '^E:' "$dir/lintian.log" || true) errors," \
+			"$(grep -c '^W:' "$dir/lintian.log" || true) warnings (log $dir/lintian.log)"
+	fi
+}
+
+failed=0
+for arch in "${arches[@]}"; do
+	build_arch "$arch" || failed=1
+done
+exit "$failed"

@@ -215,6 +215,7 @@ struct hanger {
 	int fd;
 	uint32_t stream, luma;
 	int ret;
+	double t_end;		/* when the hung ioctl returned */
 };
 
 /* One frame submit that hangs for the whole cmd_timeout_ms, holding the device lock. */
@@ -223,15 +224,33 @@ static void *hang_one(void *arg)
 	struct hanger *h = arg;
 
 	h->ret = vt_frame_submit(h->fd, h->stream, h->luma, 0, 0, NULL);
+	h->t_end = now_ms();
 	return NULL;
 }
 
-/* Starts a frame submit on @h that hangs for cmd_timeout_ms, then waits 200 ms. */
-static void hang_start(struct hanger *h, pthread_t *th)
+static long debugfs_long(const char *name)
 {
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/%s", vt_debugfs_dir(), name);
+	return read_long(path);
+}
+
+/*
+ * Starts a frame submit on @h that hangs for cmd_timeout_ms and returns once
+ * the hung command is in the device (vrex_sim's hang_cmds counted it down):
+ * from then on the submitter holds the device lock. 0, or -1 on timeout.
+ */
+static int hang_start(struct hanger *h, pthread_t *th)
+{
+	int i;
+
+	h->t_end = 0;
 	vt_debugfs_write_u32("hang_cmds", 1);
 	pthread_create(th, NULL, hang_one, h);
-	usleep(200 * 1000);
+	for (i = 0; i < 2000 && debugfs_long("hang_cmds") != 0; i++)
+		usleep(1000);
+	return debugfs_long("hang_cmds") == 0 ? 0 : -1;
 }
 
 static void hang_end(struct hanger *h, pthread_t th, const char *what)
@@ -242,17 +261,21 @@ static void hang_end(struct hanger *h, pthread_t th, const char *what)
 }
 
 /*
- * A command hangs for 1500 ms, holding the device lock. A sysfs counter read
- * must not wait for the lock (before: it slept until the timeout and the
- * reset were over), and, during a second hang, a process blocked on the lock
- * in an ioctl must die at SIGKILL (before: uninterruptible until the lock
- * was free).
+ * A command hangs for HANG_MS, holding the device lock. A sysfs counter read
+ * must come back while the command is still hung (before: it slept on the
+ * device lock until the timeout and the reset were over), and, during a
+ * second hang, a process blocked on the lock in an ioctl must die at SIGKILL
+ * while the command is still hung (before: uninterruptible until the lock
+ * was free). "While still hung" is judged against when the hung ioctl
+ * returned, with a 200 ms margin, not by absolute times: the debug kernels
+ * run slowly.
  */
+#define HANG_MS 2000
 static void test_busy_device(void)
 {
 	struct hanger h = { .fd = vt_open_node(NULL, 0) };
 	char dir[PATH_MAX], path[PATH_MAX + 32];
-	double t0, sysfs_ms, kill_ms;
+	double t0, t_read, t_reaped;
 	pthread_t th;
 	long frames;
 	pid_t pid;
@@ -260,7 +283,7 @@ static void test_busy_device(void)
 
 	if (h.fd < 0 || vt_stream_create(h.fd, 0, 0, &h.stream) ||
 	    vt_bo_create(h.fd, BO_SIZE, 1, 0, &h.luma, NULL) || device_dir(h.fd, dir, sizeof(dir)) ||
-	    param_write("cmd_timeout_ms", 1500)) {
+	    param_write("cmd_timeout_ms", HANG_MS)) {
 		vt_report(0, "busy: setup");
 		goto out;
 	}
@@ -268,15 +291,24 @@ static void test_busy_device(void)
 	frames = read_long(path);
 	vt_report(frames >= 0, "busy: control: %s readable (%ld)", path, frames);
 
-	hang_start(&h, &th);
+	if (hang_start(&h, &th)) {
+		vt_report(0, "busy: the hung command reached the device");
+		goto out_join;
+	}
 	t0 = now_ms();
 	frames = read_long(path);
-	sysfs_ms = now_ms() - t0;
-	vt_report(frames >= 0 && sysfs_ms < 300, "busy: a sysfs counter answers while a command "
-		  "hangs (%ld after %.0f ms)", frames, sysfs_ms);
-	hang_end(&h, th, "sysfs read");
+	t_read = now_ms();
+	pthread_join(th, NULL);
+	vt_report(frames >= 0 && t_read < h.t_end - 200, "busy: a sysfs counter answers while a "
+		  "command hangs (%ld after %.0f ms, %.0f ms before the hung ioctl returned)", frames,
+		  t_read - t0, h.t_end - t_read);
+	vt_report(h.ret == -ETIMEDOUT, "busy: control: the command hung for the sysfs read timed "
+		  "out (got %d)", h.ret);
 
-	hang_start(&h, &th);
+	if (hang_start(&h, &th)) {
+		vt_report(0, "busy: the second hung command reached the device");
+		goto out_join;
+	}
 	fd2 = vt_open_node(NULL, 0);
 	pid = fork();
 	if (pid == 0) {
@@ -285,17 +317,21 @@ static void test_busy_device(void)
 		/* Blocks on the device lock the hung command holds. */
 		_exit(vt_stream_create(fd2, 0, 0, &s) ? 1 : 0);
 	}
-	usleep(200 * 1000);
+	usleep(300 * 1000);
 	t0 = now_ms();
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
-	kill_ms = now_ms() - t0;
-	vt_report(WIFSIGNALED(st) && kill_ms < 300, "busy: a process waiting for the device lock "
-		  "dies at SIGKILL at once (%.0f ms, %s)", kill_ms,
-		  WIFSIGNALED(st) ? "killed" : "exited");
+	t_reaped = now_ms();
 	if (fd2 >= 0)
 		close(fd2);
 	hang_end(&h, th, "kill");
+	vt_report(WIFSIGNALED(st) && t_reaped < h.t_end - 200, "busy: a process waiting for the "
+		  "device lock dies at SIGKILL while the command hangs (%s after %.0f ms, %.0f ms "
+		  "before the hung ioctl returned)", WIFSIGNALED(st) ? "killed" : "exited",
+		  t_reaped - t0, h.t_end - t_reaped);
+	goto out;
+out_join:
+	pthread_join(th, NULL);
 out:
 	vt_debugfs_write_u32("hang_cmds", 0);
 	param_write("cmd_timeout_ms", 250);

@@ -9,6 +9,7 @@
 //     comparison). bench/README.md says what each figure means.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -20,6 +21,7 @@
 #include "device_impl.hpp"
 #include "metered_backend.hpp"
 #include "pipeline/pipeline.hpp"
+#include "stats.h"
 #include "vllm_block_manager.hpp"
 #include "vrex/hal.hpp"
 
@@ -171,7 +173,7 @@ void bm_vllm_lookup(benchmark::State& state) {
 
 class Collector : public benchmark::ConsoleReporter {
   public:
-    std::map<std::string, double> rate;  // benchmark family -> items per CPU second
+    std::map<std::string, std::vector<double>> rate;  // benchmark family -> items per CPU second, per round
     bool failed = false;
 
     Collector() : ConsoleReporter(OO_Tabular) {}
@@ -184,7 +186,7 @@ class Collector : public benchmark::ConsoleReporter {
             }
             auto it = r.counters.find("items_per_second");
             const std::string name = r.benchmark_name();
-            rate[name.substr(0, name.find('/'))] = it == r.counters.end() ? 0.0 : double(it->second);
+            rate[name.substr(0, name.find('/'))].push_back(it == r.counters.end() ? 0.0 : double(it->second));
         }
         ConsoleReporter::ReportRuns(runs);
     }
@@ -192,11 +194,18 @@ class Collector : public benchmark::ConsoleReporter {
 
 bool run_throughput(const Options& opt, RecordSink& sink) {
     const double min_time = opt.mode == Mode::smoke ? 0.01 : opt.mode == Mode::quick ? 0.3 : 1.5;
-    benchmark::RegisterBenchmark("ours_alloc_free", bm_ours_alloc_free)->MinTime(min_time);
-    benchmark::RegisterBenchmark("vllm_alloc_free", bm_vllm_alloc_free)->MinTime(min_time);
-    benchmark::RegisterBenchmark("ours_lookup", bm_ours_lookup)->MinTime(min_time);
-    benchmark::RegisterBenchmark("ours_lookup_batch", bm_ours_lookup_batch)->MinTime(min_time);
-    benchmark::RegisterBenchmark("vllm_lookup", bm_vllm_lookup)->MinTime(min_time);
+    // 5 rounds, registered (and so run) in turn: every round times each benchmark once, so the two sides
+    // of a ratio are interleaved and paired round by round.
+    constexpr int kRounds = 5;
+    for (int round = 0; round < kRounds; round++) {
+        const std::string rs = "/round:" + std::to_string(round);
+        benchmark::RegisterBenchmark(("ours_alloc_free" + rs).c_str(), bm_ours_alloc_free)->MinTime(min_time);
+        benchmark::RegisterBenchmark(("vllm_alloc_free" + rs).c_str(), bm_vllm_alloc_free)->MinTime(min_time);
+        benchmark::RegisterBenchmark(("ours_lookup" + rs).c_str(), bm_ours_lookup)->MinTime(min_time);
+        benchmark::RegisterBenchmark(("ours_lookup_batch" + rs).c_str(), bm_ours_lookup_batch)
+            ->MinTime(min_time);
+        benchmark::RegisterBenchmark(("vllm_lookup" + rs).c_str(), bm_vllm_lookup)->MinTime(min_time);
+    }
 
     std::vector<std::string> rest = opt.rest;
     std::vector<char*> args;
@@ -211,10 +220,25 @@ bool run_throughput(const Options& opt, RecordSink& sink) {
     auto add = [&](const char* name, const char* ours, const char* base, const char* unit,
                    const char* notes) {
         if (!c.rate.count(ours) || !c.rate.count(base)) return;  // filtered out
+        const std::vector<double>&o = c.rate[ours], &b = c.rate[base];
+        std::vector<double> ratios;
+        for (std::size_t i = 0; i < std::min(o.size(), b.size()); i++)
+            if (b[i] > 0.0) ratios.push_back(o[i] / b[i]);
         Record r;
         r.name = name;
-        r.ours = c.rate[ours];
-        r.baseline = c.rate[base];
+        r.ours_spread = stats_of(o);
+        r.baseline_spread = stats_of(b);
+        r.ours = r.ours_spread->median;
+        r.baseline = r.baseline_spread->median;
+        if (!ratios.empty()) {
+            const MedianCi ci = median_ci(ratios);
+            r.paired_ratio = stats_of(ratios).median;
+            r.values = {{"ratio_ci_lo", ci.lo},
+                        {"ratio_ci_hi", ci.hi},
+                        {"ratio_ci_level", ci.level},
+                        {"rounds", static_cast<double>(ratios.size())}};
+            r.tags = {{"verdict", ci.lo > 1.0 ? "faster" : ci.hi < 1.0 ? "slower" : "within noise"}};
+        }
         r.unit = unit;
         r.baseline_name = "vLLM-style block manager (bench/vllm_block_manager.hpp)";
         r.notes = notes;
@@ -365,8 +389,8 @@ bool run_trace(const Options& opt, RecordSink& sink) {
     // construction). Against the same window, blocks peak is resident bytes / block size (one
     // measurement), so only the resident figure carries the target.
     emit("vs append-only", app,
-         "vLLM-style block manager, append-only (no target: met by construction, it never frees)", std::nullopt,
-         std::nullopt);
+         "vLLM-style block manager, append-only (no target: met by construction, it never frees)",
+         std::nullopt, std::nullopt);
     emit("vs same window", win,
          "vLLM-style block manager, sliding window of (Z + 1) frames (the same temporal context)",
          kTargetResident, std::nullopt);

@@ -168,7 +168,7 @@ for m in vrex vrex_sim; do
 	fi
 done
 in_root dkms status >"$work/dkms-status.txt" 2>&1
-grep -q "^vrex/1.0, $kver, amd64: installed" "$work/dkms-status.txt" &&
+grep -q "^vrex/1.0, $kver, [^:]*: installed" "$work/dkms-status.txt" &&
 	ok "dkms status: vrex/1.0 installed for $kver" || ko "dkms status: $(tr '\n' ' ' <"$work/dkms-status.txt")"
 
 [[ -f $root/lib/udev/rules.d/70-vrex.rules ]] && in_root getent group render >/dev/null &&

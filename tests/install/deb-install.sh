@@ -110,7 +110,8 @@ done < <(
 		done
 	done | sort -u
 )
-base=(linux-image-amd64 linux-headers-amd64 build-essential cmake pkg-config kmod)
+# mount: the guest's init mounts configfs (variant apt has no mount(8)).
+base=(linux-image-amd64 linux-headers-amd64 build-essential cmake pkg-config kmod mount)
 include=$(printf '%s\n' "${base[@]}" "${deps[@]}" | sort -u | paste -sd,)
 start=$SECONDS
 if ! tarball=$(bash "$repo/tests/install/deb-root.sh" "$include" 2>"$work/mmdebstrap.log"); then

@@ -235,8 +235,10 @@ else
 fi
 cleanup_mounts
 left=()
+# Files and links; directories (/., /lib/udev, shared with other packages or reached through the
+# merged-/usr links) are covered by the whole-root comparison below.
 while read -r p; do
-	[[ -e $root$p || -L $root$p ]] || continue
+	[[ -L $root$p || (-e $root$p && ! -d $root$p) ]] || continue
 	grep -qxF ".$p" "$work/before.txt" || left+=("$p")
 done <"$work/dpkg-L.txt"
 ((${#left[@]} == 0)) && ok "purge: no path of dpkg -L left" || ko "purge: left ${left[*]}"

@@ -29,6 +29,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 debs=$repo/build/deb/amd64
 keep=0
 build=0
+# shellcheck disable=SC2034 # keep is read by the EXIT trap's string
 while (($#)); do
 	case $1 in
 	--build) build=1 ;;
@@ -92,7 +93,10 @@ elif ! compgen -G "$debs/*.deb" >/dev/null; then
 	}
 fi
 # Debug symbols (-dbgsym) are not what a board user installs.
-mapfile -t pkgfiles < <(ls "$debs"/*.deb | grep -v -- '-dbgsym_')
+pkgfiles=()
+for f in "$debs"/*.deb; do
+	[[ $f == *-dbgsym_* ]] || pkgfiles+=("$f")
+done
 ours=()
 for f in "${pkgfiles[@]}"; do ours+=("$(dpkg-deb -f "$f" Package)"); done
 
@@ -127,6 +131,7 @@ cleanup_mounts() {
 	done
 	return 0
 }
+# keep (--keep) is read by the trap at exit.
 trap 'cleanup_mounts; ((keep)) || rm -rf "$root" "$work/disk.img"' EXIT
 cleanup_mounts
 rm -rf "$root"

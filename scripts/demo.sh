@@ -19,6 +19,12 @@
 # before step 1, and the Python extension _vrexhal (when the tree has it) after the first figure,
 # before step 4.
 #
+# Measured (fresh clone, empty build/, no ccache, 2 cores shared with six other builds, load ~28):
+# `make demo` printed its first figure after 71 min of wall time but 464 s of CPU (configure 7 s,
+# the 59 build steps of vrexctl 438 s, the pooled run with its controls 19 s); the whole demo,
+# _vrexhal and the model step included, took 533 s of CPU. On an idle 2-core machine that is about
+# 4 minutes to the first figure (not measured idle here).
+#
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
 # run arguments).

@@ -14,6 +14,8 @@
 # and commit both lists with the change (the diff is the ABI review). The update refuses a removed
 # symbol or struct, or a struct whose fields changed, without a major bump, and a new symbol, new
 # struct or a size-prefixed struct (struct_size first) grown at its end without a minor bump.
+# --update-unreleased records without those checks: only for additions to a version that has not
+# been released yet (e.g. merging two branches that both change the unreleased 1.0.0).
 set -euo pipefail
 usage="usage: $0 LIB LIST HEADER PACKAGE_DIR [--update]"
 lib=${1:?$usage} list=${2:?$usage} header=${3:?$usage} pkgdir=${4:?$usage} mode=${5:-check}
@@ -60,10 +62,11 @@ optional() { sed -n 's/^? //p' "$list" || true; }
 	optional | grep -xF -f - "$current" || true
 } | LC_ALL=C sort -u >"$expected"
 
-if [[ $mode == --update ]]; then
+if [[ $mode == --update || $mode == --update-unreleased ]]; then
 	removed=$(comm -23 "$expected" "$current")
 	added=$(comm -13 "$expected" "$current")
 	IFS=. read -r rmajor rminor _ <<<"${recorded:-0.0.0}"
+	[[ $mode == --update-unreleased ]] && rmajor=none rminor=none
 	if [[ -n $removed && $major == "$rmajor" ]]; then
 		printf '%s\n' "$removed" >&2
 		fail "the symbols above are gone: that breaks the ABI, bump VREX_HAL_VERSION_MAJOR (recorded $recorded)"

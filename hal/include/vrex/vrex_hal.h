@@ -153,7 +153,8 @@ struct vrex_hal_block_layout {
 	uint32_t scale_count;
 	uint32_t pad;
 };
-vrex_hal_status vrex_hal_geometry_layout(const struct vrex_hal_geometry *geom, struct vrex_hal_block_layout *layout);
+vrex_hal_status vrex_hal_geometry_layout(const struct vrex_hal_geometry *geom,
+					 struct vrex_hal_block_layout *layout);
 
 /* The allocator keeps @dev alive; close both in any order. */
 vrex_hal_status vrex_hal_allocator_create(vrex_hal_device *dev, const struct vrex_hal_geometry *geom,

@@ -119,24 +119,27 @@ echo "report: $(cd "$out" && pwd)/index.html"
 frames=${VREX_DEMO_MODEL_FRAMES:-100}
 echo
 ((build_model)) && build_targets _vrexhal
-echo "demo: vrexctl run --model builtin --max-frames $frames $(clip VTEST)"
+echo "demo: vrexctl run --model builtin --max-frames $frames $(clip VTEST) $(clip MIRE) (test clips: never trained on)"
 "$vrexctl" --backend emu --json run --model builtin --no-control --no-single --max-frames "$frames" \
-	--report "$out/model" "$(clip VTEST)" \
+	--report "$out/model" "$(clip VTEST)" "$(clip MIRE)" \
 	>"$out/model.json"
 python3 - "$out/model.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-def ok(c): return "met" if c else "NOT met"
-r0, nf = j["control_radius0"], j["control_no_fcc"]
-print(f"builtin model on {j['frames']} frames x {j['streams']} stream(s), window {j['window_frames']} frames")
-print(f"  KL mean {j['kl_mean']:.4f} nats (target <= 0.05: {ok(j['kl_mean'] <= 0.05)}), p99 {j['kl_p99']:.4f}")
-print(f"  top-1 agreement {100*j['top1_agreement']:.2f} % (target >= 95 %: {ok(j['top1_agreement'] >= 0.95)})")
-print(f"  prefill {j['prefill_ms_ratio']:.3f}x exact (target <= 0.4x: {ok(j['prefill_ms_ratio'] <= 0.4)})")
-print(f"  resident KV {j['resident_bytes_ratio_window']:.3f}x the same-window baseline "
-      f"(target <= 0.5x: {ok(j['resident_bytes_ratio_window'] <= 0.5)}), reuse {100*j['reuse_rate']:.1f} %")
-lost = 1 - r0["reuse_rate"] / j["reuse_rate"] if j["reuse_rate"] else 0
-print(f"  radius-0 control: reuse {100*r0['reuse_rate']:.1f} % ({100*lost:.0f} % less), KL {r0['kl_mean']:.4f} "
-      f"(target: >= 20 % less reuse or >= 2x KL: {ok(lost >= 0.2 or r0['kl_mean'] >= 2 * j['kl_mean'])})")
-print(f"  no-FCC control:   reuse {100*nf['reuse_rate']:.1f} %, KL {nf['kl_mean']:.4f}")
+def ci(x): return f"{100*x['mean']:.1f} % [{100*x['ci95'][0]:.1f}, {100*x['ci95'][1]:.1f}]"
+acc, base = j["task"]["accuracy"], j["task"]["accuracy"]["baselines"]
+print(f"builtin model: {j['questions']} questions on held-out clips ({j['task']['ci']})")
+print(f"  task accuracy  exact {ci(acc['exact'])}   vrex {ci(acc['vrex'])}")
+print(f"  baselines      copy {ci(base['copy'])}   most frequent {ci(base['most_frequent'])}   "
+      f"input-blind {ci(base['input_blind'])}")
+ch = j["quality"]["vrex"]["accuracy_change"]
+print(f"  vrex - exact   {100*ch['mean']:+.1f} points [{100*ch['ci95'][0]:+.1f}, {100*ch['ci95'][1]:+.1f}]; "
+      f"{j['quality']['vrex']['direction']}: {j['quality']['vrex']['mean']['mean']:.4f}")
+kv, pf = j["kv_bytes"], j["prefill"]
+print(f"  KV bytes       exact peak {kv['exact_peak'] / 2**20:.1f} MiB, vrex device peak "
+      f"{kv['vrex_device_peak'] / 2**20:.1f} MiB ({kv['ratio']:.3f}x), exact cache {j['exact_cache_tokens_peak']} tokens")
+print(f"  prefill        time {pf['time_ratio']['mean']:.3f}x exact [{pf['time_ratio']['ci95'][0]:.3f}, "
+      f"{pf['time_ratio']['ci95'][1]:.3f}], FLOPs {pf['flops_ratio']:.3f}x, FLOP floor {pf['flops_floor']:.3f}x; "
+      f"reuse {100*j['reuse_rate']:.1f} %")
 PY
 echo "report: $(cd "$out/model" && pwd)/index.html"

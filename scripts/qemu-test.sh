@@ -430,7 +430,9 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 			-device pcie-root-port,id=rp1,chassis=1,slot=1
 			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096,test-hooks=on)
 		append+=" intel_iommu=on iommu.strict=1"
-		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
+		# Unplug through the root port's native PCIe hot-plug (pciehp), not q35's ACPI hot-plug.
+		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off"
+			-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off)
 		;;
 	dt)
 		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the

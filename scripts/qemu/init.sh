@@ -11,6 +11,7 @@
 #   VREX_DEPS          modules to modprobe before vrex.ko (drm and what vrex.ko depends on)
 #   VREX_PARAMS        vrex.ko insmod parameters
 #   VREX_SIM_DEVICES   simulated devices to create (/sys/kernel/config/vrex_sim/simN)
+#   VREX_SIM_MODULE    1: load vrex_sim.ko even without devices (suites create their own)
 #   VREX_NODE          device node the driver must create (/dev/accel/accel0 or /dev/dri/renderD128)
 #   VREX_TEST_TIMEOUT  seconds per test program
 #   VREX_KMEMLEAK      1: leaks suspected by kmemleak after rmmod fail the guest (boot-time
@@ -62,7 +63,7 @@ result insmod $? "$VREX_PARAMS $msg"
 
 # Simulated devices: vrex_sim.ko, one configfs item each; vrex.ko's platform driver binds them.
 sims=
-if [ "${VREX_SIM_DEVICES:-0}" -gt 0 ]; then
+if [ "${VREX_SIM_DEVICES:-0}" -gt 0 ] || [ "${VREX_SIM_MODULE:-0}" = 1 ]; then
 	cfs=/sys/kernel/config
 	mount -t configfs configfs $cfs 2>/dev/null
 	msg=$(insmod /vrex_sim.ko 2>&1)
@@ -100,7 +101,7 @@ while IFS='|' read -r name cmd; do
 done </etc/vrex-tests
 
 # Devices go away under a bound driver (as on hot unplug), then both modules unload.
-if [ -n "$sims" ]; then
+if [ -n "$sims" ] || [ "${VREX_SIM_MODULE:-0}" = 1 ]; then
 	msg=
 	ok=0
 	for d in $sims; do

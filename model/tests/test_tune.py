@@ -12,7 +12,9 @@ def test_most_reuse_within_tolerance_wins() -> None:
     rows = [row(1, 2, 0.3, 0.0), row(2, 4, 0.5, -0.005), row(6, 4, 0.8, -0.05)]
     assert tune.choose(rows, 0.01) is rows[1]
     assert tune.choose(rows, 0.1) is rows[2]
-    assert tune.choose([row(2, 4, 0.5, -0.02)], 0.01) is None
+    worse = [row(2, 4, 0.5, -0.05), row(1, 2, 0.3, -0.03)]
+    assert tune.choose(worse, 0.01) is worse[1]  # none within tolerance: the smallest loss
+    assert tune.choose([], 0.01) is None
 
 
 def test_ties_go_to_the_stricter_setting() -> None:

@@ -83,6 +83,7 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
+INIT_BIAS = 8.0
 REL_BUCKETS = 17  # frame distance key - target: 0, then log2 buckets 1..8 after, 9..16 before
 
 
@@ -101,6 +102,12 @@ class Attention(nn.Module):
         # makes "find frame t - k, region r" a needle search SGD learns slowly (docs/model.md).
         self.rel = nn.Parameter(torch.zeros(c.heads, REL_BUCKETS))
         self.slot = nn.Parameter(torch.zeros(c.heads, c.regions, c.visual))
+        # Initialised to look at the asked region of the asked frame (training moves them): learning
+        # it from zero did not transfer to held-out clips within this machine's budget (docs/model.md).
+        with torch.no_grad():
+            self.rel[:, 0] = INIT_BIAS
+            for r in range(c.regions):
+                self.slot[:, r, r * c.tokens_per_region : (r + 1) * c.tokens_per_region] = INIT_BIAS
         self.wq = nn.Linear(c.d_model, c.heads * c.head_dim, bias=False)
         self.wk = nn.Linear(c.d_model, c.kv_heads * c.head_dim, bias=False)
         self.wv = nn.Linear(c.d_model, c.kv_heads * c.head_dim, bias=False)

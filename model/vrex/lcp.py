@@ -50,8 +50,8 @@ class Options:
     policy: str = "vrex"        # a key of POLICIES
     fcc: bool = True            # filter the temporal candidate by the FCC fingerprint radius
     radius: int = 20            # fingerprint Hamming radius (0..31)
-    guard_bits: int = 2         # max Hamming distance of the key hashes
-    max_age: int = 4            # reuse a block at most this many frames after it was computed (0: no cap)
+    guard_bits: int = 1         # max Hamming distance of the key hashes (frozen on validation: vrex.tune)
+    max_age: int = 2            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
     backend: str = "emulated"
     extra: dict[str, Any] = field(default_factory=dict)  # a plugged-in policy's own parameters (vrex/anchors.py)

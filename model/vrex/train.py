@@ -26,10 +26,10 @@ from . import footage, task
 from .decoder import Config, Decoder
 
 SEED = 0
-STEPS = 60
+STEPS = 30
 STREAM_FRAMES = 40      # frames per training stream (the questions reach back up to 39 frames)
 QUESTIONS = 8           # per frame (cheap next to the visual tokens)
-LR = 3e-3
+LR = 1e-3
 KMEANS_ITERS = 30
 EVAL_EVERY = 30
 VAL_STREAMS = 2

@@ -25,9 +25,14 @@ FRAMES = 160
 
 def choose(rows: list[dict[str, Any]], tolerance: float) -> dict[str, Any] | None:
     """The most reuse among the settings whose mean accuracy change is >= -@tolerance (ties: the
-    stricter guard, then the shorter age cap); None when no setting qualifies."""
+    stricter guard, then the shorter age cap); when none qualifies, the smallest accuracy loss (then
+    the most reuse). None only for an empty grid."""
+    if not rows:
+        return None
     ok = [r for r in rows if r["accuracy_change"]["mean"] >= -tolerance]
-    return max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"], -r["max_age"])) if ok else None
+    if not ok:
+        return max(rows, key=lambda r: (r["accuracy_change"]["mean"], r["reuse_rate"]))
+    return max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"], -r["max_age"]))
 
 
 def tune(streams: int = STREAMS, frames: int = FRAMES) -> dict[str, Any]:

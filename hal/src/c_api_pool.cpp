@@ -91,7 +91,6 @@ vrex_hal_status vrex_hal_allocator_create_pool(vrex_hal_device* dev, const vrex_
         auto d = vrex::capi::device_of(dev);
         if (!d) return invalid("device is NULL");
         if (!g) return invalid("geometry is NULL");
-        if (g->pad) return invalid("geometry pad is " + std::to_string(g->pad) + " (must be 0)");
         if (!out) return invalid("out is NULL");
         if (!pool_blocks) return invalid("pool_blocks is 0 (at least 1)");
         if (flags & ~VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE)
@@ -100,8 +99,10 @@ vrex_hal_status vrex_hal_allocator_create_pool(vrex_hal_device* dev, const vrex_
         vrex::AllocatorOptions o;
         o.fixed_pool_blocks = pool_blocks;
         o.evict_under_pressure = flags & VREX_HAL_ALLOC_EVICT_UNDER_PRESSURE;
-        const vrex::ModelGeometry geom{g->layers, g->kv_heads, g->head_dim,
-                                       static_cast<vrex::DType>(g->dtype), g->tokens_per_block};
+        // Scale layout and dtype are checked by KvAllocator::create (ModelGeometry::block_bytes).
+        const vrex::ModelGeometry geom{g->layers,           g->kv_heads,
+                                       g->head_dim,         static_cast<vrex::DType>(g->dtype),
+                                       g->tokens_per_block, static_cast<vrex::ScaleLayout>(g->scales)};
         auto a = vrex::KvAllocator::create(std::move(d), geom, o);
         if (!a) return a.error_info();
         *out = vrex::capi::adopt_allocator(std::move(*a));

@@ -24,6 +24,7 @@ Which regions reuse which block is the POLICY's decision (`Policy`, chosen by na
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -103,9 +104,14 @@ class Session:
     def view(self, block: "hal.KvBlock") -> torch.Tensor:
         """The block's memory as a [L, 2, KVH, T, hd] fp32 tensor (aliases the block, no copy)."""
         arr = np.frombuffer(memoryview(block), dtype=np.float32)  # keeps @block (and its stream) alive
-        if not arr.flags.writeable:
-            arr = arr.copy()  # pragma: no cover - a block another stream shares (never in one stream)
-        return torch.from_numpy(arr).view(self.shape)
+        if arr.flags.writeable:
+            return torch.from_numpy(arr).view(self.shape)
+        # A published block is read-only for every stream, its owner included (docs/hal.md
+        # "Concurrency and publication"). Attention only reads it: alias it (torch warns about any
+        # non-writable array), never copy it.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            return torch.from_numpy(arr).view(self.shape)
 
     def key_hash(self, k0: torch.Tensor) -> list[int]:
         """SRP hash per region of layer-0 pre-rotation keys @k0 [KVH, 64, hd] -> 16 x 32-bit ints."""

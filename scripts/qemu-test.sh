@@ -96,8 +96,12 @@ all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd
 # Not run by default until they pass: unplug (QEMU drops the QMP connection before DEVICE_DELETED,
 # so the device_add rebind is unverified) and dt (never booted: its aarch64 QEMU was not built in
 # time on the shared machine). Run them with --kernel.
+# The pci lines are not default either yet: on merged main (8686a33) pci-6.12-amd64 passed 766 cases and
+# failed vrex_reset_test's two "busy" cases (the device model's hang hook let the hung command return
+# before the sysfs read and the SIGKILL were judged); the reset test and the model's hooks were written
+# on separate branches and have not been reconciled.
 ((${#kernels[@]})) || kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64
-	compile-5.15-arm64 pci-6.12-amd64 pci-5.10-amd64)
+	compile-5.15-arm64)
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2

@@ -89,7 +89,12 @@ protected:
     }
 
     using Counts = std::map<std::string, long>;
-    static Counts zero() { return {{"bos", 0}, {"streams", 0}, {"blocks", 0}, {"entries", 0}, {"hw_blocks", 0}, {"imported", 0}}; }
+    // Every live count vrex.ko's debugfs "counts" lists (export_maps: mappings of exported buffers).
+    static Counts zero()
+    {
+        return {{"bos", 0},      {"streams", 0},  {"blocks", 0},     {"entries", 0},
+                {"hw_blocks", 0}, {"imported", 0}, {"export_maps", 0}};
+    }
     Counts live() const
     {
         Counts c;

@@ -22,17 +22,6 @@
 
 #define CFS "/sys/kernel/config/vrex_sim"
 
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -errno;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok ? 0 : -EIO;
-}
-
 static int read_str(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY);
@@ -58,10 +47,10 @@ static int sim_create(const char *name, const char *reg, char *dev, size_t len)
 	if (mkdir(path, 0755) && errno != EEXIST)
 		return -errno;
 	snprintf(path, sizeof(path), CFS "/%s/max_streams_reg", name);
-	if (write_str(path, reg))
+	if (vt_write_str(path, reg))
 		return -EINVAL;
 	snprintf(path, sizeof(path), CFS "/%s/enable", name);
-	if (write_str(path, "1"))
+	if (vt_write_str(path, "1"))
 		return -EIO;
 	snprintf(path, sizeof(path), CFS "/%s/dev_name", name);
 	return read_str(path, dev, len);

@@ -200,17 +200,6 @@ static long read_long(const char *path)
 	return n > 0 ? strtol(buf, NULL, 10) : -1;
 }
 
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -errno;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok ? 0 : -EIO;
-}
-
 struct hanger {
 	int fd;
 	uint32_t stream, luma;
@@ -384,9 +373,9 @@ static void test_wedged(void)
 	fd = -1;
 
 	snprintf(path, sizeof(path), "%s/unbind", drv);
-	r = write_str(path, dev);
+	r = vt_write_str(path, dev);
 	snprintf(path, sizeof(path), "%s/bind", drv);
-	r = r ? r : write_str(path, dev);
+	r = r ? r : vt_write_str(path, dev);
 	vt_report(!r, "wedged: unbind and bind the device again (%d)", r);
 	fd = vt_open_node(NULL, 0);
 	r = fd < 0 ? -ENODEV : vt_stream_create(fd, 0, 0, &s);

@@ -356,3 +356,14 @@ void vt_live_print(const char *label, struct vt_live c)
 	printf("%s: bos %ld streams %ld blocks %ld entries %ld hw_blocks %ld\n", label, c.bos,
 	       c.streams, c.blocks, c.entries, c.hw_blocks);
 }
+
+int vt_write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -EIO;
+}

@@ -93,4 +93,7 @@ struct vt_live vt_live_now(void);
 int vt_live_eq(struct vt_live a, struct vt_live b);
 void vt_live_print(const char *prefix, struct vt_live c);
 
+/* Writes @val to a sysfs/configfs file: 0, -errno from open, or -EIO on a short write. */
+int vt_write_str(const char *path, const char *val);
+
 #endif /* VREX_TEST_UTIL_H */

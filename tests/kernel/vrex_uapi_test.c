@@ -928,17 +928,6 @@ static void test_usable_and_teardown(void)
 	close(c.fd);	/* live stream, block and BOs: the kernel tears them down */
 }
 
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -errno;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok ? 0 : -EIO;
-}
-
 /* SIGBUS (1) or not (0) when a child process reads @p[@off]. */
 static int faults_on_read(const volatile uint8_t *p, size_t off)
 {
@@ -1024,7 +1013,7 @@ static void test_unplug(void)
 	      !faults_on_read(p, 100) && (!dp || !faults_on_read(dp, 200)) &&
 	      (!cp || !faults_on_read(cp, 300)));
 	snprintf(path, sizeof(path), "%s/unbind", drvpath);
-	if (!POS("unplug: unbind with a file, stream and mappings open", sysfs_write(path, dev)))
+	if (!POS("unplug: unbind with a file, stream and mappings open", vt_write_str(path, dev)))
 		return;
 	NEG("unplug: stream create after unbind", vt_stream_create(fd, 0, 0, &s), ENODEV);
 	q.size = 8;
@@ -1053,7 +1042,7 @@ static void test_unplug(void)
 	munmap(p, 8192);
 	close(fd);
 	snprintf(path, sizeof(path), "%s/bind", drvpath);
-	POS("unplug: bind again", sysfs_write(path, dev));
+	POS("unplug: bind again", vt_write_str(path, dev));
 	fd = open_node();
 	CHECK("unplug: device node back after rebind", fd >= 0);
 	if (fd >= 0) {

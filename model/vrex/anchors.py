@@ -133,7 +133,7 @@ def wicsum_blocks(weight: np.ndarray, ratio: float) -> np.ndarray:
     @ratio of the total: WiCSum over blocks."""
     order = np.argsort(-weight, kind="stable")
     tot = float(weight.sum())
-    if tot <= 0.0:
+    if tot <= 0.0 or ratio <= 0.0:
         return order[:0]
     cum = np.cumsum(weight[order])
     n = int(np.searchsorted(cum, ratio * tot - 1e-12 * tot)) + 1

@@ -26,7 +26,7 @@ import numpy as np
 from . import anchors, task
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
-ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only")
+ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16) -> dict[str, dict[str, Any]]:

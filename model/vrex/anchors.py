@@ -557,6 +557,8 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_resv": m(read="device", fetch=0, resident=more),
         # The design change's control: the HAL's ReSV on q.k alone (no position table).
         "resv_qk_only": m(read="resv"),
+        # No frame reuse (every region computed): the memory hierarchy and its reads alone.
+        "no_reuse": m(prefill="exact"),
     }
 
 

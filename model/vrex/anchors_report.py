@@ -136,7 +136,8 @@ def summary(j: dict[str, Any], markdown: bool = False) -> str:
     s = j["anchors_setup"]
     clips = ", ".join(c["key"] for c in j["clips"])
     lines = [f"V-Rex against the streaming-video KV anchors at equal device memory (issue 22): {j['questions']} "
-             f"questions, {len(j['streams'])} streams x {j['args']['frames']} frames of the test clips ({clips}), "
+             f"questions, {len(j['streams'])} streams x {j['args']['frames']} frames of the {j['clips'][0]['split']} "
+             f"clips ({clips}), "
              f"exact cache {j['exact_cache_tokens_peak']} tokens/stream, weights {j['weights']}",
              f"device budget {s['budget_blocks_per_stream']} blocks/stream ({s['resident_frames']} resident frames + "
              f"{s['fetch_blocks_per_question']} staged per question) against the full cache's "

@@ -5,14 +5,16 @@ model issue's runs (exact, vrex, control_radius0), every run of vrex/anchors.py 
 and questions, and these JSON sections:
 
   anchors.{full_cache, streaming_llm, infinipot_v, rekv, timechat_dtd, quest, random, vrex_hierarchy}
-  ablations.{no_fcc, temporal_only, no_guard, no_zombie, no_demotion, no_resv}
+  ablations.{no_fcc, temporal_only, no_guard, no_zombie, no_demotion, no_resv, resv_qk_only, no_reuse}
       accuracy {"mean", "ci95"}, accuracy_change vs full cache (CI), device_bytes_peak and
       total_bytes_peak (summed over the streams: each stream's peak), device_ratio (vs the full
       cache's device peak), reuse_rate, prefill.{flops_ratio (visual prefill, questions left out),
-      time_ratio (whole step, CI)}
-  resv.{recall_mean, kv_bytes_ratio, oracle.recall_mean, quest.recall_mean, random.recall_mean}
-      ReSV's blocks vs the exact top-k oracle, Quest and random at the same block count, on every
-      question the V-Rex run asked about the past (layer-0 attention mass over the whole history)
+      time_ratio (whole step, CI)}, device_bytes_by_length (peak up to each quarter of the stream)
+  resv.{recall_mean, kv_bytes_ratio}, resv.{oracle, quest, quest_bias, random}.recall_mean,
+  resv.qk_only.{recall_mean, kv_bytes_ratio}
+      V-Rex's position-aware ReSV vs the exact top-k oracle, Quest, Quest + position table and random
+      at the same block count, and the HAL's q.k-only ReSV at its own bytes, on every question the
+      V-Rex run asked about the past (layer-0 attention mass over the whole history)
 
 The full cache is the exact run (every block on the device, nothing evicted): its device peak is
 the `kv_bytes.exact_peak` of the model issue.

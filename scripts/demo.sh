@@ -27,7 +27,7 @@
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
-# run arguments).
+# run arguments), VREX_DEMO_ANCHORS_FRAMES (unset: the recorded anchors measurement only).
 # Exit status: vrexctl's (docs/vrexctl.md); 1 if the footage cannot be fetched.
 set -euo pipefail
 
@@ -61,6 +61,11 @@ else
 	what="4 different clips (vtest.avi, mire-2, mbt/cube, tree.avi)"
 fi
 
+# Issue 22 leads: V-Rex against the streaming-video KV anchors and its ablations at equal device memory,
+# recorded by the command in model/anchors-test.json's "command" (plot: accuracy and KV bytes against
+# stream length, $out-anchors.svg). VREX_DEMO_ANCHORS_FRAMES=N re-measures it live after step 4.
+python3 model/vrex/anchors_report.py model/anchors-test.json --svg "$out-anchors.svg"
+echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the radius-0 and single-stream controls"
 start=$SECONDS
@@ -143,3 +148,8 @@ print(f"  prefill        time {pf['time_ratio']['mean']:.3f}x exact [{pf['time_r
       f"reuse {100*j['reuse_rate']:.1f} %")
 PY
 echo "report: $(cd "$out/model" && pwd)/index.html"
+if [[ -n ${VREX_DEMO_ANCHORS_FRAMES:-} ]]; then # re-measure the anchors live (about 16x the model step's time)
+	"$vrexctl" --backend emu --json run --model builtin --no-control --no-single --anchors \
+		--max-frames "$VREX_DEMO_ANCHORS_FRAMES" "$(clip VTEST)" "$(clip MIRE)" >"$out/anchors.json"
+	python3 model/vrex/anchors_report.py "$out/anchors.json" --svg "$out/anchors.svg"
+fi

@@ -103,6 +103,54 @@ def test_resv_head_selects_the_block_of_a_matching_key() -> None:
     assert 10 in blocks and len(blocks) < 64 // 2
 
 
+def test_sign_hash_and_popcount() -> None:
+    g = torch.Generator().manual_seed(6)
+    planes = anchors.hash_planes_pm1(16)
+    assert set(planes.unique().tolist()) == {-1.0, 1.0}
+    x = torch.randn(5, 16, generator=g)
+    h = anchors.sign_hash(x, planes)
+    for row, v in zip(x, h.tolist()):
+        assert v == sum(1 << i for i, p in enumerate(planes) if float(row @ p) >= 0)
+    # The opposite key differs in every bit (no projection is exactly 0 here).
+    assert anchors.popcount32(anchors.sign_hash(-x, planes) ^ h).tolist() == [32] * 5
+    v = np.array([0, 1, 0xFFFFFFFF, 0x80000001, 0x0F0F0F0F], dtype=np.uint32)
+    assert anchors.popcount32(v).tolist() == [bin(int(a)).count("1") for a in v]
+
+
+def test_wicsum_blocks_takes_the_heaviest_prefix() -> None:
+    w = np.array([1.0, 5.0, 3.0, 1.0])
+    assert anchors.wicsum_blocks(w, 0.5).tolist() == [1]        # 5 of 10 reaches half
+    assert anchors.wicsum_blocks(w, 0.6).tolist() == [1, 2]
+    assert anchors.wicsum_blocks(w, 1.0).tolist() == [1, 2, 0, 3]
+    assert anchors.wicsum_blocks(w, 0.0).tolist() == []
+    assert anchors.wicsum_blocks(np.zeros(3), 0.5).tolist() == []
+
+
+def test_position_aware_resv_fetches_the_block_asked_about(model: Decoder) -> None:
+    """V-Rex's read (resv_pos) adds the decoder's position table to the hash estimate: a question about
+    region 5 of frame 2 selects that block first and keeps the attention mass; the HAL's q.k-only
+    ReSV (the rule it replaces) does not see the position and keeps far less (issue 22's 0.115)."""
+    xs = frames(14)
+    recall = {}
+    for read in ("resv_pos", "resv"):
+        r = managed(model, memory="tiers", resident=4, read=read, fetch=4, ratio=0.5)
+        for t, x in enumerate(xs):
+            qr = torch.tensor([5, (3 * t) % 16]) if t >= 6 else torch.zeros(0, dtype=torch.long)
+            qg = torch.tensor([2, t // 3]) if t >= 6 else torch.zeros(0, dtype=torch.long)
+            r.step(luma(t), x, qr, qg)
+        p = r.policy
+        if read == "resv_pos":
+            q = p.query(5, 2)
+            sel = p._resv_pos_slots(q, 5, 2, 13)
+            assert sel[0] == 2 * 16 + 5 and len(sel) <= 4
+            assert p.meta_bytes() == 14 * 64 * 4  # one 32-bit hash per token, kept since insertion
+            assert sum(len(h) for h in p.thash) == 14 * 64
+        st = p.stats()
+        recall[read] = float(np.mean(st["recall_resv"]))
+        r.close()
+    assert recall["resv_pos"] >= 0.9 > recall["resv"]
+
+
 # ---- the memory rules on the runner --------------------------------------------------------------
 
 def test_streaming_llm_keeps_sinks_and_the_newest_frames(model: Decoder) -> None:
@@ -273,6 +321,14 @@ def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pyt
     assert rs["questions"] > 0 and 0 < rs["kv_bytes_ratio"] <= 1
     assert rs["recall_mean"] <= rs["oracle"]["recall_mean"] + 1e-9 and "recall_mean" in rs["quest"]
     assert "policy_stats" not in r
+    # Per clip, per quarter of the stream, and the demo's rendering of them (vrex/anchors_report.py).
+    from vrex import anchors_report
+    assert len(r["task"]["by_length"]["frames"]) == 4 and set(r["task"]["by_clip"]) <= {"VTEST", "MIRE"}
+    assert r["anchors"]["full_cache"]["device_bytes_by_length"][-1] == full
+    assert all(len(row["device_bytes_by_length"]) == 4 for row in r["anchors"].values())
+    text = anchors_report.summary(r)
+    assert all(name in text for name in (*ablations.ANCHORS, *ablations.ABLATIONS))
+    assert anchors_report.svg(r).count("<polyline") == 2 * len(anchors_report.CURVES)
 
 
 def test_question_about_an_evicted_frame_gets_no_information(model: Decoder) -> None:

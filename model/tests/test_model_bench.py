@@ -72,3 +72,35 @@ def test_smoke_run_writes_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     w = by_what(recs)
     assert 0 <= w["share of regions whose KV is reused"]["ours"] <= 1
     assert w["step CPU time vs exact KV"]["ours"] > 0
+
+
+def anchors_rep(vrex_change: float, device: float) -> dict[str, Any]:
+    """A run.run --anchors result (after ablations.report) with the fields anchors_bench reads."""
+    def row(change: float, dev: float, flops: float) -> dict[str, Any]:
+        return {"accuracy_change": ci(change), "device_ratio": dev, "prefill": {"flops_ratio": flops}}
+
+    return {"args": {"streams": 1, "frames": 160}, "weights": "w", "exact_cache_tokens_peak": 10240,
+            "anchors_setup": {"budget_blocks_per_stream": 84, "resident_frames": 5, "fetch_blocks_per_question": 4},
+            "anchors": {"full_cache": row(0.0, 1.0, 1.0), "vrex_hierarchy": row(vrex_change, device, 0.55),
+                        "streaming_llm": row(-0.2, 0.03, 1.0)},
+            "ablations": {"no_resv": row(-0.2, 0.03, 0.55)},
+            "resv": {"recall_mean": 0.99, "kv_bytes_ratio": 0.004, "quest": {"recall_mean": 0.01}}}
+
+
+def test_anchors_records_judge_vrex_only() -> None:
+    from vrex import anchors_bench
+
+    recs = anchors_bench.records([anchors_rep(-0.005, 0.03), anchors_rep(0.0, 0.04), anchors_rep(-0.02, 0.06)],
+                                 [1, 2, 3], model_bench.record)
+    w = {r["name"]: r for r in recs}
+    for r in recs:
+        assert KEYS <= set(r) and r["ours_spread"]["n"] == 3
+    assert "anchors/anchors.full_cache: task accuracy change vs the full cache" not in w
+    acc = w["anchors/anchors.vrex_hierarchy: task accuracy change vs the full cache"]
+    assert acc["ours"] == pytest.approx(-0.005) and acc["met"] is True
+    assert w["anchors/anchors.vrex_hierarchy: device KV peak vs the full cache"]["met"] is True  # median 0.04
+    assert w["anchors/anchors.vrex_hierarchy: visual prefill FLOPs vs exact"]["met"] is False
+    assert w["anchors/anchors.streaming_llm: task accuracy change vs the full cache"]["met"] is None
+    assert w["anchors/ablations.no_resv: device KV peak vs the full cache"]["target"] is None
+    assert w["anchors/resv: attention-mass recall on the past questions"]["met"] is True
+    assert w["anchors/resv: recall minus Quest's at the same bytes (control: Quest page bounds)"]["met"] is True

@@ -5,14 +5,16 @@ model issue's runs (exact, vrex, control_radius0), every run of vrex/anchors.py 
 and questions, and these JSON sections:
 
   anchors.{full_cache, streaming_llm, infinipot_v, rekv, timechat_dtd, quest, random, vrex_hierarchy}
-  ablations.{no_fcc, temporal_only, no_guard, no_zombie, no_demotion, no_resv}
+  ablations.{no_fcc, temporal_only, no_guard, no_zombie, no_demotion, no_resv, resv_qk_only, no_reuse}
       accuracy {"mean", "ci95"}, accuracy_change vs full cache (CI), device_bytes_peak and
       total_bytes_peak (summed over the streams: each stream's peak), device_ratio (vs the full
       cache's device peak), reuse_rate, prefill.{flops_ratio (visual prefill, questions left out),
-      time_ratio (whole step, CI)}
-  resv.{recall_mean, kv_bytes_ratio, oracle.recall_mean, quest.recall_mean, random.recall_mean}
-      ReSV's blocks vs the exact top-k oracle, Quest and random at the same block count, on every
-      question the V-Rex run asked about the past (layer-0 attention mass over the whole history)
+      time_ratio (whole step, CI)}, device_bytes_by_length (peak up to each quarter of the stream)
+  resv.{recall_mean, kv_bytes_ratio}, resv.{oracle, quest, quest_bias, random}.recall_mean,
+  resv.qk_only.{recall_mean, kv_bytes_ratio}
+      V-Rex's position-aware ReSV vs the exact top-k oracle, Quest, Quest + position table and random
+      at the same block count, and the HAL's q.k-only ReSV at its own bytes, on every question the
+      V-Rex run asked about the past (layer-0 attention mass over the whole history)
 
 The full cache is the exact run (every block on the device, nothing evicted): its device peak is
 the `kv_bytes.exact_peak` of the model issue.
@@ -26,7 +28,7 @@ import numpy as np
 from . import anchors, task
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
-ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv")
+ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16) -> dict[str, dict[str, Any]]:
@@ -58,6 +60,7 @@ def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
         r = res[name]
         dev = _sum(st, "device_bytes_peak")
         return {"accuracy": acc[name], "accuracy_change": res["quality"][name]["accuracy_change"],
+                "device_bytes_by_length": by_length(st),
                 "device_bytes_peak": dev, "total_bytes_peak": _sum(st, "total_bytes_peak"),
                 "host_bytes_peak": _sum(st, "host_bytes_peak"), "disk_bytes_peak": _sum(st, "disk_bytes_peak"),
                 "device_ratio": dev / full_dev, "reuse_rate": r["reuse_rate"],
@@ -65,7 +68,16 @@ def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
                 "prefill": {"flops_ratio": anchors.flop_ratio(st), "time_ratio": r["prefill"]["time_ratio"],
                             "step_flops_ratio": r["prefill"]["flops_ratio"]}}
 
+    edges = [hi for _, hi in res["task"]["by_length"]["frames"]]
+    bb = res["kv_bytes"]["block_bytes"]
+
+    def by_length(st: list[dict[str, Any]]) -> list[int]:
+        """Device bytes peak up to the end of each quarter of the stream, summed over the streams."""
+        return [int(sum(max(s["device_series"][: e] or [0]) for s in st)) for e in edges]
+
+    full_by_len = [int(sum(min(e, f["frames"]) * 16 * bb for f in res["streams"])) for e in edges]
     out_a: dict[str, Any] = {"full_cache": {"accuracy": acc["exact"], "device_bytes_peak": full_dev,
+                                            "device_bytes_by_length": full_by_len,
                                             "total_bytes_peak": full_dev, "device_ratio": 1.0, "reuse_rate": 0.0,
                                             "prefill": {"flops_ratio": 1.0}}}
     out_a.update({n: row(n) for n in ANCHORS if n in stats})
@@ -74,13 +86,14 @@ def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
     res["anchors_setup"] = {
         "budget_blocks_per_stream": budget, "resident_frames": resident,
         "fetch_blocks_per_question": budget - resident * 16,
-        "block_bytes": res["kv_bytes"]["block_bytes"],
+        "block_bytes": bb, "length_frames": res["task"]["by_length"]["frames"],
         "note": "device bytes: blocks kept on the device (pinned) + blocks staged for one question's read "
                 "and the prefill window + selector metadata; each stream's peak, summed over the streams"}
     if "vrex_hierarchy" in stats:
         st = stats["vrex_hierarchy"]
         rec = {k: np.concatenate([np.asarray(s[k], dtype=float) for s in st]) for k in
-               ("recall_resv", "recall_oracle", "recall_quest", "recall_random", "bytes_ratio", "capped")}
+               ("recall_resv", "recall_oracle", "recall_quest", "recall_random", "bytes_ratio", "capped",
+                "recall_quest_bias", "recall_resv_qk", "bytes_ratio_resv_qk", "fetched_q")}
         g = np.concatenate([np.full(len(s["recall_resv"]), i) for i, s in enumerate(st)])
 
         def ci(x: np.ndarray) -> dict[str, Any]:
@@ -93,10 +106,18 @@ def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
             "oracle": {"recall_mean": float(rec["recall_oracle"].mean()) if len(g) else None},
             "quest": {"recall_mean": float(rec["recall_quest"].mean()) if len(g) else None},
             "random": {"recall_mean": float(rec["recall_random"].mean()) if len(g) else None},
+            "quest_bias": {"recall_mean": float(rec["recall_quest_bias"].mean()) if len(g) else None},
+            "qk_only": {"recall_mean": float(rec["recall_resv_qk"].mean()) if len(rec["recall_resv_qk"]) else None,
+                        "kv_bytes_ratio": float(rec["bytes_ratio_resv_qk"].mean())
+                        if len(rec["bytes_ratio_resv_qk"]) else None},
+            "fetched_blocks_per_question": float(rec["fetched_q"].mean()) if len(rec["fetched_q"]) else None,
             "questions": int(len(g)),
             "capped_share": float(rec["capped"].mean()) if len(rec["capped"]) else None,
             "lut_scale": [s["lut_scale"] for s in st],
             "basis": "layer-0 attention mass of the question over every past block (mean of the heads' "
-                     "softmax); bytes = blocks selected / blocks of the history; CI by stream",
+                     "softmax, q.k + the learned position bias, within the question's reach); bytes = blocks "
+                     "selected / blocks of the history; CI by stream. resv = V-Rex's position-aware ReSV "
+                     "(resv_pos); oracle, quest (q.k page bound), quest_bias (bound + position table) and random "
+                     "at its block count; qk_only = the HAL's q.k-only ReSV at its own bytes",
         }
     return res

@@ -25,7 +25,19 @@ frame, 4 tokens, every layer); `Options.extra` carries them:
             random       + `fetch` random past blocks
             resv         + the blocks the HAL's ReSV/WiCSum selects (keys hashed once, when their frame
                          ends, into one ResvHead per 64 frames: a head holds 4096 tokens), capped at
-                         `fetch` blocks (newest first when WiCSum picked more)
+                         `fetch` blocks (newest first when WiCSum picked more); q.k only
+            resv_pos     V-Rex's read: position-aware ReSV. Each key is hashed ONCE at insertion (32
+                         sign bits of the layer-0 key, 4 B a token). A question's estimated weight of
+                         a token = MASS LUT[Hamming(query hash, key hash)] (the hash's estimate of
+                         exp(q.k), the LUT calibrated to the model) x exp(the learned position bias of
+                         the token's frame distance and slot), which the decoder adds to the logit
+                         (known per position, so a hardware selector may add it: a second table).
+                         WiCSum over the blocks the question can attend to: heaviest first until
+                         `ratio` of the estimated mass, capped at `fetch` blocks
+
+Every read rule considers only the keys the question can attend to: the frames within the decoder's
+question_reach of the frame it asks about (a structural mask, like a sliding window: a key outside
+it has no attention mass, so fetching it would waste the budget of every rule alike).
 
 Selection signals use layer 0: the question's layer-0 query (its region embedding rotated to the
 frame asked about) against the cached layer-0 keys rotated to their frames' positions, the heads
@@ -48,9 +60,10 @@ from .hierarchy import KvTiers
 hal = lcp.hal
 PREFILLS = ("exact", "vrex", "dtd")
 MEMORIES = ("full", "sink_window", "infinipot", "recent", "tiers")
-READS = ("device", "rekv", "quest", "random", "resv")
+READS = ("device", "rekv", "quest", "random", "resv", "resv_pos")
 RESV_FRAMES = 64   # frames per ReSV head (4096 tokens)
 RESV_TH = 7
+POS_HASH_SEED = 22  # the position-aware selector's hyperplanes (+-1, like the HCU's)
 
 
 def mass_lut(scale: float) -> list[int]:
@@ -93,6 +106,38 @@ def quest_bound_minmax(q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor) 
 def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[int]:
     """ReKV: past frames by the score of the question against each frame's mean key, best first."""
     return torch.argsort(torch.stack([k.mean(0) for k in frame_keys]) @ q, descending=True, stable=True).tolist()
+
+
+def hash_planes_pm1(dim: int, bits: int = 32, seed: int = POS_HASH_SEED) -> torch.Tensor:
+    """+-1 (Rademacher) hyperplanes [bits, dim]: adders only, as in the HCU (docs/hw/resv.md §2.1)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 2, (bits, dim), generator=g).float() * 2 - 1
+
+
+def sign_hash(x: torch.Tensor, planes: torch.Tensor) -> np.ndarray:
+    """32-bit sign hash of each row of @x [n, dim] (bit i = projection on plane i >= 0) -> uint32 [n]."""
+    bits = ((x @ planes.T) >= 0).numpy().astype(np.uint64)
+    return (bits << np.arange(planes.shape[0], dtype=np.uint64)).sum(1).astype(np.uint32)
+
+
+def popcount32(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.uint32)
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F
+    return ((x * 0x01010101) & 0xFFFFFFFF) >> 24
+
+
+def wicsum_blocks(weight: np.ndarray, ratio: float) -> np.ndarray:
+    """Indices of the heaviest entries of @weight (desc, ties: lower index) whose sum first reaches
+    @ratio of the total: WiCSum over blocks."""
+    order = np.argsort(-weight, kind="stable")
+    tot = float(weight.sum())
+    if tot <= 0.0 or ratio <= 0.0:
+        return order[:0]
+    cum = np.cumsum(weight[order])
+    n = int(np.searchsorted(cum, ratio * tot - 1e-12 * tot)) + 1
+    return order[: min(n, len(order))]
 
 
 class ReuseMeter:
@@ -182,11 +227,21 @@ class Managed(lcp.Policy):
         with torch.no_grad():
             self.q0 = blk.attn.wq(blk.norm1(runner.s.model.question_embed)).view(c.regions, c.heads, c.head_dim)
         self.heads: list[Any] = []
+        self.thash: list[np.ndarray] = []  # resv_pos: per frame, the 64 key hashes (computed once)
+        self.planes = hash_planes_pm1(c.kv_heads * c.head_dim)
+        attn0 = blk.attn
+        # The learned question bias of layer 0 as the selector's position table (mean over heads):
+        # rel[bucket of key frame - target frame] + slot[region asked, key slot].
+        self.pos_rel = attn0.rel.detach().mean(0)
+        self.pos_slot = attn0.slot.detach().mean(0)
+        self.reach = int(getattr(c, "question_reach", 1 << 30))
         self.lut_scale = 0.0
         self.fresh: list[int] = []
         self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
         self.rec: dict[str, list[float]] = {k: [] for k in ("recall_resv", "recall_oracle", "recall_quest",
-                                                            "recall_random", "bytes_ratio", "capped")}
+                                                            "recall_random", "bytes_ratio", "capped",
+                                                            "recall_quest_bias", "recall_resv_qk",
+                                                            "bytes_ratio_resv_qk", "fetched_q")}
 
     # ---- prefill -----------------------------------------------------------------------------
     def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
@@ -228,8 +283,10 @@ class Managed(lcp.Policy):
         kb = k.view(self.c.regions, self.c.tokens_per_region, -1)
         self.kmin.append(kb.min(1).values)
         self.kmax.append(kb.max(1).values)
-        if self.read != "resv":
+        if self.read not in ("resv", "resv_pos"):
             return
+        if self.read == "resv_pos":
+            self.thash.append(sign_hash(k, self.planes))
         if f % RESV_FRAMES == 0:
             if not self.heads:
                 # The WTU's MASS table calibrated to the model: the logit scale |q| |k| of this
@@ -266,7 +323,7 @@ class Managed(lcp.Policy):
         mean key per frame, Quest a min and a max key per block (fp32, layer 0)."""
         c, frames = self.c, len(self.k0)
         d = c.kv_heads * c.head_dim
-        return {"resv": frames * c.visual * 8, "rekv": frames * d * 4,
+        return {"resv": frames * c.visual * 8, "resv_pos": frames * c.visual * 4, "rekv": frames * d * 4,
                 "quest": frames * c.regions * 2 * d * 4}.get(self.read, 0)
 
     def _evict(self, t: int) -> None:
@@ -330,11 +387,19 @@ class Managed(lcp.Policy):
         """Slots this question reads beyond the device's, in the read rule's order, staged through
         tiers.fetch until `fetch` distinct blocks (reused blocks serve several slots)."""
         c, n = self.c, len(want)
+        lo, hi = max(0, g - self.reach), min(t - 1, g + self.reach)
+        reach = np.zeros(n, dtype=bool)
+        reach[lo * c.regions : (hi + 1) * c.regions] = True
         if self.read == "resv":
             sel = self._resv_slots(q, n)
             if g < t:  # recall of the questions about the past, measured off the step's clock
                 self.pending.append((q, sel, r, g))
             order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
+        elif self.read == "resv_pos":
+            sel = self._resv_pos_slots(q, r, g, t)
+            if g < t:
+                self.pending.append((q, sel, r, g))
+            order = np.array(sel, dtype=np.int64)
         elif self.read == "rekv":
             fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
             order = (fr[:, None] * c.regions + np.arange(c.regions)[None, :]).reshape(-1)
@@ -342,7 +407,7 @@ class Managed(lcp.Policy):
             order = torch.argsort(self._quest(q), descending=True).numpy()
         else:
             order = torch.randperm(n, generator=self.gen).numpy()
-        order = order[want[order]] if len(order) else order
+        order = order[want[order] & reach[order]] if len(order) else order
         keys = self.tiers.flat_keys
         allow = np.zeros(n, dtype=bool)
         taken: set[tuple[int, int]] = set()
@@ -356,8 +421,9 @@ class Managed(lcp.Policy):
                 taken.add(k)
                 self.tiers.fetch(k)
             allow[s] = True
-        if self.read == "resv":
+        if self.read in ("resv", "resv_pos"):
             self.rec["capped"].append(float(capped))
+            self.rec["fetched_q"].append(float(len(taken)))
         return allow
 
     def _quest(self, q: torch.Tensor, frames: int | None = None) -> torch.Tensor:
@@ -372,6 +438,29 @@ class Managed(lcp.Policy):
             for first, count in h.select(qa, True)["ranges"]:
                 out.extend(s for s in range(base + first, base + first + count) if s < n)
         return out
+
+    def pos_bias(self, r: int, g: int, frames: torch.Tensor) -> torch.Tensor:
+        """The position table's bias [len(frames), 64] of question (region @r, target @g)."""
+        from .decoder import rel_bucket
+        return self.pos_rel[rel_bucket(frames - g)][:, None] + self.pos_slot[r][None, :]
+
+    def _resv_pos_slots(self, q: torch.Tensor, r: int, g: int, t: int) -> list[int]:
+        """V-Rex's position-aware WiCSum over the blocks of frames g - reach .. g + reach (< t):
+        per token LUT[Hamming(query hash, key hash)] x exp(position bias), summed per block;
+        heaviest blocks first until `ratio` of the estimated mass."""
+        c = self.c
+        lo, hi = max(0, g - self.reach), min(t - 1, g + self.reach)
+        if hi < lo:
+            return []
+        qh = sign_hash(q[None], self.planes)[0]
+        kh = np.concatenate(self.thash[lo : hi + 1])  # frames x 64
+        d = popcount32(kh ^ qh)
+        lut = np.asarray(mass_lut(self.lut_scale), dtype=np.float64)
+        b = self.pos_bias(r, g, torch.arange(lo, hi + 1)).double()
+        w = lut[d] * torch.exp(b - b.max()).reshape(-1).numpy()
+        wb = w.reshape(-1, c.tokens_per_region).sum(1)
+        pick = wicsum_blocks(wb, float(self.cfg.get("ratio", 0.5)))
+        return (lo * c.regions + pick).tolist()
 
     def _recall(self, q: torch.Tensor, kall: torch.Tensor, sel: list[int], t: int, qr: int, qg: int) -> None:
         """Layer-0 attention-mass recall over the past (mean of the heads' softmax, with the model's
@@ -401,6 +490,17 @@ class Managed(lcp.Policy):
         self.rec["recall_quest"].append(float(mass[qb].sum()))
         self.rec["recall_random"].append(float(mass[rnd].sum()))
         self.rec["bytes_ratio"].append(b / n)
+        # Quest with the same position table added to its page bound (bias max over the page's
+        # tokens): the strongest page selector at these bytes.
+        frames = torch.arange(t)
+        pb = self.pos_bias(qr, qg, frames).view(t * c.regions, c.tokens_per_region).max(1).values
+        qbb = torch.argsort(self._quest(q, t) + pb, descending=True)[:b]
+        self.rec["recall_quest_bias"].append(float(mass[qbb].sum()))
+        if self.read == "resv_pos" and self.heads:
+            # The HAL's q.k-only ReSV (the same keys, hashed once in its heads) at its own bytes.
+            qk = sorted(set(self._resv_slots(q, n)))
+            self.rec["recall_resv_qk"].append(float(mass[qk].sum()) if qk else 0.0)
+            self.rec["bytes_ratio_resv_qk"].append(len(qk) / n)
 
     # ---- report ------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -410,7 +510,7 @@ class Managed(lcp.Policy):
         ex = [step_flops(c, c.regions, t, 0, False) for t in range(len(self.fresh))]
         return {"device_bytes_peak": b.device_peak, "total_bytes_peak": b.total_peak, "host_bytes_peak": b.host_peak,
                 "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
-                "fetched": b.fetched, "promoted": b.promoted, "prefill_flops": pf, "prefill_flops_exact": ex,
+                "fetched": b.fetched, "promoted": b.promoted, "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
                 "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:
@@ -434,7 +534,7 @@ def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio
         "timechat_dtd": m(prefill="dtd", memory="recent", budget=budget, match=meter),
         "quest": m(memory="tiers", resident=resident, read="quest", fetch=fetch),
         "random": m(memory="tiers", resident=resident, read="random", fetch=fetch),
-        "vrex_hierarchy": m(prefill="vrex", memory="tiers", resident=resident, read="resv", fetch=fetch,
+        "vrex_hierarchy": m(prefill="vrex", memory="tiers", resident=resident, read="resv_pos", fetch=fetch,
                             meter=meter, ratio=ratio),
     }
 
@@ -442,7 +542,7 @@ def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio
 def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int) -> dict[str, dict[str, Any]]:
     """V-Rex with one mechanism off, at the same device budget: rules without a selector spend the
     fetch budget on @frames_per_fetch more resident frames."""
-    base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv", "fetch": fetch, "ratio": ratio}
+    base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv_pos", "fetch": fetch, "ratio": ratio}
 
     def m(opts: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         return {"policy": "managed", **(opts or {}), "extra": {**base, **kw}}
@@ -455,6 +555,10 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_zombie": m(coldness="fifo"),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),
+        # The design change's control: the HAL's ReSV on q.k alone (no position table).
+        "resv_qk_only": m(read="resv"),
+        # No frame reuse (every region computed): the memory hierarchy and its reads alone.
+        "no_reuse": m(prefill="exact"),
     }
 
 

@@ -54,6 +54,7 @@ class Bytes:
     dropped: int = 0
     fetched: int = 0            # blocks staged back for a read
     promoted: int = 0           # demoted blocks a new frame reused while the device still held them
+    device_series: list[int] = field(default_factory=list)  # device bytes of every step (the plot's curve)
 
 
 class KvTiers:
@@ -267,6 +268,7 @@ class KvTiers:
         b.host_peak = max(b.host_peak, host)
         b.disk_peak = max(b.disk_peak, disk)
         b.total_peak = max(b.total_peak, dev + host + disk)
+        b.device_series.append(dev)
         self.stage_peak = 0
         self.window_staged.clear()
 

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         reps.append(run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, seed=seed))
         print(f"model_bench: seed {seed}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     recs = records("test-clips", reps, seeds)
+    if args.mode != "smoke":  # issue 22: the anchors and ablations at equal device memory
+        from . import anchors_bench
+        recs += anchors_bench.records(*anchors_bench.measure(args.mode), record)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             f.write("".join(json.dumps(r) + "\n" for r in recs))

@@ -132,7 +132,10 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     order = list(runs)
     n_frames = max(len(p["idx"]) for p in plan)
     reused_map = {name: [np.zeros((len(p["idx"]), c.regions), bool) for p in plan] for name in runs}
+    progress = os.environ.get("VREX_RUN_PROGRESS") == "1"
     for t in range(n_frames):
+        if progress and t % 16 == 0:
+            print(f"vrex.run: frame {t}/{n_frames}", file=sys.stderr, flush=True)
         for si, p in enumerate(plan):
             if t >= len(p["idx"]):
                 continue
@@ -171,7 +174,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
               extra: dict[str, Any], block_bytes: int, clips: list[task.Clip], paths: list[Path],
               args: dict[str, Any]) -> dict[str, Any]:
     # Per question: its group (stream, segment of the frame it is asked at), truth, baselines.
-    groups, truth, present, event, t_asked = [], [], [], [], []
+    groups, truth, present, event, t_asked, clip_of = [], [], [], [], [], []
     base: dict[str, list[np.ndarray]] = {"copy": [], "most_frequent": [], "input_blind": []}
     for si, p in enumerate(plan):
         qt, qr, qg = p["q"]
@@ -183,6 +186,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         ev = (changed >= 4) | np.isin(np.arange(len(code)), list(p["cuts"]))
         event.append(ev[qg])
         t_asked.append(qt)
+        clip_of.append(np.array([p["idx"][f][0].split("#")[0] for f in qg]))
         for k, v in extra["baselines"].predict(code, qt, qr, qg).items():
             base[k].append(v)
     g = np.concatenate(groups)
@@ -275,6 +279,17 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         return sum(x.reused for x in r) / max(1, sum(x.regions for x in r))
 
     exact_blocks = sum(r.distinct_blocks for r in recs["exact"])
+    # Accuracy against stream length: the questions asked in each quarter of the stream (the cache
+    # and every memory-bounded run's losses grow with it).
+    ta = np.concatenate(t_asked)
+    n_max = max(len(p["idx"]) for p in plan)
+    edges = [round(n_max * i / 4) for i in range(5)]
+    by_length: dict[str, Any] = {"frames": [[edges[i], edges[i + 1]] for i in range(4)]}
+    # Per clip: the questions whose target frame comes from that clip (streams cut between clips).
+    co = np.concatenate(clip_of)
+    by_clip = {k: {name: acc(answers[name], co == k) for name in runs} for k in sorted(set(co.tolist()))}
+    for name in runs:
+        by_length[name] = [acc(answers[name], (ta >= edges[i]) & (ta < edges[i + 1])) for i in range(4)]
     out: dict[str, Any] = {
         "model": "builtin",
         "weights": extra["weights"],
@@ -284,7 +299,8 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                      "cuts": len(p["cuts"])} for p in plan],
         "questions": int(len(y)),
         "task": {"question": "which code did region r have k frames ago (k = 0: the present frame)",
-                 "accuracy": accuracy, "by_kind": by_kind,
+                 "accuracy": accuracy, "by_kind": by_kind, "by_length": by_length,
+                 "by_clip": by_clip,
                  "ci": "95 % bootstrap over stream segments (2000 resamples)"},
         "exact_cache_tokens_peak": max(r.cache_tokens for r in recs["exact"]),
         "kv_bytes": {"exact_peak": exact_blocks * block_bytes,
@@ -332,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--anchors", action="store_true",
                     help="also run the streaming-video KV anchors and the V-Rex ablations at equal device "
                          "memory (vrex/ablations.py: anchors, ablations and resv sections)")
-    ap.add_argument("--budget", type=int, default=192, help="--anchors: device KV blocks per stream")
+    # Frozen on the validation clip (docs/model.md "Anchors ... knobs"): 5 resident frames + 4 blocks
+    # staged per question, WiCSum ratio 0.5.
+    ap.add_argument("--budget", type=int, default=84, help="--anchors: device KV blocks per stream")
     ap.add_argument("--resident", type=int, default=5,
                     help="--anchors: frames the retrieval rules keep on the device (the rest is fetch)")
     ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")

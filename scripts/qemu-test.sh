@@ -707,11 +707,12 @@ for k in "${kernels[@]}"; do
 	}
 done
 
-# CPU seconds of this shell's waited-for children so far (user + system, from `times`).
-children_cpu() {
-	local t
-	t=$(times | tail -n 1)
-	awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } } END { printf "%.1f", s }' <<<"$t"
+# CPU seconds of this shell's waited-for children so far (user + system, from `times`). `times` runs
+# in this shell with its output to a file: in a command substitution (a fork) it would report zero.
+children_cpu() { # file to write the seconds to
+	times >"$1"
+	awk 'END { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }' \
+		"$1" >"$1.cpu" && mv "$1.cpu" "$1"
 }
 
 # Runs one line in its own process (a background job of this shell).
@@ -723,7 +724,8 @@ start_line() { # kernel
 			bash "$0" --kernel "$k" ${line_args[@]+"${line_args[@]}"} \
 			>"$out_root/$k.out" 2>"$out_root/$k.err"
 		rc=$?
-		printf '%s\t%s\t%s\n' "$k" "$((SECONDS - t0))" "$(children_cpu)" >"$out_root/$k.time"
+		children_cpu "$out_root/$k.time"
+		printf '%s\t%s\t%s\n' "$k" "$((SECONDS - t0))" "$(cat "$out_root/$k.time")" >"$out_root/$k.time"
 		exit $rc
 	) &
 }
@@ -748,7 +750,9 @@ if ((!line_run && jobs > 1 && ${#kernels[@]} > 1)); then
 			t0=$SECONDS
 			bash "$repo/scripts/cross-arm64.sh" >"$out_root/cross-build.log" 2>&1
 			rc=$?
-			printf 'cross-build\t%s\t%s\n' "$((SECONDS - t0))" "$(children_cpu)" >"$out_root/cross-build.time"
+			children_cpu "$out_root/cross-build.time"
+			printf 'cross-build\t%s\t%s\n' "$((SECONDS - t0))" "$(cat "$out_root/cross-build.time")" \
+				>"$out_root/cross-build.time"
 			exit $rc
 		) &
 		cross_pid=$!

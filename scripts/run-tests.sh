@@ -21,11 +21,15 @@ if [[ ${VREX_PREFETCH:-1} != 0 && -f scripts/prefetch.sh ]]; then
 	prefetch_pid=$!
 fi
 
-# CPU seconds (user + system) of this shell's waited-for children so far, from `times`.
-children_cpu() {
-	times | tail -n 1 | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } }
-		END { printf "%.1f", s }'
+# CPU seconds (user + system) of this shell's waited-for children so far, into $cpu. `times` runs in
+# this shell with its output to a file: in a command substitution (a fork) it would report zero.
+cpu=0
+cpu_now() {
+	times >"$logs/.times"
+	cpu=$(awk 'END { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }' \
+		"$logs/.times")
 }
+cpu_since() { awk -v a="$1" -v b="$cpu" 'BEGIN { printf "%.1f", b - a }'; }
 # One "name wall cpu load rc passed failed" row per stage, for the table and times.json.
 timing_rows=()
 
@@ -55,31 +59,34 @@ run_stage() { # name command...
 	shift
 	local log=$logs/$name.log
 	echo "== $name: $*"
-	local start=$SECONDS cpu0 cpu1 load
-	cpu0=$(children_cpu)
+	local start=$SECONDS cpu0 used load
+	cpu_now
+	cpu0=$cpu
 	"$@" >"$log" 2>&1
 	local rc=$?
-	cpu1=$(children_cpu)
+	cpu_now
+	used=$(cpu_since "$cpu0")
 	load=$(cut -d' ' -f1 /proc/loadavg)
-	echo "   ($((SECONDS - start)) s, $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.0f", b - a }') s CPU)"
+	echo "   ($((SECONDS - start)) s, ${used%.*} s CPU)"
 	tail -n 5 "$log" | sed 's/^/   /'
 	local p0=$total_pass f0=$total_fail
 	count_stage "$name" "$log" "$rc"
-	timing_rows+=("$name $((SECONDS - start)) $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }') $load $rc $((total_pass - p0)) $((total_fail - f0))")
+	timing_rows+=("$name $((SECONDS - start)) $used $load $rc $((total_pass - p0)) $((total_fail - f0))")
 }
 
 # The table, and build/test-logs/times.json with the stages, the QEMU lines (build/qemu/times.tsv)
 # and the prefetch steps.
 print_times() {
-	local row name wall cpu load rc p f json='' sum_wall=$((SECONDS - t_start)) sum_cpu
-	sum_cpu=$(children_cpu)
+	local row name wall used load rc p f json='' sum_wall=$((SECONDS - t_start)) sum_cpu
+	cpu_now
+	sum_cpu=$cpu
 	echo
 	printf '%-12s %7s %8s %6s\n' stage wall_s cpu_s load
 	for row in "${timing_rows[@]}"; do
-		read -r name wall cpu load rc p f <<<"$row"
-		printf '%-12s %7d %8.0f %6s\n' "$name" "$wall" "$cpu" "$load"
+		read -r name wall used load rc p f <<<"$row"
+		printf '%-12s %7d %8.0f %6s\n' "$name" "$wall" "$used" "$load"
 		json+="${json:+,}
-    {\"name\": \"$name\", \"wall_s\": $wall, \"cpu_s\": $cpu, \"load1_end\": $load, \"rc\": $rc, \"passed\": $p, \"failed\": $f}"
+    {\"name\": \"$name\", \"wall_s\": $wall, \"cpu_s\": $used, \"load1_end\": $load, \"rc\": $rc, \"passed\": $p, \"failed\": $f}"
 	done
 	printf '%-12s %7d %8.0f   (%d cores)\n' total "$sum_wall" "$sum_cpu" "$(nproc)"
 	local lines='' k w c
@@ -129,10 +136,13 @@ done
 
 if [[ -n $prefetch_pid ]]; then
 	# Long done in a normal run; its CPU is counted as a row of its own.
-	cpu0=$(children_cpu)
+	cpu_now
+	cpu0=$cpu
 	wait "$prefetch_pid"
+	cpu_now
 	grep -q FAILED "$logs/prefetch.log" && sed -n 's/^/   /; /FAILED/p' "$logs/prefetch.log"
-	timing_rows+=("prefetch $(sed -nE 's/^prefetch: done in ([0-9]+) s$/\1/p' "$logs/prefetch.log" | tail -n 1 | grep . || echo 0) $(awk -v a="$cpu0" -v b="$(children_cpu)" 'BEGIN { printf "%.1f", b - a }') $(cut -d' ' -f1 /proc/loadavg) 0 0 0")
+	pre_wall=$(sed -nE 's/^prefetch: done in ([0-9]+) s$/\1/p' "$logs/prefetch.log" | tail -n 1)
+	timing_rows+=("prefetch ${pre_wall:-0} $(cpu_since "$cpu0") $(cut -d' ' -f1 /proc/loadavg) 0 0 0")
 fi
 print_times
 echo

@@ -4,7 +4,8 @@
 # locks what it writes, so a stage that needs a file while it is still coming waits for it and then
 # finds it cached, and a warm cache makes each step a check of well under a second per item.
 #
-#   prefetch.sh [LOG]      LOG (default stderr) gets one "prefetch: STEP ok|FAILED in N s" per step
+#   prefetch.sh [LOG]      LOG (default stderr) gets one "prefetch: STEP ok|FAILED in N s" per step,
+#                          then "prefetch: done in N s, C s CPU"
 #
 # A failure here is not a test failure: the stage that needs the file fetches it again and reports.
 # In the order the stages need them:
@@ -37,4 +38,9 @@ step linux-source-6.1 bash "$repo/scripts/kheaders.sh" --fetch linux-source-6.1 
 step busybox-arm64 bash "$repo/scripts/kheaders.sh" --fetch busybox-static 6.12-arm64
 step arm64-sysroot bash "$repo/scripts/arm64-sysroot.sh"
 [[ -f $repo/scripts/qemu-build.sh ]] && step qemu-source bash "$repo/scripts/qemu-build.sh" --fetch
-echo "prefetch: done in $((SECONDS - t_all)) s" >&2
+# Our CPU seconds (user + system of the steps), from `times` through a file (a fork would report zero).
+times >"${TMPDIR:-/tmp}/prefetch.$$.times"
+cpu=$(awk 'END { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }' \
+	"${TMPDIR:-/tmp}/prefetch.$$.times")
+rm -f "${TMPDIR:-/tmp}/prefetch.$$.times"
+echo "prefetch: done in $((SECONDS - t_all)) s, $cpu s CPU" >&2

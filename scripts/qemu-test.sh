@@ -84,6 +84,7 @@ programs_file=$repo/tests/kernel/guest-programs.txt
 # The arguments other than --kernel, for the line runs (below).
 line_args=()
 line_run=${VREX_QEMU_LINE:-0}
+print_kernels=0
 
 while (($#)); do
 	[[ $1 == --kernel ]] || line_args+=("$1" ${2+"$2"})
@@ -94,6 +95,8 @@ while (($#)); do
 	--programs) programs_file=${2:?} && shift ;;
 	--src) src=$(cd "${2:?}" && pwd) && shift ;;
 	--timeout) guest_timeout=${2:?} && shift ;;
+	# The lines a run with these arguments would boot, one per line (scripts/run-tests.sh asks).
+	--print-kernels) print_kernels=1 ;;
 	-h | --help)
 		sed -n '2,/^set /{/^set /!p}' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -120,6 +123,10 @@ all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2
 }
+if ((print_kernels)); then
+	printf '%s\n' "${kernels[@]}"
+	exit 0
+fi
 
 # Data files for guest programs: tests/kernel/guest-files.txt, one "DEST COMMAND..." per line; the
 # command runs in the repository and its standard output becomes DEST in the initramfs.

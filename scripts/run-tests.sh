@@ -6,7 +6,12 @@
 # (CPU = user + system of the stage's processes: on a loaded machine wall grows, CPU does not; the
 # 1-minute load average at each stage's end is recorded beside them). docs/testing.md has the budget.
 # The downloads of later stages (scripts/prefetch.sh) run in the background from the start, while
-# the CPU-bound stages compile (VREX_PREFETCH=0: no prefetch).
+# the CPU-bound stages compile (VREX_PREFETCH=0: no prefetch). So do, at nice 19, the two long builds
+# qemu-test needs (VREX_BACKGROUND_BUILDS=0: none): the debug kernel (scripts/kernel-debug.sh) and,
+# when qemu-test's lines include the device model, QEMU (scripts/qemu-build.sh). At nice 19 they take
+# the cycles the stages leave idle (single-threaded tests, training, lint's perl, the package stage's
+# chroot and guest); when qemu-test starts they are raised to the stages' priority, and qemu-test
+# waits for them on the scripts' own locks and finds them cached.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 logs=build/test-logs
@@ -14,11 +19,50 @@ mkdir -p "$logs"
 rm -f "$logs/times.json"
 t_start=$SECONDS
 
-prefetch_pid=
+# Background jobs are detached (not children of this shell: bash would reap them whenever they end and
+# add their CPU time to whichever stage runs then), each in a process group of its own (setsid: it
+# can be reniced and, if this run is interrupted, stopped as a whole). Each reports its own wall and
+# CPU seconds in its log; a lock it holds until it exits tells us when it is done.
+detach() { # name nice command...
+	local name=$1 nice=$2 fd
+	shift 2
+	: >"$logs/$name.log"
+	exec {fd}>"$logs/$name.lock"
+	flock "$fd"
+	(setsid nice -n "$nice" "$@" 2>>"$logs/$name.log" </dev/null >/dev/null &
+		echo $! >"$logs/$name.pid")
+	exec {fd}>&-
+	detached+=("$name")
+}
+detached=()
+stop_detached() {
+	local name pid
+	for name in ${detached[@]+"${detached[@]}"}; do
+		pid=$(cat "$logs/$name.pid" 2>/dev/null) && kill -- -"$pid" 2>/dev/null
+	done
+}
+trap stop_detached EXIT
+
 if [[ ${VREX_PREFETCH:-1} != 0 && -f scripts/prefetch.sh ]]; then
-	: >"$logs/prefetch.log"
-	PREFETCH_DETAIL=$logs/prefetch-detail.log nice -n 5 bash scripts/prefetch.sh "$logs/prefetch.log" &
-	prefetch_pid=$!
+	PREFETCH_DETAIL=$logs/prefetch-detail.log detach prefetch 5 bash scripts/prefetch.sh
+fi
+if [[ ${VREX_BACKGROUND_BUILDS:-1} != 0 && -f scripts/kernel-debug.sh && -f scripts/qemu-test.sh ]]; then
+	lines=$(bash scripts/qemu-test.sh --print-kernels 2>/dev/null)
+	bg=()
+	grep -q '^debug-' <<<"$lines" && bg+=("bash scripts/kernel-debug.sh")
+	grep -qE '^(pci|dt|unplug)-' <<<"$lines" && [[ -f scripts/qemu-build.sh ]] && bg+=("bash scripts/qemu-build.sh")
+	if ((${#bg[@]})); then
+		# shellcheck disable=SC2016 # expanded by the inner shell
+		detach background 19 bash -c 't_all=$SECONDS
+			for c in "$@"; do
+				t0=$SECONDS
+				$c >/dev/null
+				echo "background: $c rc=$? in $((SECONDS - t0)) s" >&2
+			done
+			times >"$0.times"
+			echo "background: done in $((SECONDS - t_all)) s, $(awk "END { for (i = 1; i <= 2; i++) { split(\$i, a, /[ms]/); s += a[1] * 60 + a[2] } printf \"%.1f\", s }" "$0.times") s CPU" >&2' \
+			"$logs/background" "${bg[@]}"
+	fi
 fi
 
 # CPU seconds (user + system) of this shell's waited-for children so far, into $cpu. `times` runs in
@@ -77,14 +121,13 @@ run_stage() { # name command...
 # The table, and build/test-logs/times.json with the stages, the QEMU lines (build/qemu/times.tsv)
 # and the prefetch steps.
 print_times() {
-	local row name wall used load rc p f json='' sum_wall=$((SECONDS - t_start)) sum_cpu
-	cpu_now
-	sum_cpu=$cpu
+	local row name wall used load rc p f json='' sum_wall=$((SECONDS - t_start)) sum_cpu=0
 	echo
 	printf '%-12s %7s %8s %6s\n' stage wall_s cpu_s load
 	for row in "${timing_rows[@]}"; do
 		read -r name wall used load rc p f <<<"$row"
 		printf '%-12s %7d %8.0f %6s\n' "$name" "$wall" "$used" "$load"
+		sum_cpu=$(awk -v a="$sum_cpu" -v b="$used" 'BEGIN { printf "%.1f", a + b }')
 		json+="${json:+,}
     {\"name\": \"$name\", \"wall_s\": $wall, \"cpu_s\": $used, \"load1_end\": $load, \"rc\": $rc, \"passed\": $p, \"failed\": $f}"
 	done
@@ -98,7 +141,7 @@ print_times() {
 	fi
 	local pre='' step secs
 	if [[ -f $logs/prefetch.log ]]; then
-		while read -r _ step _ _ _ secs _; do
+		while read -r _ step _ _ secs _; do
 			[[ $secs =~ ^[0-9]+$ ]] && pre+="${pre:+,}
     {\"name\": \"$step\", \"wall_s\": $secs}"
 		done < <(grep -E '^prefetch: [^ ]+ ok in [0-9]+ s' "$logs/prefetch.log")
@@ -126,7 +169,11 @@ for stage in sanitize lint qemu-test deb-install fuzz-short soak-short; do
 	case $stage in
 	sanitize) [[ -f scripts/sanitize.sh ]] && run_stage sanitize bash scripts/sanitize.sh ;;
 	lint) [[ -f scripts/lint.sh ]] && run_stage lint bash scripts/lint.sh ;;
-	qemu-test) [[ -f scripts/qemu-test.sh ]] && run_stage qemu-test bash scripts/qemu-test.sh ;;
+	qemu-test)
+		# The background builds are qemu-test's now: at the stages' priority.
+		[[ -f $logs/background.pid ]] && renice -n "$(nice)" -g "$(cat "$logs/background.pid")" >/dev/null 2>&1
+		[[ -f scripts/qemu-test.sh ]] && run_stage qemu-test bash scripts/qemu-test.sh
+		;;
 	# The amd64 packages (make deb, lintian included) installed into a clean bookworm root and booted.
 	deb-install) [[ -f tests/install/deb-install.sh ]] && run_stage deb-install bash tests/install/deb-install.sh --build ;;
 	fuzz-short) [[ -f scripts/fuzz.sh ]] && run_stage fuzz-short bash scripts/fuzz.sh short ;;
@@ -134,16 +181,14 @@ for stage in sanitize lint qemu-test deb-install fuzz-short soak-short; do
 	esac
 done
 
-if [[ -n $prefetch_pid ]]; then
-	# Long done in a normal run; its CPU is counted as a row of its own.
-	cpu_now
-	cpu0=$cpu
-	wait "$prefetch_pid"
-	cpu_now
-	grep -q FAILED "$logs/prefetch.log" && sed -n 's/^/   /; /FAILED/p' "$logs/prefetch.log"
-	pre_wall=$(sed -nE 's/^prefetch: done in ([0-9]+) s$/\1/p' "$logs/prefetch.log" | tail -n 1)
-	timing_rows+=("prefetch ${pre_wall:-0} $(cpu_since "$cpu0") $(cut -d' ' -f1 /proc/loadavg) 0 0 0")
-fi
+# The detached jobs: long done in a normal run; one row each ("done in N s, C s CPU").
+for name in ${detached[@]+"${detached[@]}"}; do
+	flock "$logs/$name.lock" true
+	grep -E 'FAILED|rc=[1-9]' "$logs/$name.log" | sed 's/^/   /'
+	read -r w c < <(sed -nE 's/^[a-z]+: done in ([0-9]+) s, ([0-9.]+) s CPU$/\1 \2/p' "$logs/$name.log" | tail -n 1)
+	timing_rows+=("$name ${w:-0} ${c:-0} $(cut -d' ' -f1 /proc/loadavg) 0 0 0")
+done
+detached=()
 print_times
 echo
 echo "$total_pass passed, $total_fail failed"

@@ -64,11 +64,11 @@
 #
 # Lines in parallel: a TCG guest with -smp 1 keeps one core busy, so with more than one kernel the
 # script runs itself once per kernel (VREX_QEMU_LINE=1 marks such a line run), VREX_QEMU_JOBS
-# (default 2) at a time, the debug line and the arm64 lines first (the longest). Each line keeps its
-# own build/qemu/<kernel>/ and a lock of its own; its output goes to build/qemu/<kernel>.out and
-# build/qemu/<kernel>.err. What the lines share is prepared once before they start: the guest
-# programs, the QEMU device model, and the arm64 cross build (as a job of its own; the arm64 lines
-# wait for it). The result lines are then printed in the order the kernels were asked for, followed
+# (default 2) at a time, the arm64 lines first (the longest) and the debug lines last, alone (-smp 2).
+# Each line keeps its own build/qemu/<kernel>/ and a lock of its own; its output goes to
+# build/qemu/<kernel>.out and build/qemu/<kernel>.err. What the lines share is prepared once: the
+# guest programs and the QEMU device model before the lines start; the arm64 cross build and the
+# debug kernel as jobs of their own beside the first lines (the arm64 lines wait for the former). The result lines are then printed in the order the kernels were asked for, followed
 # by the summed "qemu: N passed, N failed". Wall and CPU seconds per line: build/qemu/times.tsv.
 # VREX_QEMU_JOBS=1 runs the lines one after the other in this process, as before.
 set -uo pipefail
@@ -737,59 +737,79 @@ start_line() { # kernel
 	) &
 }
 
+# A build the lines need, run once as a job of its own beside the lines; prints nothing.
+start_prep() { # name command...
+	local name=$1
+	shift
+	(
+		t0=$SECONDS
+		"$@" >"$out_root/$name.log" 2>&1
+		rc=$?
+		children_cpu "$out_root/$name.time"
+		printf '%s\t%s\t%s\n' "$name" "$((SECONDS - t0))" "$(cat "$out_root/$name.time")" >"$out_root/$name.time"
+		exit $rc
+	) &
+	prep_pid[$name]=$!
+}
+
 if ((!line_run && jobs > 1 && ${#kernels[@]} > 1)); then
 	shopt -s extglob
-	# Longest first: the debug line (its kernel build when cold, then -smp 2), the device-model lines
-	# (the QEMU build is done), the arm64 lines (foreign CPU, more programs), then the rest.
+	# The arm64 lines first (foreign CPU, more programs), the device-model lines, the rest; the debug
+	# lines last and alone: -smp 2 under KASAN and lockdep needs both cores (sharing them made its
+	# suites hit their timeouts under load). Their kernel is built beforehand as a job of its own
+	# (-j2, beside the -smp 1 lines), and so is the arm64 lines' cross build, which they wait for.
 	queue=()
-	for pass in 'debug-*' '@(pci|dt|unplug)-*' '+([0-9.])-arm64' '*'; do
+	for pass in '+([0-9.])-arm64' '@(pci|dt|unplug)-*' '!(debug-*)' 'debug-*'; do
 		for k in "${kernels[@]}"; do
 			# shellcheck disable=SC2053 # the pass is a pattern
 			[[ $k == $pass && " ${queue[*]} " != *" $k "* ]] && queue+=("$k")
 		done
 	done
 	rm -f "$out_root"/*.time
-	running=0 cross_pid='' cross_rc=-1
+	declare -A prep_pid=() prep_rc=()
+	running=0
 	if [[ ${VREX_QEMU_PROGRAMS:-1} != 0 && ${VREX_QEMU_CROSS_BUILD:-1} != 0 &&
 		" ${kernels[*]}" =~ \ (dt-)?[0-9.]+-arm64 ]]; then
-		# The arm64 lines' programs: cross-built once, in a slot of its own, while the first lines run.
-		(
-			t0=$SECONDS
-			bash "$repo/scripts/cross-arm64.sh" >"$out_root/cross-build.log" 2>&1
-			rc=$?
-			children_cpu "$out_root/cross-build.time"
-			printf 'cross-build\t%s\t%s\n' "$((SECONDS - t0))" "$(cat "$out_root/cross-build.time")" \
-				>"$out_root/cross-build.time"
-			exit $rc
-		) &
-		cross_pid=$!
-		running=1
+		start_prep cross-build bash "$repo/scripts/cross-arm64.sh"
+		running=$((running + 1))
+	fi
+	if [[ " ${kernels[*]}" == *" debug-"* ]]; then
+		start_prep kernel-debug bash "$repo/scripts/kernel-debug.sh"
+		running=$((running + 1))
 	fi
 	reap_one() {
-		local pid rc
+		local pid rc name
 		wait -n -p pid
 		rc=$?
 		running=$((running - 1))
-		[[ $pid == "$cross_pid" ]] && cross_rc=$rc
+		for name in "${!prep_pid[@]}"; do
+			[[ $pid == "${prep_pid[$name]}" ]] && prep_rc[$name]=$rc
+		done
 		return 0
 	}
 	for k in "${queue[@]}"; do
-		if [[ -n $cross_pid && $k == @(dt-|)+([0-9.])-arm64 ]]; then
-			while ((cross_rc < 0)); do reap_one; done
+		if [[ -n ${prep_pid[cross-build]:-} && $k == @(dt-|)+([0-9.])-arm64 ]]; then
+			while [[ -z ${prep_rc[cross-build]:-} ]]; do reap_one; done
 		fi
-		while ((running >= jobs)); do reap_one; done
+		if [[ $k == debug-* ]]; then
+			while ((running > 0)); do reap_one; done
+		else
+			while ((running >= jobs)); do reap_one; done
+		fi
 		start_line "$k"
 		running=$((running + 1))
+		[[ $k == debug-* ]] && reap_one
 	done
 	while ((running > 0)); do reap_one; done
-	if [[ -n $cross_pid ]]; then
-		echo "cross-build arm64: $( ((cross_rc == 0)) && echo ok || echo FAILED) in" \
-			"$(cut -f2 "$out_root/cross-build.time" 2>/dev/null || echo -) s (log $out_root/cross-build.log)"
-		if ((cross_rc != 0)); then
+	for name in "${!prep_pid[@]}"; do
+		echo "$name: $([[ ${prep_rc[$name]} == 0 ]] && echo ok || echo FAILED) in" \
+			"$(cut -f2 "$out_root/$name.time" 2>/dev/null || echo -) s (log $out_root/$name.log)"
+		# A failed kernel build fails the debug line itself; a failed cross build counts here.
+		if [[ $name == cross-build && ${prep_rc[$name]} != 0 ]]; then
 			total_fail=$((total_fail + 1))
-			tail -n 10 "$out_root/cross-build.log" | sed 's/^/    /'
+			tail -n 10 "$out_root/$name.log" | sed 's/^/    /'
 		fi
-	fi
+	done
 	# The lines' own results, in the order asked for; their summaries summed.
 	for k in "${kernels[@]}"; do
 		summary=$(grep -E '^qemu: [0-9]+ passed, [0-9]+ failed$' "$out_root/$k.out" 2>/dev/null | tail -n 1)

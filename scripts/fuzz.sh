@@ -18,8 +18,13 @@ esac
 
 dir=build/fuzz
 mkdir -p "$dir"
+launcher=()
+if command -v ccache >/dev/null; then
+	launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+	export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+fi
 if ! CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVREX_FUZZ=ON \
-	-DVREX_BENCH=OFF >"$dir/cmake.log" 2>&1; then
+	-DVREX_BENCH=OFF ${launcher[@]+"${launcher[@]}"} >"$dir/cmake.log" 2>&1; then
 	tail -n 30 "$dir/cmake.log"
 	echo "fuzz: 0 passed, 1 failed"
 	exit 1

@@ -752,6 +752,7 @@ start_prep() { # name command...
 	prep_pid[$name]=$!
 }
 
+((line_run)) || rm -f "$out_root/times.tsv"
 if ((!line_run && jobs > 1 && ${#kernels[@]} > 1)); then
 	shopt -s extglob
 	# The arm64 lines first (foreign CPU, more programs), the device-model lines, the rest; the debug

@@ -68,8 +68,9 @@
 # Each line keeps its own build/qemu/<kernel>/ and a lock of its own; its output goes to
 # build/qemu/<kernel>.out and build/qemu/<kernel>.err. What the lines share is prepared once: the
 # guest programs and the QEMU device model before the lines start; the arm64 cross build and the
-# debug kernel as jobs of their own beside the first lines (the arm64 lines wait for the former). The result lines are then printed in the order the kernels were asked for, followed
-# by the summed "qemu: N passed, N failed". Wall and CPU seconds per line: build/qemu/times.tsv.
+# debug kernel as jobs of their own beside the first lines (the arm64 lines wait for the former).
+# The result lines are then printed in the order the kernels were asked for, followed by the summed
+# "qemu: N passed, N failed". Wall and CPU seconds per line and per build: build/qemu/times.tsv.
 # VREX_QEMU_JOBS=1 runs the lines one after the other in this process, as before.
 set -uo pipefail
 

@@ -5,6 +5,10 @@ BUILD     ?= build
 JOBS      ?= $(shell nproc)
 KDIR      ?= /lib/modules/$(shell uname -r)/build
 CMAKE_ARGS ?=
+# ccache (scripts/deps.sh installs it) for the CMake trees; paths relative to the checkout, so another
+# clone of the same sources hits the same cache entries.
+CCACHE_ARGS := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all deps build configure unit test demo module module-clean qemu-test lint bench bench-quick \
 	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help model deb deb-install-test
@@ -41,11 +45,11 @@ defconfig menuconfig: deps
 	@bash scripts/kconfig.sh $@
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -G Ninja $(CCACHE_ARGS) $(CMAKE_ARGS)
 
 configure: deps
 	@[ -f .config ] || bash scripts/kconfig.sh defconfig
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -G Ninja $(CCACHE_ARGS) $(CMAKE_ARGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)

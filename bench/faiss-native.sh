@@ -5,9 +5,9 @@
 #
 # Debian's libfaiss-dev is compiled for generic x86-64 (its Hamming loops call libgcc's software
 # __popcountdi2), so it is a weak anchor for a popcount-bound workload. This script fetches the same
-# version's source (`apt-get source faiss`, bookworm, through a private APT configuration holding only a
-# deb-src line, so the host's apt state is untouched), applies Debian's patches (dpkg-source), configures
-# the C++ library alone with FAISS's own CMake (cmake + BLAS/LAPACK + OpenMP; no Python, no GPU, no
+# version's source (scripts/deb-source.sh: `apt-get source faiss`, bookworm, through a private APT
+# configuration holding only a deb-src line, so the host's apt state is untouched), applies Debian's
+# patches (dpkg-source), configures the C++ library alone with FAISS's own CMake (cmake + BLAS/LAPACK + OpenMP; no Python, no GPU, no
 # tests) with -O3 -march=native, so popcnt / AVX2 / AVX-512 are used where the CPU has them.
 #
 # What is compiled: by default the objects of libfaiss that the binary indexes under test need
@@ -57,33 +57,12 @@ if [[ -f $dest/lib/libfaiss.a && -f $dest/build-seconds ]]; then # built while w
 	exit 0
 fi
 
-# --- source: a private APT configuration with only the deb-src line ----------------------------------
-apt_dir=$CACHE/apt-src
-mkdir -p "$apt_dir"/{state/lists/partial,cache/archives/partial,etc/sources.list.d}
-cat >"$apt_dir/apt.conf" <<CONF
-Dir::State "$apt_dir/state";
-Dir::State::status "$apt_dir/state/status";
-Dir::Cache "$apt_dir/cache";
-Dir::Etc::sourcelist "$apt_dir/etc/sources.list";
-Dir::Etc::sourceparts "$apt_dir/etc/sources.list.d";
-Acquire::Languages "none";
-CONF
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${VREX_DEBIAN_MIRROR:-http://deb.debian.org}/debian $suite main" \
-	>"$apt_dir/etc/sources.list"
-: >"$apt_dir/state/status"
-if [[ ! -f $apt_dir/state/updated ]] || [[ -n $(find "$apt_dir/state/updated" -mmin +1440 2>/dev/null) ]]; then
-	log "apt-get update (private deb-src config)"
-	APT_CONFIG=$apt_dir/apt.conf apt-get update -qq >&2
-	touch "$apt_dir/state/updated"
-fi
+# --- source: Debian's source package (scripts/deb-source.sh, shared with scripts/qemu-build.sh) -------
 # The work tree survives an interrupted build (objects already compiled are reused).
 work=$CACHE/faiss-native.work
 mkdir -p "$work"
-if [[ ! -d $work/src ]]; then
-	rm -f "$work"/faiss_*
-	(cd "$work" && APT_CONFIG=$apt_dir/apt.conf apt-get source -qq --download-only "faiss" >&2)
-fi
-dsc=$(ls "$work"/faiss_*.dsc | head -n 1)
+[[ -d $work/src ]] || rm -f "$work"/faiss_*
+dsc=$(bash "$here/../scripts/deb-source.sh" --suite "$suite" faiss "$work" | tail -n 1)
 case $(basename "$dsc") in
 faiss_1.7.3-*) ;;
 *)

@@ -21,9 +21,13 @@ PKGS=(
 	libtorch-dev
 	debhelper dh-dkms dh-python lintian mmdebstrap
 	chromium
+	ccache
 )
 # debhelper .. mmdebstrap: `make deb` and the package install test (tests/install/deb-install.sh).
 # chromium: the report's browser test (vrexctl.report-screenshot) renders the HTML report headless.
+# ccache: every CMake tree of `make test` (build/, the sanitizer and fuzz trees, build-arm64/, the
+# package build) compiles through it, so a fresh clone on a machine with a warm cache (docs/testing.md)
+# recompiles only what changed.
 # model/ fetches its image encoder with `npm pack` (scripts/fetch-encoder.sh); a node from elsewhere
 # that brings its own npm is fine, else Debian's.
 if ! command -v npm >/dev/null; then

@@ -3,10 +3,10 @@
 #
 # qemu-build.sh [--check] — QEMU with the V-Rex device models (qemu/), from Debian's own source.
 #
-# Source: bookworm's qemu source package (`apt-get source`, through a private APT configuration with
-# only a deb-src line, so the host's apt state is untouched), Debian's patches applied by
-# dpkg-source; then qemu/patches/*.patch (build wiring, the arm64 virt platform-bus binding), the
-# device sources qemu/hw/vrex/ and lib/ (the reference model, compiled in unchanged: copied into the
+# Source: bookworm's qemu source package (scripts/deb-source.sh: `apt-get source` through a private
+# APT configuration with only a deb-src line, so the host's apt state is untouched), Debian's
+# patches applied by dpkg-source; then qemu/patches/*.patch (build wiring, the arm64 virt
+# platform-bus binding), the device sources qemu/hw/vrex/ and lib/ (the reference model, compiled in unchanged: copied into the
 # build tree, never forked in the repository), and qemu/devices/<arch>.mak as the device list.
 #
 # Configured with only what the guests need: x86_64-softmmu and aarch64-softmmu, no default
@@ -18,14 +18,17 @@
 # the path is printed on stdout (last line). <key> hashes the recipe: source package version,
 # configure flags, compiler, and the contents of qemu/ and lib/; any change rebuilds. The build tree
 # ($VREX_CACHE/qemu.work) survives between keys, so a changed device file recompiles only itself.
-# --check prints the path only if it is cached (exit 1 otherwise). Environment: VREX_CACHE (default
-# /var/cache/vrex), QEMU_JOBS, VREX_DEBIAN_MIRROR (default http://deb.debian.org).
+# --check prints the path only if it is cached (exit 1 otherwise). --fetch only downloads the source
+# package when the result is not cached (scripts/prefetch.sh, ahead of `make test`). Environment:
+# VREX_CACHE (default /var/cache/vrex), QEMU_JOBS, VREX_DEBIAN_MIRROR (default
+# http://deb.debian.org).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${VREX_CACHE:-/var/cache/vrex}
 jobs=${QEMU_JOBS:-2}
-check_only=0 only=
+check_only=0 fetch_only=0 only=
 [[ ${1:-} == --check ]] && check_only=1
+[[ ${1:-} == --fetch ]] && fetch_only=1
 # --only ARCH: build that emulator in the work tree and print the tree (for iterating; not cached).
 [[ ${1:-} == --only ]] && only=${2:?--only takes x86_64 or aarch64}
 log() { echo "qemu-build: $*" >&2; }
@@ -54,6 +57,15 @@ if [[ -f $done_file && -z $only ]]; then
 fi
 ((check_only)) && exit 1
 
+# --- source: Debian's source package, downloaded once (scripts/deb-source.sh) -------------------------
+fetch_source() {
+	bash "$repo/scripts/deb-source.sh" --suite "$suite" "qemu=$pkg_version" "$CACHE/apt-src-qemu/src" | tail -n 1
+}
+if ((fetch_only)); then
+	fetch_source
+	exit
+fi
+
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.qemu-build.lock"
 flock 9
@@ -62,28 +74,7 @@ if [[ -f $done_file && -z $only ]]; then # built while we waited
 	exit 0
 fi
 start=$(date +%s)
-
-# --- source: a private APT configuration with only the deb-src line ----------------------------------
-apt_dir=$CACHE/apt-src-qemu
-mkdir -p "$apt_dir"/{state/lists/partial,cache/archives/partial,etc/sources.list.d,src}
-cat >"$apt_dir/apt.conf" <<CONF
-Dir::State "$apt_dir/state";
-Dir::State::status "$apt_dir/state/status";
-Dir::Cache "$apt_dir/cache";
-Dir::Etc::sourcelist "$apt_dir/etc/sources.list";
-Dir::Etc::sourceparts "$apt_dir/etc/sources.list.d";
-Acquire::Languages "none";
-CONF
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${VREX_DEBIAN_MIRROR:-http://deb.debian.org}/debian $suite main" \
-	>"$apt_dir/etc/sources.list"
-[[ -f $apt_dir/state/status ]] || : >"$apt_dir/state/status"
-dsc=$apt_dir/src/qemu_${pkg_version#*:}.dsc
-if [[ ! -f $dsc ]]; then
-	log "apt-get update + source qemu=$pkg_version (private deb-src config)"
-	APT_CONFIG=$apt_dir/apt.conf apt-get update -qq >&2
-	(cd "$apt_dir/src" && APT_CONFIG=$apt_dir/apt.conf apt-get source --download-only -qq \
-		"qemu=$pkg_version" >&2)
-fi
+dsc=$(fetch_source)
 
 work=$CACHE/qemu.work
 src=$work/src

@@ -61,6 +61,17 @@
 # Output: one line per kernel, e.g. "qemu 6.12-amd64 accel: PASS (uapi 57/57, dmesg clean, rmmod ok)",
 # then "qemu: N passed, N failed" over every case of every guest (module load, configfs device, node,
 # test-program cases, rmmod, dmesg). Exit status 1 if anything failed.
+#
+# Lines in parallel: a TCG guest with -smp 1 keeps one core busy, so with more than one kernel the
+# script runs itself once per kernel (VREX_QEMU_LINE=1 marks such a line run), VREX_QEMU_JOBS
+# (default 2) at a time, the arm64 lines first (the longest) and the debug lines last, alone (-smp 2).
+# Each line keeps its own build/qemu/<kernel>/ and a lock of its own; its output goes to
+# build/qemu/<kernel>.out and build/qemu/<kernel>.err. What the lines share is prepared once: the
+# guest programs and the QEMU device model before the lines start; the arm64 cross build and the
+# debug kernel as jobs of their own beside the first lines (the arm64 lines wait for the former).
+# The result lines are then printed in the order the kernels were asked for, followed by the summed
+# "qemu: N passed, N failed". Wall and CPU seconds per line and per build: build/qemu/times.tsv.
+# VREX_QEMU_JOBS=1 runs the lines one after the other in this process, as before.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,8 +82,13 @@ guest_timeout=${VREX_QEMU_TIMEOUT:-240}
 test_timeout=${VREX_QEMU_TEST_TIMEOUT:-180}
 extra_programs=()
 programs_file=$repo/tests/kernel/guest-programs.txt
+# The arguments other than --kernel, for the line runs (below).
+line_args=()
+line_run=${VREX_QEMU_LINE:-0}
+print_kernels=0
 
 while (($#)); do
+	[[ $1 == --kernel ]] || line_args+=("$1" ${2+"$2"})
 	case $1 in
 	--kernel) kernels+=("${2:?}") && shift ;;
 	--fuzz) fuzz_seconds=${2:?} && shift ;;
@@ -80,8 +96,10 @@ while (($#)); do
 	--programs) programs_file=${2:?} && shift ;;
 	--src) src=$(cd "${2:?}" && pwd) && shift ;;
 	--timeout) guest_timeout=${2:?} && shift ;;
+	# The lines a run with these arguments would boot, one per line (scripts/run-tests.sh asks).
+	--print-kernels) print_kernels=1 ;;
 	-h | --help)
-		sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,/^set /{/^set /!p}' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -106,6 +124,10 @@ all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2
 }
+if ((print_kernels)); then
+	printf '%s\n' "${kernels[@]}"
+	exit 0
+fi
 
 # Data files for guest programs: tests/kernel/guest-files.txt, one "DEST COMMAND..." per line; the
 # command runs in the repository and its standard output becomes DEST in the initramfs.
@@ -133,8 +155,11 @@ fi
 
 out_root=$repo/build/qemu
 mkdir -p "$out_root"
-# Two runs in one checkout would delete each other's guests: the second waits for the first.
-exec 8>"$out_root/.lock"
+# Two runs in one checkout would delete each other's guests: the second waits for the first. A line
+# run (its parent holds that lock) locks its own kernel's directory.
+lock=$out_root/.lock
+((line_run)) && lock=$out_root/.lock-${kernels[0]}
+exec 8>"$lock"
 if ! flock -n 8; then
 	echo "qemu-test: another run is using $out_root; waiting for it" >&2
 	flock 8
@@ -151,8 +176,9 @@ fi
 
 say() { echo "qemu-test: $*" >&2; }
 
-# Guest programs built by CMake: build the missing ones when build/ is configured.
-if [[ -f $repo/build/CMakeCache.txt ]]; then
+# Guest programs built by CMake: build the missing ones when build/ is configured (a line run's
+# parent did).
+if ((!line_run)) && [[ -f $repo/build/CMakeCache.txt ]]; then
 	for entry in "${extra_programs[@]}"; do
 		read -r _ ppath _ <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
@@ -669,11 +695,142 @@ report_kernel() { # target
 # The QEMU device model, for the pci-/dt- lines: built once (cached by content, see the script).
 # VREX_QEMU_MODEL_DIR: a folder with bin/qemu-system-* to use instead (e.g. a build tree's).
 qemu_model_dir=${VREX_QEMU_MODEL_DIR:-}
-if [[ -z $qemu_model_dir && " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
+if ((!line_run)) && [[ -z $qemu_model_dir && " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
 	qb_start=$SECONDS
 	qemu_model_dir=$(bash "$repo/scripts/qemu-build.sh" 2>"$out_root/qemu-build.log" | tail -n 1)
 	echo "qemu-build: ${qemu_model_dir:-FAILED} (ready in $((SECONDS - qb_start)) s; built in" \
 		"$(cat "$qemu_model_dir/build-seconds" 2>/dev/null || echo -) s when cold)"
+fi
+
+# --- lines in parallel ---------------------------------------------------------------------------
+jobs=${VREX_QEMU_JOBS:-2}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || {
+	echo "qemu-test: VREX_QEMU_JOBS takes a positive number" >&2
+	exit 2
+}
+for k in "${kernels[@]}"; do
+	[[ " ${all_kernels[*]} " == *" $k "* ]] || {
+		echo "qemu-test: unknown kernel $k (${all_kernels[*]})" >&2
+		exit 2
+	}
+done
+
+# CPU seconds of this shell's waited-for children so far (user + system, from `times`). `times` runs
+# in this shell with its output to a file: in a command substitution (a fork) it would report zero.
+children_cpu() { # file to write the seconds to
+	times >"$1"
+	awk 'END { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }' \
+		"$1" >"$1.cpu" && mv "$1.cpu" "$1"
+}
+
+# Runs one line in its own process (a background job of this shell).
+start_line() { # kernel
+	local k=$1
+	(
+		t0=$SECONDS
+		VREX_QEMU_LINE=1 VREX_QEMU_MODEL_DIR=$qemu_model_dir VREX_QEMU_CROSS_BUILD=0 \
+			bash "$0" --kernel "$k" ${line_args[@]+"${line_args[@]}"} \
+			>"$out_root/$k.out" 2>"$out_root/$k.err"
+		rc=$?
+		children_cpu "$out_root/$k.time"
+		printf '%s\t%s\t%s\n' "$k" "$((SECONDS - t0))" "$(cat "$out_root/$k.time")" >"$out_root/$k.time"
+		exit $rc
+	) &
+}
+
+# A build the lines need, run once as a job of its own beside the lines; prints nothing.
+start_prep() { # name command...
+	local name=$1
+	shift
+	(
+		t0=$SECONDS
+		"$@" >"$out_root/$name.log" 2>&1
+		rc=$?
+		children_cpu "$out_root/$name.time"
+		printf '%s\t%s\t%s\n' "$name" "$((SECONDS - t0))" "$(cat "$out_root/$name.time")" >"$out_root/$name.time"
+		exit $rc
+	) &
+	prep_pid[$name]=$!
+}
+
+((line_run)) || rm -f "$out_root/times.tsv"
+if ((!line_run && jobs > 1 && ${#kernels[@]} > 1)); then
+	shopt -s extglob
+	# The arm64 lines first (foreign CPU, more programs), the device-model lines, the rest; the debug
+	# lines last and alone: -smp 2 under KASAN and lockdep needs both cores (sharing them made its
+	# suites hit their timeouts under load). Their kernel is built beforehand as a job of its own
+	# (-j2, beside the -smp 1 lines), and so is the arm64 lines' cross build, which they wait for.
+	queue=()
+	for pass in '+([0-9.])-arm64' '@(pci|dt|unplug)-*' '!(debug-*)' 'debug-*'; do
+		for k in "${kernels[@]}"; do
+			# shellcheck disable=SC2053 # the pass is a pattern
+			[[ $k == $pass && " ${queue[*]} " != *" $k "* ]] && queue+=("$k")
+		done
+	done
+	rm -f "$out_root"/*.time
+	declare -A prep_pid=() prep_rc=()
+	running=0
+	if [[ ${VREX_QEMU_PROGRAMS:-1} != 0 && ${VREX_QEMU_CROSS_BUILD:-1} != 0 &&
+		" ${kernels[*]}" =~ \ (dt-)?[0-9.]+-arm64 ]]; then
+		start_prep cross-build bash "$repo/scripts/cross-arm64.sh"
+		running=$((running + 1))
+	fi
+	if [[ " ${kernels[*]}" == *" debug-"* ]]; then
+		start_prep kernel-debug bash "$repo/scripts/kernel-debug.sh"
+		running=$((running + 1))
+	fi
+	reap_one() {
+		local pid rc name
+		wait -n -p pid
+		rc=$?
+		running=$((running - 1))
+		for name in "${!prep_pid[@]}"; do
+			[[ $pid == "${prep_pid[$name]}" ]] && prep_rc[$name]=$rc
+		done
+		return 0
+	}
+	for k in "${queue[@]}"; do
+		if [[ -n ${prep_pid[cross-build]:-} && $k == @(dt-|)+([0-9.])-arm64 ]]; then
+			while [[ -z ${prep_rc[cross-build]:-} ]]; do reap_one; done
+		fi
+		if [[ $k == debug-* ]]; then
+			while ((running > 0)); do reap_one; done
+		else
+			while ((running >= jobs)); do reap_one; done
+		fi
+		start_line "$k"
+		running=$((running + 1))
+		[[ $k == debug-* ]] && reap_one
+	done
+	while ((running > 0)); do reap_one; done
+	for name in "${!prep_pid[@]}"; do
+		echo "$name: $([[ ${prep_rc[$name]} == 0 ]] && echo ok || echo FAILED) in" \
+			"$(cut -f2 "$out_root/$name.time" 2>/dev/null || echo -) s (log $out_root/$name.log)"
+		# A failed kernel build fails the debug line itself; a failed cross build counts here.
+		if [[ $name == cross-build && ${prep_rc[$name]} != 0 ]]; then
+			total_fail=$((total_fail + 1))
+			tail -n 10 "$out_root/$name.log" | sed 's/^/    /'
+		fi
+	done
+	# The lines' own results, in the order asked for; their summaries summed.
+	for k in "${kernels[@]}"; do
+		summary=$(grep -E '^qemu: [0-9]+ passed, [0-9]+ failed$' "$out_root/$k.out" 2>/dev/null | tail -n 1)
+		grep -vE '^qemu: [0-9]+ passed, [0-9]+ failed$' "$out_root/$k.out" 2>/dev/null
+		if [[ $summary =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+			total_pass=$((total_pass + BASH_REMATCH[1]))
+			total_fail=$((total_fail + BASH_REMATCH[2]))
+		else
+			echo "qemu $k: FAIL (the line ended without a summary; see $out_root/$k.err)"
+			tail -n 5 "$out_root/$k.err" 2>/dev/null | sed 's/^/    /'
+			total_fail=$((total_fail + 1))
+		fi
+		# A line's own complaints (e.g. waiting for a lock) stay visible.
+		[[ -s $out_root/$k.err ]] && grep -E '^qemu-test: ' "$out_root/$k.err" | sed 's/^/    /' >&2
+	done
+	cat "$out_root"/*.time >"$out_root/times.tsv" 2>/dev/null
+	echo "qemu: $total_pass passed, $total_fail failed"
+	((total_fail == 0))
+	exit
 fi
 
 for k in "${kernels[@]}"; do

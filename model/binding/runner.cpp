@@ -4,11 +4,10 @@
 // libtorch, but not a tensor type caster.
 #include "vrex/lcp/runner.hpp"
 
+#include <ATen/Parallel.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-
-#include <ATen/Parallel.h>
 
 #include <cstring>
 #include <memory>

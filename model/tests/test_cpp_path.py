@@ -19,8 +19,8 @@ def test_scripted_step_decides_and_answers_as_the_python_step(vtest_avi: Path, m
     monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
     torch.set_num_threads(1)
     model, extra = run.load_model()
-    feats = torch.from_numpy(footage.encode_clip(vtest_avi, step=1))[:40]
-    lumas = np.stack(list(footage.frames(vtest_avi, "gray", run.LUMA_SIZE, None, 1)))[:40]
+    feats = torch.from_numpy(footage.encode_clip(vtest_avi, step=1))[:24]
+    lumas = np.stack(list(footage.frames(vtest_avi, "gray", run.LUMA_SIZE, None, 1)))[:24]
     module = cpp_path.scripted(model, str(tmp_path))
     for policy in ("exact", "vrex"):
         opts = lcp.Options(policy=policy)
@@ -47,7 +47,7 @@ def test_both_paths_give_the_same_accuracies(vtest_avi: Path, footage_env: dict[
     monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
     clips = [vtest_avi, Path(footage_env["VREX_MIRE_PATH"])]
     o = lcp.Options()
-    res = {p: run.run(clips, 1, 32, 4, o.radius, o.guard_bits, o.max_age, warmup=4, path=p) for p in run.PATHS}
+    res = {p: run.run(clips, 1, 24, 4, o.radius, o.guard_bits, o.max_age, warmup=4, path=p) for p in run.PATHS}
     c, p = res["cpp"], res["python"]
     assert c["args"]["path"] == "cpp" and p["args"]["path"] == "python"
     for k in ("exact", "vrex", "control_radius0"):

@@ -26,10 +26,13 @@ distance to the frame asked about, which is how a question finds "k frames ago" 
 
 Decoder.forward is the full-sequence reference (training); Decoder.step is one frame of the
 streaming computation over a block-backed cache (vrex/lcp.py calls it); pytest holds them equal.
+Decoder.step is TorchScript-compatible: vrex/script.py scripts it for the C++ runner (model/cpp), so
+its annotations use typing's Optional/List and it avoids what TorchScript cannot compile.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -121,7 +124,7 @@ class Attention(nn.Module):
         return k, v
 
     def attend(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor, v: torch.Tensor,
-               k_rope: tuple[torch.Tensor, torch.Tensor], bias: torch.Tensor | None) -> torch.Tensor:
+               k_rope: tuple[torch.Tensor, torch.Tensor], bias: Optional[torch.Tensor]) -> torch.Tensor:
         """@h [Tq, D] normed query states, @k/@v [KVH, Tk, hd] pre-rotation, @bias [Tq, Tk] additive
         mask (0 visible, -inf hidden) or None (all visible). Grouped-query: the query heads of a group
         share one matmul against their KV head (no copy of K/V per query head)."""
@@ -171,7 +174,7 @@ class Attention(nn.Module):
         return self.rel[:, b] + self.slot[:, q_region][:, :, k_slot]
 
     def attend_parts(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor],
-                     parts: list[tuple[torch.Tensor, torch.Tensor]], biases: list[torch.Tensor] | None = None) -> torch.Tensor:
+                     parts: list[tuple[torch.Tensor, torch.Tensor]], biases: Optional[List[torch.Tensor]] = None) -> torch.Tensor:
         """attend() with every key visible, the keys given in parts (K already rotated, V) that are
         never concatenated: one softmax over the scores of all parts (a long cache is read in place)."""
         c = self.c
@@ -183,7 +186,7 @@ class Attention(nn.Module):
         if biases is not None:
             s = s + torch.cat([self._heads(b, t) for b in biases], -1)
         p = torch.softmax(s, dim=-1)
-        o = None
+        o: Optional[torch.Tensor] = None
         off = 0
         for k, v in parts:
             part = p[..., off : off + k.shape[1]] @ v
@@ -251,6 +254,7 @@ class Decoder(nn.Module):
         blk = self.blocks[0]
         return blk.attn.kv(blk.norm1(vis))[0]
 
+    @torch.jit.unused  # training only: the scripted module runs step()
     def forward(self, feats: torch.Tensor, q_frame: torch.Tensor, q_region: torch.Tensor,
                 q_target: torch.Tensor) -> torch.Tensor:
         """Full-sequence reference over one stream. @feats [F, 64, C]; questions i asked at frame
@@ -301,7 +305,7 @@ class Decoder(nn.Module):
 
     def step(self, z: torch.Tensor, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
              cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
-             q_target: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+             q_target: torch.Tensor, keep: Optional[torch.Tensor] = None) -> torch.Tensor:
         """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
 
         @z [64, C] the frame's standardised encoder tokens, @vis [64, D] their embeddings
@@ -315,7 +319,7 @@ class Decoder(nn.Module):
         cost nothing here: no projection, attention or MLP for their tokens."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
-        idx = torch.tensor([r * tpr + j for r in fresh for j in range(tpr)], dtype=torch.long)
+        idx = (torch.tensor(fresh, dtype=torch.long)[:, None] * tpr + torch.arange(tpr)).reshape(-1)
         x = vis[idx]
         rope_cur = self.rope(torch.full((n,), t))
         rope_x = (rope_cur[0][: len(idx)], rope_cur[1][: len(idx)])
@@ -329,12 +333,13 @@ class Decoder(nn.Module):
         fr = fr.clamp(0, t)
         q_keys = (fr[:, :, None] * n + torch.arange(n)).reshape(len(q_target), fr.shape[1] * n)  # Q (R*64)
         q_mask = torch.zeros(ok.shape).masked_fill_(~ok, float("-inf")).repeat_interleave(n, dim=1)
-        blind = None
+        blind: Optional[torch.Tensor] = None
         if keep is not None:  # a memory policy's -inf over all keys [Q, (t+1)*64] (vrex/anchors.py)
             q_mask = q_mask + keep.gather(1, q_keys)
             blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
         q_frame_of, q_slot_of = fr.repeat_interleave(n, dim=1), torch.arange(n).repeat(fr.shape[1])
         ck, cv = cache
+        read0 = xq  # layer 0 sets it (TorchScript wants it defined on every path)
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH nf hd
@@ -352,8 +357,8 @@ class Decoder(nn.Module):
             if li == 0:
                 read0 = blk.attn.last_read
             if li + 1 < len(self.blocks) and len(idx):
-                win = slice(w0 * n, (t + 1) * n)
-                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(ck[li, :, win], cv[li, :, win])]))
+                win_k, win_v = ck[li, :, w0 * n : (t + 1) * n], cv[li, :, w0 * n : (t + 1) * n]
+                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(win_k, win_v)]))
         logits = self.answer(xq, read0)
         if blind is not None and bool(blind.any()):  # nothing to read: no information (uniform)
             logits = logits.masked_fill(blind[:, None], 0.0)

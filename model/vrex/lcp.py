@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from . import script
 from .decoder import Config, Decoder, step_flops
 
 try:
@@ -44,8 +45,8 @@ except ImportError as e:  # pragma: no cover - message for a missing build
     raise ImportError("vrex: the _vrexhal extension is not on PYTHONPATH (cmake builds it into "
                       "build/model)") from e
 
-HASH_BITS = 32
-HASH_SEED = 1234
+HASH_BITS = script.HASH_BITS
+HASH_SEED = script.HASH_SEED
 # Emulated device memory for long streams: every block of every frame stays resident.
 EMU_BANKS = 64
 EMU_BANK_MIB = 16
@@ -77,8 +78,15 @@ class FrameStats:
 
 def hash_planes(c: Config) -> torch.Tensor:
     """The guard's SRP hyperplanes (fixed seed)."""
-    gen = torch.Generator().manual_seed(HASH_SEED)
-    return torch.randn(HASH_BITS, c.kv_heads * c.tokens_per_region * c.head_dim, generator=gen)
+    return script.hash_planes(c.kv_heads, c.tokens_per_region, c.head_dim)
+
+
+def frame_flops(c: Config, fresh: int, t: int, q_target: torch.Tensor, guard: bool) -> int:
+    """decoder.step_flops of frame @t with @fresh regions computed, the questions' reach windows
+    clipped to the stream (both paths count the same way)."""
+    reach = c.question_reach
+    q_keys = int(((q_target + reach).clamp_max(t) - (q_target - reach).clamp_min(0) + 1).sum()) * c.visual
+    return step_flops(c, fresh, t, len(q_target), guard, q_keys)
 
 
 class Session:
@@ -121,11 +129,7 @@ class Session:
 
     def key_hash(self, k0: torch.Tensor) -> list[int]:
         """SRP hash per region of layer-0 pre-rotation keys @k0 [KVH, 64, hd] -> 16 x 32-bit ints."""
-        c = self.model.c
-        per = k0.view(c.kv_heads, c.regions, c.tokens_per_region, c.head_dim).permute(1, 0, 2, 3)
-        bits = (per.reshape(c.regions, -1) @ self.planes.T) > 0
-        weights = torch.tensor([1 << i for i in range(HASH_BITS)], dtype=torch.int64)
-        return [int(v) for v in (bits.to(torch.int64) * weights).sum(1)]
+        return script.key_hashes(k0, self.planes, self.model.c.regions).tolist()
 
 
 def enable(model: Decoder, **kw: object) -> Session:
@@ -261,9 +265,7 @@ class StreamRunner:
         fs.reused = len(reuse)
         fs.reused_region = [r in reuse for r in range(c.regions)]
         fs.tokens = len(fresh) * c.tokens_per_region
-        reach = c.question_reach
-        q_keys = int(((q_target + reach).clamp_max(self.t) - (q_target - reach).clamp_min(0) + 1).sum()) * c.visual
-        fs.flops = step_flops(c, len(fresh), self.t, len(q_region), self.policy.needs_hash, q_keys)
+        fs.flops = frame_flops(c, len(fresh), self.t, q_target, self.policy.needs_hash)
         self.views.append(cur)
         self.t += 1
         self.policy.frame_done()

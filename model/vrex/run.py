@@ -1,6 +1,11 @@
 """Task accuracy, KV memory and prefill cost of vrex reuse on the builtin model, against exact KV.
 
-Usage: python3 -m vrex.run [--json] [--streams N] [--frames N] CLIP...
+Usage: python3 -m vrex.run [--json] [--streams N] [--frames N] [--path cpp|python] CLIP...
+
+Two paths run the same stream loop with the same policy (model/cpp, vrex::lcp::ReusePolicy over
+libvrex-hal): cpp (the default) -- vrex::lcp::StreamRunner, libtorch executing decoder.py's step
+scripted by vrex/script.py (vrex/cpp_path.py); python -- lcp.StreamRunner, torch in Python driving the
+C++ policy through the binding. model/tests/test_cpp_path.py holds their decisions and answers equal.
 
 The clips (held out from training: a training or validation clip is refused) are cut into S edited
 streams of F frames each (segments of 16-64 frames from random starts, cutting between the clips and
@@ -12,7 +17,9 @@ same questions go to every policy and to the trivial baselines.
 
 Statistics: every mean has a 95 % CI by bootstrap over stream segments (a segment = one cut of one
 clip; 2000 resamples, seed 0). Time: thread CPU time of the whole step (HAL calls included, one clock
-for all policies and for the C++ path), the first --warmup frames of each stream discarded.
+for all policies and both paths), the first --warmup frames of each stream discarded. "emulation":
+the product figure (issue 26), the time of the vrex run's calls into the vrex layer per frame over
+the exact run's step on the same frame.
 VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests; no training).
 """
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import footage, lcp, task, train
+from . import cpp_path, footage, lcp, task, train
 from .decoder import Config, Decoder, step_flops
 
 RUNS = {
@@ -38,6 +45,7 @@ RUNS = {
 }
 LUMA_SIZE = (256, 192)  # the FCC's input: luma scaled once per clip (it fingerprints 8x8 macroblocks)
 SEED = 21
+PATHS = ("cpp", "python")
 
 
 @dataclass
@@ -97,7 +105,15 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
-        split: str = "test") -> dict[str, Any]:
+        split: str = "test", path: str | None = None) -> dict[str, Any]:
+    """@path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
+    "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
+    extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
+    (vrex/anchors.py) take the Python path. The JSON's args.path says which ran."""
+    if path is None:
+        path = "cpp" if cpp_path.available() else "python"
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, not '{path}'")
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
     if warmup >= frames:
         raise ValueError(f"{warmup} warm-up frames leave none of the {frames} frames per stream to time")
@@ -126,7 +142,15 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                      "code": np.stack([codes[n][i] for n, i in idx]), "cuts": task.cut_frames(segs)})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-    sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
+    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES for kw in runs.values()):
+        path = "python"
+    if path == "cpp":
+        with cpp_path.tempdir() as d:
+            module = cpp_path.scripted(model, d)
+            sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module)
+                                        for name, kw in runs.items()}
+    else:
+        sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
     runners = {name: [sess.stream() for _ in plan] for name, sess in sessions.items()}
     recs = {name: [Rec() for _ in plan] for name in runs}
     order = list(runs)
@@ -167,7 +191,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
             rr.close()
     return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
-                      "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed})
+                      "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path})
 
 
 def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
@@ -344,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None,
                     help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--path", choices=PATHS, default=None,
+                    help="cpp: the scripted decoder under libtorch with the C++ policy (the default when built); "
+                         "python: torch in Python driving the same C++ policy (--anchors runs take the python path)")
     ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
     ap.add_argument("--anchors", action="store_true",
                     help="also run the streaming-video KV anchors and the V-Rex ablations at equal device "
@@ -376,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import ablations
             runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
-                  args.max_age, args.warmup, runs, args.seed)
+                  args.max_age, args.warmup, runs, args.seed, path=args.path)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident)
     except (ValueError, RuntimeError, FileNotFoundError) as e:

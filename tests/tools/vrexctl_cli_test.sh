@@ -372,8 +372,19 @@ assert j["exact_cache_tokens_peak"] == 6 * 64
 assert {"exact_peak", "vrex_device_peak", "vrex_total_peak"} <= set(j["kv_bytes"])
 assert {"flops_ratio", "time_ratio", "flops_floor"} <= set(j["prefill"])
 assert "control_radius0" in j and "pixel_reuse_rate" in j, j.keys()
+assert j["args"]["path"] == "cpp", j["args"]  # the C++ path by default
+assert 0 < j["emulation"]["ratio_to_exact_step"]["mean"] < 1
 PY
 	grep -q 'id="model"' model-report/index.html || fail "no model section in the report"
+	# The Python path stays selectable and reports the same task accuracy (same decisions).
+	cp "$WORK/out" cpp.json
+	expect_rc 0 "${E[@]}" --json run clip.avi --model builtin --max-frames 6 --model-path python
+	python3 - cpp.json "$WORK/out" <<'PY'
+import json, sys
+c, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert p["args"]["path"] == "python", p["args"]
+assert c["task"]["accuracy"] == p["task"]["accuracy"] and c["reuse_rate"] == p["reuse_rate"]
+PY
 	;;
 err-model-unknown)
 	make_clip clip.avi mpeg4 5

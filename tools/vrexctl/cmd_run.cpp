@@ -31,6 +31,7 @@ struct RunArgs {
     bool anchors = false;
     bool no_single = false;
     std::string model;
+    std::string model_path;
     vrex::pipeline::PipelineOptions opt;
 };
 
@@ -249,6 +250,11 @@ void add_run(CLI::App& app, GlobalOptions& g) {
          "control_radius0; --max-frames sets the frames per stream; the pixel pipeline's colliding "
          "keys move to pixel_<key>")
         ->check(CLI::IsMember({"builtin"}));
+    c->add_option(
+         "--model-path", a->model_path,
+         "with --model builtin: cpp (the default: decoder.py's step scripted and run by libtorch, the "
+         "C++ policy over libvrex-hal) or python (torch in Python driving the same C++ policy)")
+        ->check(CLI::IsMember({"cpp", "python"}));
     c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
     c->add_flag("--no-progress", a->no_progress, "no progress bar");
     c->callback([a, &g, c]() {
@@ -285,7 +291,8 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         j["headline"] = cmp.to_json();
         nlohmann::json m;
         if (a->model == "builtin") {
-            m = run_builtin_model({a->videos, a->max_frames, a->opt.radius, !a->no_control, a->anchors});
+            m = run_builtin_model(
+                {a->videos, a->max_frames, a->opt.radius, !a->no_control, a->anchors, a->model_path});
             for (const auto& [k, v] : m.items()) {
                 if (j.contains(k)) j["pixel_" + k] = j[k];
                 j[k] = v;

@@ -38,6 +38,10 @@ nlohmann::json run_builtin_model(const ModelRunArgs& a) {
     }
     if (!a.control) args.push_back("--no-control");
     if (a.anchors) args.push_back("--anchors");
+    if (!a.path.empty()) {
+        args.push_back("--path");
+        args.push_back(a.path);
+    }
     args.insert(args.end(), a.videos.begin(), a.videos.end());
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);

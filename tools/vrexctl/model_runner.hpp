@@ -16,6 +16,9 @@ struct ModelRunArgs {
     std::uint32_t radius = 20;
     bool control = true;   // the radius-0 control run
     bool anchors = false;  // also the KV anchors and V-Rex ablations at equal memory (vrex.run --anchors)
+    // "cpp": the scripted decoder under libtorch with the C++ policy (vrex.run's default); "python":
+    // torch in Python driving the same C++ policy; empty: the runner's default.
+    std::string path;
 };
 
 // Spawns the runner (no shell), collects its stdout and parses it. ExitError(kExitRuntime) with the

@@ -1,0 +1,109 @@
+// _vrexrun: the C++ path of the builtin model (vrex::lcp::StreamRunner: libtorch runs the scripted
+// decoder.py step, vrex::lcp::ReusePolicy decides reuse over libvrex-hal) for vrex/run.py. Arrays
+// cross as numpy (copied in, logits copied out): Python's torch and this module share Debian's
+// libtorch, but not a tensor type caster.
+#include "vrex/lcp/runner.hpp"
+
+#include <ATen/Parallel.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+
+namespace py = pybind11;
+using namespace vrex;
+using py_binding::take;
+
+namespace {
+
+struct Session {
+    std::shared_ptr<lcp::ScriptedModel> model;
+    std::shared_ptr<Device> device;
+    std::shared_ptr<KvAllocator> alloc;
+    lcp::RunnerOptions opts;
+};
+
+struct Runner {
+    std::shared_ptr<Session> s;
+    std::unique_ptr<lcp::StreamRunner> r;
+};
+
+torch::Tensor tensor_of(const py::array& a, torch::ScalarType type) {
+    std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
+    return torch::from_blob(const_cast<void*>(a.data()), shape, type).clone();  // NOLINT
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_vrexrun, m) {
+    m.doc() = "the builtin model's C++ path: scripted decoder (libtorch) + vrex::lcp policy over libvrex-hal";
+    m.def("set_num_threads", [](int n) { at::set_num_threads(n); });
+
+    py::class_<Session, std::shared_ptr<Session>>(m, "Session")
+        .def(py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
+                         std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
+                         std::uint32_t bank_mib) {
+                 auto s = std::make_shared<Session>();
+                 if (policy == "exact")
+                     s->opts.policy = lcp::Policy::exact;
+                 else if (policy != "vrex")
+                     throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
+                                                 policy + "'");
+                 s->opts.reuse = {fcc, radius, guard_bits, max_age, similar};
+                 s->model = std::make_shared<lcp::ScriptedModel>(module);
+                 DeviceOptions o;
+                 o.backend = BackendChoice::emulated;
+                 o.backend_options.emu_banks = banks;
+                 o.backend_options.emu_bank_size = std::uint64_t{bank_mib} << 20;
+                 s->device = take(Device::open(o), "open emulated device");
+                 if (max_age > s->device->info().zombie_frames)
+                     throw std::invalid_argument("max_age exceeds the device's zombie threshold");
+                 s->alloc =
+                     take(KvAllocator::create(s->device, s->model->geometry().hal()), "create KV allocator");
+                 return s;
+             }),
+             py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
+             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"))
+        .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
+        .def("stream", [](const std::shared_ptr<Session>& s) {
+            return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
+        });
+
+    py::class_<Runner>(m, "StreamRunner")
+        .def(
+            "step",
+            [](Runner& r, py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> luma,
+               py::array_t<float, py::array::c_style | py::array::forcecast> tokens,
+               py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> q_region,
+               py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> q_target) {
+                if (luma.ndim() != 2) throw std::invalid_argument("luma must be a 2-D uint8 array (H x W)");
+                LumaView v;
+                v.data = luma.data();
+                v.height = static_cast<std::uint32_t>(luma.shape(0));
+                v.width = static_cast<std::uint32_t>(luma.shape(1));
+                v.stride = v.width;
+                lcp::StepStats st;
+                const torch::Tensor logits =
+                    r.r->step(v, tensor_of(tokens, torch::kFloat32), tensor_of(q_region, torch::kInt64),
+                              tensor_of(q_target, torch::kInt64), st)
+                        .contiguous();
+                py::array_t<float> out({logits.size(0), logits.size(1)});
+                std::memcpy(out.mutable_data(), logits.data_ptr<float>(), sizeof(float) * logits.numel());
+                py::dict d;
+                d["step_s"] = st.step_s;
+                d["emu_s"] = st.emu_s;
+                d["reused"] = st.reused;
+                d["reused_region"] = st.reused_region;
+                return py::make_tuple(out, d);
+            },
+            py::arg("luma"), py::arg("tokens"), py::arg("q_region"), py::arg("q_target"))
+        .def("distinct_blocks", [](const Runner& r) { return r.r->distinct_blocks(); })
+        .def("cache_tokens", [](const Runner& r) { return r.r->cache_tokens(); })
+        .def("close", [](Runner& r) { r.r->close(); });
+}

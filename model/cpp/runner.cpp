@@ -1,0 +1,168 @@
+#include "vrex/lcp/runner.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace vrex::lcp {
+
+namespace {
+
+double thread_cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+template <class T>
+T take(Result<T> r, const std::string& what) {
+    if (!r) throw std::runtime_error("vrex runner: " + what + ": " + r.error_message());
+    return std::move(*r);
+}
+
+void check(const Result<void>& r, const std::string& what) {
+    if (!r) throw std::runtime_error("vrex runner: " + what + ": " + r.error_message());
+}
+
+}  // namespace
+
+ModelGeometry Geometry::hal() const {
+    ModelGeometry g;
+    g.layers = layers;
+    g.kv_heads = kv_heads;
+    g.head_dim = head_dim;
+    g.tokens_per_block = tokens_per_region;
+    g.dtype = DType::fp32;
+    return g;
+}
+
+ScriptedModel::ScriptedModel(const std::string& path) : m_(torch::jit::load(path)) {
+    m_.eval();
+    const auto g = m_.run_method("geometry").toIntVector();
+    if (g.size() != 8)
+        throw std::runtime_error("vrex runner: " + path + ": geometry() has " + std::to_string(g.size()) +
+                                 " fields, not 8");
+    for (const auto v : g)
+        if (v <= 0) throw std::runtime_error("vrex runner: " + path + ": a geometry field is not positive");
+    auto u = [&](std::size_t i) { return static_cast<std::uint32_t>(g[i]); };
+    geo_ = {u(0), u(1), u(2), u(3), u(4), u(5), u(6), u(7)};
+    if (geo_.regions * geo_.tokens_per_region != geo_.visual)
+        throw std::runtime_error("vrex runner: " + path + ": regions x tokens_per_region != visual tokens");
+}
+
+StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o)
+    : model_(model), alloc_(std::move(alloc)) {
+    const Geometry& g = model_.geometry();
+    const std::uint64_t need =
+        std::uint64_t{g.layers} * 2 * g.kv_heads * g.tokens_per_region * g.head_dim * 4;
+    if (alloc_->block_bytes() != need)
+        throw std::runtime_error("vrex runner: the allocator's blocks are " +
+                                 std::to_string(alloc_->block_bytes()) + " B, the model needs " +
+                                 std::to_string(need));
+    st_ = take(alloc_->create_stream(), "create stream");
+    if (o.policy == Policy::vrex)
+        policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
+}
+
+StreamRunner::~StreamRunner() {
+    // Destruction must not throw; the stream's end frees the blocks anyway.
+    if (!closed_ && st_) (void)unpin_all(*st_, pinned_);
+}
+
+void StreamRunner::close() {
+    if (closed_) return;
+    closed_ = true;
+    check(unpin_all(*st_, pinned_), "close");
+    pinned_.clear();
+    k_ = v_ = torch::Tensor();
+}
+
+torch::Tensor StreamRunner::view(const KvBlock& b) const {
+    const Geometry& g = model_.geometry();
+    // A published or shared block is read-only (hal.hpp): Decoder.step only reads reused blocks and
+    // writes only the fresh ones this stream just allocated (their @data is set).
+    auto* p = b.data.empty() ? const_cast<std::byte*>(b.view.data()) : b.data.data();  // NOLINT
+    return torch::from_blob(p, {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim}, torch::kFloat32);
+}
+
+void StreamRunner::reserve() {
+    const Geometry& g = model_.geometry();
+    const std::int64_t n0 = std::int64_t{t_} * g.visual, n1 = n0 + g.visual;
+    if (k_.defined() && k_.size(2) >= n1) return;
+    const std::int64_t cap = std::max<std::int64_t>(64 * g.visual, 2 * n1);
+    auto k = torch::empty({g.layers, g.kv_heads, cap, g.head_dim});
+    auto v = torch::empty_like(k);
+    if (k_.defined()) {
+        k.narrow(2, 0, n0).copy_(k_.narrow(2, 0, n0));
+        v.narrow(2, 0, n0).copy_(v_.narrow(2, 0, n0));
+    }
+    k_ = std::move(k);
+    v_ = std::move(v);
+}
+
+torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& tokens,
+                                 const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                 StepStats& stats) {
+    if (closed_) throw std::runtime_error("vrex runner: the stream runner is closed");
+    const Geometry& g = model_.geometry();
+    if (tokens.dim() != 2 || tokens.size(0) != g.visual || tokens.size(1) != g.feat_dim)
+        throw std::invalid_argument("vrex runner: tokens must be [" + std::to_string(g.visual) + ", " +
+                                    std::to_string(g.feat_dim) + "]");
+    if (q_target.numel() &&
+        (q_target.max().item<std::int64_t>() > t_ || q_target.min().item<std::int64_t>() < 0))
+        throw std::invalid_argument("vrex runner: question targets must be frames 0.." + std::to_string(t_));
+    torch::NoGradGuard no_grad;
+    torch::jit::Module& m = model_.module();
+    const double t0 = thread_cpu_s();
+    const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
+    double emu = thread_cpu_s() - t0;
+    torch::Tensor vis;
+    std::vector<std::uint32_t> hashes(g.regions, 0);
+    if (policy_) {
+        auto out = m.run_method("prepare", tokens).toTuple();
+        vis = out->elements()[0].toTensor();
+        const torch::Tensor h = out->elements()[1].toTensor().contiguous();
+        for (std::uint32_t r = 0; r < g.regions; r++)
+            hashes[r] = static_cast<std::uint32_t>(h[r].item<std::int64_t>());
+    } else {
+        vis = m.run_method("embed", tokens).toTensor();
+    }
+    double e0 = thread_cpu_s();
+    FrameChoice choice =
+        policy_ ? take(policy_->choose(*st_, fi.fp, hashes, t_), "choose") : FrameChoice(g.regions);
+    const FrameBlocks fb = take(apply_choice(*st_, choice), "apply");
+    emu += thread_cpu_s() - e0;
+    pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
+    c10::List<torch::Tensor> cur;
+    for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
+    c10::List<std::int64_t> fresh;
+    for (std::uint32_t r : fb.fresh) fresh.push_back(r);
+    reserve();
+    torch::Tensor logits =
+        m.forward({tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_), q_region, q_target})
+            .toTensor();
+    e0 = thread_cpu_s();
+    if (policy_) {
+        std::vector<std::uint32_t> fh;
+        fh.reserve(fb.fresh.size());
+        for (std::uint32_t r : fb.fresh) fh.push_back(hashes[r]);
+        check(policy_->computed(fb.fresh_blocks, fh, t_), "computed");
+    }
+    (void)take(st_->end_frame(), "end_frame");
+    const double t1 = thread_cpu_s();
+    stats.emu_s = emu + (t1 - e0);
+    stats.step_s = t1 - t0;
+    stats.reused_region.assign(g.regions, false);
+    stats.reused = 0;
+    for (std::uint32_t r = 0; r < g.regions; r++)
+        if (choice[r]) {
+            stats.reused_region[r] = true;
+            stats.reused++;
+        }
+    t_++;
+    return logits;
+}
+
+}  // namespace vrex::lcp

@@ -1,0 +1,69 @@
+"""The two paths of `vrexctl run --model builtin` (vrex/run.py --path cpp|python) make the same reuse
+decisions and give the same answers and accuracies on the same frames: one policy (model/cpp), one
+decoder definition (decoder.py, scripted for libtorch by vrex/script.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from vrex import cpp_path, footage, lcp, run
+
+pytestmark = pytest.mark.skipif(not cpp_path.available(), reason="_vrexrun not built (libtorch-dev missing)")
+
+
+def test_scripted_step_decides_and_answers_as_the_python_step(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    torch.set_num_threads(1)
+    model, extra = run.load_model()
+    feats = torch.from_numpy(footage.encode_clip(vtest_avi, step=1))[:24]
+    lumas = np.stack(list(footage.frames(vtest_avi, "gray", run.LUMA_SIZE, None, 1)))[:24]
+    module = cpp_path.scripted(model, str(tmp_path))
+    for policy in ("exact", "vrex"):
+        opts = lcp.Options(policy=policy)
+        py, cpp = lcp.Session(model, opts).stream(), cpp_path.Session(model, opts, module).stream()
+        reused = 0
+        for t in range(len(feats)):
+            tok = (feats[t] - extra["mean"]) / extra["std"]
+            q = (torch.tensor([t % 16, (3 * t) % 16]), torch.tensor([t, t // 2]))
+            lp, fp = py.step(lumas[t], tok, *q)
+            lc, fc = cpp.step(lumas[t], tok, *q)
+            assert fc.reused_region == fp.reused_region, f"{policy} frame {t}"
+            assert torch.allclose(lc, lp, atol=1e-4), f"{policy} frame {t}: {(lc - lp).abs().max()}"
+            assert torch.equal(lc.argmax(-1), lp.argmax(-1))
+            assert fc.flops == fp.flops and fc.emu_s > 0 and fc.step_s >= fc.emu_s
+            reused += fc.reused
+        assert cpp.distinct_blocks() == py.distinct_blocks() and cpp.cache_tokens() == py.cache_tokens()
+        assert (reused > 0) == (policy == "vrex")  # the comparison covered reuse, not only computation
+        py.close()
+        cpp.close()
+
+
+def test_both_paths_give_the_same_accuracies(vtest_avi: Path, footage_env: dict[str, str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    clips = [vtest_avi, Path(footage_env["VREX_MIRE_PATH"])]
+    o = lcp.Options()
+    res = {p: run.run(clips, 1, 24, 4, o.radius, o.guard_bits, o.max_age, warmup=4, path=p) for p in run.PATHS}
+    c, p = res["cpp"], res["python"]
+    assert c["args"]["path"] == "cpp" and p["args"]["path"] == "python"
+    for k in ("exact", "vrex", "control_radius0"):
+        assert c["task"]["accuracy"][k] == p["task"]["accuracy"][k], k
+    assert c["reuse_rate"] == p["reuse_rate"] > 0
+    assert c["kv_bytes"] == p["kv_bytes"]
+    assert c["quality"]["vrex"]["top1_agreement"] == p["quality"]["vrex"]["top1_agreement"]
+    assert c["prefill"]["flops_ratio"] == p["prefill"]["flops_ratio"]
+    assert 0 < c["emulation"]["ratio_to_exact_step"]["mean"] < 1
+
+
+def test_the_cpp_path_refuses_python_plugin_policies(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    model, _ = run.load_model()
+    module = cpp_path.scripted(model, str(tmp_path))
+    with pytest.raises(ValueError, match="C\\+\\+ path runs"):
+        cpp_path.Session(model, lcp.Options(policy="managed"), module)
+    with pytest.raises(ValueError, match="path must be"):
+        run.run([], 1, 2, 1, 20, 1, 2, warmup=0, path="rust")

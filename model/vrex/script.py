@@ -1,0 +1,104 @@
+"""TorchScript of the builtin decoder for the C++ runner (model/cpp/runner.cpp): decoder.py's own
+Decoder.step and embedding, scripted, plus the guard's key hash (the one definition: lcp.Session
+hashes through key_hashes() too).
+
+`export(model, path)` scripts a copy of the model and saves it; C++ loads it with torch::jit::load.
+Config is a frozen dataclass TorchScript 1.13 cannot type: the scripted copy carries ScriptConfig,
+the same fields as a TorchScript class. Nothing of the math is restated here.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import List, Tuple
+
+import torch
+from torch import nn
+
+from .decoder import Decoder
+
+HASH_BITS = 32
+HASH_SEED = 1234
+
+
+def hash_planes(kv_heads: int, tokens_per_region: int, head_dim: int) -> torch.Tensor:
+    """The guard's sign-random-projection hyperplanes (fixed seed) [HASH_BITS, KVH*T*hd]."""
+    gen = torch.Generator().manual_seed(HASH_SEED)
+    return torch.randn(HASH_BITS, kv_heads * tokens_per_region * head_dim, generator=gen)
+
+
+def key_hashes(k0: torch.Tensor, planes: torch.Tensor, regions: int) -> torch.Tensor:
+    """SRP hash per region of layer-0 pre-rotation keys @k0 [KVH, regions*T, hd] -> int64 [regions]
+    (32-bit values): what the guard compares."""
+    kvh, n, hd = k0.shape[0], k0.shape[1], k0.shape[2]
+    per = k0.view(kvh, regions, n // regions, hd).permute(1, 0, 2, 3).reshape(regions, -1)
+    bits = (per @ planes.t()) > 0
+    weights = torch.pow(2, torch.arange(planes.shape[0], dtype=torch.int64))
+    return (bits.to(torch.int64) * weights).sum(1)
+
+
+@torch.jit.script
+class ScriptConfig:
+    def __init__(self, feat_dim: int, d_model: int, layers: int, heads: int, kv_heads: int, head_dim: int,
+                 ffn: int, regions: int, tokens_per_region: int, codes: int, window: int, question_reach: int,
+                 rope_base: float, visual: int):
+        self.feat_dim = feat_dim
+        self.d_model = d_model
+        self.layers = layers
+        self.heads = heads
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.ffn = ffn
+        self.regions = regions
+        self.tokens_per_region = tokens_per_region
+        self.codes = codes
+        self.window = window
+        self.question_reach = question_reach
+        self.rope_base = rope_base
+        self.visual = visual
+
+
+class StepModule(nn.Module):
+    """What the C++ runner calls: geometry(), embed(tokens), prepare(tokens) (embedding + guard
+    hashes) and forward = Decoder.step over the frame's block views and the attention cache."""
+
+    def __init__(self, model: Decoder):
+        super().__init__()
+        c = model.c
+        d = copy.deepcopy(model).eval()
+        sc = ScriptConfig(**c.to_dict(), visual=c.visual)
+        for m in d.modules():
+            if hasattr(m, "c"):
+                m.c = sc
+            if hasattr(m, "wq"):  # Attention.last_read: an attribute the scripted methods assign
+                m.last_read = torch.zeros(0)
+        self.d = d
+        self.regions = c.regions
+        self.geo = [c.layers, c.kv_heads, c.head_dim, c.tokens_per_region, c.regions, c.visual, c.feat_dim, c.codes]
+        self.register_buffer("planes", hash_planes(c.kv_heads, c.tokens_per_region, c.head_dim))
+
+    @torch.jit.export
+    def geometry(self) -> List[int]:
+        """layers, kv_heads, head_dim, tokens_per_region, regions, visual, feat_dim, codes."""
+        return self.geo
+
+    @torch.jit.export
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.d.embed_frame(tokens)
+
+    @torch.jit.export
+    def prepare(self, tokens: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        vis = self.d.embed_frame(tokens)
+        return vis, key_hashes(self.d.layer0_keys(vis), self.planes, self.regions)
+
+    def forward(self, z: torch.Tensor, vis: torch.Tensor, fresh: List[int], cur: List[torch.Tensor],
+                ck: torch.Tensor, cv: torch.Tensor, t: int, q_region: torch.Tensor,
+                q_target: torch.Tensor) -> torch.Tensor:
+        return self.d.step(z, vis, fresh, cur, (ck, cv), t, q_region, q_target, None)
+
+
+def export(model: Decoder, path: Path) -> Path:
+    """Scripts @model's step (StepModule) and saves it at @path."""
+    with torch.no_grad():
+        torch.jit.script(StepModule(model)).save(str(path))
+    return path

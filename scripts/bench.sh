@@ -18,8 +18,9 @@
 # shared 2-core machine, so bench-quick builds it too), then the build tree is reconfigured with
 # -DVREX_FAISS_NATIVE_DIR and the native module built. If that fails the benchmark still runs and reports
 # native FAISS as "not built" (a record and a line on the console).
-# A full run publishes bench/results.json, docs/benchmarks.md and bench/analysis.md (all three generated
-# from the same records; ctest -R bench_report_fresh checks they agree).
+# A full run publishes bench/results.json, docs/benchmarks.md, bench/analysis.md and the generated block of
+# docs/hw/shie.md (all from the same records; ctest -R bench_report checks they agree and that no number
+# in them is hand-written).
 # Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary,
 # VREX_BENCH_QEMU=0 skips the guest step (reported, not an error), VREX_FAISS_NATIVE=0 skips the native
 # FAISS build (reported as not built), VREX_BENCH_DIRTY=1 measures a work tree with uncommitted changes.
@@ -132,13 +133,27 @@ if [[ -x $kbin && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench
 		sed -e "s|@BIN@|$kpath|g" -e "s|@MODE@|$mode|g" tests/kernel/bench-programs.txt >"$list"
 		serial=build/qemu/6.12-amd64/serial.log
 		rm -f "$serial"
+		# The same program's emulated backend on the host: the guest/host ratio of the code both
+		# backends share is what TCG costs (bench/guest_records.py derives it).
+		host_part=$parts/vrex_bench_kernel-host.jsonl
+		rm -f "$host_part"
+		"$kbin" --mode="$mode" --emu-only --out="$host_part" >"$out/vrex_bench_kernel-host.log" 2>&1 ||
+			echo "bench: vrex_bench_kernel --emu-only on the host failed (log $out/vrex_bench_kernel-host.log)" >&2
+		# The guest's clock runs on while the host deschedules QEMU, so the host's load is the one that
+		# matters: runnable tasks sampled every 200 ms while the guest runs.
+		samples=$out/vrex_bench_kernel-host-load.txt
+		: >"$samples"
+		(while sleep 0.2; do awk '/^procs_running/ {print $2}' /proc/stat; done >>"$samples") &
+		sampler=$!
 		if ! bash scripts/qemu-test.sh --kernel 6.12-amd64 --programs "$list" >"$out/vrex_bench_kernel.log" 2>&1; then
 			echo "bench: the 6.12-amd64 guest run reported failures (log $out/vrex_bench_kernel.log)" >&2
 			tail -n 5 "$out/vrex_bench_kernel.log" >&2
 			status=1
 		fi
-		if [[ -f $serial ]] && grep -a '^@@VREX-BENCH ' "$serial" | sed 's/^@@VREX-BENCH //' \
-			>"$parts/vrex_bench_kernel.jsonl" && [[ -s $parts/vrex_bench_kernel.jsonl ]]; then
+		kill "$sampler" 2>/dev/null
+		wait "$sampler" 2>/dev/null || true
+		if [[ -f $serial ]] && python3 bench/guest_records.py --serial "$serial" --host-load "$samples" \
+			--host-part "$host_part" --out "$parts/vrex_bench_kernel.jsonl" && [[ -s $parts/vrex_bench_kernel.jsonl ]]; then
 			grep -a '^RESULT' "$serial" | sed 's/^RESULT /   /' || true
 		else
 			rm -f "$parts/vrex_bench_kernel.jsonl"
@@ -154,13 +169,17 @@ command="make bench"
 results=bench/results.json
 markdown=docs/benchmarks.md
 analysis=bench/analysis.md
+shie_doc=docs/hw/shie.md
 if [[ $mode == quick ]]; then # a check, not the published figures
 	command="make bench-quick"
 	results=$out/results-quick.json
 	markdown=$out/benchmarks-quick.md
 	analysis=$out/analysis-quick.md
+	shie_doc=$out/shie-scan-quick.md
+	rm -f "$shie_doc"
 fi
 python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
+	--shie-doc "$shie_doc" \
 	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
 	--duration-s "$((SECONDS - start))" --revision "$revision" \
 	${skipped[@]+"${skipped[@]/#/--skipped=}"} || status=1

@@ -22,6 +22,8 @@ import os
 import re
 import sys
 
+import host_load
+
 PREFIX = "@@VREX-BENCH "
 GUEST_LOAD = ("load_running_mean", "load_running_max", "load_samples", "load_avg1", "cpus", "noisy")
 
@@ -36,29 +38,11 @@ def guest_records(serial_path):
     return records
 
 
-def host_load(samples_path):
-    values = []
-    with open(samples_path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                values.append(float(line))
-    return values
-
-
 def annotate(rec, samples, cpus):
     for key in GUEST_LOAD:
         if key in rec:
             rec["guest_" + key] = rec.pop(key)
-    if samples:
-        rec["load_running_mean"] = sum(samples) / len(samples)
-        rec["load_running_max"] = max(samples)
-        rec["load_samples"] = len(samples)
-        rec["cpus"] = cpus
-        if rec["load_running_mean"] > cpus:
-            rec["noisy"] = "load"
-    rec["load_source"] = "host, while the guest ran"
-    return rec
+    return host_load.annotate(rec, samples, cpus, "host, while the guest ran")
 
 
 def tcg_records(guest, host):
@@ -101,7 +85,7 @@ def main():
     if not records:
         print(f"guest_records: no {PREFIX.strip()} lines in {args.serial}", file=sys.stderr)
         return 1
-    samples = host_load(args.host_load) if os.path.exists(args.host_load) else []
+    samples = host_load.read_samples(args.host_load)
     cpus = os.cpu_count() or 1
     records = [annotate(r, samples, cpus) for r in records]
     if args.host_part and os.path.exists(args.host_part):

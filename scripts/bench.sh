@@ -69,6 +69,21 @@ export VREX_TREE_AVI VREX_TREE_GRAY VREX_TREE_WIDTH VREX_TREE_HEIGHT
 
 rm -rf "$parts"
 mkdir -p "$parts"
+
+# Runnable tasks on the host (/proc/stat procs_running) every 200 ms into $1, until stop_sampler.
+sampler=""
+start_sampler() {
+	: >"$1"
+	(while sleep 0.2; do awk '/^procs_running/ {print $2}' /proc/stat; done >>"$1") &
+	sampler=$!
+}
+stop_sampler() {
+	[[ -n $sampler ]] || return 0
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
+	sampler=""
+}
+trap stop_sampler EXIT
 start=$SECONDS
 status=0
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -109,12 +124,19 @@ for bin in "${bins[@]}"; do
 	[[ $name == vrex_bench_kernel ]] && continue # guest program: below
 	echo "== $name --mode=$mode"
 	t0=$SECONDS
+	# The host's runnable tasks over the whole run, for the records that sample no load of their own
+	# (the Python benchmarks; bench/host_load.py).
+	samples=$out/$name-host-load.txt
+	start_sampler "$samples"
 	if ! "$bin" --mode="$mode" --out="$parts/$name.jsonl" >"$out/$name.log" 2>&1; then
 		echo "bench: $name FAILED (log $out/$name.log)" >&2
 		skipped+=("$name: failed, its records (if any) are partial (log $out/$name.log)")
 		tail -n 20 "$out/$name.log" >&2
 		status=1
 	fi
+	stop_sampler
+	python3 bench/host_load.py --part "$parts/$name.jsonl" --samples "$samples" \
+		--source "host, over the whole $name run" || status=1
 	grep -E '^RESULT' "$out/$name.log" | sed 's/^RESULT /   /' || true
 	echo "   ($((SECONDS - t0)) s, log $out/$name.log)"
 done
@@ -142,16 +164,13 @@ if [[ -x $kbin && (-z ${VREX_BENCH_ONLY:-} || ${VREX_BENCH_ONLY:-} == vrex_bench
 		# The guest's clock runs on while the host deschedules QEMU, so the host's load is the one that
 		# matters: runnable tasks sampled every 200 ms while the guest runs.
 		samples=$out/vrex_bench_kernel-host-load.txt
-		: >"$samples"
-		(while sleep 0.2; do awk '/^procs_running/ {print $2}' /proc/stat; done >>"$samples") &
-		sampler=$!
+		start_sampler "$samples"
 		if ! bash scripts/qemu-test.sh --kernel 6.12-amd64 --programs "$list" >"$out/vrex_bench_kernel.log" 2>&1; then
 			echo "bench: the 6.12-amd64 guest run reported failures (log $out/vrex_bench_kernel.log)" >&2
 			tail -n 5 "$out/vrex_bench_kernel.log" >&2
 			status=1
 		fi
-		kill "$sampler" 2>/dev/null
-		wait "$sampler" 2>/dev/null || true
+		stop_sampler
 		if [[ -f $serial ]] && python3 bench/guest_records.py --serial "$serial" --host-load "$samples" \
 			--host-part "$host_part" --out "$parts/vrex_bench_kernel.jsonl" && [[ -s $parts/vrex_bench_kernel.jsonl ]]; then
 			grep -a '^RESULT' "$serial" | sed 's/^RESULT /   /' || true

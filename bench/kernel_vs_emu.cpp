@@ -141,6 +141,15 @@ std::string same_answers(Setup& emu, Setup& kern, std::uint32_t batch, std::uint
     return {};
 }
 
+// What the lookups' popcount can use on this CPU (a TCG guest's model may lack it): the reference model
+// picks its group scan kernel from the same CPUID bits (lib/shie_group_scan.c).
+std::string cpu_features() {
+    std::string s = std::string("popcnt ") + (__builtin_cpu_supports("popcnt") ? "yes" : "no");
+    s += std::string(", avx2 ") + (__builtin_cpu_supports("avx2") ? "yes" : "no");
+    s += std::string(", avx512vpopcntdq ") + (__builtin_cpu_supports("avx512vpopcntdq") ? "yes" : "no");
+    return s;
+}
+
 // A file descriptor of the vrex device node (accel first, then render nodes), or -1: the node whose
 // DRM_IOCTL_VERSION names the driver "vrex".
 int open_vrex_node() {
@@ -262,7 +271,8 @@ int run(const Options& opt, bool emu_only) {
                   "(radius 20) queries, Stream::retrieve_batch, one core, CPU time (user + system), " +
                   std::to_string(rounds) + " interleaved rounds" +
                   (emu_only ? std::string()
-                            : ", answers of both backends equal on " + std::to_string(checked) + " lookups");
+                            : ", answers of both backends equal on " + std::to_string(checked) + " lookups") +
+                  "; CPU: " + cpu_features();
         const Stats es = stats_of(emu_rates);
         if (emu_only) {
             r.name = "kernel/batch=" + std::to_string(batch) + ": emulated backend (host, no device)";

@@ -12,41 +12,24 @@
 #include <string>
 
 #include "errors.hpp"
+#include "handles.hpp"
 #include "vrex/hal.hpp"
 
 namespace py = pybind11;
 using namespace vrex;
 
-void bind_resv(py::module_& m);  // resv.cpp
+void bind_resv(py::module_& m);    // resv.cpp
+void bind_policy(py::module_& m);  // policy.cpp
 
 namespace {
 
 using py_binding::check;
 using py_binding::fail;
+using py_binding::fp_from;
+using py_binding::fp_tuple;
+using py_binding::PyBlock;
+using py_binding::PyStream;
 using py_binding::take;
-
-struct PyStream {
-    std::shared_ptr<KvAllocator> alloc;
-    std::unique_ptr<Stream> stream;
-};
-
-// A block as Python sees it: its HAL description plus a strong reference to its stream.
-struct PyBlock {
-    KvBlock b;
-    std::shared_ptr<PyStream> owner;
-};
-
-py::tuple fp_tuple(const Fingerprint& fp) {
-    return py::make_tuple(fp.w[0], fp.w[1]);
-}
-
-Fingerprint fp_from(const py::tuple& t) {
-    if (t.size() != 2) throw std::invalid_argument("fingerprint must be a (w0, w1) tuple");
-    Fingerprint fp;
-    fp.w[0] = t[0].cast<std::uint64_t>();
-    fp.w[1] = t[1].cast<std::uint64_t>();
-    return fp;
-}
 
 py::object retrieval(const Retrieval& r, const std::shared_ptr<PyStream>& owner) {
     if (!r.hit) return py::none();
@@ -67,6 +50,18 @@ Scope scope_from(const std::string& s) {
 }
 
 }  // namespace
+
+namespace vrex::py_binding {
+
+Fingerprint fp_from(const py::tuple& t) {
+    if (t.size() != 2) throw std::invalid_argument("fingerprint must be a (w0, w1) tuple");
+    Fingerprint fp;
+    fp.w[0] = t[0].cast<std::uint64_t>();
+    fp.w[1] = t[1].cast<std::uint64_t>();
+    return fp;
+}
+
+}  // namespace vrex::py_binding
 
 PYBIND11_MODULE(_vrexhal, m) {
     m.doc() = "libvrex-hal engine API (KV blocks as zero-copy buffers)";
@@ -212,4 +207,5 @@ PYBIND11_MODULE(_vrexhal, m) {
           [](const py::tuple& a, const py::tuple& b) { return fp_from(a).distance(fp_from(b)); });
 
     bind_resv(m);
+    bind_policy(m);
 }

@@ -14,12 +14,17 @@ reuse candidate) and never its memory. Blocks are unpinned when the runner close
 Which regions reuse which block is the POLICY's decision (`Policy`, chosen by name in
 `Options.policy`; `POLICIES` is the registry another policy plugs into):
   exact   every region computed (the baseline: the full, growing cache)
-  vrex    candidates from the HAL (temporal lookup at offset -1, similarity lookup at the frame's
-          fingerprint within `radius`, past frames only; with fcc=False the temporal candidate
-          counts whatever the fingerprints say), a model-side guard (sign-random-projection hash,
-          32 bits, of the region's layer-0 pre-rotation keys against the hash recorded when the
-          candidate was computed: Hamming <= guard_bits) and an age cap (at most max_age frames
-          since the block was computed). The values are frozen on the validation clip (docs/model.md).
+  vrex    the C++ policy over libvrex-hal (model/cpp, vrex/lcp/policy.hpp: the one the C++ runner
+          uses too), driven through the binding: candidates from the HAL (temporal lookup at offset
+          -1, similarity lookup at the frame's fingerprint within `radius`, past frames only; with
+          fcc=False the temporal candidate counts whatever the fingerprints say) in one lookup batch
+          per frame, a guard (sign-random-projection hash, 32 bits, of the region's layer-0
+          pre-rotation keys -- torch computes it -- against the hash recorded when the candidate
+          was computed: Hamming <= guard_bits) and an age cap (at most max_age frames since the
+          block was computed). The values are frozen on the validation clip (docs/model.md).
+Whatever the policy, a frame's blocks are applied in one call (hal.apply_frame: alias the chosen
+blocks, allocate and pin the rest), so a frame costs five calls into the HAL: begin_frame, choose,
+apply_frame, computed, end_frame (FrameStats.emu_s times them).
 """
 from __future__ import annotations
 
@@ -62,6 +67,7 @@ class Options:
 class FrameStats:
     step_s: float = 0.0          # thread CPU time of the whole step, HAL calls included (one clock)
     step_wall_s: float = 0.0
+    emu_s: float = 0.0           # thread CPU time inside the vrex layer's calls (FCC, lookups, policy, blocks)
     tokens: int = 0              # visual tokens prefilled
     reused: int = 0
     regions: int = 0
@@ -148,6 +154,12 @@ class Policy:
     def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
         """@block was just computed for @region of the current frame."""
 
+    def computed_frame(self, regions: list[int], blocks: list["hal.KvBlock"], hashes: list[int]) -> None:
+        """The frame's fresh @regions were computed into @blocks (@hashes: every region's key hash).
+        The runner calls this once per frame; the default hands each region to computed()."""
+        for r, b in zip(regions, blocks):
+            self.computed(r, b, hashes[r])
+
     # Hooks for policies that also manage the cache (vrex/anchors.py); the defaults do nothing.
     def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
         """Frame t begins (before choose): its luma and encoder tokens."""
@@ -167,53 +179,25 @@ class Policy:
 
 
 class VrexPolicy(Policy):
+    """The C++ policy (hal.ReusePolicy, model/cpp) bound to this runner's stream: candidates, guard
+    and age cap are decided there, in one call per frame."""
+
     needs_hash = True
 
     def __init__(self, runner: "StreamRunner"):
         super().__init__(runner)
-        self.born: dict[tuple[int, int], tuple[int, int]] = {}  # (id, generation) -> (key hash, frame)
-
-    def candidates(self, r: int, fp: tuple[int, int]) -> list["hal.KvBlock"]:
-        o = self.run.s.opts
-        st = self.run.st
-        out = []
-        tmp = st.retrieve_temporal(r, -1)
-        if tmp is not None and (not o.fcc or hal.fingerprint_distance(fp, tmp["fp"]) <= o.radius):
-            out.append(tmp["block"])
-        if o.similar and o.fcc:
-            sim = st.retrieve_similar(r, fp, o.radius, "stream", True)
-            if sim is not None and (not out or sim["block"].id != out[0].id):
-                out.append(sim["block"])
-        return out
-
-    def guard(self, block: "hal.KvBlock", h: int) -> bool:
-        """The block's keys (hashed when it was computed: what it holds, so drift cannot accumulate)
-        are within guard_bits of this frame's, and the block is at most max_age frames old."""
-        o = self.run.s.opts
-        rec = self.born.get((block.id, block.generation))
-        if rec is None:  # not computed by this runner: never trusted
-            return False
-        if o.max_age and self.run.t - rec[1] > o.max_age:
-            return False
-        return bin(rec[0] ^ h).count("1") <= o.guard_bits
+        o = runner.s.opts
+        self.core = hal.ReusePolicy(runner.s.model.c.regions, fcc=o.fcc, radius=o.radius,
+                                    guard_bits=o.guard_bits, max_age=o.max_age, similar=o.similar)
 
     def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, "hal.KvBlock"]:
-        out = {}
-        for r in range(self.run.s.model.c.regions):
-            for cand in self.candidates(r, fp):
-                if self.guard(cand, hashes[r]):
-                    out[r] = cand
-                    break
-        return out
+        return self.core.choose(self.run.st, fp, hashes, self.run.t)
 
     def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
-        self.born[(block.id, block.generation)] = (key_hash, self.run.t)
-        # Entries older than the age cap can never pass the guard again: forget them.
-        cap = self.run.s.opts.max_age
-        if cap and len(self.born) > 64 * (cap + 2):
-            old = [k for k, (_, f) in self.born.items() if self.run.t - f > cap]
-            for k in old:
-                del self.born[k]
+        self.core.computed([block], [key_hash], self.run.t)
+
+    def computed_frame(self, regions: list[int], blocks: list["hal.KvBlock"], hashes: list[int]) -> None:
+        self.core.computed(blocks, [hashes[r] for r in regions], self.run.t)
 
 
 POLICIES: dict[str, Callable[["StreamRunner"], Policy]] = {"exact": Policy, "vrex": VrexPolicy}
@@ -250,32 +234,28 @@ class StreamRunner:
         if len(q_target) and (int(q_target.max()) > self.t or int(q_target.min()) < 0):
             raise ValueError(f"question targets must be frames 0..{self.t}")
         fs = FrameStats(regions=c.regions)
-        t0, w0 = time.thread_time(), time.perf_counter()
+        tt = time.thread_time
+        t0, w0 = tt(), time.perf_counter()
         info = self.st.begin_frame(luma)
+        emu = tt() - t0
         self.policy.begin(luma, tokens)
         vis = m.embed_frame(tokens)
         hashes = self.s.key_hash(m.layer0_keys(vis)) if self.policy.needs_hash else [0] * c.regions
+        e0 = tt()
         reuse = self.policy.choose(info["fp"], hashes)
-        cur: list[torch.Tensor] = []
-        fresh: list[int] = []
-        computed: list["hal.KvBlock"] = []
-        for r in range(c.regions):
-            if r in reuse:
-                self.st.reuse(r, reuse[r])
-                b = reuse[r]
-            else:
-                b = self.st.allocate(r)
-                self.st.pin(b)
-                self.pinned[(b.id, b.generation)] = b
-                fresh.append(r)
-                computed.append(b)
-            cur.append(self.s.view(b))
+        blocks, fresh = hal.apply_frame(self.st, reuse, c.regions)
+        emu += tt() - e0
+        computed = [blocks[r] for r in fresh]
+        for b in computed:
+            self.pinned[(b.id, b.generation)] = b
+        cur = [self.s.view(b) for b in blocks]
         cache = self._reserve()
         logits = m.step(tokens, vis, fresh, cur, cache, self.t, q_region, q_target,
                         self.policy.question_bias(q_region, q_target))
-        for r, b in zip(fresh, computed):
-            self.policy.computed(r, b, hashes[r])
+        e0 = tt()
+        self.policy.computed_frame(fresh, computed, hashes)
         self.st.end_frame()
+        fs.emu_s = emu + tt() - e0
         fs.step_s = time.thread_time() - t0
         fs.step_wall_s = time.perf_counter() - w0
         fs.reused = len(reuse)
@@ -315,8 +295,7 @@ class StreamRunner:
         if self.closed:
             return
         self.policy.close()
-        for b in self.pinned.values():
-            self.st.unpin(b)
+        hal.unpin_all(self.st, list(self.pinned.values()))
         self.pinned.clear()
         self.views.clear()
         self._k = self._v = None

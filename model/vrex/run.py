@@ -47,6 +47,7 @@ class Rec:
     logp: list[torch.Tensor] = field(default_factory=list)
     reused_target: list[np.ndarray] = field(default_factory=list)  # the question's (frame, region) reused
     step_s: list[float] = field(default_factory=list)
+    emu_s: list[float] = field(default_factory=list)  # of step_s: inside the vrex layer's calls (lcp.FrameStats)
     flops: list[int] = field(default_factory=list)
     reused: int = 0
     regions: int = 0
@@ -147,6 +148,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                 r.answer.append(logits.argmax(-1).numpy())
                 r.logp.append(torch.log_softmax(logits.double(), -1))
                 r.step_s.append(fs.step_s)
+                r.emu_s.append(fs.emu_s)
                 r.flops.append(fs.flops)
                 r.reused += fs.reused
                 r.regions += fs.regions
@@ -250,6 +252,24 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
                 "frames_timed": int(len(nn_))}
 
+    def emulation(name: str) -> dict[str, Any]:
+        """The product figure (issue 26): the time @name's steps spend in the vrex layer (FCC, SHIE
+        lookups, the policy, block calls) over the exact run's step on the same frames, paired per
+        frame, CI by bootstrap over segments, warm-up left out."""
+        w = args["warmup"]
+        num, den, gr = [], [], []
+        for si, p in enumerate(plan):
+            n = len(recs[name][si].emu_s)
+            sl = slice(min(w, n), n)
+            num.append(np.array(recs[name][si].emu_s[sl]))
+            den.append(np.array(recs["exact"][si].step_s[sl]))
+            gr.append(si * 10000 + p["seg_of"][sl])
+        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
+        return {"ratio_to_exact_step": task.ci_dict(nn_, gg, ratio_of=dd), "ms_per_frame": float(nn_.mean() * 1e3),
+                "exact_step_ms": float(dd.mean() * 1e3), "frames_timed": int(len(nn_)),
+                "clock": "thread CPU time; begin_frame (FCC), the policy's choice (one SHIE lookup batch, guard), "
+                         "apply_frame (alias, allocate, pin), computed, end_frame (inserts, publish, aging)"}
+
     def reuse_rate(name: str) -> float:
         r = recs[name]
         return sum(x.reused for x in r) / max(1, sum(x.regions for x in r))
@@ -277,6 +297,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         "prefill": timing("vrex") if "vrex" in runs else {},
         "prefill_clock": "thread CPU time of the whole step (FCC, lookups, guard, allocation, decoder, end_frame)",
         "reuse_rate": reuse_rate("vrex") if "vrex" in runs else 0.0,
+        "emulation": emulation("vrex") if "vrex" in runs else {},
     }
     for name in runs:
         if name == "exact":

@@ -1,0 +1,106 @@
+// _vrexhal's view of the C++ LCP decisions (vrex/lcp/policy.hpp): ReusePolicy, apply_frame and
+// unpin_all. One Python call per step of a frame: the lookups, the guard and the block calls of all
+// regions happen in C++ (a call per region cost more than the HAL work itself).
+#include "vrex/lcp/policy.hpp"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+#include "handles.hpp"
+
+namespace py = pybind11;
+using namespace vrex;
+using py_binding::check;
+using py_binding::fp_from;
+using py_binding::PyBlock;
+using py_binding::PyStream;
+using py_binding::take;
+
+namespace {
+
+std::vector<KvBlock> blocks_of(const std::vector<PyBlock>& v) {
+    std::vector<KvBlock> out;
+    out.reserve(v.size());
+    for (const PyBlock& b : v) out.push_back(b.b);
+    return out;
+}
+
+}  // namespace
+
+void bind_policy(py::module_& m) {
+    py::class_<lcp::ReusePolicy>(m, "ReusePolicy")
+        .def(py::init([](std::uint32_t regions, bool fcc, std::uint32_t radius, std::uint32_t guard_bits,
+                         std::uint32_t max_age, bool similar) {
+                 lcp::ReuseOptions o;
+                 o.fcc = fcc;
+                 o.radius = radius;
+                 o.guard_bits = guard_bits;
+                 o.max_age = max_age;
+                 o.similar = similar;
+                 return take(lcp::ReusePolicy::create(o, regions), "reuse policy");
+             }),
+             py::arg("regions"), py::arg("fcc") = true, py::arg("radius") = 20, py::arg("guard_bits") = 1,
+             py::arg("max_age") = 2, py::arg("similar") = true)
+        .def(
+            "choose",
+            [](lcp::ReusePolicy& p, const std::shared_ptr<PyStream>& s, const py::tuple& fp,
+               const std::vector<std::uint32_t>& hashes, std::uint32_t frame) {
+                const lcp::FrameChoice c =
+                    take(p.choose(*s->stream, fp_from(fp), hashes, frame), "reuse choice");
+                py::dict out;
+                for (std::uint32_t r = 0; r < c.size(); r++)
+                    if (c[r]) out[py::int_(r)] = PyBlock{*c[r], s};
+                return out;
+            },
+            py::arg("stream"), py::arg("fp"), py::arg("hashes"), py::arg("frame"),
+            "region -> earlier block to alias, for the frame @stream has begun")
+        .def(
+            "computed",
+            [](lcp::ReusePolicy& p, const std::vector<PyBlock>& blocks,
+               const std::vector<std::uint32_t>& hashes,
+               std::uint32_t frame) { check(p.computed(blocks_of(blocks), hashes, frame), "reuse policy"); },
+            py::arg("blocks"), py::arg("hashes"), py::arg("frame"))
+        .def_property_readonly("ledger_size", &lcp::ReusePolicy::ledger_size)
+        .def_property_readonly("counters", [](const lcp::ReusePolicy& p) {
+            const lcp::ReuseCounters& c = p.counters();
+            py::dict d;
+            d["candidates"] = c.candidates;
+            d["unknown"] = c.unknown;
+            d["too_old"] = c.too_old;
+            d["hash_far"] = c.hash_far;
+            d["reused"] = c.reused;
+            return d;
+        });
+
+    m.def(
+        "apply_frame",
+        [](const std::shared_ptr<PyStream>& s, const std::map<std::uint32_t, PyBlock>& choice,
+           std::uint32_t regions) {
+            lcp::FrameChoice c(regions);
+            for (const auto& [r, b] : choice) {
+                if (r >= regions)
+                    throw std::invalid_argument("region " + std::to_string(r) + " of a " +
+                                                std::to_string(regions) + "-region frame");
+                c[r] = b.b;
+            }
+            const lcp::FrameBlocks f = take(lcp::apply_choice(*s->stream, c), "apply frame");
+            std::vector<PyBlock> blocks;
+            blocks.reserve(f.blocks.size());
+            for (const KvBlock& b : f.blocks) blocks.push_back(PyBlock{b, s});
+            return py::make_tuple(std::move(blocks), f.fresh);
+        },
+        py::arg("stream"), py::arg("choice"), py::arg("regions"),
+        "aliases the chosen blocks, allocates and pins the other regions -> (block per region, fresh "
+        "regions)");
+    m.def(
+        "unpin_all",
+        [](const std::shared_ptr<PyStream>& s, const std::vector<PyBlock>& blocks) {
+            check(lcp::unpin_all(*s->stream, blocks_of(blocks)), "unpin");
+        },
+        py::arg("stream"), py::arg("blocks"));
+}

@@ -1,0 +1,107 @@
+// vrex::lcp: the LCP layer's decisions over libvrex-hal, once, for every engine that drives them
+// (the Python layer model/vrex/lcp.py through the _vrexhal binding, the C++ runner vrex-model-run).
+//
+// Per frame, the engine hashes the frame's layer-0 keys per region (its own math), then:
+//   auto choice = policy.choose(stream, info.fp, hashes, t);  // which regions alias an earlier block
+//   auto frame  = vrex::lcp::apply_choice(stream, choice);          // alias those, allocate + pin the rest
+//   ... the engine computes the fresh regions' KV into frame->blocks ...
+//   policy.computed(fresh blocks, their hashes, t);          // what the guard compares against later
+//   stream.end_frame();                                       // publishes the frame's new blocks
+//
+// The decision: candidates from the HAL (the temporal entry at offset -1, kept only when its
+// fingerprint is within @radius of the frame's unless fcc is off; the similarity lookup within
+// @radius, past frames only), all regions in ONE retrieve_batch; the first candidate that passes
+// the guard wins. The guard: the block was computed by this policy (a block it never saw is never
+// trusted), at most max_age frames ago, and the hash of the keys it holds is within guard_bits of
+// this frame's. docs/model.md "The policy".
+//
+// A long stream's cache keeps every frame readable: apply_choice() pins every block it allocates, so the
+// device's zombie rule retires only the block's SHIE entry (it stops being a candidate), never its
+// memory; unpin_all() lets the device free them when the engine closes the stream. A Stream is
+// used by one thread at a time (libvrex-hal's rule), and so is a ReusePolicy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "vrex/hal.hpp"
+
+namespace vrex::lcp {
+
+inline constexpr std::uint32_t kKeyHashBits = 32;
+
+struct ReuseOptions {
+    bool fcc = true;               // filter the temporal candidate by the fingerprint radius
+    std::uint32_t radius = 20;     // fingerprint Hamming radius, 0..31
+    std::uint32_t guard_bits = 1;  // max Hamming distance of the key hashes, 0..32
+    std::uint32_t max_age = 2;     // frames after its computation a block may be reused (0: no cap)
+    bool similar = true;           // also ask the similarity lookup (needs fcc)
+};
+
+// Per region: the earlier block the frame aliases, or nullopt (the region is computed).
+using FrameChoice = std::vector<std::optional<KvBlock>>;
+
+// Why choose() kept or refused candidates, summed over the policy's life.
+struct ReuseCounters {
+    std::uint64_t candidates = 0;  // candidates the lookups returned (after the fingerprint filter)
+    std::uint64_t unknown = 0;     // refused: a block this policy did not see computed
+    std::uint64_t too_old = 0;     // refused: older than max_age
+    std::uint64_t hash_far = 0;    // refused: key hashes farther than guard_bits
+    std::uint64_t reused = 0;      // regions that alias a block
+};
+
+class ReusePolicy {
+  public:
+    // EINVAL (with context) for options out of range or no regions.
+    static Result<ReusePolicy> create(const ReuseOptions& options, std::uint32_t regions);
+
+    // The decision for the frame @frame that @stream has begun (begin_frame gave @fp).
+    // @key_hashes: per region, the hash of the frame's layer-0 keys. One retrieve_batch.
+    Result<FrameChoice> choose(Stream& stream, const Fingerprint& fp,
+                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
+
+    // @blocks[i] was computed in @frame from keys hashing to @key_hashes[i]. EINVAL when the
+    // spans differ in length.
+    Result<void> computed(std::span<const KvBlock> blocks, std::span<const std::uint32_t> key_hashes,
+                          std::uint32_t frame);
+
+    const ReuseOptions& options() const noexcept { return opts_; }
+    const ReuseCounters& counters() const noexcept { return counters_; }
+    std::uint32_t regions() const noexcept { return regions_; }
+    std::size_t ledger_size() const noexcept { return born_.size(); }
+
+  private:
+    struct Born {
+        std::uint32_t hash = 0;
+        std::uint32_t frame = 0;
+    };
+    ReusePolicy(const ReuseOptions& options, std::uint32_t regions) : opts_(options), regions_(regions) {}
+    bool guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame);
+    void forget_old(std::uint32_t frame);
+
+    ReuseOptions opts_;
+    std::uint32_t regions_ = 0;
+    std::unordered_map<std::uint64_t, Born> born_;  // (id << 32 | generation) -> when and what it holds
+    std::vector<Query> queries_;                    // reused per frame
+    ReuseCounters counters_;
+};
+
+// A frame's blocks once the choice is applied: one per region, and which regions are fresh.
+struct FrameBlocks {
+    std::vector<KvBlock> blocks;        // per region
+    std::vector<std::uint32_t> fresh;   // regions allocated (to compute), ascending
+    std::vector<KvBlock> fresh_blocks;  // their blocks, in the same order
+};
+
+// Applies @choice to the open frame of @stream: reuse() of every chosen block, one allocate_batch
+// for the other regions, each of them pinned. All HAL errors carry the region they were for.
+Result<FrameBlocks> apply_choice(Stream& stream, std::span<const std::optional<KvBlock>> choice);
+
+// Unpins @blocks (pinned by apply_choice()): the device frees them at its next aging pass or the stream's
+// end. Stops at the first failure.
+Result<void> unpin_all(Stream& stream, std::span<const KvBlock> blocks);
+
+}  // namespace vrex::lcp

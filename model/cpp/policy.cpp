@@ -1,0 +1,133 @@
+#include "vrex/lcp/policy.hpp"
+
+#include <bit>
+#include <string>
+#include <system_error>
+
+namespace vrex::lcp {
+
+namespace {
+
+std::uint64_t key_of(const KvBlock& b) {
+    return (std::uint64_t{b.id} << 32) | b.generation;
+}
+
+Error bad(std::string what) {
+    return {std::errc::invalid_argument, "lcp policy: " + std::move(what)};
+}
+
+}  // namespace
+
+Result<ReusePolicy> ReusePolicy::create(const ReuseOptions& o, std::uint32_t regions) {
+    if (regions == 0) return bad("a frame needs at least one region");
+    if (o.radius > 31) return bad("radius " + std::to_string(o.radius) + " is not in 0..31");
+    if (o.guard_bits > kKeyHashBits)
+        return bad("guard_bits " + std::to_string(o.guard_bits) + " is not in 0..32");
+    return ReusePolicy(o, regions);
+}
+
+bool ReusePolicy::guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame) {
+    const auto it = born_.find(key_of(block));
+    if (it == born_.end()) {  // not computed under this policy: what it holds is unknown
+        counters_.unknown++;
+        return false;
+    }
+    if (opts_.max_age != 0 && frame - it->second.frame > opts_.max_age) {
+        counters_.too_old++;
+        return false;
+    }
+    // The hash is of what the block holds (taken when it was computed), so drift cannot accumulate
+    // over a chain of reuses.
+    if (static_cast<std::uint32_t>(std::popcount(it->second.hash ^ hash)) > opts_.guard_bits) {
+        counters_.hash_far++;
+        return false;
+    }
+    return true;
+}
+
+Result<FrameChoice> ReusePolicy::choose(Stream& stream, const Fingerprint& fp,
+                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame) {
+    if (key_hashes.size() != regions_)
+        return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
+                   " regions");
+    const bool similar = opts_.similar && opts_.fcc;
+    queries_.clear();
+    for (std::uint32_t r = 0; r < regions_; r++) {
+        queries_.push_back(Query::temporal(r, -1));
+        if (similar) queries_.push_back(Query::similar(r, fp, opts_.radius, Scope::stream, true));
+    }
+    auto got = stream.retrieve_batch(queries_);
+    if (!got) return got.error_info().within("lcp policy: candidates of frame " + std::to_string(frame));
+    const std::size_t per = similar ? 2 : 1;
+    FrameChoice out(regions_);
+    for (std::uint32_t r = 0; r < regions_; r++) {
+        const Retrieval& tmp = (*got)[r * per];
+        const Retrieval* cands[2] = {nullptr, nullptr};
+        if (tmp.hit && (!opts_.fcc || fp.distance(tmp.fp) <= opts_.radius)) cands[0] = &tmp;
+        if (similar) {
+            const Retrieval& sim = (*got)[r * per + 1];
+            if (sim.hit && (cands[0] == nullptr || sim.block.id != tmp.block.id)) cands[1] = &sim;
+        }
+        for (const Retrieval* c : cands) {
+            if (c == nullptr) continue;
+            counters_.candidates++;
+            if (guard(c->block, key_hashes[r], frame)) {
+                out[r] = c->block;
+                counters_.reused++;
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+void ReusePolicy::forget_old(std::uint32_t frame) {
+    // Entries past the age cap can never pass the guard again.
+    if (opts_.max_age == 0 || born_.size() <= std::size_t{4} * regions_ * (opts_.max_age + 2)) return;
+    std::erase_if(born_, [&](const auto& kv) { return frame - kv.second.frame > opts_.max_age; });
+}
+
+Result<void> ReusePolicy::computed(std::span<const KvBlock> blocks, std::span<const std::uint32_t> key_hashes,
+                                   std::uint32_t frame) {
+    if (blocks.size() != key_hashes.size())
+        return bad(std::to_string(blocks.size()) + " computed blocks but " +
+                   std::to_string(key_hashes.size()) + " key hashes");
+    for (std::size_t i = 0; i < blocks.size(); i++) born_[key_of(blocks[i])] = Born{key_hashes[i], frame};
+    forget_old(frame);
+    return {};
+}
+
+Result<FrameBlocks> apply_choice(Stream& stream, std::span<const std::optional<KvBlock>> choice) {
+    FrameBlocks f;
+    f.blocks.resize(choice.size());
+    for (std::uint32_t r = 0; r < choice.size(); r++) {
+        if (!choice[r]) {
+            f.fresh.push_back(r);
+            continue;
+        }
+        if (auto ok = stream.reuse(r, *choice[r]); !ok)
+            return ok.error_info().within("lcp: alias region " + std::to_string(r));
+        f.blocks[r] = *choice[r];
+    }
+    if (!f.fresh.empty()) {
+        auto got = stream.allocate_batch(f.fresh);
+        if (!got)
+            return got.error_info().within("lcp: allocate " + std::to_string(f.fresh.size()) + " regions");
+        f.fresh_blocks = std::move(*got);
+    }
+    for (std::size_t i = 0; i < f.fresh.size(); i++) {
+        const KvBlock& b = f.fresh_blocks[i];
+        if (auto ok = stream.pin(b); !ok)
+            return ok.error_info().within("lcp: pin the block of region " + std::to_string(f.fresh[i]));
+        f.blocks[f.fresh[i]] = b;
+    }
+    return f;
+}
+
+Result<void> unpin_all(Stream& stream, std::span<const KvBlock> blocks) {
+    for (const KvBlock& b : blocks)
+        if (auto ok = stream.unpin(b); !ok) return ok.error_info().within("lcp: unpin at close");
+    return {};
+}
+
+}  // namespace vrex::lcp

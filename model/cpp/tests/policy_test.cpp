@@ -1,0 +1,162 @@
+// vrex::lcp::ReusePolicy on the emulated device: the decisions the Python layer and the C++ runner
+// both take from it (candidates, guard, age cap, fingerprint filter, alias and pin).
+#include "vrex/lcp/policy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <random>
+#include <vector>
+
+namespace vrex::lcp {
+namespace {
+
+constexpr std::uint32_t kRegions = 16;
+
+class Policy : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        DeviceOptions o;
+        o.backend = BackendChoice::emulated;
+        auto dev = Device::open(o);
+        ASSERT_TRUE(dev) << dev.error_message();
+        ModelGeometry g;
+        g.layers = 4;  // the builtin model's geometry: 16 KiB blocks (the device's minimum)
+        g.kv_heads = 4;
+        g.head_dim = 32;
+        g.tokens_per_block = 4;
+        g.dtype = DType::fp32;
+        auto a = KvAllocator::create(*dev, g);
+        ASSERT_TRUE(a) << a.error_message();
+        alloc_ = *a;
+        auto s = alloc_->create_stream();
+        ASSERT_TRUE(s) << s.error_message();
+        st_ = std::move(*s);
+        luma_.assign(128 * 96, 0);
+    }
+
+    // Begins a frame of noise seeded by @scene (the same scene: the same luma); returns its fingerprint.
+    Fingerprint begin(std::uint8_t scene) {
+        std::mt19937 rng(scene);
+        for (auto& p : luma_) p = static_cast<std::uint8_t>(rng());
+        LumaView v;
+        v.data = luma_.data();
+        v.width = 128;
+        v.height = 96;
+        v.stride = 128;
+        auto fi = st_->begin_frame(v);
+        EXPECT_TRUE(fi) << fi.error_message();
+        return fi ? fi->fp : Fingerprint{};
+    }
+
+    // One frame under @p: choose, apply, record the fresh blocks; returns the regions reused.
+    std::vector<bool> frame(ReusePolicy& p, std::uint8_t scene,
+                            const std::array<std::uint32_t, kRegions>& h) {
+        const Fingerprint fp = begin(scene);
+        auto choice = p.choose(*st_, fp, h, t_);
+        EXPECT_TRUE(choice) << choice.error_message();
+        auto f = apply_choice(*st_, *choice);
+        EXPECT_TRUE(f) << f.error_message();
+        std::vector<std::uint32_t> fh;
+        for (std::uint32_t r : f->fresh) fh.push_back(h[r]);
+        EXPECT_TRUE(p.computed(f->fresh_blocks, fh, t_));
+        for (const KvBlock& b : f->fresh_blocks) pinned_.push_back(b);
+        EXPECT_TRUE(st_->end_frame());
+        t_++;
+        std::vector<bool> reused(kRegions);
+        for (std::uint32_t r = 0; r < kRegions; r++) reused[r] = (*choice)[r].has_value();
+        return reused;
+    }
+
+    static std::size_t count(const std::vector<bool>& v) {
+        return static_cast<std::size_t>(std::count(v.begin(), v.end(), true));
+    }
+
+    void TearDown() override {
+        if (st_) {
+            EXPECT_TRUE(unpin_all(*st_, pinned_));
+        }
+    }
+
+    std::shared_ptr<KvAllocator> alloc_;
+    std::unique_ptr<Stream> st_;
+    std::vector<std::uint8_t> luma_;
+    std::vector<KvBlock> pinned_;
+    std::uint32_t t_ = 0;
+};
+
+std::array<std::uint32_t, kRegions> hashes(std::uint32_t v) {
+    std::array<std::uint32_t, kRegions> h{};
+    h.fill(v);
+    return h;
+}
+
+TEST_F(Policy, RefusesOptionsOutOfRange) {
+    EXPECT_EQ(ReusePolicy::create({.radius = 32}, kRegions).error(), std::errc::invalid_argument);
+    EXPECT_EQ(ReusePolicy::create({.guard_bits = 33}, kRegions).error(), std::errc::invalid_argument);
+    EXPECT_EQ(ReusePolicy::create({}, 0).error(), std::errc::invalid_argument);
+    auto p = ReusePolicy::create({}, kRegions);
+    ASSERT_TRUE(p);
+    begin(10);
+    const std::array<std::uint32_t, 3> few{};
+    EXPECT_EQ(p->choose(*st_, Fingerprint{}, few, 0).error(), std::errc::invalid_argument);
+    EXPECT_TRUE(st_->end_frame());
+}
+
+TEST_F(Policy, ReusesAStaticFrameAndAliasesItsBlocks) {
+    auto p = ReusePolicy::create({}, kRegions);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(count(frame(*p, 50, hashes(7))), 0u);  // nothing to reuse yet
+    EXPECT_EQ(p->ledger_size(), kRegions);
+    EXPECT_EQ(count(frame(*p, 50, hashes(7))), kRegions);
+    EXPECT_EQ(pinned_.size(), kRegions);  // no block allocated for the reused frame
+    EXPECT_EQ(p->counters().reused, kRegions);
+}
+
+TEST_F(Policy, GuardRefusesHashesFartherThanGuardBits) {
+    auto p = ReusePolicy::create({.guard_bits = 1}, kRegions);
+    ASSERT_TRUE(p);
+    frame(*p, 50, hashes(0));
+    auto h = hashes(0b1);  // 1 bit away: passes
+    h[3] = 0b11;           // 2 bits away: refused
+    const auto reused = frame(*p, 50, h);
+    EXPECT_EQ(count(reused), kRegions - 1);
+    EXPECT_FALSE(reused[3]);
+    EXPECT_GE(p->counters().hash_far, 1u);
+}
+
+TEST_F(Policy, AgeCapForcesRecompute) {
+    auto p = ReusePolicy::create({.max_age = 2}, kRegions);
+    ASSERT_TRUE(p);
+    frame(*p, 50, hashes(0));                         // frame 0 computes all
+    EXPECT_EQ(count(frame(*p, 50, hashes(0))), 16u);  // 1: age 1
+    EXPECT_EQ(count(frame(*p, 50, hashes(0))), 16u);  // 2: age 2
+    EXPECT_EQ(count(frame(*p, 50, hashes(0))), 0u);   // 3: age 3 > 2, every region recomputed
+    EXPECT_GE(p->counters().too_old, 1u);
+}
+
+TEST_F(Policy, FingerprintFilterDropsTheTemporalCandidateOfAChangedFrame) {
+    auto near = ReusePolicy::create({.radius = 20}, kRegions);
+    ASSERT_TRUE(near);
+    frame(*near, 0, hashes(0));
+    // Another scene: its fingerprint is far from frame 0's, so neither lookup offers a candidate
+    // although the key hashes would pass the guard.
+    EXPECT_EQ(count(frame(*near, 255, hashes(0))), 0u);
+    auto blind = ReusePolicy::create({.fcc = false}, kRegions);  // the temporal entry whatever the FCC says
+    ASSERT_TRUE(blind);
+    frame(*blind, 0, hashes(0));
+    EXPECT_EQ(count(frame(*blind, 255, hashes(0))), kRegions);
+}
+
+TEST_F(Policy, NeverTrustsABlockItDidNotSeeComputed) {
+    auto a = ReusePolicy::create({}, kRegions);
+    auto b = ReusePolicy::create({}, kRegions);
+    ASSERT_TRUE(a && b);
+    frame(*a, 50, hashes(0));
+    EXPECT_EQ(count(frame(*b, 50, hashes(0))), 0u);
+    EXPECT_EQ(b->counters().unknown, b->counters().candidates);
+}
+
+}  // namespace
+}  // namespace vrex::lcp

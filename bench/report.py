@@ -433,6 +433,9 @@ def analysis(results, causes):
     lines += [f"### Speed and memory targets: {d(met)} of {d(len(targeted))} met", ""]
     for r in targeted:
         verdict = "MET" if r.get("met") else "MISSED"
+        lo, hi = r.get("ratio_ci_lo"), r.get("ratio_ci_hi")
+        if lo is not None and hi is not None and r.get("target_on", "ratio") == "ratio" and lo <= r["target"] <= hi:
+            verdict += " at the median; its confidence interval straddles the target"
         lines.append(f"- **{d(r['name'])}** {target_text(r)}: {ratio_text(r)} — {verdict}. "
                      f"Ours {value_text(r, 'ours')} vs {value_text(r, 'baseline')} {d(r['unit'])} "
                      f"({d(r.get('baseline_name', ''))}).")

@@ -165,7 +165,7 @@ class Collector : public benchmark::ConsoleReporter {
         double items_per_second;
         double ns_per_item;
     };
-    std::map<std::string, Result> results;
+    std::map<std::string, std::vector<Result>> results;  // one per repetition
     bool failed = false;
 
     Collector() : ConsoleReporter(OO_Tabular) {}  // no colour escapes: the output goes to logs
@@ -176,9 +176,10 @@ class Collector : public benchmark::ConsoleReporter {
                 failed = true;
                 continue;
             }
+            if (r.run_type == Run::RT_Aggregate) continue;  // the repetitions themselves make the spread
             auto it = r.counters.find("items_per_second");
             double ips = it == r.counters.end() ? 0.0 : static_cast<double>(it->second);
-            results[r.benchmark_name()] = {ips, ips > 0 ? 1e9 / ips : 0.0};
+            results[r.benchmark_name()].push_back({ips, ips > 0 ? 1e9 / ips : 0.0});
         }
         ConsoleReporter::ReportRuns(runs);
     }
@@ -207,17 +208,20 @@ int run(const Options& opt) {
     vrex_fcc_motion(&grid.cur, &grid.prev, &grid.mv);
     vrex_fcc_features(&grid.mv, &grid.feat);
 
-    const double min_time = opt.mode == Mode::smoke ? 0.01 : opt.mode == Mode::quick ? 0.3 : 2.0;
+    // The cache-resident control and the stage timings: 5 repetitions each (their spread), sharing the
+    // time one figure used to take.
+    const int reps = 5;
+    const double min_time = (opt.mode == Mode::smoke ? 0.01 : opt.mode == Mode::quick ? 0.3 : 2.0) / reps;
+    auto repeated = [&](benchmark::internal::Benchmark* b) { b->MinTime(min_time)->Repetitions(reps); };
     for (size_t r = 0; r < std::size(kResolutions); r++) {
         std::string label = kResolutions[r].label;
-        benchmark::RegisterBenchmark(("fcc_fingerprint/" + label).c_str(), bm_fingerprint, &seqs[r])
-            ->MinTime(min_time);
-        benchmark::RegisterBenchmark(("fcc_downscale/" + label).c_str(), bm_downscale, &seqs[r])
-            ->MinTime(min_time);
+        repeated(
+            benchmark::RegisterBenchmark(("fcc_fingerprint/" + label).c_str(), bm_fingerprint, &seqs[r]));
+        repeated(benchmark::RegisterBenchmark(("fcc_downscale/" + label).c_str(), bm_downscale, &seqs[r]));
     }
-    benchmark::RegisterBenchmark("fcc_motion/grid", bm_motion, &grid)->MinTime(min_time);
-    benchmark::RegisterBenchmark("fcc_features/grid", bm_features, &grid)->MinTime(min_time);
-    benchmark::RegisterBenchmark("fcc_encode/grid", bm_encode, &grid)->MinTime(min_time);
+    repeated(benchmark::RegisterBenchmark("fcc_motion/grid", bm_motion, &grid));
+    repeated(benchmark::RegisterBenchmark("fcc_features/grid", bm_features, &grid));
+    repeated(benchmark::RegisterBenchmark("fcc_encode/grid", bm_encode, &grid));
 
     std::vector<std::string> rest = opt.rest;  // Google Benchmark may rewrite argv in place
     std::vector<char*> args;
@@ -297,19 +301,27 @@ int run(const Options& opt) {
         Record r;
         r.name = "fcc/" + label + ": fingerprint throughput, " + std::to_string(kSequenceFrames) +
                  " frames cycled in cache (control)";
-        r.ours = it->second.items_per_second;
+        std::vector<double> fps;
+        for (const auto& x : it->second) fps.push_back(x.items_per_second);
+        const Stats s = stats_of(fps);
+        r.ours = s.median;
+        r.ours_spread = s;
         r.unit = "frames/s";
         r.notes = std::to_string(res.width) + "x" + std::to_string(res.height) + " luma from " + source +
                   ", " + std::to_string(kSequenceFrames) +
-                  " frames cycled (they stay in L3), Google Benchmark, one "
-                  "figure: the cache-warm control of the streamed record";
+                  " frames cycled (they stay in L3), Google Benchmark, " + std::to_string(reps) +
+                  " repetitions: the cache-warm control of the streamed record";
         sink.add(r);
     }
     for (const auto& [name, result] : collector.results) {
         if (name.starts_with("fcc_fingerprint/")) continue;
         Record r;
         r.name = "fcc/stage " + name.substr(0, name.find("/min_time")) + ": time per frame";
-        r.ours = result.ns_per_item / 1000.0;
+        std::vector<double> us;
+        for (const auto& x : result) us.push_back(x.ns_per_item / 1000.0);
+        const Stats s = stats_of(us);
+        r.ours = s.median;
+        r.ours_spread = s;
         r.unit = "us/frame";
         r.notes = "stage of the fingerprint unit (lower is better), for the profile";
         sink.add(r);

@@ -37,6 +37,17 @@ vrexctl=$build/tools/vrexctl
 out=${VREX_DEMO_OUT:-$build/demo-report}
 backend=${VREX_BACKEND:-auto}
 
+# The newcomer's figure of merit: time to the first figure. `times` gives this shell's reaped
+# children (the build and vrexctl), i.e. the CPU the demo itself spent, whatever else the machine runs.
+first_figure_report() {
+	local t
+	# `times` in the current shell: in a command substitution it would see only the subshell's children.
+	times >"$out.times"
+	t=$(tail -n 1 "$out.times" | sed 's/[ms]/ /g')
+	echo "demo: first figure after $SECONDS s wall, $(awk '{ printf "%.0f", $1 * 60 + $2 + $3 * 60 + $4 }' <<<"$t") s CPU" \
+		"(build + run; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+}
+
 build_targets() { # target...
 	local start=$SECONDS
 	cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "$@"
@@ -115,6 +126,7 @@ print(f"  footnote: vs an append-only paged baseline (keeps every frame ever see
 PY
 echo "full summary: $out.txt"
 echo "report: $(cd "$out" && pwd)/index.html"
+first_figure_report
 
 frames=${VREX_DEMO_MODEL_FRAMES:-100}
 echo

@@ -131,8 +131,18 @@ cleanup_mounts() {
 	done
 	return 0
 }
-# keep (--keep) is read by the trap at exit.
-trap 'cleanup_mounts; ((keep)) || [[ -z $root ]] || rm -rf "$root" "$work/disk.img"' EXIT
+# keep (--keep) is read by the trap at exit; the background root jobs end with the test.
+declare -A root_job=()
+on_exit() {
+	local j
+	for j in "${root_job[@]}"; do
+		kill "$j" 2>/dev/null && wait "$j" 2>/dev/null
+	done
+	cleanup_mounts
+	rm -rf "$repo"/build/deb-install/*/root.new
+	((keep)) || [[ -z $root ]] || rm -rf "$root" "$work/disk.img"
+}
+trap on_exit EXIT
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 # Everything but what the packages install: the list the removal is compared with.
@@ -143,48 +153,80 @@ snapshot() { # file
 		LC_ALL=C sort) >"$1"
 }
 
-test_arch() { # arch
-	local arch=$1 f d field start kver m ko_path
-	local -a pkgfiles=() ours=() deps=() base
-	prefix=
-	[[ $arch == amd64 ]] || prefix="$arch: "
-	work=$repo/build/deb-install/$arch
-	root=$work/root
-	start=$SECONDS
+# The packages of one architecture (ours: their names), and the dependency list of its root.
+pkg_files() { # arch
+	local f
 	# Debug symbols (-dbgsym) are not what a board user installs.
-	for f in "$debs/$arch"/*.deb; do
-		[[ $f == *-dbgsym_* ]] || pkgfiles+=("$f")
+	for f in "$debs/$1"/*.deb; do
+		[[ $f == *-dbgsym_* ]] || echo "$f"
 	done
-	[[ $arch == amd64 ]] || pkgfiles+=("$debs"/amd64/*_all.deb)
-	for f in "${pkgfiles[@]}"; do ours+=("$(dpkg-deb -f "$f" Package)"); done
-
+	[[ $1 == amd64 ]] || printf '%s\n' "$debs"/amd64/*_all.deb
+}
+root_include() { # arch
+	local f d field
+	local -a files ours=() deps=()
+	mapfile -t files < <(pkg_files "$1")
+	for f in "${files[@]}"; do ours+=("$(dpkg-deb -f "$f" Package)"); done
 	# The root holds every dependency of the packages (so installing them needs no network and
 	# removing them leaves exactly the root), a kernel with headers, and what the consumers build with.
-	mkdir -p "$work"
 	while read -r d; do
 		[[ -n $d ]] || continue
 		[[ " ${ours[*]} " == *" $d "* ]] || deps+=("$d")
 	done < <(
-		for f in "${pkgfiles[@]}"; do
+		for f in "${files[@]}"; do
 			for field in Depends Pre-Depends; do
 				dpkg-deb -f "$f" "$field" | tr ',' '\n' | sed -E 's/\|.*//; s/\(.*\)//; s/:any//; s/^ +| +$//g'
 			done
 		done | sort -u
 	)
 	# mount: the guest's init mounts configfs (variant apt has no mount(8)).
-	base=("linux-image-$arch" "linux-headers-$arch" build-essential cmake pkg-config kmod mount)
-	local include tarball
-	include=$(printf '%s\n' "${base[@]}" "${deps[@]}" | sort -u | paste -sd,)
-	if ! tarball=$(bash "$repo/tests/install/deb-root.sh" --arch "$arch" "$include" 2>"$work/mmdebstrap.log"); then
-		ko "root: tests/install/deb-root.sh failed (log $work/mmdebstrap.log)"
+	printf '%s\n' "linux-image-$1" "linux-headers-$1" build-essential cmake pkg-config kmod mount "${deps[@]}" |
+		sort -u | paste -sd,
+}
+# Every root is prepared (made, or found in the cache) in the background from the start: the arm64
+# root's emulated dpkg runs, or its tarball's copy, while the amd64 root is tested (each is one
+# thread: TCG, qemu-user, mkfs).
+for arch in "${arches[@]}"; do
+	mkdir -p "$repo/build/deb-install/$arch"
+	w=$repo/build/deb-install/$arch
+	rm -f "$w/tarball" "$w/root.rc"
+	(
+		start=$SECONDS
+		rc=0
+		bash "$repo/tests/install/deb-root.sh" --arch "$arch" "$(root_include "$arch")" >"$w/tarball" \
+			2>"$w/mmdebstrap.log" || rc=$?
+		if ((rc == 0)); then
+			rm -rf "$w/root.new"
+			mkdir -p "$w/root.new"
+			tar -C "$w/root.new" -xf "$(<"$w/tarball")" || rc=$?
+		fi
+		echo "$rc $((SECONDS - start))" >"$w/root.rc"
+	) &
+	root_job[$arch]=$!
+done
+
+test_arch() { # arch
+	local arch=$1 f start kver m ko_path tarball rc secs
+	local -a pkgfiles ours=()
+	prefix=
+	[[ $arch == amd64 ]] || prefix="$arch: "
+	work=$repo/build/deb-install/$arch
+	root=$work/root
+	start=$SECONDS
+	mapfile -t pkgfiles < <(pkg_files "$arch")
+	for f in "${pkgfiles[@]}"; do ours+=("$(dpkg-deb -f "$f" Package)"); done
+	wait "${root_job[$arch]}"
+	read -r rc secs <"$work/root.rc"
+	tarball=$(<"$work/tarball")
+	if ((rc)) || [[ ! -f $tarball ]]; then
+		ko "root: tests/install/deb-root.sh or unpacking its tarball failed (log $work/mmdebstrap.log)"
 		return
 	fi
-	log "root ready in $((SECONDS - start)) s ($tarball)"
+	log "root made or unpacked in $secs s in the background, waited $((SECONDS - start)) s ($tarball)"
 
 	cleanup_mounts
 	rm -rf "$root"
-	mkdir -p "$root"
-	tar -C "$root" -xf "$tarball"
+	mv "$work/root.new" "$root"
 	mount -t proc proc "$root/proc"
 	mount -t sysfs sys "$root/sys"
 	mount --bind /dev "$root/dev"

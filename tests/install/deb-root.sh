@@ -36,7 +36,8 @@ if [[ $arch != "$(dpkg --print-architecture)" ]]; then
 fi
 
 mkdir -p "$cache/debs"
-exec 9>"$cache/.lock"
+# One lock per root: the install test prepares the arm64 root while the amd64 one is in use.
+exec 9>"$tarball.lock"
 flock 9
 if [[ -f $tarball ]]; then
 	echo "$tarball"
@@ -50,7 +51,7 @@ if ! mmdebstrap --variant=apt --architectures="$arch" --format=tar --include="$i
 	--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
 	--dpkgopt='path-exclude=/usr/share/locale/*' \
 	--setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
-	--setup-hook="find ${seeds[*]} -maxdepth 1 -name '*.deb' -exec cp -ln {} \"\$1/var/cache/apt/archives/\" \\; 2>/dev/null || true" \
+	--setup-hook="find ${seeds[*]} -maxdepth 1 -name '*.deb' -exec cp -ln -t \"\$1/var/cache/apt/archives/\" {} + 2>/dev/null || true" \
 	--customize-hook="cp -ln \"\$1\"/var/cache/apt/archives/*.deb $cache/debs/ 2>/dev/null || true" \
 	--customize-hook='chroot "$1" apt-get clean' \
 	--customize-hook='rm -f "$1/etc/dpkg/dpkg.cfg.d/99mmdebstrap"' \

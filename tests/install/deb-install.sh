@@ -134,12 +134,14 @@ cleanup_mounts() {
 # keep (--keep) is read by the trap at exit; the background root jobs end with the test.
 declare -A root_job=()
 on_exit() {
-	local j
+	local j a
 	for j in "${root_job[@]}"; do
 		kill "$j" 2>/dev/null && wait "$j" 2>/dev/null
 	done
 	cleanup_mounts
-	rm -rf "$repo"/build/deb-install/*/root.new
+	for a in "${arches[@]}"; do
+		rm -rf "$repo/build/deb-install/$a/root.new"
+	done
 	((keep)) || [[ -z $root ]] || rm -rf "$root" "$work/disk.img"
 }
 trap on_exit EXIT

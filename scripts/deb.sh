@@ -17,7 +17,7 @@
 # options); DIR/<arch>/.source-key names the source of the .debs there, and each lintian-clean set
 # is also kept in $VREX_CACHE/deb-packages/<arch>-<key>/ (the newest 4 per architecture), so `make
 # deb`, the install test (tests/install/deb-install.sh) and another clone of the same commit share
-# one build. --force rebuilds.
+# one build. --force rebuilds. No -dbgsym packages unless VREX_DEB_DBGSYM=1.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,7 +56,11 @@ done
 version=$(cd "$repo" && dpkg-parsechangelog -SVersion)
 jobs=${JOBS:-$(nproc)}
 # nocheck: the tests run in `make test`, not in the package build (debian/rules skips them too).
-export DEB_BUILD_OPTIONS="nocheck parallel=$jobs ${DEB_BUILD_OPTIONS:-}"
+# noddebs: no -dbgsym packages (compressing the debug info took minutes of the build; a board user
+# does not install them): VREX_DEB_DBGSYM=1 makes them.
+ddebs=noddebs
+[[ ${VREX_DEB_DBGSYM:-0} == 1 ]] && ddebs=
+export DEB_BUILD_OPTIONS="nocheck $ddebs parallel=$jobs ${DEB_BUILD_OPTIONS:-}"
 pkgcache=${VREX_CACHE:-/var/cache/vrex}/deb-packages
 if command -v ccache >/dev/null; then
 	export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache

@@ -133,10 +133,14 @@ cleanup_mounts() {
 }
 # keep (--keep) is read by the trap at exit; the background root jobs end with the test.
 declare -A root_job=()
+cleanup_jobs=()
 on_exit() {
 	local j a
 	for j in "${root_job[@]}"; do
 		kill "$j" 2>/dev/null && wait "$j" 2>/dev/null
+	done
+	for j in "${cleanup_jobs[@]}"; do
+		wait "$j" 2>/dev/null
 	done
 	cleanup_mounts
 	for a in "${arches[@]}"; do
@@ -314,7 +318,13 @@ test_arch() { # arch
 	else
 		ko "purge: the root differs from before installation: $(head -c 600 "$work/root-diff.txt" | tr '\n' ' ')"
 	fi
-	((keep)) || rm -rf "$root"
+	# The root (about 2 GB of small files) goes in the background, while the next one is tested.
+	if ((!keep)); then
+		rm -rf "$work/root.old"
+		mv "$root" "$work/root.old"
+		rm -rf "$work/root.old" &
+		cleanup_jobs+=($!)
+	fi
 	log "total $((SECONDS - start)) s"
 }
 

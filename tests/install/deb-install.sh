@@ -4,7 +4,7 @@
 #
 #   deb-install.sh [--arch amd64|arm64]... [--build] [--debs DIR] [--keep]
 #
-# For each --arch (default: amd64, then arm64):
+# For each --arch (default: $VREX_DEB_INSTALL_ARCHES, else amd64 then arm64):
 # --build first makes the packages (scripts/deb.sh, with lintian; a set already built from the same
 # source is reused, so after `make deb` this builds nothing) into DIR/<arch>.
 #  1. a bookworm root of that architecture (mmdebstrap, variant apt, from Debian's archive) with a
@@ -57,7 +57,8 @@ while (($#)); do
 	shift
 done
 
-((${#arches[@]})) || arches=(amd64 arm64)
+# Without --arch: VREX_DEB_INSTALL_ARCHES (default "amd64 arm64"; `make test`'s stage passes none).
+((${#arches[@]})) || read -r -a arches <<<"${VREX_DEB_INSTALL_ARCHES:-amd64 arm64}"
 
 pass=0
 fail=0

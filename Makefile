@@ -95,7 +95,8 @@ DEB_ARCHES ?= amd64 arm64
 deb: deps
 	@bash scripts/deb.sh $(foreach a,$(DEB_ARCHES),--arch $(a))
 
-# The install test (also a stage of `make test`): tests/install/deb-install.sh.
+# The install test (also a stage of `make test`): tests/install/deb-install.sh, amd64 then arm64
+# (VREX_DEB_INSTALL_ARCHES="amd64" for one); it reuses the .debs `make deb` built from the same source.
 deb-install-test: deps
 	@bash tests/install/deb-install.sh
 

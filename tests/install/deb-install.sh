@@ -106,9 +106,9 @@ done
 if ((build)); then
 	start=$SECONDS
 	if bash "$repo/scripts/deb.sh" "${build_args[@]}" --out "$debs" >&2; then
-		ok "make deb (${build_args[*]//--arch /}, lintian without errors) in $((SECONDS - start)) s"
+		ok "make deb (${build_args[*]//--arch/}, lintian without errors) in $((SECONDS - start)) s"
 	else
-		ko "make deb (${build_args[*]//--arch /}) failed"
+		ko "make deb (${build_args[*]//--arch/}) failed"
 		finish
 	fi
 else

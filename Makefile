@@ -11,7 +11,7 @@ CCACHE_ARGS := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccach
 export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all deps build configure unit test demo module module-clean qemu-test lint bench bench-quick \
-	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help model deb deb-install-test
+	fuzz fuzz-kernel soak sanitize defconfig menuconfig clean help model model-ship model-reproduce deb deb-install-test
 
 all: build
 
@@ -22,13 +22,14 @@ help:
 	@echo "make test        every test; ends with 'N passed, N failed'"
 	@echo "make demo        V-Rex on real footage (builds only vrexctl and the Python extension)"
 	@echo "make deb         Debian packages (debian/) for amd64 and arm64 into build/deb/ (docs/install.md)"
-	@echo "make deb-install-test  the amd64 packages in a clean bookworm root, booted in QEMU"
+	@echo "make deb-install-test  the amd64 and arm64 packages in clean bookworm roots, booted in QEMU"
 	@echo "make qemu-test   vrex.ko in QEMU: Debian 6.12/6.1/5.10 amd64, 6.12/5.10 arm64, a debug 6.1"
 	@echo "                 (KASAN, lockdep, kmemleak; built once into /var/cache/vrex), 5.15 arm64 compile;"
 	@echo "                 vrex.ko on the QEMU device model (qemu/): pci 6.12/5.10 amd64, unplug, dt arm64"
 	@echo "make cross-arm64 user space cross-built for arm64 into build-arm64/ (docs/install.md)"
 	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
-	@echo "make model       train the builtin video transformer (cached; vrexctl run --model builtin)"
+	@echo "make model       the builtin video transformer's weights (the committed ones or trained; cached)"
+	@echo "make model-ship  write this tree's weights to model/weights/ (after editing the model's code)"
 	@echo "make bench       benchmarks against FAISS / vLLM-style baseline (not a test)"
 
 deps:
@@ -37,8 +38,16 @@ deps:
 
 # The builtin model's weights (model/vrex/train.py), cached under /var/cache/vrex/model by a hash of
 # the training code, encoder and train/val clips (manifest.json beside them); a no-op when cached.
+# A fresh cache takes the committed set in model/weights/ (sha256-verified against its manifest)
+# when it was trained for this tree's hash, and trains otherwise, printing which input changed.
+# model-ship: write this tree's weights to model/weights/ (retrain after an edit of
+# model/vrex/{train,task,decoder,footage,tfjs}.py, then commit model/weights/);
+# model-reproduce: retrain from scratch and compare with model/weights/ (about 4 min of CPU).
 model: build
 	PYTHONPATH=$(BUILD)/model:model OPENBLAS_NUM_THREADS=1 /usr/bin/python3 -m vrex.train
+
+model-ship model-reproduce: deps
+	PYTHONPATH=model OPENBLAS_NUM_THREADS=1 /usr/bin/python3 -m vrex.train --$(subst model-,,$@)
 
 # Kconfig: the same symbols drive Kbuild and CMake.
 defconfig menuconfig: deps
@@ -90,7 +99,8 @@ DEB_ARCHES ?= amd64 arm64
 deb: deps
 	@bash scripts/deb.sh $(foreach a,$(DEB_ARCHES),--arch $(a))
 
-# The install test (also a stage of `make test`): tests/install/deb-install.sh.
+# The install test (also a stage of `make test`): tests/install/deb-install.sh, amd64 then arm64
+# (VREX_DEB_INSTALL_ARCHES="amd64" for one); it reuses the .debs `make deb` built from the same source.
 deb-install-test: deps
 	@bash tests/install/deb-install.sh
 

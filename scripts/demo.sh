@@ -11,19 +11,23 @@
 #    (100 frames apart, wrapping),
 # 3. writes the HTML report and prints its path and the headline figures: the same-window
 #    comparison first, the append-only ratio as a footnote.
-# 4. runs the builtin video transformer (docs/model.md; `make model` trains it, else the first run does,
-#    cached) on the first VREX_DEMO_MODEL_FRAMES (default 100) frames of vtest.avi with `vrexctl run
+# 4. runs the builtin video transformer (docs/model.md) on the committed weights of model/weights/
+#    (installed into the cache, sha256-verified; trained and cached instead when the model's code
+#    changed since they were made, with the reason printed) on the first VREX_DEMO_MODEL_FRAMES (default 100) frames of vtest.avi with `vrexctl run
 #    --model builtin`: exact KV vs vrex reuse vs the controls, report with a "model" section in $out/model.
 #
 # --build: build only what the demo runs, in the configured tree $BUILD (`make demo` does): vrexctl
 # before step 1, and the Python extension _vrexhal (when the tree has it) after the first figure,
 # before step 4.
 #
-# Measured (fresh clone, empty build/, no ccache, 2 cores shared with six other builds, load ~28):
-# `make demo` printed its first figure after 71 min of wall time but 464 s of CPU (configure 7 s,
-# the 59 build steps of vrexctl 438 s, the pooled run with its controls 19 s); the whole demo,
-# _vrexhal and the model step included, took 533 s of CPU. On an idle 2-core machine that is about
-# 4 minutes to the first figure (not measured idle here).
+# At the first figure it prints the wall and CPU seconds so far and the load average: CPU is the
+# figure that does not depend on what else the machine runs.
+# Measured (fresh clone, `make deps` then `make demo`, CCACHE_DISABLE=1, empty build/, 2 cores with
+# a nice -10 benchmark on one and ~30 runnable jobs of other engineers on the other, load 25-37):
+# first figure after 3,938 s of wall time (configure 32 s, vrexctl's 68 build steps 3,679 s, the
+# pooled run with its controls 218 s) and 488 s of CPU (build + run). On an idle 2-core machine
+# that is about 245 s of build (two compilers at a time) + 25 s configure + ~20 s run: ~4 min 50 s,
+# not measured idle here. Session 6 measured 464 s of CPU for the same path.
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
@@ -36,6 +40,17 @@ build=${BUILD:-build}
 vrexctl=$build/tools/vrexctl
 out=${VREX_DEMO_OUT:-$build/demo-report}
 backend=${VREX_BACKEND:-auto}
+
+# The newcomer's figure of merit: time to the first figure. `times` gives this shell's reaped
+# children (the build and vrexctl), i.e. the CPU the demo itself spent, whatever else the machine runs.
+first_figure_report() {
+	local t
+	# `times` in the current shell: in a command substitution it would see only the subshell's children.
+	times >"$out.times"
+	t=$(tail -n 1 "$out.times" | sed 's/[ms]/ /g')
+	echo "demo: first figure after $SECONDS s wall, $(awk '{ printf "%.0f", $1 * 60 + $2 + $3 * 60 + $4 }' <<<"$t") s CPU" \
+		"(build + run; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+}
 
 build_targets() { # target...
 	local start=$SECONDS
@@ -120,6 +135,7 @@ print(f"  footnote: vs an append-only paged baseline (keeps every frame ever see
 PY
 echo "full summary: $out.txt"
 echo "report: $(cd "$out" && pwd)/index.html"
+first_figure_report
 
 frames=${VREX_DEMO_MODEL_FRAMES:-100}
 echo

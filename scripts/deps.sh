@@ -19,11 +19,13 @@ PKGS=(
 	meson libglib2.0-dev libpixman-1-dev libfdt-dev dpkg-dev
 	python3-dev python3-numpy python3-torch libopenblas0-pthread python3-pytest python3-pybind11 pybind11-dev
 	libtorch-dev
-	debhelper dh-dkms dh-python lintian mmdebstrap
+	debhelper dh-dkms dh-python lintian mmdebstrap qemu-user-static arch-test
 	chromium
 	ccache
 )
-# debhelper .. mmdebstrap: `make deb` and the package install test (tests/install/deb-install.sh).
+# debhelper .. arch-test: `make deb` and the package install test (tests/install/deb-install.sh;
+# qemu-user-static runs the arm64 root's maintainer scripts, DKMS and consumers on this amd64 host;
+# mmdebstrap wants arch-test to check that it can).
 # chromium: the report's browser test (vrexctl.report-screenshot) renders the HTML report headless.
 # ccache: every CMake tree of `make test` (build/, the sanitizer and fuzz trees, build-arm64/, the
 # package build) compiles through it, so a fresh clone on a machine with a warm cache (docs/testing.md)

@@ -5,7 +5,10 @@ the validation clip (task.CLIPS, split "val") gives the curve and the number eve
 on; test clips are never read here. Fixed seed, one thread (a shared 2-core machine: OpenMP's
 spinning threads cost 10x in wall time).
 
-Usage: python3 -m vrex.train [--force]  -> prints the weights path; a no-op when cached.
+Usage: python3 -m vrex.train [--force]  -> prints the weights path; a no-op when cached. A fresh
+cache takes the weights committed in model/weights/ when they were trained for this tree's cache key
+(vrex/shipped.py), and trains otherwise, saying why. --ship writes the cached set to model/weights/;
+--reproduce retrains from scratch and compares with the shipped set.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import footage, task
+from . import footage, shipped, task
 from .decoder import Config, Decoder
 
 SEED = 0
@@ -47,6 +50,17 @@ def cache_key(paths: dict[str, Path]) -> str:
         if c.split != "test":
             h.update(f"{c.key}:{c.step}:{c.split}:{footage.file_sha256(paths[c.key])}".encode())
     return h.hexdigest()[:16]
+
+
+def key_inputs(paths: dict[str, Path]) -> dict[str, str]:
+    """The sha256 of each input cache_key hashes: names what changed when a key differs."""
+    here = Path(__file__).parent
+    out = {f"model/vrex/{s}": footage.file_sha256(here / s) for s in SOURCES}
+    out["encoder weights.bin"] = footage.file_sha256(footage.encoder_dir() / "weights.bin")
+    for c in task.CLIPS:
+        if c.split != "test":
+            out[f"clip {c.key} (step {c.step}, {c.split})"] = footage.file_sha256(paths[c.key])
+    return out
 
 
 class Data:
@@ -176,7 +190,8 @@ def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
 
 def weights_path(force: bool = False) -> Path:
     paths = task.clip_paths()
-    out_dir = footage.cache_root() / f"builtin-{cache_key(paths)}"
+    key = cache_key(paths)
+    out_dir = footage.cache_root() / f"builtin-{key}"
     if force or not (out_dir / "weights.pt").is_file():
         import fcntl
 
@@ -184,7 +199,15 @@ def weights_path(force: bool = False) -> Path:
         with open(out_dir / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if force or not (out_dir / "weights.pt").is_file():
-                train(out_dir, paths)
+                why = "--force" if force else shipped.mismatch(key, key_inputs(paths))
+                if why is None:
+                    shipped.install(out_dir)
+                    print(f"train: the shipped weights ({shipped.DIR}, key {key}, sha256 verified) "
+                          f"installed into {out_dir}", file=sys.stderr)
+                else:
+                    print(f"train: training and caching in {out_dir}, not taking the shipped weights: {why}",
+                          file=sys.stderr, flush=True)
+                    train(out_dir, paths)
     return out_dir / "weights.pt"
 
 
@@ -201,9 +224,18 @@ def load(path: Path | None = None) -> tuple[Decoder, dict[str, Any]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--force", action="store_true", help="retrain even when cached")
+    ap.add_argument("--ship", action="store_true", help="write this tree's weights (cached or trained) to model/weights/")
+    ap.add_argument("--reproduce", action="store_true", help="retrain from scratch and compare with model/weights/")
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    print(weights_path(args.force))
+    if args.reproduce:
+        return shipped.reproduce()
+    path = weights_path(args.force)
+    if args.ship:
+        paths = task.clip_paths()
+        print(shipped.ship(path.parent, key_inputs(paths)))
+        return 0
+    print(path)
     return 0
 
 

@@ -178,7 +178,10 @@ for stage in sanitize lint deb-install qemu-test fuzz-short soak-short; do
 		[[ -f scripts/qemu-test.sh ]] && run_stage qemu-test bash scripts/qemu-test.sh
 		;;
 	# The amd64 packages (make deb, lintian included) installed into a clean bookworm root and booted.
-	deb-install) [[ -f tests/install/deb-install.sh ]] && run_stage deb-install bash tests/install/deb-install.sh --build ;;
+	# amd64 only: the arm64 root is made under qemu-user (over 100 min cold at load 30, never yet
+	# completed), which a cold CI run cannot afford; `make deb-install-test` runs both architectures.
+	deb-install) [[ -f tests/install/deb-install.sh ]] &&
+		run_stage deb-install bash tests/install/deb-install.sh --build --arch "${VREX_TEST_DEB_ARCH:-amd64}" ;;
 	fuzz-short) [[ -f scripts/fuzz.sh ]] && run_stage fuzz-short bash scripts/fuzz.sh short ;;
 	soak-short) [[ -f scripts/soak.sh ]] && run_stage soak-short bash scripts/soak.sh short ;;
 	esac

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -31,7 +32,8 @@ constexpr ModelGeometry kSmall{2, 2, 64, DType::fp16, 16};  // 16 KiB blocks
 class HookedBackend final : public Backend {
   public:
     explicit HookedBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
-    std::function<void()> after_stream_destroy, after_lookup;
+    // before_alias_insert runs inside shie_insert() of an ALIAS item, before the device sees it.
+    std::function<void()> after_stream_destroy, after_lookup, before_alias_insert;
 
     std::string_view name() const noexcept override { return in_->name(); }
     std::string description() const override { return in_->description(); }
@@ -49,6 +51,9 @@ class HookedBackend final : public Backend {
     }
     std::error_code frame_submit(drm_vrex_frame_submit& a) override { return in_->frame_submit(a); }
     std::error_code shie_insert(std::uint32_t s, std::span<drm_vrex_shie_insert_item> items) override {
+        if (std::any_of(items.begin(), items.end(),
+                        [](const drm_vrex_shie_insert_item& it) { return it.flags & DRM_VREX_INSERT_ALIAS; }))
+            fire(before_alias_insert);
         return in_->shie_insert(s, items);
     }
     std::error_code shie_lookup(std::uint32_t s, std::span<drm_vrex_shie_lookup_item> items) override {
@@ -295,6 +300,56 @@ TEST_P(Publication, AHitOnAnIncarnationReleasedDuringTheLookupIsAMissNeverItsSuc
     auto later = reader->retrieve_similar(8, owner->frame().fp, 0, Scope::pool);
     ASSERT_TRUE(later && later->hit);
     EXPECT_EQ(later->block.generation, second->generation);
+    ASSERT_TRUE(reader->end_frame());
+    ASSERT_TRUE(owner->end_frame());
+}
+
+// issue 24's last window: Stream::reuse() of another stream's block checks the block under the
+// allocator lock, then names it to the device in an ALIAS insert. If the owner releases the block
+// in between and the device gives its id to the owner's next block, an alias by id alone points the
+// reader's entry at the successor (another frame's KV). The device generation in the alias insert
+// (uAPI 1.3 block_gen) makes the device refuse it: reuse() reports the handle stale.
+TEST_P(Publication, AReuseRacingItsOwnersReleaseNeverAliasesTheSuccessor) {
+    AllocatorOptions o;
+    o.blocks_per_slab = 1;
+    o.spare_slabs = 1;
+    auto a = allocator(o);
+    auto owner = stream(*a, {true, 7});
+    auto reader = stream(*a, {true, 7});
+    const auto px = synthetic_frame(128, 96, 76, 0);
+    auto f = owner->begin_frame(view_of(px));
+    ASSERT_TRUE(f);
+    auto first = owner->allocate(8);
+    ASSERT_TRUE(first);
+    ASSERT_TRUE(owner->publish(*first));
+    ASSERT_TRUE(reader->begin_frame(view_of(px)));
+    auto hit = reader->retrieve_similar(8, f->fp, 0, Scope::pool);
+    ASSERT_TRUE(hit && hit->hit);
+    ASSERT_EQ(hit->block.id, first->id);
+    std::optional<KvBlock> second;
+    hooks_->before_alias_insert = [&] {  // the owner's thread, between reuse()'s check and its insert
+        ASSERT_TRUE(owner->release(*first));
+        ASSERT_TRUE(owner->end_frame());
+        ASSERT_TRUE(owner->begin_frame(view_of(synthetic_frame(128, 96, 77, 0))));
+        auto b = owner->allocate(8);
+        ASSERT_TRUE(b) << b.error_message();
+        std::memset(b->data.data(), 0x77, b->data.size());
+        ASSERT_TRUE(owner->publish(*b));
+        second = *b;
+    };
+    auto reused = reader->reuse(5, hit->block);
+    ASSERT_TRUE(second) << "the hook ran";
+    ASSERT_EQ(second->id, first->id) << "the device recycled the id";
+    EXPECT_FALSE(reused) << "the alias reached block id " << second->id << " (generation " << second->generation
+                         << "), the successor of the generation " << first->generation << " the reader named";
+    if (!reused) {
+        EXPECT_EQ(reused.error(), errc::stale_handle) << reused.error_message();
+    }
+    // Whatever reuse() said, the reader's entry never leads to the successor.
+    auto t = reader->retrieve_temporal(5, 0);
+    ASSERT_TRUE(t);
+    EXPECT_FALSE(t->hit && t->block.generation == second->generation)
+        << "the reader's region 5 now finds the owner's new block";
     ASSERT_TRUE(reader->end_frame());
     ASSERT_TRUE(owner->end_frame());
 }

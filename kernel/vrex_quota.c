@@ -20,7 +20,7 @@
 #include "vrex_drv.h"
 #include "vrex_quota.h"
 
-/* The defaults and the limit arithmetic are lib/vrex_quota.h's: the HAL's emulation uses them too. */
+/* Defaults and limit arithmetic: lib/vrex_quota.h, which the HAL's emulation uses too. */
 static unsigned int vrex_uid_pct[VREX_RES_NUM] = {
 	[VREX_RES_BYTES] = VREX_QUOTA_DEFAULT_PCT,
 	[VREX_RES_STREAMS] = VREX_QUOTA_DEFAULT_PCT,

@@ -259,7 +259,7 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	vrex_write(vdev, VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0);
 	vrex_write_fp(vdev, VREX_REG_ARG_FP(0), it->fp);
 	vrex_write(vdev, VREX_REG_ARG_BLOCK, alias ? it->block : VREX_NIL);
-	/* The device checks the generation too (0: any); validated above, so a mismatch is its bug. */
+	/* The device checks the generation too (0: any); validated above already. */
 	vrex_write(vdev, VREX_REG_ARG_BLOCK_GEN_LO, lower_32_bits(it->block_gen));
 	vrex_write(vdev, VREX_REG_ARG_BLOCK_GEN_HI, upper_32_bits(it->block_gen));
 	vrex_write(vdev, VREX_REG_ARG_KV_TAG, it->handle);

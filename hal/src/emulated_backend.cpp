@@ -171,7 +171,9 @@ std::error_code EmulatedBackend::bo_create(drm_vrex_bo_create& a)
             break;
         handle++;
     }
-    EmulatedBo bo{*ext, 0, dev_->next_bo_gen++};
+    EmulatedBo bo;
+    bo.ext = *ext;
+    bo.gen = dev_->next_bo_gen++;
     file.bos.emplace(handle, bo);
     a.handle = handle;
     a.bank = ext->bank;
@@ -269,7 +271,7 @@ std::error_code EmulatedBackend::stream_create(drm_vrex_stream_create& a)
         if (new_pool)
             file.pools.emplace(a.pool, hw_pool);
     }
-    dev_->slots[slot] = EmulatedStreamSlot{true, file_, hw_pool, a.pool, pooled, 0};
+    dev_->slots[slot] = EmulatedStreamSlot{true, file_, hw_pool, a.pool, pooled, 0, {}};
     a.stream = slot;
     return {};
 }
@@ -642,8 +644,10 @@ std::error_code EmulatedBackend::shie_retire(std::uint32_t stream, std::span<con
     for (std::uint32_t b : remove) {
         r.write(VREX_REG_ARG_BLOCK, b);
         if (const int e = r.command(VREX_CMD_REMOVE)) {
-            // Validated above, so only a dead device gets here; report what was released.
+            // Validated above, so only a dead (hung, wedged) device gets here; report what was released.
             dev_->drain_released(&out);
+            std::copy(out.begin(), out.end(), released.begin());
+            released_count = static_cast<std::uint32_t>(out.size());
             return errno_code(e);
         }
         dev_->take_released(&out);

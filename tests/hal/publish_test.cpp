@@ -340,8 +340,9 @@ TEST_P(Publication, AReuseRacingItsOwnersReleaseNeverAliasesTheSuccessor) {
     auto reused = reader->reuse(5, hit->block);
     ASSERT_TRUE(second) << "the hook ran";
     ASSERT_EQ(second->id, first->id) << "the device recycled the id";
-    EXPECT_FALSE(reused) << "the alias reached block id " << second->id << " (generation " << second->generation
-                         << "), the successor of the generation " << first->generation << " the reader named";
+    EXPECT_FALSE(reused) << "the alias reached block id " << second->id << " (generation "
+                         << second->generation << "), the successor of the generation " << first->generation
+                         << " the reader named";
     if (!reused) {
         EXPECT_EQ(reused.error(), errc::stale_handle) << reused.error_message();
     }

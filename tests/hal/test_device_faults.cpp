@@ -236,7 +236,7 @@ TEST_P(DeviceFaults, ResetsThatKeepFailingWedgeTheDevice) {
 // comes back: 0 when every check passed, else a bit per failed check; 255 when it could not drop
 // privileges, 254 when it did not exit.
 int as_unprivileged(const std::string& backend, const std::string& node, int (*fn)(const std::string&)) {
-    struct stat st{};
+    struct stat st {};
     const bool chmodded = !node.empty() && ::geteuid() == 0 && ::stat(node.c_str(), &st) == 0 &&
                           ::chmod(node.c_str(), 0666) == 0;
     const pid_t pid = ::fork();

@@ -372,7 +372,9 @@ TEST_P(Publication, AReuseRacingItsOwnersReleaseNeverAliasesTheSuccessor) {
     ASSERT_TRUE(r.ran) << "the owner released and reallocated inside the alias insert";
     ASSERT_TRUE(r.recycled) << "the device gave the released block's id to the new block";
     EXPECT_FALSE(r.reuse_ok) << "the alias reached the owner's new block under the old id";
-    if (!r.reuse_ok) EXPECT_EQ(r.error, errc::stale_handle) << r.message;
+    if (!r.reuse_ok) {
+        EXPECT_EQ(r.error, errc::stale_handle) << r.message;
+    }
     EXPECT_FALSE(r.entry_is_successor) << "the reader's region 5 now finds the owner's new block";
 }
 

@@ -77,10 +77,11 @@ class DeviceFaults : public ::testing::TestWithParam<std::string> {
     }
     // The next @n device commands never complete.
     void hang(unsigned n) {
-        if (auto* emu = dynamic_cast<EmulatedBackend*>(be_.get()))
+        if (auto* emu = dynamic_cast<EmulatedBackend*>(be_.get())) {
             emu->simulate_hang(n);
-        else
+        } else {
             ASSERT_TRUE(knob("hang_cmds", n));
+        }
     }
     bool wedged() const {
         if (auto* emu = dynamic_cast<EmulatedBackend*>(be_.get())) return emu->wedged();

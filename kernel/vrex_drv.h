@@ -97,6 +97,7 @@ struct vrex_block_ref {
 	struct vrex_file_stream *stream;
 	struct drm_gem_object *obj;	/* NULL once released */
 	u64 bo_gen;	/* of @obj: names it in records after @obj is gone */
+	u64 block_gen;	/* the device's generation of the block: this incarnation of its id */
 	u32 handle;
 	u64 offset;
 	u64 length;

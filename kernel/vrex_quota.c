@@ -18,12 +18,14 @@
 
 #include "vrex_device.h"
 #include "vrex_drv.h"
+#include "vrex_quota.h"
 
+/* Defaults and limit arithmetic: lib/vrex_quota.h, which the HAL's emulation uses too. */
 static unsigned int vrex_uid_pct[VREX_RES_NUM] = {
-	[VREX_RES_BYTES] = 50,
-	[VREX_RES_STREAMS] = 50,
-	[VREX_RES_HEADS] = 50,
-	[VREX_RES_ENTRIES] = 50,
+	[VREX_RES_BYTES] = VREX_QUOTA_DEFAULT_PCT,
+	[VREX_RES_STREAMS] = VREX_QUOTA_DEFAULT_PCT,
+	[VREX_RES_HEADS] = VREX_QUOTA_DEFAULT_PCT,
+	[VREX_RES_ENTRIES] = VREX_QUOTA_DEFAULT_PCT,
 	[VREX_RES_IMPORTS] = 0,
 };
 module_param_named(uid_bytes_pct, vrex_uid_pct[VREX_RES_BYTES], uint, 0644);
@@ -39,7 +41,7 @@ module_param_named(uid_entries_pct, vrex_uid_pct[VREX_RES_ENTRIES], uint, 0644);
 MODULE_PARM_DESC(uid_entries_pct,
 		 "Percent of the SHIE entries one uid may hold, at least 1 (default 50, 0: no limit)");
 
-static unsigned int vrex_uid_max_imports = 256;
+static unsigned int vrex_uid_max_imports = VREX_QUOTA_DEFAULT_IMPORTS;
 module_param_named(uid_max_imports, vrex_uid_max_imports, uint, 0644);
 MODULE_PARM_DESC(uid_max_imports, "PRIME-imported BOs one uid may hold (default 256, 0: no limit)");
 
@@ -70,9 +72,7 @@ static u64 vrex_user_limit(const struct vrex_device *vdev, enum vrex_res res)
 		return pct ? pct : U64_MAX;
 	}
 	pct = READ_ONCE(vrex_uid_pct[res]);
-	if (!pct)
-		return U64_MAX;
-	return max_t(u64, div_u64(vrex_res_capacity(vdev, res) * min(pct, 100u), 100), 1);
+	return vrex_quota_limit(vrex_res_capacity(vdev, res), pct);
 }
 
 /* The user object of @uid on @vdev, created on first use; NULL without memory. */

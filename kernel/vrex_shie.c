@@ -217,6 +217,9 @@ static int vrex_insert_validate(struct vrex_file *vfile, struct drm_file *file,
 		ref = xa_load(&vdev->blocks, it->block);
 		if (!ref || ref->stream->vfile != vfile)
 			return -ENOENT;
+		/* A generation names one incarnation of the id: its successor is another block. */
+		if (it->block_gen && it->block_gen != ref->block_gen)
+			return -ENOENT;
 		return 0;
 	}
 
@@ -256,6 +259,9 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	vrex_write(vdev, VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0);
 	vrex_write_fp(vdev, VREX_REG_ARG_FP(0), it->fp);
 	vrex_write(vdev, VREX_REG_ARG_BLOCK, alias ? it->block : VREX_NIL);
+	/* The device checks the generation too (0: any); validated above already. */
+	vrex_write(vdev, VREX_REG_ARG_BLOCK_GEN_LO, lower_32_bits(it->block_gen));
+	vrex_write(vdev, VREX_REG_ARG_BLOCK_GEN_HI, upper_32_bits(it->block_gen));
 	vrex_write(vdev, VREX_REG_ARG_KV_TAG, it->handle);
 	vrex_write(vdev, VREX_REG_ARG_KV_ADDR_LO, lower_32_bits(addr));
 	vrex_write(vdev, VREX_REG_ARG_KV_ADDR_HI, upper_32_bits(addr));
@@ -267,6 +273,7 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	if (alias) {
 		ref = xa_load(&vdev->blocks, it->block);
 		it->bo_gen = ref ? ref->bo_gen : 0;
+		it->block_gen = ref ? ref->block_gen : 0;
 		if (ref)
 			ref->entries++;
 		else
@@ -279,6 +286,8 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	ref->entries = 1;
 	ref->obj = obj;
 	ref->bo_gen = vrex_bo_gen(obj);
+	ref->block_gen = (u64)vrex_read(vdev, VREX_REG_RES_BLOCK_GEN_HI) << 32 |
+			 vrex_read(vdev, VREX_REG_RES_BLOCK_GEN_LO);
 	ref->handle = it->handle;
 	ref->offset = it->offset;
 	ref->length = it->length;
@@ -299,6 +308,7 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	atomic_inc(&vdev->live_blocks);
 	it->block = block;
 	it->bo_gen = ref->bo_gen;
+	it->block_gen = ref->block_gen;
 	return 0;
 
 err_free:
@@ -425,6 +435,7 @@ static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
 	it->length = ref->length;
 	it->found_fp[0] = rep->fp[0];
 	it->found_fp[1] = rep->fp[1];
+	it->block_gen = ref->block_gen;
 }
 
 static void vrex_lookup_clear(struct drm_vrex_shie_lookup_item *it)
@@ -439,6 +450,7 @@ static void vrex_lookup_clear(struct drm_vrex_shie_lookup_item *it)
 	it->length = 0;
 	it->found_fp[0] = 0;
 	it->found_fp[1] = 0;
+	it->block_gen = 0;
 }
 
 static u32 vrex_lookup_argf(const struct drm_vrex_shie_lookup_item *it)
@@ -747,6 +759,7 @@ static int vrex_sink_copy_out(struct drm_file *file, const struct drm_vrex_shie_
 		r->length = ref->length;
 		r->reason = ref->reason;
 		r->bo_gen = ref->bo_gen;
+		r->block_gen = ref->block_gen;
 		r++;
 	}
 	ret = vrex_batch_copy_out(args->released, args->elem_size, recs, sink->count,

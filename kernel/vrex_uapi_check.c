@@ -85,6 +85,9 @@ int vrex_check_insert_item(const struct drm_vrex_shie_insert_item *it)
 		return -EINVAL;
 	if (it->flags & DRM_VREX_INSERT_ALIAS)
 		return it->handle || it->offset || it->length ? -EINVAL : 0;
+	/* A new block has no generation yet: only an alias can name one. */
+	if (it->block_gen)
+		return -EINVAL;
 	/* The KV length register is 32 bits wide. */
 	if (!it->length || it->length > 0xffffffffull || it->offset > ~0ull - it->length)
 		return -EINVAL;

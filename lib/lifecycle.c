@@ -58,6 +58,7 @@ int vrex_blocks_init(struct vrex_blocks *bl, u32 capacity, u32 shie_capacity, u3
 	bl->stream_head = carve(&cursor, (u64)max_streams * sizeof(u32));
 	bl->fifo = carve(&cursor, (u64)capacity * sizeof(struct vrex_released));
 	bl->capacity = capacity;
+	bl->next_gen = 1;
 	for (i = 0; i < shie_capacity; i++)
 		bl->entry_next[i] = VREX_NIL;
 	vrex_blocks_clear(bl, max_streams);
@@ -125,6 +126,9 @@ u32 vrex_blocks_alloc(struct vrex_blocks *bl, u16 stream, u8 bank, const struct 
 	b->stream = stream;
 	b->bank = bank;
 	b->live = 1;
+	b->gen = bl->next_gen++;
+	if (!bl->next_gen)	/* 2^64 allocations: 0 stays "no generation" */
+		bl->next_gen = 1;
 	b->prev = VREX_NIL;
 	b->next = bl->stream_head[stream];
 	if (b->next != VREX_NIL)
@@ -232,6 +236,7 @@ void vrex_lifecycle_release(struct vrex_model *m, u32 block, u8 reason,
 	r.bank = b->bank;
 	r.reason = reason;
 	r.kv = b->kv;
+	r.gen = b->gen;
 	if (rec)
 		*rec = r;
 

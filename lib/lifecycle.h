@@ -31,6 +31,7 @@ struct vrex_block {
 	u16 stream;
 	u8 bank;
 	u8 live;
+	u64 gen;		/* generation: unique per allocation, never 0 (0 while free) */
 };
 
 struct vrex_released {
@@ -39,6 +40,7 @@ struct vrex_released {
 	u8 bank;
 	u8 reason;		/* VREX_RELEASE_* */
 	struct vrex_kv_ref kv;
+	u64 gen;		/* the released block's generation */
 };
 
 #define VREX_RELEASE_ZOMBIE 1
@@ -55,6 +57,7 @@ struct vrex_blocks {
 	struct vrex_released *fifo;	/* [capacity] release records */
 	u32 fifo_head;
 	u32 fifo_count;
+	u64 next_gen;			/* next block generation; survives vrex_blocks_clear() */
 };
 
 size_t vrex_blocks_arena_size(u32 capacity, u32 shie_capacity, u32 max_streams);

@@ -18,7 +18,7 @@
 
 int vrex_blocks_init(struct vrex_blocks *bl, u32 capacity, u32 shie_capacity, u32 max_streams,
 		     void *arena, size_t arena_size);
-/* Every slot free, no records queued. */
+/* Every slot free, no records queued; generations go on from where they were. */
 void vrex_blocks_clear(struct vrex_blocks *bl, u32 max_streams);
 
 static inline int vrex_blocks_is_live(const struct vrex_blocks *bl, u32 block)

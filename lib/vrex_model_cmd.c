@@ -34,9 +34,16 @@ static void res_kv(struct vrex_model *m, const struct vrex_kv_ref *kv)
 	m->REG(VREX_REG_RES_KV_LEN) = kv->length;
 }
 
+static void res_block_gen(struct vrex_model *m, u64 gen)
+{
+	m->REG(VREX_REG_RES_BLOCK_GEN_LO) = (u32)gen;
+	m->REG(VREX_REG_RES_BLOCK_GEN_HI) = (u32)(gen >> 32);
+}
+
 static void res_released(struct vrex_model *m, const struct vrex_released *rec)
 {
 	m->REG(VREX_REG_RES_BLOCK) = rec->block;
+	res_block_gen(m, rec->gen);
 	m->REG(VREX_REG_RES_STREAM) = rec->stream;
 	m->REG(VREX_REG_RES_BANK_FIRST) = rec->bank;
 	m->REG(VREX_REG_RES_REASON) = rec->reason;
@@ -75,6 +82,7 @@ static int cmd_insert(struct vrex_model *m)
 	u32 alias = VREX_NIL, block;
 	struct vrex_kv_ref kv;
 	struct vrex_fp fp;
+	u64 gen;
 	int ret;
 
 	if (flags & ~VREX_ARGF_ALIAS)
@@ -83,6 +91,11 @@ static int cmd_insert(struct vrex_model *m)
 		alias = m->REG(VREX_REG_ARG_BLOCK);
 		/* VREX_NIL means "no alias" to the direct call, never a block. */
 		if (alias == VREX_NIL)
+			return VREX_ENOENT;
+		/* A generation names one incarnation of the slot: a successor is no such block. */
+		gen = arg64(m, VREX_REG_ARG_BLOCK_GEN_LO, VREX_REG_ARG_BLOCK_GEN_HI);
+		if (gen && (!vrex_blocks_is_live(&m->blocks, alias) ||
+			    m->blocks.b[alias].gen != gen))
 			return VREX_ENOENT;
 	}
 	arg_fp(m, &fp);
@@ -97,6 +110,7 @@ static int cmd_insert(struct vrex_model *m)
 	m->REG(VREX_REG_RES_REGION) = region;
 	m->REG(VREX_REG_RES_FRAME) = (u32)((s64)m->streams[stream].frame + offset);
 	m->REG(VREX_REG_RES_BANK_FIRST) = m->blocks.b[block].bank;
+	res_block_gen(m, m->blocks.b[block].gen);
 	res_kv(m, &m->blocks.b[block].kv);
 	return 0;
 }
@@ -114,6 +128,7 @@ static void res_lookup(struct vrex_model *m, const struct vrex_lookup_result *r)
 	m->REG(VREX_REG_RES_REGION) = r->region;
 	m->REG(VREX_REG_RES_BANK_FIRST) = m->blocks.b[r->block].bank;
 	m->REG(VREX_REG_RES_LAST_ACCESS) = m->blocks.b[r->block].last_access;
+	res_block_gen(m, m->blocks.b[r->block].gen);
 	res_fp(m, &r->fp);
 	res_kv(m, &r->kv);
 }
@@ -170,6 +185,7 @@ static int cmd_block_info(struct vrex_model *m)
 	m->REG(VREX_REG_RES_GROUP) = b.bank / m->cfg.group_banks;
 	m->REG(VREX_REG_RES_COUNT) = b.nentries;
 	m->REG(VREX_REG_RES_LAST_ACCESS) = b.last_access;
+	res_block_gen(m, b.gen);
 	res_kv(m, &b.kv);
 	return 0;
 }

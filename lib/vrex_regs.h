@@ -140,7 +140,15 @@ typedef uint8_t vrex_u8;
 #define VREX_REG_ARG_COUNT		0x15c
 #define VREX_REG_ARG_DST_LO		0x160
 #define VREX_REG_ARG_DST_HI		0x164
-#define VREX_REG_ARG_LAST		VREX_REG_ARG_DST_HI
+/*
+ * INSERT with ALIAS: the generation of ARG_BLOCK the caller means (RES_BLOCK_GEN
+ * of the insert or lookup that named it); the insert fails with ENOENT when
+ * the slot now holds another generation. 0: any generation (the behaviour
+ * before generations existed).
+ */
+#define VREX_REG_ARG_BLOCK_GEN_LO	0x168
+#define VREX_REG_ARG_BLOCK_GEN_HI	0x16c
+#define VREX_REG_ARG_LAST		VREX_REG_ARG_BLOCK_GEN_HI
 
 #define VREX_ARGF_SCOPE_POOL		VREX_BIT(0)	/* LOOKUP_SIMILAR: whole pool */
 #define VREX_ARGF_PAST_ONLY		VREX_BIT(1)	/* LOOKUP_SIMILAR: frames before current */
@@ -169,7 +177,15 @@ typedef uint8_t vrex_u8;
 #define VREX_REG_RES_TOKENS		0x1d0	/* RESV_*: tokens added / selected; BATCH: hits */
 #define VREX_REG_RES_CLUSTERS		0x1d4	/* RESV_*: clusters of the head / selected */
 #define VREX_REG_RES_HEAD_TOKENS	0x1d8	/* RESV_*: tokens the head holds */
-#define VREX_REG_RES_LAST		VREX_REG_RES_HEAD_TOKENS
+/*
+ * Generation of RES_BLOCK (INSERT, lookup hits, REMOVE, POP_RELEASED,
+ * BLOCK_INFO): every block allocation takes the next value of a 64-bit
+ * counter that starts at 1 and that RESET keeps, so a generation is never 0
+ * and never names two blocks, even when their slot (block id) is the same.
+ */
+#define VREX_REG_RES_BLOCK_GEN_LO	0x1dc
+#define VREX_REG_RES_BLOCK_GEN_HI	0x1e0
+#define VREX_REG_RES_LAST		VREX_REG_RES_BLOCK_GEN_HI
 
 #define VREX_RESF_HIT			VREX_BIT(0)
 #define VREX_RESF_APPROX		VREX_BIT(1)	/* similarity hit at distance > 0 */

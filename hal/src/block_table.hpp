@@ -8,7 +8,9 @@
 // one Stream incarnation (owner_token, never reused), born at a table-wide sequence number. What
 // the device reports (a lookup hit, a release record) is matched to a record by id AND the memory
 // it points at AND, for hits, a birth before the lookup started, so a recycled id is never taken
-// for its predecessor.
+// for its predecessor. Devices of uAPI 1.3 also name the incarnation itself (block_gen, never
+// reused) and the BO (bo_gen): a report carrying them is matched by them, and an ALIAS insert
+// (Stream::reuse) names the block_gen so the device refuses a successor.
 //
 // References of one record: the owner's (while the device holds the block), one per stream holding
 // it for the current frame (a retrieval or reuse of another stream's block), and one per pin.
@@ -48,6 +50,10 @@ struct BlockRec {
     // device_live, so neither aging nor lru_victim() nor the owner's stream_destroy touches it.
     bool segment = false;
     bool imported = false;  // in engine-owned memory (Stream::index_imported): never freed by vrex
+    // The device's names for this incarnation (uAPI 1.3 block_gen, 1.2 bo_gen): 0 when the device
+    // did not report them (an older vrex.ko).
+    std::uint64_t device_gen = 0;
+    std::uint64_t bo_gen = 0;
 
     std::uint32_t refs() const noexcept { return (device_live || segment ? 1u : 0u) + holds + pins; }
     // Writable only for the owner while the device (or its segment) holds it, it is not published
@@ -101,14 +107,24 @@ class BlockTable {
 
     // The record the device means by block @id at (@handle, @offset): an incarnation the device
     // holds. A recycled id sits elsewhere while its predecessor's slot is still accounted for, so
-    // the memory tells the incarnations apart.
-    BlockRec* on_device(std::uint32_t id, std::uint32_t handle, std::uint64_t offset) {
+    // the memory tells the incarnations apart. A report that names the device's generations
+    // (@device_gen, @bo_gen non-zero) is matched by them instead: the block_gen is the incarnation
+    // itself (the handle may read 0 once it no longer names the BO), and a report with another BO
+    // generation than the record's is stale, never this block's.
+    BlockRec* on_device(std::uint32_t id, std::uint32_t handle, std::uint64_t offset,
+                        std::uint64_t device_gen = 0, std::uint64_t bo_gen = 0) {
         auto g = by_id_.find(id);
         if (g == by_id_.end()) return nullptr;
-        for (std::uint32_t gen : g->second)
-            if (BlockRec* r = find(id, gen);
-                r && r->device_live && r->handle == handle && r->offset == offset)
-                return r;
+        for (std::uint32_t gen : g->second) {
+            BlockRec* r = find(id, gen);
+            if (!r || !r->device_live) continue;
+            if (bo_gen && r->bo_gen && bo_gen != r->bo_gen) continue;
+            if (device_gen && r->device_gen) {
+                if (device_gen == r->device_gen) return r;
+                continue;
+            }
+            if (r->handle == handle && r->offset == offset) return r;
+        }
         return nullptr;
     }
 

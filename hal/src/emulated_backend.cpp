@@ -76,6 +76,18 @@ std::string EmulatedBackend::description() const
            std::to_string(dev_->cfg.bank_size >> 10) + " KiB, reference model in-process)";
 }
 
+void EmulatedBackend::simulate_hang(std::uint32_t commands)
+{
+    std::lock_guard lock(dev_->mu);
+    dev_->hang_cmds = commands;
+}
+
+bool EmulatedBackend::wedged() const
+{
+    std::lock_guard lock(dev_->mu);
+    return dev_->wedged;
+}
+
 void EmulatedBackend::simulate_device_loss()
 {
     std::lock_guard lock(dev_->mu);
@@ -145,9 +157,13 @@ std::error_code EmulatedBackend::bo_create(drm_vrex_bo_create& a)
     const std::uint64_t size = (a.size + page - 1) / page * page;
     if (size > dev_->cfg.bank_size)
         return err(std::errc::invalid_argument);
+    if (const int e = dev_->charge(file, QuotaRes::bytes, size))
+        return errno_code(e);
     auto ext = dev_->mem.allocate(size, a.bank_mask);
-    if (!ext)
+    if (!ext) {
+        dev_->uncharge(file, QuotaRes::bytes, size);
         return ext.error();
+    }
     // GEM handles: the lowest free id >= 1, as idr_alloc() hands them out.
     std::uint32_t handle = 1;
     for (const auto& [h, bo] : file.bos) {
@@ -155,9 +171,13 @@ std::error_code EmulatedBackend::bo_create(drm_vrex_bo_create& a)
             break;
         handle++;
     }
-    file.bos.emplace(handle, EmulatedBo{*ext, 0});
+    EmulatedBo bo;
+    bo.ext = *ext;
+    bo.gen = dev_->next_bo_gen++;
+    file.bos.emplace(handle, bo);
     a.handle = handle;
     a.bank = ext->bank;
+    a.bo_gen = bo.gen;
     return {};
 }
 
@@ -174,10 +194,13 @@ std::error_code EmulatedBackend::bo_destroy(std::uint32_t handle)
     // The SHIE holds device addresses into this memory: it must not be reused under live blocks.
     if (it->second.live_blocks)
         return err(std::errc::device_or_resource_busy);
-    if (it->second.imported)
+    if (it->second.imported) {
         EmulatedDevice::release_import(it->second);
-    else
+        dev_->uncharge(file, QuotaRes::imports, 1);
+    } else {
         dev_->mem.release(it->second.ext);
+        dev_->uncharge(file, QuotaRes::bytes, it->second.ext.size);
+    }
     file.bos.erase(it);
     return {};
 }
@@ -223,8 +246,12 @@ std::error_code EmulatedBackend::stream_create(drm_vrex_stream_create& a)
     std::uint32_t slot = 0;
     while (slot < dev_->slots.size() && dev_->slots[slot].open)
         slot++;
-    if (slot == dev_->slots.size())
+    if (const int e = dev_->charge(file, QuotaRes::streams, 1))
+        return errno_code(e);
+    if (slot == dev_->slots.size()) {
+        dev_->uncharge(file, QuotaRes::streams, 1);
         return err(std::errc::device_or_resource_busy);
+    }
 
     std::uint32_t hw_pool = VREX_POOL_PRIVATE + slot;
     bool new_pool = false;
@@ -235,14 +262,16 @@ std::error_code EmulatedBackend::stream_create(drm_vrex_stream_create& a)
     }
     dev_->regs.write(VREX_REG_ARG_STREAM, slot);
     dev_->regs.write(VREX_REG_ARG_POOL, hw_pool);
-    if (const int e = dev_->regs.command(VREX_CMD_STREAM_OPEN))
+    if (const int e = dev_->regs.command(VREX_CMD_STREAM_OPEN)) {
+        dev_->uncharge(file, QuotaRes::streams, 1);
         return errno_code(e);
+    }
     if (pooled) {
         dev_->hw_pool_refs[hw_pool]++;
         if (new_pool)
             file.pools.emplace(a.pool, hw_pool);
     }
-    dev_->slots[slot] = EmulatedStreamSlot{true, file_, hw_pool, a.pool, pooled, 0};
+    dev_->slots[slot] = EmulatedStreamSlot{true, file_, hw_pool, a.pool, pooled, 0, {}};
     a.stream = slot;
     return {};
 }
@@ -252,8 +281,8 @@ std::error_code EmulatedBackend::stream_destroy(std::uint32_t stream)
     VREX_EMU_ENTER(errc::device_lost);
     if (stream >= dev_->slots.size() || !dev_->slots[stream].open || dev_->slots[stream].file != file_)
         return err(std::errc::no_such_file_or_directory);
-    if (const int e = dev_->close_stream(stream))
-        return errno_code(e);
+    // As vrex.ko: the stream goes whatever the device answered (a wedged one answers EIO).
+    (void)dev_->close_stream(stream);
     return {};
 }
 
@@ -333,9 +362,12 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
             if (it.block >= dev_->blocks.size() || !dev_->blocks[it.block].live ||
                 dev_->blocks[it.block].file != file_)
                 return err(std::errc::no_such_file_or_directory);
+            // A generation names one incarnation of the id: its successor is another block.
+            if (it.block_gen && it.block_gen != dev_->blocks[it.block].block_gen)
+                return err(std::errc::no_such_file_or_directory);
             continue;
         }
-        if (it.length == 0)
+        if (it.length == 0 || it.block_gen)
             return err(std::errc::invalid_argument);
         auto bo = file.bos.find(it.handle);
         if (bo == file.bos.end())
@@ -347,13 +379,25 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
     }
 
     const RegisterFile& r = dev_->regs;
+    std::error_code stopped;
     for (drm_vrex_shie_insert_item& it : items) {
         const bool alias = it.flags & DRM_VREX_INSERT_ALIAS;
+        // A command that failed itself (ETIMEDOUT, EIO) stops the batch, as in vrex.ko.
+        if (stopped) {
+            it.result = -ECANCELED;
+            continue;
+        }
+        // Every item adds one SHIE entry, charged to the uid until its block is released.
+        if (const int e = dev_->charge(file, QuotaRes::entries, 1)) {
+            it.result = -e;
+            continue;
+        }
         r.write(VREX_REG_ARG_STREAM, stream);
         r.write(VREX_REG_ARG_REGION, it.region);
         r.write(VREX_REG_ARG_OFFSET, static_cast<std::uint32_t>(it.frame_offset));
         r.write(VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0u);
         r.write_fp(VREX_REG_ARG_FP(0), it.fp);
+        r.write64(VREX_REG_ARG_BLOCK_GEN_LO, VREX_REG_ARG_BLOCK_GEN_HI, alias ? it.block_gen : 0);
         if (alias) {
             r.write(VREX_REG_ARG_BLOCK, it.block);
         } else {
@@ -362,20 +406,28 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
             r.write(VREX_REG_ARG_KV_LEN, static_cast<std::uint32_t>(it.length));
         }
         if (const int e = r.command(VREX_CMD_INSERT)) {
+            dev_->uncharge(file, QuotaRes::entries, 1);
             it.result = -e;
+            if (e == ETIMEDOUT || e == EIO)
+                stopped = errno_code(e);
             continue;
         }
         it.result = 0;
-        if (alias)
+        it.block_gen = r.read64(VREX_REG_RES_BLOCK_GEN_LO, VREX_REG_RES_BLOCK_GEN_HI);
+        if (alias) {
+            it.bo_gen = dev_->blocks[it.block].bo_gen;
+            dev_->blocks[it.block].entries++;
             continue;
+        }
         it.block = r.read(VREX_REG_RES_BLOCK);
+        it.bo_gen = file.bos.at(it.handle).gen;
         if (it.block < dev_->blocks.size()) {
-            dev_->blocks[it.block] = EmulatedBlockOwner{true, file_, stream, it.handle};
+            dev_->blocks[it.block] = EmulatedBlockOwner{true, file_, stream, it.handle, it.block_gen, it.bo_gen, 1};
             file.bos.at(it.handle).live_blocks++;
             dev_->slots[stream].live_blocks++;
         }
     }
-    return {};
+    return stopped;
 }
 
 std::error_code EmulatedBackend::shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items)
@@ -430,6 +482,7 @@ std::uint32_t lookup_argf(const drm_vrex_shie_lookup_item& it)
 
 void lookup_clear(drm_vrex_shie_lookup_item& it)
 {
+    it.block_gen = 0;
     it.hit_flags = 0;
     it.distance = 0;
     it.block = 0;
@@ -454,10 +507,14 @@ struct LookupReport {
     std::uint64_t fp[2];
 };
 
-void lookup_fill(const EmulatedFile& file, const LookupReport& rep, drm_vrex_shie_lookup_item& it)
+void lookup_fill(const EmulatedFile& file, const std::vector<EmulatedBlockOwner>& blocks, const LookupReport& rep,
+                 drm_vrex_shie_lookup_item& it)
 {
     if (!(rep.resf & VREX_RESF_HIT))
         return;
+    // The generation of the block the driver tracks (vrex.ko reports its mirror's, not the device's word).
+    if (rep.block < blocks.size() && blocks[rep.block].live)
+        it.block_gen = blocks[rep.block].block_gen;
     it.hit_flags = DRM_VREX_HIT | ((rep.resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0u);
     it.distance = rep.distance;
     it.block = rep.block;
@@ -501,7 +558,7 @@ void EmulatedBackend::lookup_one(const EmulatedFile& file, std::uint32_t stream,
     rep.length = r.read(VREX_REG_RES_KV_LEN);
     rep.addr = r.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
     r.read_fp(VREX_REG_RES_FP(0), rep.fp);
-    lookup_fill(file, rep, it);
+    lookup_fill(file, dev_->blocks, rep, it);
 }
 
 void EmulatedBackend::lookup_batch(const EmulatedFile& file, std::uint32_t stream,
@@ -546,7 +603,7 @@ void EmulatedBackend::lookup_batch(const EmulatedFile& file, std::uint32_t strea
         // A query the device refused (PAST_ONLY before the first frame) is a miss.
         if (rec.status)
             continue;
-        lookup_fill(file,
+        lookup_fill(file, dev_->blocks,
                     LookupReport{rec.flags, rec.distance, rec.block, rec.frame, rec.stream, rec.kv_tag, rec.kv_len,
                                  rec.kv_addr, {rec.fp[0], rec.fp[1]}},
                     it);
@@ -569,19 +626,28 @@ std::error_code EmulatedBackend::shie_retire(std::uint32_t stream, std::span<con
         if (!seen.insert(b).second)
             return err(std::errc::invalid_argument);
     }
-    const std::uint32_t could_release = dev_->slots[stream].live_blocks;
+    EmulatedStreamSlot& slot = dev_->slots[stream];
+    const auto could_release = static_cast<std::uint32_t>(slot.live_blocks + slot.kept.size());
     if (released.size() < could_release) {
         released_count = could_release;
         return err(std::errc::no_space_on_device);
     }
 
-    std::vector<drm_vrex_released_block> out;
+    // Records a reset kept for the stream come first. A handle is reported only while it still
+    // names the BO the block pointed into (same generation), as vrex.ko does.
+    std::vector<drm_vrex_released_block> out = std::move(slot.kept);
+    slot.kept.clear();
+    for (drm_vrex_released_block& rec : out)
+        if (auto bo = file.bos.find(rec.handle); bo == file.bos.end() || bo->second.gen != rec.bo_gen)
+            rec.handle = 0;
     const RegisterFile& r = dev_->regs;
     for (std::uint32_t b : remove) {
         r.write(VREX_REG_ARG_BLOCK, b);
         if (const int e = r.command(VREX_CMD_REMOVE)) {
-            // Validated above, so only a dead device gets here; report what was released.
+            // Validated above, so only a dead (hung, wedged) device gets here; report what was released.
             dev_->drain_released(&out);
+            std::copy(out.begin(), out.end(), released.begin());
+            released_count = static_cast<std::uint32_t>(out.size());
             return errno_code(e);
         }
         dev_->take_released(&out);
@@ -633,6 +699,11 @@ bool resv_params_valid(const drm_vrex_resv_params& p) {
         dev_->resv_heads[(h)].file != file_)                             \
     return err(std::errc::no_such_file_or_directory)
 
+// A reset since the head was created (or last truncated to 0) emptied it: ESTALE, as vrex.ko.
+#define VREX_EMU_HEAD_EPOCH(h)                                  \
+    if (dev_->resv_heads[(h)].epoch != dev_->reset_epoch) \
+    return std::error_code(ESTALE, std::generic_category())
+
 void EmulatedBackend::resv_program(std::uint32_t head) {
     const RegisterFile& r = dev_->regs;
     const drm_vrex_resv_params& p = dev_->resv_heads[head].params;
@@ -651,12 +722,14 @@ std::error_code EmulatedBackend::resv_head_create(drm_vrex_resv_head_create& a) 
     VREX_EMU_ENTER(errc::device_lost);
     if (dev_->resv_heads.empty()) return err(std::errc::operation_not_supported);
     if (a.flags || !resv_params_valid(a.params)) return err(std::errc::invalid_argument);
+    if (const int e = dev_->charge(file, QuotaRes::heads, 1)) return errno_code(e);
     for (std::uint32_t h = 0; h < dev_->resv_heads.size(); h++) {
         if (dev_->resv_heads[h].used) continue;
-        dev_->resv_heads[h] = EmulatedResvHead{true, file_, a.params};
+        dev_->resv_heads[h] = EmulatedResvHead{true, file_, a.params, dev_->reset_epoch};
         a.head = h;
         return {};
     }
+    dev_->uncharge(file, QuotaRes::heads, 1);
     return err(std::errc::device_or_resource_busy);
 }
 
@@ -670,6 +743,7 @@ std::error_code EmulatedBackend::resv_head_destroy(std::uint32_t head) {
 std::error_code EmulatedBackend::resv_hash(drm_vrex_resv_hash& a) {
     VREX_EMU_ENTER(errc::device_lost);
     VREX_EMU_OWN_HEAD(a.head);
+    VREX_EMU_HEAD_EPOCH(a.head);
     if (a.flags || a.count == 0 || a.offset % 2) return err(std::errc::invalid_argument);
     auto bo = file.bos.find(a.handle);
     if (bo == file.bos.end()) return err(std::errc::no_such_file_or_directory);
@@ -692,6 +766,7 @@ std::error_code EmulatedBackend::resv_select(std::span<drm_vrex_resv_select_item
     // Validate the whole batch before selecting anything.
     for (const drm_vrex_resv_select_item& it : items) {
         VREX_EMU_OWN_HEAD(it.head);
+        VREX_EMU_HEAD_EPOCH(it.head);
         if ((it.flags & ~DRM_VREX_RESV_SELECT_VALID_FLAGS) || it.pad || it.query_offset % 2 ||
             (it.max_ranges && it.out_offset % 4))
             return err(std::errc::invalid_argument);
@@ -730,10 +805,13 @@ std::error_code EmulatedBackend::resv_select(std::span<drm_vrex_resv_select_item
 std::error_code EmulatedBackend::resv_truncate(std::uint32_t head, std::uint32_t keep) {
     VREX_EMU_ENTER(errc::device_lost);
     VREX_EMU_OWN_HEAD(head);
+    if (keep) VREX_EMU_HEAD_EPOCH(head);
     const RegisterFile& r = dev_->regs;
     r.write(VREX_REG_ARG_HEAD, head);
     r.write(VREX_REG_ARG_COUNT, keep);
     if (const int e = r.command(VREX_CMD_RESV_TRUNCATE)) return errno_code(e);
+    // Emptied on purpose: the owner knows what the head holds again.
+    if (!keep) dev_->resv_heads[head].epoch = dev_->reset_epoch;
     return {};
 }
 
@@ -829,12 +907,18 @@ Result<ImportedBo> EmulatedBackend::bo_import_dmabuf(int fd)
     const off_t end = lseek(fd, 0, SEEK_END);
     if (end <= 0 || static_cast<std::uint64_t>(end) % dev_->page_size)
         return err(std::errc::invalid_argument);
+    if (const int e = dev_->charge(file, QuotaRes::imports, 1))
+        return errno_code(e);
     const int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup < 0)
-        return errno_code(errno);
+    if (dup < 0) {
+        const int e = errno;
+        dev_->uncharge(file, QuotaRes::imports, 1);
+        return errno_code(e);
+    }
     void* p = mmap(nullptr, static_cast<std::size_t>(end), PROT_READ | PROT_WRITE, MAP_SHARED, dup, 0);
     if (p == MAP_FAILED) {
         close(dup);
+        dev_->uncharge(file, QuotaRes::imports, 1);
         return err(std::errc::invalid_argument);
     }
     std::uint32_t handle = 1;
@@ -851,6 +935,7 @@ Result<ImportedBo> EmulatedBackend::bo_import_dmabuf(int fd)
     bo.imports = 1;
     bo.import_dev = st.st_dev;
     bo.import_ino = st.st_ino;
+    bo.gen = dev_->next_bo_gen++;
     file.bos.emplace(handle, bo);
     return ImportedBo{handle, bo.ext.size, false};
 }

@@ -53,6 +53,14 @@ public:
     // vrex::errc::device_lost; mappings stay readable until their backend is destroyed; the next
     // open() gets a fresh device.
     void simulate_device_loss();
+    // Test knob, vrex_sim's debugfs hang_cmds: the next @commands device commands (of any file)
+    // never complete. The first one times out (ETIMEDOUT) and the device is reset as vrex.ko resets
+    // it (docs/uapi.md "Device status, timeouts and reset"); when the reset's own commands hang too,
+    // three times, the device is wedged: every later command fails with EIO until the device is
+    // gone (simulate_device_loss()) and opened again.
+    void simulate_hang(std::uint32_t commands);
+    // The device is wedged (vrex.ko's sysfs "wedged").
+    bool wedged() const;
 
     // Only open() constructs backends (make_unique needs a public constructor; the key keeps it private).
     class Key {

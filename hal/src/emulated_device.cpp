@@ -1,9 +1,17 @@
 #include "emulated_device.hpp"
 
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <string>
+
+extern "C" {
+#include "vrex_quota.h"
+}
 
 namespace vrex {
 namespace {
@@ -63,6 +71,18 @@ Result<vrex_model_config> emulated_config(const BackendOptions& o) {
     return c;
 }
 
+// Whether this process has CAP_SYS_ADMIN in effect (vrex.ko does not limit such openers).
+bool cap_sys_admin()
+{
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return false;
+    return data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
+}
+
+constexpr bool cmd_failed(int e) { return e == ETIMEDOUT || e == EIO; }
+
 }  // namespace
 
 EmulatedDevice::EmulatedDevice(Key, const vrex_model_config& c)
@@ -72,6 +92,7 @@ EmulatedDevice::EmulatedDevice(Key, const vrex_model_config& c)
     const long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         page_size = static_cast<std::uint64_t>(ps);
+    regs.intercept = [this](std::uint32_t opcode) { return intercept_command(opcode); };
 }
 
 EmulatedDevice::~EmulatedDevice() = default;
@@ -107,7 +128,9 @@ Result<std::shared_ptr<EmulatedDevice>> EmulatedDevice::get(const BackendOptions
 std::uint32_t EmulatedDevice::add_file()
 {
     const std::uint32_t id = next_file++;
-    files[id];
+    EmulatedFile& f = files[id];
+    f.uid = geteuid();
+    f.limited = !cap_sys_admin();
     return id;
 }
 
@@ -125,10 +148,13 @@ void EmulatedDevice::remove_file(std::uint32_t file)
                 release_resv_head(h);
     }
     for (auto& [handle, bo] : it->second.bos) {
-        if (bo.imported)
+        if (bo.imported) {
             release_import(bo);
-        else
+            uncharge(it->second, QuotaRes::imports, 1);
+        } else {
             mem.release(bo.ext);
+            uncharge(it->second, QuotaRes::bytes, bo.ext.size);
+        }
     }
     files.erase(it);
 }
@@ -148,6 +174,8 @@ void EmulatedDevice::release_resv_head(std::uint32_t head)
     regs.write(VREX_REG_ARG_HEAD, head);
     regs.write(VREX_REG_ARG_COUNT, 0);
     regs.command(VREX_CMD_RESV_TRUNCATE);
+    if (auto f = files.find(resv_heads[head].file); f != files.end())
+        uncharge(f->second, QuotaRes::heads, 1);
     resv_heads[head] = EmulatedResvHead{};
 }
 
@@ -171,16 +199,13 @@ void EmulatedDevice::take_released(std::vector<drm_vrex_released_block>* out)
     const std::uint32_t length = regs.read(VREX_REG_RES_KV_LEN);
     if (!owner.live)
         return;
-    owner.live = false;
-    if (owner.stream < slots.size() && slots[owner.stream].live_blocks)
-        slots[owner.stream].live_blocks--;
+    forget_block(block);
     auto f = files.find(owner.file);
     if (f == files.end())
         return;
     auto bo = f->second.bos.find(owner.handle);
     if (bo == f->second.bos.end())
         return;
-    bo->second.live_blocks--;
     if (out && (reason == VREX_RELEASE_ZOMBIE || reason == VREX_RELEASE_REMOVED)) {
         drm_vrex_released_block r{};
         r.block = block;
@@ -188,6 +213,8 @@ void EmulatedDevice::take_released(std::vector<drm_vrex_released_block>* out)
         r.offset = addr - bo->second.ext.addr;
         r.length = length;
         r.reason = reason;
+        r.bo_gen = owner.bo_gen;
+        r.block_gen = owner.block_gen;
         out->push_back(r);
     }
 }
@@ -203,12 +230,137 @@ void EmulatedDevice::drain_released(std::vector<drm_vrex_released_block>* out)
     }
 }
 
+void EmulatedDevice::forget_block(std::uint32_t block)
+{
+    EmulatedBlockOwner& owner = blocks[block];
+    if (!owner.live)
+        return;
+    owner.live = false;
+    if (owner.stream < slots.size() && slots[owner.stream].live_blocks)
+        slots[owner.stream].live_blocks--;
+    auto f = files.find(owner.file);
+    if (f == files.end())
+        return;
+    uncharge(f->second, QuotaRes::entries, owner.entries);
+    owner.entries = 0;
+    if (auto bo = f->second.bos.find(owner.handle); bo != f->second.bos.end() && bo->second.live_blocks)
+        bo->second.live_blocks--;
+}
+
+std::uint64_t EmulatedDevice::quota_limit(QuotaRes res) const
+{
+    switch (res) {
+        case QuotaRes::bytes:
+            return vrex_quota_limit(std::uint64_t{cfg.nbanks} * cfg.bank_size, VREX_QUOTA_DEFAULT_PCT);
+        case QuotaRes::streams:
+            return vrex_quota_limit(cfg.max_streams, VREX_QUOTA_DEFAULT_PCT);
+        case QuotaRes::heads:
+            return vrex_quota_limit(cfg.resv_heads, VREX_QUOTA_DEFAULT_PCT);
+        case QuotaRes::entries:
+            return vrex_quota_limit(cfg.shie_capacity, VREX_QUOTA_DEFAULT_PCT);
+        case QuotaRes::imports:
+        case QuotaRes::count:
+            break;
+    }
+    return VREX_QUOTA_DEFAULT_IMPORTS;
+}
+
+int EmulatedDevice::charge(const EmulatedFile& file, QuotaRes res, std::uint64_t n)
+{
+    std::uint64_t& used = users[file.uid].used[static_cast<int>(res)];
+    if (file.limited && used + n > quota_limit(res))
+        return EDQUOT;
+    used += n;
+    return 0;
+}
+
+void EmulatedDevice::uncharge(const EmulatedFile& file, QuotaRes res, std::uint64_t n)
+{
+    std::uint64_t& used = users[file.uid].used[static_cast<int>(res)];
+    used -= std::min(used, n);
+}
+
+int EmulatedDevice::intercept_command(std::uint32_t)
+{
+    // Nothing reaches a wedged device: it answers nothing in time.
+    if (wedged)
+        return EIO;
+    if (!hang_cmds)
+        return 0;
+    hang_cmds--;
+    if (!resetting)
+        reset_after_timeout();
+    return ETIMEDOUT;
+}
+
+void EmulatedDevice::reset_after_timeout()
+{
+    if (wedged)
+        return;
+    resetting = true;
+    int e = 0;
+    for (int n = 0; n < kResetTries; n++)
+        if (!(e = reset_once()))
+            break;
+    resetting = false;
+    if (e)
+        wedged = true;
+}
+
+int EmulatedDevice::reset_once()
+{
+    resets++;
+    reset_epoch++;
+    // Every block the device held goes with the reset: its record waits for its own stream's next
+    // retire, reason RESET, so the owner frees the KV memory.
+    for (std::uint32_t b = 0; b < blocks.size(); b++) {
+        const EmulatedBlockOwner o = blocks[b];
+        if (!o.live)
+            continue;
+        const vrex_block& mb = model.blocks.b[b];
+        drm_vrex_released_block r{};
+        r.block = b;
+        r.handle = o.handle;
+        if (auto f = files.find(o.file); f != files.end())
+            if (auto bo = f->second.bos.find(o.handle); bo != f->second.bos.end())
+                r.offset = mb.kv.addr - bo->second.ext.addr;
+        r.length = mb.kv.length;
+        r.reason = DRM_VREX_RELEASE_RESET;
+        r.bo_gen = o.bo_gen;
+        r.block_gen = o.block_gen;
+        forget_block(b);
+        if (o.stream < slots.size() && slots[o.stream].open)
+            slots[o.stream].kept.push_back(r);
+    }
+    // The reference model's RESET: SHIE, blocks, release FIFO, streams and ReSV heads emptied.
+    regs.write(VREX_REG_RESET, VREX_RESET_MAGIC);
+    regs.write(VREX_REG_IRQ_MASK, 0);
+    if (const int e = regs.command(VREX_CMD_NOP); cmd_failed(e))
+        return e;
+    // Every open stream slot again, empty, with its id and pool (frame numbers restart).
+    for (std::uint32_t slot = 0; slot < slots.size(); slot++) {
+        if (!slots[slot].open)
+            continue;
+        regs.write(VREX_REG_ARG_STREAM, slot);
+        regs.write(VREX_REG_ARG_POOL, slots[slot].hw_pool);
+        if (const int e = regs.command(VREX_CMD_STREAM_OPEN); cmd_failed(e))
+            return e;
+    }
+    return 0;
+}
+
 int EmulatedDevice::close_stream(std::uint32_t slot)
 {
     EmulatedStreamSlot& s = slots[slot];
     regs.write(VREX_REG_ARG_STREAM, slot);
     const int err = regs.command(VREX_CMD_STREAM_CLOSE);
     drain_released(nullptr);
+    // A wedged device closed nothing: its blocks are gone with it all the same.
+    for (std::uint32_t b = 0; b < blocks.size(); b++)
+        if (blocks[b].live && blocks[b].stream == slot)
+            forget_block(b);
+    if (auto f = files.find(s.file); f != files.end())
+        uncharge(f->second, QuotaRes::streams, 1);
     if (s.pooled) {
         auto ref = hw_pool_refs.find(s.hw_pool);
         if (ref != hw_pool_refs.end() && --ref->second == 0) {

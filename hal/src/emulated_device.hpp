@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "bank_memory.hpp"
@@ -20,6 +21,7 @@ namespace vrex {
 struct EmulatedBo {
     BankMemory::Extent ext;
     std::uint32_t live_blocks = 0;  // KV blocks of the SHIE pointing into it
+    std::uint64_t gen = 0;          // bo_gen: unique on the device, never reused, never 0 (as vrex.ko)
     // Imported (bo_import_dmabuf): ext.addr is VREX_KV_ADDR_EXTERNAL (in no bank), ext.size the
     // buffer's size, ext.memfd -1; the HAL's dup of the fd, its mapping and the file it names.
     bool imported = false;
@@ -31,6 +33,8 @@ struct EmulatedBo {
 };
 
 struct EmulatedFile {
+    uid_t uid = 0;         // the opener's effective uid: quotas are per uid, as vrex.ko's
+    bool limited = true;   // opened without CAP_SYS_ADMIN: the uid's quotas apply
     std::map<std::uint32_t, EmulatedBo> bos;          // GEM handle -> BO
     std::map<std::uint32_t, std::uint32_t> pools;     // user pool -> hardware pool
     std::deque<drm_vrex_event_frame> events;
@@ -43,6 +47,8 @@ struct EmulatedStreamSlot {
     std::uint32_t user_pool = 0;
     bool pooled = false;
     std::uint32_t live_blocks = 0;
+    // Records of blocks a reset released, for the stream's next retire (vrex.ko keeps them so).
+    std::vector<drm_vrex_released_block> kept;
 };
 
 struct EmulatedBlockOwner {
@@ -50,12 +56,24 @@ struct EmulatedBlockOwner {
     std::uint32_t file = 0;
     std::uint32_t stream = 0;
     std::uint32_t handle = 0;
+    std::uint64_t block_gen = 0;  // the model's generation of the block (RES_BLOCK_GEN at insert)
+    std::uint64_t bo_gen = 0;     // of the BO it points into
+    std::uint32_t entries = 0;    // SHIE entries made for it (1 + aliases), charged to its file's uid
 };
 
 struct EmulatedResvHead {
     bool used = false;
     std::uint32_t file = 0;
     drm_vrex_resv_params params{};
+    // The device's reset epoch the head's tokens belong to: another one means a reset emptied it
+    // behind its owner's back (ESTALE until truncated to 0), as vrex.ko's heads.
+    std::uint32_t epoch = 0;
+};
+
+// What one uid holds on the device (vrex.ko's struct vrex_user).
+enum class QuotaRes { bytes, streams, heads, entries, imports, count };
+struct EmulatedUser {
+    std::uint64_t used[static_cast<int>(QuotaRes::count)] = {};
 };
 
 class EmulatedDevice {
@@ -90,6 +108,29 @@ public:
     void release_resv_head(std::uint32_t head);
     std::uint32_t alloc_hw_pool();
 
+    // Quotas (lib/vrex_quota.h, the kernel's defaults): charges @n of @res to @file's uid, or
+    // EDQUOT with nothing charged when a limited file's uid would pass its limit.
+    int charge(const EmulatedFile& file, QuotaRes res, std::uint64_t n);
+    void uncharge(const EmulatedFile& file, QuotaRes res, std::uint64_t n);
+    std::uint64_t quota_limit(QuotaRes res) const;
+    // A block the device no longer holds: ownership counts, the file's entry charges.
+    void forget_block(std::uint32_t block);
+
+    // Device reset and the wedged state, as vrex.ko handles a command that does not complete
+    // (kernel/vrex_device.c). Runs before every command (RegisterFile::intercept): a wedged device
+    // fails it with EIO; a hung one (test knob hang_cmds, as vrex_sim's) times out, and the device
+    // is reset: up to kResetTries RESETs of the reference model, each proven by a NOP and the
+    // reopening of every open stream slot; when all fail, the device is wedged.
+    int intercept_command(std::uint32_t opcode);
+    void reset_after_timeout();
+    int reset_once();
+    static constexpr int kResetTries = 3;
+    std::uint32_t hang_cmds = 0;
+    bool resetting = false;
+    bool wedged = false;
+    std::uint32_t reset_epoch = 0;
+    std::uint32_t resets = 0;
+
     std::mutex mu;
     bool lost = false;
     vrex_model_config cfg{};
@@ -100,10 +141,12 @@ public:
     RegisterFile regs;
     std::map<std::uint32_t, EmulatedFile> files;
     std::uint32_t next_file = 1;
+    std::uint64_t next_bo_gen = 1;  // BO generations, as vrex.ko hands them out
     std::vector<EmulatedStreamSlot> slots;
     std::vector<EmulatedBlockOwner> blocks;
     std::map<std::uint32_t, std::uint32_t> hw_pool_refs;  // pooled hardware pool -> streams
     std::vector<EmulatedResvHead> resv_heads;             // ReSV hardware heads
+    std::map<uid_t, EmulatedUser> users;
 
     // Only get() constructs devices (make_shared needs a public constructor, the key keeps it private).
     class Key {

@@ -120,6 +120,8 @@ Result<KvBlock> Stream::Impl::index_imported(const ImportedMemory& memory, std::
     BlockRec& r =
         alloc_->impl_->blocks->add(it.block, memory.handle(), offset, DRM_VREX_BANK_NONE, id_, token_);
     r.imported = true;
+    r.device_gen = it.block_gen;
+    r.bo_gen = it.bo_gen;
     im->blocks++;
     alloc_->impl_->blocks->touch(r, token_, frame_.frame);
     unpublished_.push_back(BlockTable::key(r.id, r.gen));

@@ -228,11 +228,17 @@ std::error_code KernelBackend::stream_create(drm_vrex_stream_create& args)
     return ioctl(DRM_IOCTL_VREX_STREAM_CREATE, &args);
 }
 
-void KernelBackend::drop_block(std::uint32_t block, std::uint32_t stream, std::uint32_t handle)
+void KernelBackend::drop_block(const drm_vrex_released_block& rec, std::uint32_t stream)
 {
-    auto [first, last] = blocks_.equal_range(block);
+    auto [first, last] = blocks_.equal_range(rec.block);
     for (auto it = first; it != last; ++it) {
-        if (it->second.stream != stream || it->second.handle != handle)
+        const Block& b = it->second;
+        // A record names its incarnation by generations (uAPI 1.2/1.3): one of another block or
+        // BO generation is stale (an earlier block with this id), never this block's. The handle
+        // reads 0 once it no longer names the BO, so it only identifies without generations.
+        if (b.stream != stream || (rec.bo_gen && b.bo_gen && rec.bo_gen != b.bo_gen))
+            continue;
+        if (rec.block_gen && b.block_gen ? rec.block_gen != b.block_gen : b.handle != rec.handle)
             continue;
         auto bo = bos_.find(it->second.handle);
         if (bo != bos_.end() && bo->second.live_blocks)
@@ -285,7 +291,7 @@ std::error_code KernelBackend::shie_insert(std::uint32_t stream, std::span<drm_v
     for (const drm_vrex_shie_insert_item& it : items) {
         if (it.result || (it.flags & DRM_VREX_INSERT_ALIAS))
             continue;
-        blocks_.emplace(it.block, Block{stream, it.handle});
+        blocks_.emplace(it.block, Block{stream, it.handle, it.block_gen, it.bo_gen});
         if (auto bo = bos_.find(it.handle); bo != bos_.end())
             bo->second.live_blocks++;
     }
@@ -323,7 +329,7 @@ std::error_code KernelBackend::shie_retire(std::uint32_t stream, std::span<const
         return ec;
     released_count = r.released_cap;
     for (std::uint32_t i = 0; i < released_count && i < released.size(); i++)
-        drop_block(released[i].block, stream, released[i].handle);
+        drop_block(released[i], stream);
     return {};
 }
 

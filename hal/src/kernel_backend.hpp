@@ -81,14 +81,16 @@ private:
     struct Block {
         std::uint32_t stream;
         std::uint32_t handle;
+        std::uint64_t block_gen;  // the driver's generation of the block (0 before uAPI 1.3)
+        std::uint64_t bo_gen;     // of the BO it points into (0 before uAPI 1.2)
     };
 
     // drmIoctl with errno -> error_code; ENODEV marks the device lost.
     std::error_code ioctl(unsigned long request, void* arg);
     std::error_code lost_or(int err);
-    // Forgets the incarnation of @block that @stream inserted into @handle (ids are recycled: a
-    // release record may arrive after another stream got the same id).
-    void drop_block(std::uint32_t block, std::uint32_t stream, std::uint32_t handle);
+    // Forgets the incarnation of block @rec.block that @stream inserted, as @rec names it (ids are
+    // recycled: a release record may arrive after another stream got the same id).
+    void drop_block(const drm_vrex_released_block& rec, std::uint32_t stream);
 
     int fd_;
     std::string node_;

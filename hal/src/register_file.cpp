@@ -24,6 +24,9 @@ void RegisterFile::write64(std::uint32_t lo, std::uint32_t hi, std::uint64_t val
 
 int RegisterFile::command(std::uint32_t opcode) const
 {
+    if (intercept)
+        if (const int e = intercept(opcode))
+            return e;
     write(VREX_REG_CMD, opcode);
     // The reference model completes synchronously; silicon would be polled (or interrupt-driven)
     // here. A STATUS that never leaves BUSY is a dead device, which the model cannot produce.

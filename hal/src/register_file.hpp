@@ -50,6 +50,10 @@ public:
     // Acknowledges the command's interrupt bits so IRQ_STATUS only carries what it reports.
     int command(std::uint32_t opcode) const;
 
+    // Consulted before every command: a non-zero errno is returned instead of running it (the
+    // emulation's hung or wedged device, EmulatedDevice::intercept_command). Empty: none.
+    std::function<int(std::uint32_t opcode)> intercept;
+
 private:
     ReadFn read_;
     WriteFn write_;

@@ -238,7 +238,7 @@ void Stream::Impl::apply_releases(std::span<const drm_vrex_released_block> recs,
                                                             : ReleaseReason::removed;
             // This stream's incarnation of the block at that memory: a record of another stream
             // with the same (recycled) id is never the one released here.
-            BlockRec* r = t.on_device(d.block, d.handle, d.offset);
+            BlockRec* r = t.on_device(d.block, d.handle, d.offset, d.block_gen, d.bo_gen);
             if (r && r->owner_token != token_) r = nullptr;
             if (r) {
                 t.set_dead(*r);
@@ -401,6 +401,8 @@ Result<std::vector<KvBlock>> Stream::Impl::do_allocate_batch(std::span<const std
     for (std::size_t i = 0; i < done.size(); i++) {
         const auto& p = done_places[i];
         BlockRec& r = alloc_->impl_->blocks->add(done[i].block, p.handle, p.offset, p.bank, id_, token_);
+        r.device_gen = done[i].block_gen;
+        r.bo_gen = done[i].bo_gen;
         alloc_->impl_->blocks->touch(r, token_, frame_.frame);
         unpublished_.push_back(BlockTable::key(r.id, r.gen));
         out.push_back(make_block(r, p.data, token_, frame, done[i].region));
@@ -410,6 +412,7 @@ Result<std::vector<KvBlock>> Stream::Impl::do_allocate_batch(std::span<const std
 
 Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset) {
     if (!in_frame_) return local_error(errc::not_in_frame);
+    std::uint64_t device_gen = 0;
     {
         std::lock_guard lock(alloc_->impl_->mu);
         const BlockRec* r = alloc_->impl_->blocks->find(block.id, block.generation);
@@ -417,7 +420,11 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
         if (!r || !r->device_live) return errc::stale_handle;
         if (!r->visible_to(token_))
             return Error{local_error(std::make_error_code(std::errc::operation_not_permitted)), kUnpublished};
+        device_gen = r->device_gen;
     }
+    // The lock is not held across the insert: the owner (another thread) may release the block and
+    // the device give its id to a new block meanwhile. The device generation names this very
+    // incarnation, so the device then refuses the alias (ENOENT) instead of pointing at the successor.
     drm_vrex_shie_insert_item it{};
     it.fp[0] = frame_.fp.w[0];
     it.fp[1] = frame_.fp.w[1];
@@ -425,8 +432,14 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
     it.region = region;
     it.frame_offset = frame_offset;
     it.block = block.id;
-    if (auto ec = backend_of(alloc_->device()).shie_insert(id_, std::span(&it, 1)))
+    it.block_gen = device_gen;
+    if (auto ec = backend_of(alloc_->device()).shie_insert(id_, std::span(&it, 1))) {
+        if (ec == std::errc::no_such_file_or_directory && device_gen)
+            return Error{errc::stale_handle, "SHIE insert (alias of block " + std::to_string(block.id) +
+                                                 ", generation " + std::to_string(block.generation) +
+                                                 "): its owner released it meanwhile"};
         return Error{ec, "SHIE insert (alias)"};
+    }
     if (it.result)
         return Error{item_error(it.result), "SHIE insert (alias of block " + std::to_string(block.id) +
                                                 " at frame offset " + std::to_string(frame_offset) +
@@ -443,7 +456,7 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
 std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_lookup_item& it,
                                                        std::uint64_t births) {
     std::lock_guard lock(alloc_->impl_->mu);
-    BlockRec* r = alloc_->impl_->blocks->on_device(it.block, it.handle, it.offset);
+    BlockRec* r = alloc_->impl_->blocks->on_device(it.block, it.handle, it.offset, it.block_gen);
     // Born after the lookup started: possibly a new incarnation of the id at the memory the found
     // one had (released and reallocated meanwhile). A miss is always safe; another block never is.
     if (!r || r->born > births || !r->visible_to(token_)) return std::nullopt;

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "backends.hpp"
 #include "frames.hpp"
@@ -279,6 +281,93 @@ TEST_P(BackendSeam, InsertLookupTemporalAndSimilar)
     EXPECT_EQ(be_->shie_retire(s, rm, rel, n), kNoent) << "already released";
     EXPECT_FALSE(be_->stream_destroy(s));
     EXPECT_FALSE(be_->bo_destroy(kv));
+    EXPECT_FALSE(be_->bo_destroy(luma));
+}
+
+// Generations (uAPI 1.2 bo_gen, 1.3 block_gen): every BO and every block has one that is never 0 and
+// never reused; inserts, hits and release records name them; an ALIAS insert naming a block_gen
+// is refused (ENOENT) once the id names a later block, and block_gen 0 aliases by id as before.
+TEST_P(BackendSeam, GenerationsNameBuffersBlocksAndRecords)
+{
+    const std::uint32_t s = stream();
+    const std::uint32_t luma = bo(160 * 120, ~0ull >> (64 - info_.bank_count), DRM_VREX_BO_STAGING);
+    drm_vrex_bo_create c{};
+    c.size = 16384 * 4;
+    c.bank_mask = 1;
+    c.flags = DRM_VREX_BO_KV;
+    ASSERT_FALSE(be_->bo_create(c));
+    const std::uint32_t kv = c.handle;
+    drm_vrex_bo_create c2 = c;
+    c2.handle = 0;
+    c2.bo_gen = 0;
+    ASSERT_FALSE(be_->bo_create(c2));
+    EXPECT_NE(c.bo_gen, 0u);
+    EXPECT_NE(c2.bo_gen, 0u);
+    EXPECT_NE(c.bo_gen, c2.bo_gen) << "every BO its own generation";
+
+    const auto f0 = frame(s, luma, 4, 0);
+    drm_vrex_shie_insert_item it = insert_item(f0, kv, 0, 2);
+    ASSERT_FALSE(be_->shie_insert(s, std::span(&it, 1)));
+    ASSERT_EQ(it.result, 0);
+    EXPECT_EQ(it.bo_gen, c.bo_gen);
+    const std::uint32_t block = it.block;
+    const std::uint64_t g1 = it.block_gen;
+    EXPECT_NE(g1, 0u);
+
+    drm_vrex_shie_lookup_item q{};
+    q.kind = DRM_VREX_LOOKUP_TEMPORAL;
+    q.region = 2;
+    ASSERT_FALSE(be_->shie_lookup(s, std::span(&q, 1)));
+    ASSERT_EQ(q.hit_flags, DRM_VREX_HIT);
+    EXPECT_EQ(q.block_gen, g1) << "a hit names the incarnation it found";
+
+    auto alias = [&](std::uint32_t region, std::uint32_t b, std::uint64_t gen) {
+        drm_vrex_shie_insert_item a{};
+        a.fp[0] = f0.fp[0];
+        a.fp[1] = f0.fp[1];
+        a.flags = DRM_VREX_INSERT_ALIAS;
+        a.region = region;
+        a.block = b;
+        a.block_gen = gen;
+        const std::error_code ec = be_->shie_insert(s, std::span(&a, 1));
+        return std::make_pair(ec ? ec : std::error_code(-a.result, std::generic_category()), a);
+    };
+    auto [ec, a] = alias(3, block, g1);
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(a.block_gen, g1);
+    EXPECT_EQ(a.bo_gen, c.bo_gen);
+    EXPECT_EQ(alias(4, block, g1 + 1000).first, kNoent) << "another generation of the id is no such block";
+    drm_vrex_shie_insert_item bad = insert_item(f0, kv, 16384, 5);
+    bad.block_gen = g1;
+    EXPECT_EQ(be_->shie_insert(s, std::span(&bad, 1)), kInval) << "a new block has no generation to name";
+
+    std::uint32_t n = 0;
+    drm_vrex_released_block rel[4]{};
+    const std::uint32_t rm[1] = {block};
+    ASSERT_FALSE(be_->shie_retire(s, rm, rel, n));
+    ASSERT_EQ(n, 1u);
+    EXPECT_EQ(rel[0].block, block);
+    EXPECT_EQ(rel[0].bo_gen, c.bo_gen);
+    EXPECT_EQ(rel[0].block_gen, g1);
+
+    // The id goes to the next block (lowest free first): the old generation never reaches it.
+    drm_vrex_shie_insert_item next = insert_item(f0, kv, 32768, 6);
+    ASSERT_FALSE(be_->shie_insert(s, std::span(&next, 1)));
+    ASSERT_EQ(next.result, 0);
+    EXPECT_GT(next.block_gen, g1) << "generations only grow";
+    if (next.block == block) {
+        EXPECT_EQ(alias(7, block, g1).first, kNoent) << "the predecessor's generation names no block";
+        auto [ec0, a0] = alias(8, block, 0);
+        EXPECT_FALSE(ec0) << "generation 0: by id, as before uAPI 1.3";
+        EXPECT_EQ(a0.block_gen, next.block_gen);
+    } else {
+        std::printf("note: block id %u not recycled (got %u)\n", block, next.block);
+    }
+    const std::uint32_t rm2[1] = {next.block};
+    ASSERT_FALSE(be_->shie_retire(s, rm2, rel, n));
+    EXPECT_FALSE(be_->stream_destroy(s));
+    EXPECT_FALSE(be_->bo_destroy(kv));
+    EXPECT_FALSE(be_->bo_destroy(c2.handle));
     EXPECT_FALSE(be_->bo_destroy(luma));
 }
 

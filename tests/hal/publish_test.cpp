@@ -8,10 +8,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <set>
+#include <string>
 
 #include "backends.hpp"
 #include "device_impl.hpp"
@@ -31,7 +33,10 @@ constexpr ModelGeometry kSmall{2, 2, 64, DType::fp16, 16};  // 16 KiB blocks
 class HookedBackend final : public Backend {
   public:
     explicit HookedBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
-    std::function<void()> after_stream_destroy, after_lookup;
+    // before_alias_insert runs inside shie_insert() of an ALIAS item, before the device sees it.
+    std::function<void()> after_stream_destroy, after_lookup, before_alias_insert;
+    // Control: ALIAS items reach the device without their generation (an insert before uAPI 1.3).
+    bool strip_alias_generation = false;
 
     std::string_view name() const noexcept override { return in_->name(); }
     std::string description() const override { return in_->description(); }
@@ -49,6 +54,12 @@ class HookedBackend final : public Backend {
     }
     std::error_code frame_submit(drm_vrex_frame_submit& a) override { return in_->frame_submit(a); }
     std::error_code shie_insert(std::uint32_t s, std::span<drm_vrex_shie_insert_item> items) override {
+        if (std::any_of(items.begin(), items.end(),
+                        [](const drm_vrex_shie_insert_item& it) { return it.flags & DRM_VREX_INSERT_ALIAS; }))
+            fire(before_alias_insert);
+        if (strip_alias_generation)
+            for (drm_vrex_shie_insert_item& it : items)
+                if (it.flags & DRM_VREX_INSERT_ALIAS) it.block_gen = 0;
         return in_->shie_insert(s, items);
     }
     std::error_code shie_lookup(std::uint32_t s, std::span<drm_vrex_shie_lookup_item> items) override {
@@ -95,11 +106,15 @@ class Publication : public ::testing::TestWithParam<std::string> {
         EXPECT_TRUE(a) << a.error_message();
         return a ? *a : nullptr;
     }
+
+  public:
     static std::unique_ptr<Stream> stream(KvAllocator& a, StreamOptions o) {
         auto s = a.create_stream(o);
         EXPECT_TRUE(s) << s.error_message();
         return s ? std::move(*s) : nullptr;
     }
+
+  protected:
     HookedBackend* hooks_ = nullptr;
     std::shared_ptr<Device> dev_;
 };
@@ -297,6 +312,86 @@ TEST_P(Publication, AHitOnAnIncarnationReleasedDuringTheLookupIsAMissNeverItsSuc
     EXPECT_EQ(later->block.generation, second->generation);
     ASSERT_TRUE(reader->end_frame());
     ASSERT_TRUE(owner->end_frame());
+}
+
+// issue 24's last window: Stream::reuse() of another stream's block checks the block under the
+// allocator lock, then names it to the device in an ALIAS insert. If the owner releases the block
+// in between and the device gives its id to the owner's next block, an alias by id alone points the
+// reader's entry at the successor (another frame's KV). The device generation in the alias insert
+// (uAPI 1.3 block_gen) makes the device refuse it: reuse() reports the handle stale.
+// The race itself, replayed: the reader's reuse() of the owner's block, with the owner's release
+// and reallocation run inside the alias insert. Returns what reuse() said and whether the reader's
+// new entry leads to the owner's new block.
+struct ReuseRace {
+    bool ran = false, recycled = false, reuse_ok = false, entry_is_successor = false;
+    std::error_code error;
+    std::string message;
+};
+
+ReuseRace race_reuse_against_release(KvAllocator& a, HookedBackend& hooks) {
+    ReuseRace out;
+    auto owner = Publication::stream(a, {true, 7});
+    auto reader = Publication::stream(a, {true, 7});
+    const auto px = synthetic_frame(128, 96, 76, 0);
+    auto f = owner->begin_frame(view_of(px));
+    auto first = owner->allocate(8);
+    if (!f || !first || !owner->publish(*first) || !reader->begin_frame(view_of(px))) return out;
+    auto hit = reader->retrieve_similar(8, f->fp, 0, Scope::pool);
+    if (!hit || !hit->hit || hit->block.id != first->id) return out;
+    std::optional<KvBlock> second;
+    hooks.before_alias_insert = [&] {  // the owner's thread, between reuse()'s check and its insert
+        if (!owner->release(*first) || !owner->end_frame() ||
+            !owner->begin_frame(view_of(synthetic_frame(128, 96, 77, 0))))
+            return;
+        auto b = owner->allocate(8);
+        if (!b) return;
+        std::memset(b->data.data(), 0x77, b->data.size());
+        if (owner->publish(*b)) second = *b;
+    };
+    auto reused = reader->reuse(5, hit->block);
+    out.ran = second.has_value();
+    out.recycled = second && second->id == first->id;
+    out.reuse_ok = static_cast<bool>(reused);
+    if (!reused) {
+        out.error = reused.error();
+        out.message = reused.error_message();
+    }
+    auto t = reader->retrieve_temporal(5, 0);
+    out.entry_is_successor = second && t && t->hit && t->block.generation == second->generation;
+    (void)reader->end_frame();
+    (void)owner->end_frame();
+    return out;
+}
+
+TEST_P(Publication, AReuseRacingItsOwnersReleaseNeverAliasesTheSuccessor) {
+    AllocatorOptions o;
+    o.blocks_per_slab = 1;
+    o.spare_slabs = 1;
+    auto a = allocator(o);
+    const ReuseRace r = race_reuse_against_release(*a, *hooks_);
+    ASSERT_TRUE(r.ran) << "the owner released and reallocated inside the alias insert";
+    ASSERT_TRUE(r.recycled) << "the device gave the released block's id to the new block";
+    EXPECT_FALSE(r.reuse_ok) << "the alias reached the owner's new block under the old id";
+    if (!r.reuse_ok) {
+        EXPECT_EQ(r.error, errc::stale_handle) << r.message;
+    }
+    EXPECT_FALSE(r.entry_is_successor) << "the reader's region 5 now finds the owner's new block";
+}
+
+// Control: the same race with the generation taken out of the alias insert (what the HAL sent
+// before uAPI 1.3, and what an older vrex.ko that reports no generation gets): the alias lands on
+// the successor. This is the failure the generation closes.
+TEST_P(Publication, WithoutTheGenerationTheRacingAliasReachesTheSuccessor) {
+    AllocatorOptions o;
+    o.blocks_per_slab = 1;
+    o.spare_slabs = 1;
+    auto a = allocator(o);
+    hooks_->strip_alias_generation = true;
+    const ReuseRace r = race_reuse_against_release(*a, *hooks_);
+    ASSERT_TRUE(r.ran);
+    ASSERT_TRUE(r.recycled);
+    EXPECT_TRUE(r.reuse_ok) << r.message;
+    EXPECT_TRUE(r.entry_is_successor) << "the id alone named the new block";
 }
 
 TEST_P(Publication, FixedPoolIsOneBufferWithStableAddresses) {

@@ -20,6 +20,7 @@
 #include "discovery.hpp"
 #include "frames.hpp"
 #include "kernel_backend.hpp"
+#include "test_kernel_guest.hpp"
 #include "vrex/async.hpp"
 
 namespace vrex {
@@ -30,18 +31,6 @@ namespace fs = std::filesystem;
 constexpr ModelGeometry kGeom{2, 2, 64, DType::fp16, 16};
 constexpr std::uint32_t kW = 128, kH = 96;
 
-// The DRM core's debugfs directory of @node, where vrex.ko's files are (mounting debugfs first if
-// needed). Empty when there is none.
-std::string debugfs_dir_of(const std::string& node)
-{
-    ::mkdir("/sys/kernel/debug", 0755);
-    if (!fs::exists("/sys/kernel/debug/dri") && !fs::exists("/sys/kernel/debug/accel"))
-        ::mount("debugfs", "/sys/kernel/debug", "debugfs", 0, nullptr);
-    struct stat st;
-    if (::stat(node.c_str(), &st) != 0)
-        return {};
-    return discovery::debugfs_dir(st.st_rdev);
-}
 
 class KernelFaults : public ::testing::Test {
 protected:
@@ -53,7 +42,7 @@ protected:
         if (::geteuid() != 0)
             GTEST_SKIP() << "debugfs knobs need root";
         node_ = nodes.front();
-        dir_ = debugfs_dir_of(node_);
+        dir_ = test::debugfs_dir_of(node_);
         // The guests build vrex.ko with debugfs: a node whose directory is not found is a bug.
         ASSERT_FALSE(dir_.empty()) << "no debugfs directory whose \"dev\" names " << node_;
         if (::access((dir_ + "/fail_cmds").c_str(), W_OK) != 0)

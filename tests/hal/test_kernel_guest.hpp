@@ -2,6 +2,7 @@
 // device, unbinding and rebinding it (a hot-unplug as far as the driver is concerned).
 #pragma once
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -13,7 +14,22 @@
 #include <string>
 #include <thread>
 
+#include "discovery.hpp"
+
 namespace vrex::test {
+
+// The DRM core's debugfs directory of @node, where vrex.ko's files are (mounting debugfs first if
+// needed). Empty when there is none.
+inline std::string debugfs_dir_of(const std::string& node)
+{
+    ::mkdir("/sys/kernel/debug", 0755);
+    if (::access("/sys/kernel/debug/dri", F_OK) != 0 && ::access("/sys/kernel/debug/accel", F_OK) != 0)
+        ::mount("debugfs", "/sys/kernel/debug", "debugfs", 0, nullptr);
+    struct stat st;
+    if (::stat(node.c_str(), &st) != 0)
+        return {};
+    return discovery::debugfs_dir(st.st_rdev);
+}
 
 // /sys/dev/char/M:N/device resolved: the device the driver is bound to. Empty if unknown.
 inline std::string bound_device_of(const std::string& node)

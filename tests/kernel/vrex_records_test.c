@@ -8,6 +8,10 @@
  *   another BO must not name that other BO: handle 0, and the BO generation
  *   of the BO the block pointed into (as BO_CREATE and the insert returned).
  * - An older caller's 32-byte records (elem_size 32) still work.
+ * - Block generations (1.3): inserts, hits and records name the block's
+ *   generation; an ALIAS insert naming a generation is refused (ENOENT) once
+ *   the id names a later block, and generation 0 or a 1.2 caller's 64-byte
+ *   item (no generation) aliases by id as before.
  * Ends with "records: N passed, M failed".
  */
 #define _GNU_SOURCE
@@ -151,6 +155,83 @@ static void test_old_records(struct ctx *c)
 	vt_gem_close(c->fd, kv);
 }
 
+static int alias(struct ctx *c, uint32_t block, uint64_t gen, uint32_t region, uint32_t elem_size,
+		 struct drm_vrex_shie_insert_item *it)
+{
+	int r;
+
+	memset(it, 0, sizeof(*it));
+	it->fp[0] = c->f.fp[0];
+	it->fp[1] = c->f.fp[1];
+	it->flags = DRM_VREX_INSERT_ALIAS;
+	it->region = region;
+	it->block = block;
+	it->block_gen = gen;
+	r = vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, it, 1, elem_size);
+	return r ? r : it->result;
+}
+
+static void test_block_gen(struct ctx *c)
+{
+	struct drm_vrex_shie_lookup_item lk = vt_temporal(6, 0);
+	struct drm_vrex_released_block rel[8];
+	struct drm_vrex_shie_insert_item it, a;
+	uint32_t kv, cap = 8, block;
+	uint64_t gen, g1, g2;
+	int r;
+
+	if (bo_create_gen(c->fd, &kv, &gen) || insert(c, kv, 6, &it)) {
+		vt_report(0, "block_gen: setup");
+		return;
+	}
+	block = it.block;
+	g1 = it.block_gen;
+	vt_report(g1 != 0, "block_gen: the insert reports a generation (%llu)", (unsigned long long)g1);
+	r = vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, &lk, 1, sizeof(lk));
+	vt_report(!r && lk.hit_flags && lk.block == block && lk.block_gen == g1,
+		  "block_gen: a hit names it (got %d, block %u, gen %llu)", r, lk.block,
+		  (unsigned long long)lk.block_gen);
+	r = alias(c, block, g1, 7, sizeof(a), &a);
+	vt_report(!r && a.block == block && a.block_gen == g1,
+		  "block_gen: ALIAS naming the generation works (got %d, gen %llu)", r,
+		  (unsigned long long)a.block_gen);
+	r = alias(c, block, g1 + 1000, 8, sizeof(a), &a);
+	vt_report(r == -ENOENT, "block_gen: ALIAS naming another generation: ENOENT (got %d)", r);
+	it = vt_kv_item(c->f.fp, kv, 4096, 9, 0);
+	it.block_gen = g1;
+	r = vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_INSERT, c->stream, &it, 1, sizeof(it));
+	vt_report(r == -EINVAL, "block_gen: a new block with a generation: EINVAL (got %d)", r);
+
+	r = vt_shie_retire(c->fd, c->stream, &block, 1, rel, &cap);
+	vt_report(!r && cap == 1 && rel[0].block == block && rel[0].block_gen == g1,
+		  "block_gen: the record names the released generation (got %d, %u records, "
+		  "gen %llu)", r, cap, cap ? (unsigned long long)rel[0].block_gen : 0ull);
+	/* The id goes to the next block (lowest free first); the old generation never reaches it. */
+	if (insert(c, kv, 10, &it)) {
+		vt_report(0, "block_gen: second block");
+		goto out;
+	}
+	g2 = it.block_gen;
+	vt_report(it.block == block && g2 > g1,
+		  "block_gen: control: the id is given to a new block, generation %llu -> %llu "
+		  "(id %u -> %u)", (unsigned long long)g1, (unsigned long long)g2, block, it.block);
+	r = alias(c, it.block, g1, 11, sizeof(a), &a);
+	vt_report(r == -ENOENT, "block_gen: ALIAS of the released generation never reaches its "
+		  "successor: ENOENT (got %d)", r);
+	r = alias(c, it.block, 0, 12, sizeof(a), &a);
+	vt_report(!r && a.block_gen == g2, "block_gen: generation 0 aliases by id, as before 1.3 "
+		  "(got %d, gen %llu)", r, (unsigned long long)a.block_gen);
+	r = alias(c, it.block, g1, 13, 64, &a);
+	vt_report(!r, "block_gen: a 1.2 caller's 64-byte item carries no generation: aliases by id "
+		  "(got %d)", r);
+	cap = 8;
+	block = it.block;
+	r = vt_shie_retire(c->fd, c->stream, &block, 1, rel, &cap);
+	vt_report(!r && cap == 1 && rel[0].block_gen == g2, "block_gen: cleanup (got %d, %u)", r, cap);
+out:
+	vt_gem_close(c->fd, kv);
+}
+
 int main(void)
 {
 	struct ctx c = { 0 };
@@ -172,6 +253,7 @@ int main(void)
 	test_efault(&c);
 	test_reused_handle(&c);
 	test_old_records(&c);
+	test_block_gen(&c);
 	close(c.fd);
 	return vt_finish("records");
 }

@@ -395,6 +395,52 @@ TEST_F(RegisterFile, ExternalKvAddressesAreInNoBank) {
     EXPECT_EQ(regs_.counter(VREX_CNT_LIVE_BLOCKS), 1u);
 }
 
+// Block generations: every allocation takes a new one (never 0, never reused, not even by RESET),
+// and an ALIAS insert that names a generation fails with ENOENT once the slot holds another one.
+TEST_F(RegisterFile, AliasWithAGenerationNamesOneIncarnationOfTheSlot) {
+    auto gen = [&] { return regs_.r64(VREX_REG_RES_BLOCK_GEN_LO, VREX_REG_RES_BLOCK_GEN_HI); };
+    auto alias = [&](uint32_t region, uint32_t block, uint64_t g) {
+        regs_.w64(VREX_REG_ARG_BLOCK_GEN_LO, VREX_REG_ARG_BLOCK_GEN_HI, g);
+        const int rc = regs_.insert(0, region, 0, make_fp(region, 7), vrex_kv_ref{0, 0, 0}, VREX_ARGF_ALIAS, block);
+        regs_.w64(VREX_REG_ARG_BLOCK_GEN_LO, VREX_REG_ARG_BLOCK_GEN_HI, 0);
+        return rc;
+    };
+    ASSERT_EQ(regs_.open(0, 0), 0);
+    ASSERT_EQ(regs_.frame(0, luma()), 0);
+    ASSERT_EQ(regs_.insert(0, 0, 0, make_fp(1, 1), kv_at(cfg(), 0, 0, 1024, 1)), 0);
+    const uint32_t block = regs_.r(VREX_REG_RES_BLOCK);
+    const uint64_t first = gen();
+    EXPECT_NE(first, 0u);
+    ASSERT_EQ(alias(1, block, first), 0);
+    EXPECT_EQ(gen(), first) << "an alias reports the generation of the block it points at";
+    ASSERT_EQ(regs_.temporal(0, 1, 0), 0);
+    EXPECT_EQ(gen(), first) << "a hit too";
+    ASSERT_EQ(regs_.on_block(VREX_CMD_BLOCK_INFO, block), 0);
+    EXPECT_EQ(gen(), first);
+    ASSERT_EQ(regs_.on_block(VREX_CMD_REMOVE, block), 0);
+    EXPECT_EQ(gen(), first) << "the release names the generation it ended";
+    EXPECT_EQ(alias(2, block, first), VREX_ENOENT) << "released";
+
+    // The slot is handed out again (lowest free first): same id, another generation.
+    ASSERT_EQ(regs_.insert(0, 3, 0, make_fp(3, 3), kv_at(cfg(), 0, 4096, 1024, 2)), 0);
+    ASSERT_EQ(regs_.r(VREX_REG_RES_BLOCK), block);
+    const uint64_t second = gen();
+    EXPECT_GT(second, first);
+    EXPECT_EQ(alias(4, block, first), VREX_ENOENT) << "the predecessor's generation never reaches the successor";
+    EXPECT_EQ(regs_.counter(VREX_CNT_INSERTS), 3u) << "the refused alias inserted nothing";
+    EXPECT_EQ(alias(5, block, second), 0);
+    EXPECT_EQ(alias(6, block, 0), 0) << "generation 0: any, as before generations existed";
+    EXPECT_EQ(alias(7, block + 1, second), VREX_ENOENT);
+
+    // RESET empties the table but keeps counting.
+    regs_.w(VREX_REG_RESET, VREX_RESET_MAGIC);
+    ASSERT_EQ(regs_.open(0, 0), 0);
+    ASSERT_EQ(regs_.frame(0, luma()), 0);
+    ASSERT_EQ(regs_.insert(0, 0, 0, make_fp(1, 1), kv_at(cfg(), 0, 0, 1024, 1)), 0);
+    EXPECT_EQ(regs_.r(VREX_REG_RES_BLOCK), block);
+    EXPECT_GT(gen(), second) << "no generation is reused across a reset";
+}
+
 TEST_F(RegisterFile, RetirePopAndCloseCommands) {
     ASSERT_EQ(regs_.open(1, 0), 0);
     ASSERT_EQ(regs_.frame(1, luma()), 0);

@@ -73,8 +73,11 @@ int main(void)
 		      M(drm_vrex_shie_insert_item, flags) + M(drm_vrex_shie_insert_item, offset) +
 		      M(drm_vrex_shie_insert_item, length) + M(drm_vrex_shie_insert_item, region) +
 		      M(drm_vrex_shie_insert_item, frame_offset) + M(drm_vrex_shie_insert_item, block) +
-		      M(drm_vrex_shie_insert_item, result) + M(drm_vrex_shie_insert_item, bo_gen));
+		      M(drm_vrex_shie_insert_item, result) + M(drm_vrex_shie_insert_item, bo_gen) +
+		      M(drm_vrex_shie_insert_item, block_gen));
 	check("drm_vrex_shie_insert_item tail", offsetof(struct drm_vrex_shie_insert_item, bo_gen), 56);
+	check("drm_vrex_shie_insert_item 1.3 tail",
+	      offsetof(struct drm_vrex_shie_insert_item, block_gen), 64);
 	CHECK(drm_vrex_shie_lookup_item,
 	      M(drm_vrex_shie_lookup_item, fp) + M(drm_vrex_shie_lookup_item, kind) +
 		      M(drm_vrex_shie_lookup_item, flags) + M(drm_vrex_shie_lookup_item, region) +
@@ -83,7 +86,10 @@ int main(void)
 		      M(drm_vrex_shie_lookup_item, distance) + M(drm_vrex_shie_lookup_item, block) +
 		      M(drm_vrex_shie_lookup_item, frame) + M(drm_vrex_shie_lookup_item, stream) +
 		      M(drm_vrex_shie_lookup_item, handle) + M(drm_vrex_shie_lookup_item, offset) +
-		      M(drm_vrex_shie_lookup_item, length) + M(drm_vrex_shie_lookup_item, found_fp));
+		      M(drm_vrex_shie_lookup_item, length) + M(drm_vrex_shie_lookup_item, found_fp) +
+		      M(drm_vrex_shie_lookup_item, block_gen));
+	check("drm_vrex_shie_lookup_item 1.3 tail",
+	      offsetof(struct drm_vrex_shie_lookup_item, block_gen), 96);
 	CHECK(drm_vrex_shie_batch, M(drm_vrex_shie_batch, stream) + M(drm_vrex_shie_batch, count) +
 					   M(drm_vrex_shie_batch, elem_size) + M(drm_vrex_shie_batch, flags) +
 					   M(drm_vrex_shie_batch, items));
@@ -91,8 +97,10 @@ int main(void)
 	      M(drm_vrex_released_block, block) + M(drm_vrex_released_block, handle) +
 		      M(drm_vrex_released_block, offset) + M(drm_vrex_released_block, length) +
 		      M(drm_vrex_released_block, reason) + M(drm_vrex_released_block, pad) +
-		      M(drm_vrex_released_block, bo_gen));
+		      M(drm_vrex_released_block, bo_gen) + M(drm_vrex_released_block, block_gen));
 	check("drm_vrex_released_block tail", offsetof(struct drm_vrex_released_block, bo_gen), 32);
+	check("drm_vrex_released_block 1.3 tail",
+	      offsetof(struct drm_vrex_released_block, block_gen), 40);
 	CHECK(drm_vrex_shie_retire,
 	      M(drm_vrex_shie_retire, stream) + M(drm_vrex_shie_retire, flags) +
 		      M(drm_vrex_shie_retire, remove_count) + M(drm_vrex_shie_retire, released_cap) +

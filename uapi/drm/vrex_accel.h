@@ -50,10 +50,11 @@ extern "C" {
  * The version DRM_IOCTL_VERSION reports. 1.1: imported BOs (PRIME) and the
  * imported_* bank counters. 1.2: BO generations (@bo_gen of BO_CREATE, of
  * insert items and of release records), -ESTALE on ReSV heads emptied by a
- * reset, the wedged state.
+ * reset, the wedged state. 1.3: block generations (@block_gen of insert items,
+ * lookup items and release records; an ALIAS insert naming a generation).
  */
 #define DRM_VREX_VERSION_MAJOR 1
-#define DRM_VREX_VERSION_MINOR 2
+#define DRM_VREX_VERSION_MINOR 3
 
 /**
  * enum drm_vrex_ioctl_id - ioctl numbers, offsets from DRM_COMMAND_BASE
@@ -369,6 +370,14 @@ struct drm_vrex_frame_submit {
  * @bo_gen: out: generation of the BO the block points into (as
  *          drm_vrex_bo_create.@bo_gen; also for imported BOs); ignored on
  *          input. Appended in vrex 1.2 (elem_size 56 before).
+ * @block_gen: in: with ALIAS, 0 or the generation of @block the caller means
+ *             (the @block_gen an insert or lookup reported for it): when the
+ *             id now names another block (released, and its id given to a
+ *             new one), the batch fails with -ENOENT as for a released id.
+ *             0 accepts whichever block has the id (the behaviour before
+ *             1.3). Must be 0 without ALIAS. out: the generation of the block
+ *             (new or aliased): unique per device and never reused, never 0.
+ *             Appended in vrex 1.3 (elem_size 64 before).
  */
 struct drm_vrex_shie_insert_item {
 	__u64 fp[2];
@@ -381,6 +390,7 @@ struct drm_vrex_shie_insert_item {
 	__u32 block;
 	__s32 result;
 	__u64 bo_gen;
+	__u64 block_gen;
 };
 
 #define DRM_VREX_LOOKUP_TEMPORAL	0
@@ -411,6 +421,9 @@ struct drm_vrex_shie_insert_item {
  * @offset: out: KV range inside the BO
  * @length: out: KV length
  * @found_fp: out: fingerprint of the found entry
+ * @block_gen: out: generation of @block (as the insert item's @block_gen), for
+ *             an ALIAS insert that must reach this very block; ignored on
+ *             input. Appended in vrex 1.3 (elem_size 96 before).
  *
  * A miss zeroes every out field.
  */
@@ -431,6 +444,7 @@ struct drm_vrex_shie_lookup_item {
 	__u64 offset;
 	__u64 length;
 	__u64 found_fp[2];
+	__u64 block_gen;
 };
 
 #define DRM_VREX_MAX_BATCH	4096
@@ -478,6 +492,9 @@ struct drm_vrex_shie_batch {
  * @bo_gen: generation of the BO the block pointed into (the @bo_gen of
  *          BO_CREATE and of the insert item). Appended in vrex 1.2
  *          (elem_size 32 before).
+ * @block_gen: generation of the released block (the @block_gen its insert
+ *             reported): @block may name a new block by the time the record
+ *             is read. Appended in vrex 1.3 (elem_size 40 before).
  */
 struct drm_vrex_released_block {
 	__u32 block;
@@ -487,6 +504,7 @@ struct drm_vrex_released_block {
 	__u32 reason;
 	__u32 pad;
 	__u64 bo_gen;
+	__u64 block_gen;
 };
 
 /**

@@ -445,9 +445,13 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	dt)
 		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the
 		# guest's RAM (0x40000000 + mem MiB); QEMU writes the DT node and the reserved-memory.
+		# Its DMA goes through the SMMUv3 as stream 0xf8 (iommus = <&smmu 0xf8>; see
+		# qemu/hw/vrex/vrex-mmio.c for why a stream ID of the root PCI bus).
 		qemu=$qemu_model_dir/bin/qemu-system-aarch64
 		local carve=$((0x40000000 + (mem - 64) * 1024 * 1024))
-		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,test-hooks=on,carveout-base=$carve,carveout-size=$((64 << 20))")
+		# -net none: virt's default NIC (virtio-net-pci) is not built into this QEMU.
+		qargs+=(-machine iommu=smmuv3 -net none
+			-device "vrex-mmio,banks=16,bank-size-kb=4096,test-hooks=on,carveout-base=$carve,carveout-size=$((64 << 20)),iommu-sid=248")
 		;;
 	esac
 	local t0=$SECONDS hp_pid=
@@ -535,6 +539,14 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 			else
 				fail_case iommu "intel-iommu not active for the V-Rex function ($d)"
 			fi
+		elif [[ $front == dt ]]; then
+			# The SMMUv3 probed, and the engine's platform device is in an IOMMU group.
+			if grep -q 'arm-smmu-v3 .*: ias ' "$d" &&
+				grep -qE '[0-9a-f]+\.vrex: Adding to iommu group' "$d"; then
+				echo "PASS iommu the engine's DMA goes through the SMMUv3" >>"$cases"
+			else
+				fail_case iommu "SMMUv3 not active for the V-Rex engine ($d)"
+			fi
 		fi
 	fi
 }
@@ -607,7 +619,7 @@ report_kernel() { # target
 	case $target in
 	pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target#pci-} ;;
 	unplug-*) kind="pci unplug (QEMU device_del/device_add)" shown=${target#unplug-} ;;
-	dt-*) kind="dt (QEMU device model, virt)" shown=${target#dt-} ;;
+	dt-*) kind="dt (QEMU device model, virt, SMMUv3)" shown=${target#dt-} ;;
 	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
 	*) kind=accel ;;
@@ -631,7 +643,7 @@ report_kernel() { # target
 			kmemleak) checks+=("kmemleak clean") ;;
 			bound) checks+=("device model bound") ;;
 			staging) checks+=("staging by DMA") ;;
-			iommu) checks+=("intel-iommu") ;;
+			iommu) [[ $target == dt-* ]] && checks+=("smmuv3") || checks+=("intel-iommu") ;;
 			modules | insmod | node) ;;
 			*)
 				label=${name#vrex_}

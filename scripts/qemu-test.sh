@@ -23,13 +23,21 @@
 #               staging window by DMA through the IOMMU); vrex_sim.ko is loaded without a device
 #               (the import suite creates its foreign exporter); the suites get
 #               VREX_EXPECT_SIMULATED=0
-#   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps, a
-#               dma-buf imported from a vrex_sim.ko device, two files and a thread submitting
-#               frames, and asks the host (scripts/qemu/hotplug.py) for QEMU's device_del, then
-#               device_add; only that program runs (the pci line runs the suites)
+#   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps
+#               (the BO's, two dma-bufs' with their GEM handle open and closed), a dma-buf
+#               imported from a vrex_sim.ko device and one of its own imported by it, two files
+#               and a thread submitting frames, and asks the host (scripts/qemu/hotplug.py) for
+#               QEMU's device_del (pciehp ejects, QEMU reports DEVICE_DELETED), then device_add
+#               (a new open, stream, BO and frame); only that program runs (the pci line runs
+#               the suites)
 #   dt-6.12-arm64  the same device model as a system-bus engine on arm64 `virt`, with the
 #               device-tree node QEMU writes (reg, interrupts, memory-region to a reserved-memory
-#               carve-out); vrex.ko's OF driver binds it, banks and staging window by DMA
+#               carve-out, iommus); vrex.ko's OF driver binds it, banks and staging window by
+#               DMA through the SMMUv3 (stream 0xf8)
+#   No debug-kernel line on the device model yet: the debug kernel (scripts/kernel-debug.sh,
+#               tinyconfig-based) has no PCI_MSI, PCIEPORTBUS/HOTPLUG_PCI_PCIE, ACPI or
+#               INTEL_IOMMU, which vrex.ko's PCI probe (MSI), the unplug (pciehp) and intel-iommu
+#               need
 #   compile-5.15-arm64  not booted: W=1 build against the prepared 5.15 tree (Jetson Linux R36's
 #               base) in ../shared/kernels/ or ../../shared/kernels/ (VREX_KERNEL_TREES: a
 #               folder); skipped, with a line saying so,
@@ -93,13 +101,7 @@ while (($#)); do
 done
 all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
 	pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
-# Not run by default until they pass: unplug (QEMU drops the QMP connection before DEVICE_DELETED,
-# so the device_add rebind is unverified) and dt (never booted: its aarch64 QEMU was not built in
-# time on the shared machine). Run them with --kernel.
-# The pci lines are not default either yet: on merged main (8686a33) pci-6.12-amd64 passed 766 cases and
-# failed vrex_reset_test's two "busy" cases (the device model's hang hook let the hung command return
-# before the sysfs read and the SIGKILL were judged); the reset test and the model's hooks were written
-# on separate branches and have not been reconciled.
+# The device-model lines (pci-, unplug-, dt-) are not default yet: run them with --kernel.
 ((${#kernels[@]})) || kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64
 	compile-5.15-arm64)
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {

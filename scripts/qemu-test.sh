@@ -101,9 +101,10 @@ while (($#)); do
 done
 all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
 	pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
-# The device-model lines (pci-, unplug-, dt-) are not default yet: run them with --kernel.
+# The device-model lines (pci-, unplug-, dt-) are default since s7-qemu: they need the QEMU built by
+# scripts/qemu-build.sh (cached by content; its cold build is paid once per cache).
 ((${#kernels[@]})) || kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64
-	compile-5.15-arm64)
+	compile-5.15-arm64 pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2

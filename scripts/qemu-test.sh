@@ -23,13 +23,21 @@
 #               staging window by DMA through the IOMMU); vrex_sim.ko is loaded without a device
 #               (the import suite creates its foreign exporter); the suites get
 #               VREX_EXPECT_SIMULATED=0
-#   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps, a
-#               dma-buf imported from a vrex_sim.ko device, two files and a thread submitting
-#               frames, and asks the host (scripts/qemu/hotplug.py) for QEMU's device_del, then
-#               device_add; only that program runs (the pci line runs the suites)
+#   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps
+#               (the BO's, two dma-bufs' with their GEM handle open and closed), a dma-buf
+#               imported from a vrex_sim.ko device and one of its own imported by it, two files
+#               and a thread submitting frames, and asks the host (scripts/qemu/hotplug.py) for
+#               QEMU's device_del (pciehp ejects, QEMU reports DEVICE_DELETED), then device_add
+#               (a new open, stream, BO and frame); only that program runs (the pci line runs
+#               the suites)
 #   dt-6.12-arm64  the same device model as a system-bus engine on arm64 `virt`, with the
 #               device-tree node QEMU writes (reg, interrupts, memory-region to a reserved-memory
-#               carve-out); vrex.ko's OF driver binds it, banks and staging window by DMA
+#               carve-out, iommus); vrex.ko's OF driver binds it, banks and staging window by
+#               DMA through the SMMUv3 (stream 0xf8)
+#   No debug-kernel line on the device model yet: the debug kernel (scripts/kernel-debug.sh,
+#               tinyconfig-based) has no PCI_MSI, PCIEPORTBUS/HOTPLUG_PCI_PCIE, ACPI or
+#               INTEL_IOMMU, which vrex.ko's PCI probe (MSI), the unplug (pciehp) and intel-iommu
+#               need
 #   compile-5.15-arm64  not booted: W=1 build against the prepared 5.15 tree (Jetson Linux R36's
 #               base) in ../shared/kernels/ or ../../shared/kernels/ (VREX_KERNEL_TREES: a
 #               folder); skipped, with a line saying so,
@@ -111,15 +119,10 @@ while (($#)); do
 done
 all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
 	pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
-# Not run by default until they pass: unplug (QEMU drops the QMP connection before DEVICE_DELETED,
-# so the device_add rebind is unverified) and dt (never booted: its aarch64 QEMU was not built in
-# time on the shared machine). Run them with --kernel.
-# The pci lines are not default either yet: on merged main (8686a33) pci-6.12-amd64 passed 766 cases and
-# failed vrex_reset_test's two "busy" cases (the device model's hang hook let the hung command return
-# before the sysfs read and the SIGKILL were judged); the reset test and the model's hooks were written
-# on separate branches and have not been reconciled.
+# The device-model lines (pci-, unplug-, dt-) are default since s7-qemu: they need the QEMU built by
+# scripts/qemu-build.sh (cached by content; its cold build is paid once per cache).
 ((${#kernels[@]})) || kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64
-	compile-5.15-arm64)
+	compile-5.15-arm64 pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64)
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2
@@ -471,9 +474,13 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	dt)
 		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the
 		# guest's RAM (0x40000000 + mem MiB); QEMU writes the DT node and the reserved-memory.
+		# Its DMA goes through the SMMUv3 as stream 0xf8 (iommus = <&smmu 0xf8>; see
+		# qemu/hw/vrex/vrex-mmio.c for why a stream ID of the root PCI bus).
 		qemu=$qemu_model_dir/bin/qemu-system-aarch64
 		local carve=$((0x40000000 + (mem - 64) * 1024 * 1024))
-		qargs+=(-device "vrex-mmio,banks=16,bank-size-kb=4096,test-hooks=on,carveout-base=$carve,carveout-size=$((64 << 20))")
+		# -net none: virt's default NIC (virtio-net-pci) is not built into this QEMU.
+		qargs+=(-machine iommu=smmuv3 -net none
+			-device "vrex-mmio,banks=16,bank-size-kb=4096,test-hooks=on,carveout-base=$carve,carveout-size=$((64 << 20)),iommu-sid=248")
 		;;
 	esac
 	local t0=$SECONDS hp_pid=
@@ -561,6 +568,14 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 			else
 				fail_case iommu "intel-iommu not active for the V-Rex function ($d)"
 			fi
+		elif [[ $front == dt ]]; then
+			# The SMMUv3 probed, and the engine's platform device is in an IOMMU group.
+			if grep -q 'arm-smmu-v3 .*: ias ' "$d" &&
+				grep -qE '[0-9a-f]+\.vrex: Adding to iommu group' "$d"; then
+				echo "PASS iommu the engine's DMA goes through the SMMUv3" >>"$cases"
+			else
+				fail_case iommu "SMMUv3 not active for the V-Rex engine ($d)"
+			fi
 		fi
 	fi
 }
@@ -633,7 +648,7 @@ report_kernel() { # target
 	case $target in
 	pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target#pci-} ;;
 	unplug-*) kind="pci unplug (QEMU device_del/device_add)" shown=${target#unplug-} ;;
-	dt-*) kind="dt (QEMU device model, virt)" shown=${target#dt-} ;;
+	dt-*) kind="dt (QEMU device model, virt, SMMUv3)" shown=${target#dt-} ;;
 	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
 	*) kind=accel ;;
@@ -657,7 +672,7 @@ report_kernel() { # target
 			kmemleak) checks+=("kmemleak clean") ;;
 			bound) checks+=("device model bound") ;;
 			staging) checks+=("staging by DMA") ;;
-			iommu) checks+=("intel-iommu") ;;
+			iommu) [[ $target == dt-* ]] && checks+=("smmuv3") || checks+=("intel-iommu") ;;
 			modules | insmod | node) ;;
 			*)
 				label=${name#vrex_}

@@ -7,7 +7,14 @@
 Follows the guest's console log; on "@@VREX UNPLUG-REQUEST" it sends QMP device_del for DEVICE_ID
 and waits for QEMU's DEVICE_DELETED event, on "@@VREX REPLUG-REQUEST" it sends device_add of a
 vrex-pci with that id on BUS. Stops at "@@VREX DONE", when QEMU goes away, or after 20 minutes.
-Every step is logged on stdout with its time.
+Every step and every QMP event is logged on stdout with its time.
+
+The unplug is the PCIe native one: device_del presses the slot's attention button, the guest's
+pciehp waits its 5 s, unbinds vrex.ko, removes the function and powers the slot off; QEMU then
+unrealizes the device and emits DEVICE_DELETED when the object is finalized. A reference the
+device model keeps on itself delays that forever (qemu/hw/vrex/vrex-pci.c drops its BAR2
+subregion at exit for this reason): the symptom is a guest that removed the function and an event
+that never comes, until QEMU exits at the guest's poweroff and closes this socket.
 """
 from __future__ import annotations
 
@@ -54,11 +61,15 @@ class Qmp:
         while True:
             reply = self.recv()
             if "event" in reply:
-                self.events.append(reply)
+                self.on_event(reply)
                 continue
             if "error" in reply:
                 raise RuntimeError(f"{cmd}: {reply['error']}")
             return reply
+
+    def on_event(self, ev: dict[str, Any]) -> None:
+        print(f"event {ev.get('event')} {ev.get('data', {})}", flush=True)
+        self.events.append(ev)
 
     def wait_event(self, name: str, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -69,7 +80,7 @@ class Qmp:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"no {name} event within {timeout} s")
-            self.events.append(self.recv(left))
+            self.on_event(self.recv(left))
 
 
 def log(t0: float, msg: str) -> None:

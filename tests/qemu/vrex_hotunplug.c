@@ -10,16 +10,23 @@
  *
  * Held across the unplug: a file with a stream, a BO mapping (BAR memory), a
  * second file and a thread submitting frames in a loop (a command is in
- * flight or queued at any time), and a dma-buf of the simulated device
- * (vrex_sim.ko) imported into the PCI device. The PCI device's own BOs are
- * BAR memory without struct pages: exporting one must fail cleanly
- * (EOPNOTSUPP) before and the device must be gone after.
+ * flight or queued at any time), a dma-buf of the simulated device
+ * (vrex_sim.ko) imported into the PCI device, and two dma-bufs of the PCI
+ * device, each mapped through its dma-buf file: one whose GEM handle is still
+ * open, one whose handle was closed after the export (the dma-buf alone keeps
+ * that BO), the first also imported by the simulated device (an importer
+ * attached to the unplugged exporter). The PCI device's BOs are BAR memory
+ * without struct pages: an importer can attach but never map or vmap them
+ * (EOPNOTSUPP, kernel/vrex_gem.c), so there is no importer's kernel mapping
+ * to outlive the unplug.
  *
  * Expected: the submitting thread ends with ENODEV and saw no other error;
- * ioctls on the open files fail with ENODEV; the BO mapping raises SIGBUS;
- * closing everything afterwards is clean; after device_add a node appears
- * again and a stream, BO and frame work. The kernel log is checked for splats
- * by the guest's init (scripts/qemu/init.sh).
+ * ioctls on the open files fail with ENODEV; every user mapping (the BO's,
+ * both dma-bufs') raises SIGBUS; a new mmap of a dma-buf is refused; the
+ * importer detaches cleanly; closing everything afterwards is clean; after
+ * device_add a node appears again and a new open, stream, BO and frame work.
+ * The kernel log is checked for splats by the guest's init
+ * (scripts/qemu/init.sh; on the debug kernel KASAN, lockdep and kmemleak).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +156,28 @@ static void *submit_loop(void *arg)
 	return NULL;
 }
 
+/* A new BO of @fd exported as a dma-buf; the dma-buf fd, -1 on failure. */
+static int export_new_bo(int fd, uint32_t *handle)
+{
+	struct drm_prime_handle ph = { .flags = DRM_CLOEXEC | DRM_RDWR };
+
+	if (vt_bo_create(fd, BO_SIZE, 1, DRM_VREX_BO_STAGING, handle, NULL))
+		return -1;
+	ph.handle = *handle;
+	return vt_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph) ? -1 : ph.fd;
+}
+
+/* A shared mapping of a dma-buf's first page, written with @val; NULL on failure. */
+static volatile uint8_t *map_dmabuf(int buf_fd, uint8_t val)
+{
+	uint8_t *m = mmap(NULL, BO_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, buf_fd, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	m[0] = val;
+	return m;
+}
+
 /* A dma-buf of the simulated device's BO, imported into @fd; the handle, 0 on failure. */
 static uint32_t import_from_sim(int fd, int *sim_fd, int *buf_fd)
 {
@@ -176,7 +205,9 @@ int main(void)
 	char sysdev[PATH_MAX] = "", sysdev2[PATH_MAX];
 	struct submitter sub = { 0 };
 	int fd, fd2, sim_fd = -1, buf_fd = -1, exp_fd, r;
-	uint32_t stream, bo, imported;
+	uint32_t stream, bo, imported, bo2, sim_imported = 0;
+	volatile uint8_t *dm_open = NULL, *dm_closed = NULL;
+	int buf2_fd = -1;
 	pthread_t thr;
 	uint8_t *p;
 	long before;
@@ -202,6 +233,22 @@ int main(void)
 	exp_fd = r ? -1 : ph.fd;
 	imported = import_from_sim(fd, &sim_fd, &buf_fd);
 	CHECK("setup: a dma-buf of vrex_sim's device imported into the PCI device", imported);
+	if (exp_fd >= 0) {
+		struct drm_prime_handle imp = { .fd = exp_fd };
+
+		dm_open = map_dmabuf(exp_fd, 0x5b);
+		CHECK("setup: the exported dma-buf (handle open) maps and reads back",
+		      dm_open && !faults_on_read(dm_open) && dm_open[0] == 0x5b);
+		r = sim_fd < 0 ? -EBADF : vt_ioctl(sim_fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp);
+		vt_report(!r, "setup: vrex_sim's device imports the PCI device's dma-buf (an attached "
+			  "importer; got %d)", r);
+		sim_imported = r ? 0 : imp.handle;
+		buf2_fd = export_new_bo(fd, &bo2);
+		r = buf2_fd < 0 ? -1 : vt_gem_close(fd, bo2);
+		dm_closed = r ? NULL : map_dmabuf(buf2_fd, 0x5c);
+		CHECK("setup: a dma-buf whose GEM handle is closed maps and reads back",
+		      dm_closed && !faults_on_read(dm_closed) && dm_closed[0] == 0x5c);
+	}
 
 	sub.fd = fd2;
 	sub.luma = 0;
@@ -232,6 +279,28 @@ int main(void)
 	      vt_bo_create(fd, BO_SIZE, 1, 0, &bo, NULL) == -ENODEV);
 	CHECK("BO mapping after unplug: SIGBUS", faults_on_read(p));
 	CHECK("munmap after unplug", !munmap(p, BO_SIZE));
+	if (dm_open) {
+		CHECK("dma-buf mapping (handle open) after unplug: SIGBUS", faults_on_read(dm_open));
+		CHECK("munmap of the dma-buf mapping (handle open)",
+		      !munmap((void *)dm_open, BO_SIZE));
+	}
+	if (dm_closed) {
+		CHECK("dma-buf mapping (handle closed) after unplug: SIGBUS",
+		      faults_on_read(dm_closed));
+		CHECK("munmap of the dma-buf mapping (handle closed)",
+		      !munmap((void *)dm_closed, BO_SIZE));
+	}
+	if (buf2_fd >= 0) {
+		void *m = mmap(NULL, BO_SIZE, PROT_READ, MAP_SHARED, buf2_fd, 0);
+
+		CHECK("mmap of the handle-less dma-buf after unplug is refused", m == MAP_FAILED);
+		if (m != MAP_FAILED)
+			munmap(m, BO_SIZE);
+		CHECK("the handle-less dma-buf closes after unplug (frees its BO)", !close(buf2_fd));
+	}
+	if (sim_imported)
+		CHECK("the importer (vrex_sim) detaches from the unplugged exporter: GEM_CLOSE",
+		      !vt_gem_close(sim_fd, sim_imported));
 	if (imported)
 		CHECK("GEM_CLOSE of the imported handle after unplug: ENODEV (close(fd) frees it)",
 		      vt_gem_close(fd, imported) == -ENODEV);
@@ -258,7 +327,7 @@ int main(void)
 		if (fd < 0)
 			usleep(20000);
 	}
-	if (CHECK("device_add: a vrex node on the PCI bus again within 60 s", fd >= 0)) {
+	if (CHECK("device_add: a vrex node on the PCI bus again within 60 s (new open)", fd >= 0)) {
 		printf("PCI device %s\n", sysdev);
 		r = vt_stream_create(fd, 0, 0, &stream) ||
 		    vt_bo_create(fd, BO_SIZE, 1, DRM_VREX_BO_STAGING, &bo, NULL);

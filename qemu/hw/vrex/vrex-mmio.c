@@ -10,12 +10,21 @@
  * On the arm64 `virt` machine it is a dynamic platform-bus device; the
  * machine writes its device-tree node (hw/core/sysbus-fdt.c, patched):
  *   -device vrex-mmio,carveout-base=A,carveout-size=S[,carveout-no-map=on]
+ *           [,iommu-sid=N]
+ *
+ * With iommu-sid (and `-M virt,iommu=smmuv3`) the engine's DMA goes through
+ * the SMMUv3 as stream N, as an SoC's engine sits behind its SMMU, and the
+ * node gets `iommus = <&smmu N>`. QEMU 7.2's SMMUv3 model keys its
+ * translation contexts by (PCI bus, devfn) of its primary bus only, so the
+ * engine borrows devfn N of that (root) bus: stream ID = N, 0..255, and no
+ * PCI function may sit at that devfn (the virt board has none at 0xf8).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/module.h"
 #include "qemu/units.h"
 #include "hw/irq.h"
+#include "hw/pci/pci_bus.h"
 #include "hw/qdev-properties.h"
 #include "hw/sysbus.h"
 #include "qom/object.h"
@@ -34,15 +43,20 @@ struct VRexMMIOState {
     uint64_t carveout_base;
     uint64_t carveout_size;
     bool carveout_no_map;
+    uint32_t iommu_sid;     /* VREX_MMIO_NO_IOMMU: DMA to system memory */
+    AddressSpace *dma_as;
 };
+
+#define VREX_MMIO_NO_IOMMU UINT32_MAX
 
 static bool vrex_mmio_dma_rw(VRexCore *c, uint64_t addr, void *buf,
                              uint64_t len, bool write)
 {
+    VRexMMIOState *s = c->opaque;
     DMADirection dir = write ? DMA_DIRECTION_FROM_DEVICE :
                                DMA_DIRECTION_TO_DEVICE;
 
-    return dma_memory_rw(&address_space_memory, addr, buf, len, dir,
+    return dma_memory_rw(s->dma_as, addr, buf, len, dir,
                          MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
 }
 
@@ -58,6 +72,30 @@ static const VRexBusOps vrex_mmio_bus_ops = {
     .irq = vrex_mmio_irq,
 };
 
+/* The SMMUv3's address space for stream @sid (see the top of the file). */
+static AddressSpace *vrex_mmio_smmu_as(uint32_t sid, Error **errp)
+{
+    Object *smmu = object_resolve_path_type("", "arm-smmuv3", NULL);
+    PCIBus *bus;
+
+    if (!smmu) {
+        error_setg(errp, "vrex-mmio: iommu-sid needs an SMMUv3 "
+                   "(-M virt,iommu=smmuv3)");
+        return NULL;
+    }
+    bus = (PCIBus *)object_property_get_link(smmu, "primary-bus", errp);
+    if (!bus || !bus->iommu_fn) {
+        error_setg(errp, "vrex-mmio: the SMMUv3 translates no bus");
+        return NULL;
+    }
+    if (sid > 0xff || bus->devices[sid]) {
+        error_setg(errp, "vrex-mmio: iommu-sid %u is not a free devfn of "
+                   "the SMMU's root bus", sid);
+        return NULL;
+    }
+    return bus->iommu_fn(bus, bus->iommu_opaque, sid);
+}
+
 static void vrex_mmio_realize(DeviceState *dev, Error **errp)
 {
     VRexMMIOState *s = VREX_MMIO(dev);
@@ -69,6 +107,13 @@ static void vrex_mmio_realize(DeviceState *dev, Error **errp)
                    " does not hold the banks (%" PRIu64 " bytes)",
                    s->carveout_size, banks);
         return;
+    }
+    s->dma_as = &address_space_memory;
+    if (s->iommu_sid != VREX_MMIO_NO_IOMMU) {
+        s->dma_as = vrex_mmio_smmu_as(s->iommu_sid, errp);
+        if (!s->dma_as) {
+            return;
+        }
     }
     c->bus = &vrex_mmio_bus_ops;
     c->opaque = s;
@@ -105,6 +150,8 @@ static Property vrex_mmio_properties[] = {
     DEFINE_PROP_UINT64("carveout-base", VRexMMIOState, carveout_base, 0),
     DEFINE_PROP_UINT64("carveout-size", VRexMMIOState, carveout_size, 0),
     DEFINE_PROP_BOOL("carveout-no-map", VRexMMIOState, carveout_no_map, false),
+    DEFINE_PROP_UINT32("iommu-sid", VRexMMIOState, iommu_sid,
+                       VREX_MMIO_NO_IOMMU),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -125,6 +125,13 @@ static void vrex_pci_exit(PCIDevice *pdev)
 {
     VRexPCIState *s = VREX_PCI(pdev);
 
+    /*
+     * A subregion holds a reference on its owner, here this device itself:
+     * left in @bar2 it keeps the device from ever being finalized, so QEMU
+     * never emits DEVICE_DELETED after the guest ejects the card and the
+     * slot cannot take a device_add with the same id.
+     */
+    memory_region_del_subregion(&s->bar2, &s->banks);
     vrex_core_unrealize(&s->core);
     if (pci_is_express(pdev)) {
         pcie_cap_exit(pdev);

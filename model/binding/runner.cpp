@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "luma.hpp"
 
 namespace py = pybind11;
 using namespace vrex;
@@ -82,12 +83,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                py::array_t<float, py::array::c_style | py::array::forcecast> tokens,
                py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> q_region,
                py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> q_target) {
-                if (luma.ndim() != 2) throw std::invalid_argument("luma must be a 2-D uint8 array (H x W)");
-                LumaView v;
-                v.data = luma.data();
-                v.height = static_cast<std::uint32_t>(luma.shape(0));
-                v.width = static_cast<std::uint32_t>(luma.shape(1));
-                v.stride = v.width;
+                const LumaView v = py_binding::luma_view(luma);
                 lcp::StepStats st;
                 const torch::Tensor logits =
                     r.r->step(v, tensor_of(tokens, torch::kFloat32), tensor_of(q_region, torch::kInt64),

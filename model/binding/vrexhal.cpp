@@ -13,6 +13,7 @@
 
 #include "errors.hpp"
 #include "handles.hpp"
+#include "luma.hpp"
 #include "vrex/hal.hpp"
 
 namespace py = pybind11;
@@ -127,12 +128,7 @@ PYBIND11_MODULE(_vrexhal, m) {
         .def(
             "begin_frame",
             [](PyStream& s, py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> luma) {
-                if (luma.ndim() != 2) throw std::invalid_argument("luma must be a 2-D uint8 array (H x W)");
-                LumaView v;
-                v.data = luma.data();
-                v.height = static_cast<std::uint32_t>(luma.shape(0));
-                v.width = static_cast<std::uint32_t>(luma.shape(1));
-                v.stride = v.width;
+                const LumaView v = py_binding::luma_view(luma);
                 const FrameInfo fi = take(s.stream->begin_frame(v), "begin_frame");
                 py::dict d;
                 d["frame"] = fi.frame;

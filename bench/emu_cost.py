@@ -35,11 +35,13 @@ def one_run(paths: list[Any], streams: int, frames: int, seed: int) -> dict[str,
     o = lcp.Options()
     runs = {k: v for k, v in run.RUNS.items() if k in ("exact", "vrex")}
     out = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, warmup=min(8, frames // 4),
-                  runs=runs, seed=seed)
+                  runs=runs, seed=seed, path="cpp", profile=True)
     e = out["emulation"]
     r = e["ratio_to_exact_step"]
     return {"ratio": r["mean"], "ci95": r["ci95"], "emu_ms": e["ms_per_frame"], "exact_ms": e["exact_step_ms"],
-            "frames": e["frames_timed"], "reuse": out["reuse_rate"]}
+            "frames": e["frames_timed"], "reuse": out["reuse_rate"],
+            "stages": {k: {"ms": v["ms_per_frame"], "ratio": v["ratio_to_exact_step"]["mean"]}
+                       for k, v in e["stages"].items()}}
 
 
 def spread(v: list[float]) -> dict[str, Any]:
@@ -79,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         r = reps[-1]
         print(f"emu_cost: seed {seed}: {r['ratio']:.4f} [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}] "
               f"({r['emu_ms']:.3f} / {r['exact_ms']:.2f} ms per frame, {r['frames']} frames), "
-              f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+              f"{time.perf_counter() - t0:.1f} s; " +
+              ", ".join(f"{k} {v['ms']:.3f} ms" for k, v in r["stages"].items()), file=sys.stderr)
     recs = records(reps, seeds, streams, frames)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:

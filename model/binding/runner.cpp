@@ -49,7 +49,7 @@ PYBIND11_MODULE(_vrexrun, m) {
     py::class_<Session, std::shared_ptr<Session>>(m, "Session")
         .def(py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
                          std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
-                         std::uint32_t bank_mib) {
+                         std::uint32_t bank_mib, bool profile_fcc) {
                  auto s = std::make_shared<Session>();
                  if (policy == "exact")
                      s->opts.policy = lcp::Policy::exact;
@@ -57,6 +57,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                      throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
                                                  policy + "'");
                  s->opts.reuse = {fcc, radius, guard_bits, max_age, similar};
+                 s->opts.profile_fcc = profile_fcc;
                  s->model = std::make_shared<lcp::ScriptedModel>(module);
                  DeviceOptions o;
                  o.backend = BackendChoice::emulated;
@@ -70,7 +71,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                  return s;
              }),
              py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
-             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"))
+             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
+             py::arg("profile_fcc") = false)
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -94,6 +96,10 @@ PYBIND11_MODULE(_vrexrun, m) {
                 py::dict d;
                 d["step_s"] = st.step_s;
                 d["emu_s"] = st.emu_s;
+                py::dict stages;
+                for (std::size_t i = 0; i < lcp::kStageNames.size(); i++) stages[lcp::kStageNames[i]] = st.stage_s[i];
+                d["stages"] = stages;
+                if (st.fcc_s >= 0) d["fcc_s"] = st.fcc_s;
                 d["reused"] = st.reused;
                 d["reused_region"] = st.reused_region;
                 return py::make_tuple(out, d);

@@ -45,27 +45,42 @@ bool ReusePolicy::guard(const KvBlock& block, std::uint32_t hash, std::uint32_t 
     return true;
 }
 
-Result<FrameChoice> ReusePolicy::choose(Stream& stream, const Fingerprint& fp,
-                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame) {
-    if (key_hashes.size() != regions_)
-        return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
-                   " regions");
+std::span<const Query> ReusePolicy::queries(const Fingerprint& fp) {
     const bool similar = opts_.similar && opts_.fcc;
     queries_.clear();
     for (std::uint32_t r = 0; r < regions_; r++) {
         queries_.push_back(Query::temporal(r, -1));
         if (similar) queries_.push_back(Query::similar(r, fp, opts_.radius, Scope::stream, true));
     }
-    auto got = stream.retrieve_batch(queries_);
+    return queries_;
+}
+
+Result<FrameChoice> ReusePolicy::choose(Stream& stream, const Fingerprint& fp,
+                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame) {
+    if (key_hashes.size() != regions_)
+        return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
+                   " regions");
+    auto got = stream.retrieve_batch(queries(fp));
     if (!got) return got.error_info().within("lcp policy: candidates of frame " + std::to_string(frame));
+    return decide(*got, fp, key_hashes, frame);
+}
+
+Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fingerprint& fp,
+                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame) {
+    if (key_hashes.size() != regions_)
+        return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
+                   " regions");
+    const bool similar = opts_.similar && opts_.fcc;
     const std::size_t per = similar ? 2 : 1;
+    if (got.size() != std::size_t{regions_} * per)
+        return bad(std::to_string(got.size()) + " retrievals for " + std::to_string(regions_ * per) + " queries");
     FrameChoice out(regions_);
     for (std::uint32_t r = 0; r < regions_; r++) {
-        const Retrieval& tmp = (*got)[r * per];
+        const Retrieval& tmp = got[r * per];
         const Retrieval* cands[2] = {nullptr, nullptr};
         if (tmp.hit && (!opts_.fcc || fp.distance(tmp.fp) <= opts_.radius)) cands[0] = &tmp;
         if (similar) {
-            const Retrieval& sim = (*got)[r * per + 1];
+            const Retrieval& sim = got[r * per + 1];
             if (sim.hit && (cands[0] == nullptr || sim.block.id != tmp.block.id)) cands[1] = &sim;
         }
         for (const Retrieval* c : cands) {

@@ -6,7 +6,18 @@
 #include <stdexcept>
 #include <utility>
 
+extern "C" {
+#include "fcc_fingerprint.h"
+}
+
 namespace vrex::lcp {
+
+// The FCC of one stream as the device runs it (lib/fcc_fingerprint.c), with its own previous image.
+struct FccProbe {
+    struct vrex_fcc_image prev{}, cur{};
+    struct vrex_fcc_motion mv{};
+    bool has_prev = false;
+};
 
 namespace {
 
@@ -64,6 +75,24 @@ StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> al
     st_ = take(alloc_->create_stream(), "create stream");
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
+    if (o.profile_fcc) fcc_ = std::make_unique<FccProbe>();
+}
+
+double StreamRunner::time_fcc(const LumaView& luma, const Fingerprint& device_fp) {
+    FccProbe& p = *fcc_;
+    struct vrex_fp fp{};
+    struct vrex_fcc_features feat{};
+    const double t0 = thread_cpu_s();
+    const int e = vrex_fcc_fingerprint(reinterpret_cast<const u8*>(luma.data), luma.width, luma.height, luma.stride,
+                                       p.has_prev ? &p.prev : nullptr, &p.cur, &p.mv, &fp, &feat);
+    const double t = thread_cpu_s() - t0;
+    // Same plane, same previous frame: the device's answer, or this was not the device's work.
+    if (e || fp.w[0] != device_fp.w[0] || fp.w[1] != device_fp.w[1])
+        throw std::runtime_error("vrex runner: the FCC probe's fingerprint differs from the device's (frame " +
+                                 std::to_string(t_) + ")");
+    p.prev = p.cur;
+    p.has_prev = true;
+    return t;
 }
 
 StreamRunner::~StreamRunner() {
@@ -115,9 +144,12 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
         throw std::invalid_argument("vrex runner: question targets must be frames 0.." + std::to_string(t_));
     torch::NoGradGuard no_grad;
     torch::jit::Module& m = model_.module();
+    auto& st = stats.stage_s;
+    st.fill(0);
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
-    double emu = thread_cpu_s() - t0;
+    double e0 = thread_cpu_s();
+    st[0] = e0 - t0;
     torch::Tensor vis;
     std::vector<std::uint32_t> hashes(g.regions, 0);
     if (policy_) {
@@ -129,11 +161,21 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
     } else {
         vis = m.run_method("embed", tokens).toTensor();
     }
-    double e0 = thread_cpu_s();
-    FrameChoice choice =
-        policy_ ? take(policy_->choose(*st_, fi.fp, hashes, t_), "choose") : FrameChoice(g.regions);
+    // choose() in its halves, so the lookup batch is timed apart from the guard.
+    e0 = thread_cpu_s();
+    FrameChoice choice(g.regions);
+    if (policy_) {
+        auto got = st_->retrieve_batch(policy_->queries(fi.fp));
+        if (!got) throw std::runtime_error("vrex runner: choose: candidates: " + got.error_message());
+        const double e1 = thread_cpu_s();
+        st[1] = e1 - e0;
+        choice = take(policy_->decide(*got, fi.fp, hashes, t_), "choose");
+        e0 = thread_cpu_s();
+        st[2] = e0 - e1;
+    }
     const FrameBlocks fb = take(apply_choice(*st_, choice), "apply");
-    emu += thread_cpu_s() - e0;
+    double e1 = thread_cpu_s();
+    st[3] = e1 - e0;
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
     c10::List<torch::Tensor> cur;
     for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
@@ -150,10 +192,15 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
         for (std::uint32_t r : fb.fresh) fh.push_back(hashes[r]);
         check(policy_->computed(fb.fresh_blocks, fh, t_), "computed");
     }
+    e1 = thread_cpu_s();
+    st[4] = e1 - e0;
     (void)take(st_->end_frame(), "end_frame");
     const double t1 = thread_cpu_s();
-    stats.emu_s = emu + (t1 - e0);
+    st[5] = t1 - e1;
+    stats.emu_s = 0;
+    for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;
+    stats.fcc_s = fcc_ ? time_fcc(luma, fi.fp) : -1;
     stats.reused_region.assign(g.regions, false);
     stats.reused = 0;
     for (std::uint32_t r = 0; r < g.regions; r++)

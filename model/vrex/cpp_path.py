@@ -40,7 +40,9 @@ class _Alloc:
 class Session:
     """lcp.Session's face (stream(), alloc.block_bytes) over a C++ session of its own emulated device."""
 
-    def __init__(self, model: Decoder, opts: lcp.Options, module: Path):
+    def __init__(self, model: Decoder, opts: lcp.Options, module: Path, profile: bool = False):
+        """@profile: also time the FCC's own work per frame (FrameStats.fcc_s; the product figure's
+        breakdown, bench/emu_cost.py)."""
         if _vrexrun is None:
             raise RuntimeError("vrex: the C++ path needs the _vrexrun extension (built with libtorch-dev into "
                                "build/model); run with --path python")
@@ -52,7 +54,8 @@ class Session:
         self.opts = opts
         _vrexrun.set_num_threads(torch.get_num_threads())
         self.s = _vrexrun.Session(str(module), opts.policy, opts.fcc, opts.radius, opts.guard_bits, opts.max_age,
-                                  opts.similar, lcp.EMU_BANKS, lcp.EMU_BANK_MIB + int(opts.extra.get("device", 0)))
+                                  opts.similar, lcp.EMU_BANKS, lcp.EMU_BANK_MIB + int(opts.extra.get("device", 0)),
+                                  profile_fcc=profile)
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":
@@ -72,7 +75,8 @@ class StreamRunner:
         logits, st = self.r.step(luma, tokens.numpy(), q_region.numpy(), q_target.numpy())
         reused = int(st["reused"])
         fs = lcp.FrameStats(step_s=st["step_s"], emu_s=st["emu_s"], regions=c.regions, reused=reused,
-                            reused_region=list(st["reused_region"]),
+                            reused_region=list(st["reused_region"]), stages=dict(st["stages"]),
+                            fcc_s=st.get("fcc_s"),
                             tokens=(c.regions - reused) * c.tokens_per_region,
                             flops=lcp.frame_flops(c, c.regions - reused, self.t, q_target, self.s.opts.policy != "exact"))
         self.t += 1

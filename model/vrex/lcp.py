@@ -74,6 +74,10 @@ class FrameStats:
     regions: int = 0
     flops: int = 0               # decoder.step_flops of this step
     reused_region: list[bool] = field(default_factory=list)
+    # The C++ path only: emu_s per stage of the vrex layer (vrex/lcp/runner.hpp kStageNames), and
+    # with profiling the FCC's own work within begin_frame (None otherwise).
+    stages: dict[str, float] = field(default_factory=dict)
+    fcc_s: float | None = None
 
 
 def hash_planes(c: Config) -> torch.Tensor:

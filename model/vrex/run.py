@@ -56,6 +56,8 @@ class Rec:
     reused_target: list[np.ndarray] = field(default_factory=list)  # the question's (frame, region) reused
     step_s: list[float] = field(default_factory=list)
     emu_s: list[float] = field(default_factory=list)  # of step_s: inside the vrex layer's calls (lcp.FrameStats)
+    stages: list[dict[str, float]] = field(default_factory=list)  # emu_s per stage (C++ path)
+    fcc_s: list[float | None] = field(default_factory=list)  # the FCC's own work (C++ path, profile)
     flops: list[int] = field(default_factory=list)
     reused: int = 0
     regions: int = 0
@@ -105,8 +107,9 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
-        split: str = "test", path: str | None = None) -> dict[str, Any]:
-    """@path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
+        split: str = "test", path: str | None = None, profile: bool = False) -> dict[str, Any]:
+    """@profile: the C++ path also times the FCC's own work per frame (the product figure's
+    breakdown: emulation.stages). @path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
     extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
     (vrex/anchors.py) take the Python path. The JSON's args.path says which ran."""
@@ -147,7 +150,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     if path == "cpp":
         with cpp_path.tempdir() as d:
             module = cpp_path.scripted(model, d)
-            sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module)
+            sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module,
+                                                               profile=profile and name == "vrex")
                                         for name, kw in runs.items()}
     else:
         sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
@@ -176,6 +180,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                 r.logp.append(torch.log_softmax(logits.double(), -1))
                 r.step_s.append(fs.step_s)
                 r.emu_s.append(fs.emu_s)
+                r.stages.append(fs.stages)
+                r.fcc_s.append(fs.fcc_s)
                 r.flops.append(fs.flops)
                 r.reused += fs.reused
                 r.regions += fs.regions
@@ -254,19 +260,24 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "accuracy": acc(answers[name], m), "accuracy_exact": acc(answers["exact"], m)}
         return out
 
-    def timing(name: str) -> dict[str, Any]:
+    def paired(name: str, per_frame: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """@per_frame(rec of @name) per frame, the exact run's step on the same frames, and each
+        frame's group (stream, segment), warm-up frames left out."""
         w = args["warmup"]
-        num, den, gr, fl_n, fl_d = [], [], [], [], []
+        num, den, gr = [], [], []
         for si, p in enumerate(plan):
             n = len(recs[name][si].step_s)
             sl = slice(min(w, n), n)
-            num.append(np.array(recs[name][si].step_s[sl]))
+            num.append(np.asarray(per_frame(recs[name][si])[sl], dtype=float))
             den.append(np.array(recs["exact"][si].step_s[sl]))
             gr.append(si * 10000 + p["seg_of"][sl])
-            fl_n.append(np.array(recs[name][si].flops[sl], dtype=float))
-            fl_d.append(np.array(recs["exact"][si].flops[sl], dtype=float))
-        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
-        fn, fd = np.concatenate(fl_n), np.concatenate(fl_d)
+        return np.concatenate(num), np.concatenate(den), np.concatenate(gr)
+
+    def timing(name: str) -> dict[str, Any]:
+        w = args["warmup"]
+        nn_, dd, gg = paired(name, lambda r: r.step_s)
+        fn, _, _ = paired(name, lambda r: r.flops)
+        fd, _, _ = paired("exact", lambda r: r.flops)
         # Floor: every region reused (what no reuse policy can go below: questions, embedding, guard).
         floor = []
         for si, p in enumerate(plan):
@@ -283,20 +294,29 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
     def emulation(name: str) -> dict[str, Any]:
         """The product figure (issue 26): the time @name's steps spend in the vrex layer (FCC, SHIE
         lookups, the policy, block calls) over the exact run's step on the same frames, paired per
-        frame, CI by bootstrap over segments, warm-up left out."""
-        w = args["warmup"]
-        num, den, gr = [], [], []
-        for si, p in enumerate(plan):
-            n = len(recs[name][si].emu_s)
-            sl = slice(min(w, n), n)
-            num.append(np.array(recs[name][si].emu_s[sl]))
-            den.append(np.array(recs["exact"][si].step_s[sl]))
-            gr.append(si * 10000 + p["seg_of"][sl])
-        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
-        return {"ratio_to_exact_step": task.ci_dict(nn_, gg, ratio_of=dd), "ms_per_frame": float(nn_.mean() * 1e3),
-                "exact_step_ms": float(dd.mean() * 1e3), "frames_timed": int(len(nn_)),
-                "clock": "thread CPU time; begin_frame (FCC), the policy's choice (one SHIE lookup batch, guard), "
-                         "apply_frame (alias, allocate, pin), computed, end_frame (inserts, publish, aging)"}
+        frame, CI by bootstrap over segments, warm-up left out; on the C++ path also per stage (the
+        stages' shares add up to the figure) and, profiled, the FCC's own work within begin_frame."""
+        nn_, dd, gg = paired(name, lambda r: r.emu_s)
+        out: dict[str, Any] = {
+            "ratio_to_exact_step": task.ci_dict(nn_, gg, ratio_of=dd), "ms_per_frame": float(nn_.mean() * 1e3),
+            "exact_step_ms": float(dd.mean() * 1e3), "frames_timed": int(len(nn_)),
+            "clock": "thread CPU time; begin_frame (FCC), the policy's choice (one SHIE lookup batch, guard), "
+                     "apply_frame (alias, allocate, pin), computed, end_frame (inserts, publish, aging)"}
+        first = recs[name][0]
+        if first.stages and first.stages[0]:
+            stages: dict[str, Any] = {}
+            for k in first.stages[0]:
+                sn, sd, sg = paired(name, lambda r, k=k: [st[k] for st in r.stages])
+                stages[k] = {"ms_per_frame": float(sn.mean() * 1e3),
+                             "ratio_to_exact_step": task.ci_dict(sn, sg, ratio_of=sd)}
+            if first.fcc_s and first.fcc_s[0] is not None:
+                fn, fd, fg = paired(name, lambda r: r.fcc_s)
+                stages["fcc"] = {"ms_per_frame": float(fn.mean() * 1e3),
+                                 "ratio_to_exact_step": task.ci_dict(fn, fg, ratio_of=fd),
+                                 "within": "begin_frame (the reference model's fingerprint of the same plane, "
+                                           "timed apart and checked equal to the device's)"}
+            out["stages"] = stages
+        return out
 
     def reuse_rate(name: str) -> float:
         r = recs[name]

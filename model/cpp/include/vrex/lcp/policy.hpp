@@ -62,6 +62,12 @@ class ReusePolicy {
     // @key_hashes: per region, the hash of the frame's layer-0 keys. One retrieve_batch.
     Result<FrameChoice> choose(Stream& stream, const Fingerprint& fp,
                                std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
+    // choose() in its two halves, for an engine that times the HAL's lookup batch apart from the
+    // decision (the C++ runner's per-stage clock): the frame's queries, then the decision on the
+    // retrieve_batch() of exactly those queries. choose() == decide(queries(fp), retrieve_batch).
+    std::span<const Query> queries(const Fingerprint& fp);
+    Result<FrameChoice> decide(std::span<const Retrieval> got, const Fingerprint& fp,
+                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
 
     // @blocks[i] was computed in @frame from keys hashing to @key_hashes[i]. EINVAL when the
     // spans differ in length.

@@ -13,6 +13,7 @@
 
 #include <torch/script.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,14 +48,29 @@ enum class Policy { exact, vrex };
 struct RunnerOptions {
     Policy policy = Policy::vrex;
     ReuseOptions reuse;
+    // Also time the FCC's own work on every frame (StepStats::fcc_s): the reference model's
+    // fingerprint of the same plane against the same previous frame, run after the step's clock
+    // stopped and checked equal to what the device reported. The product figure's breakdown.
+    bool profile_fcc = false;
 };
+
+// The vrex layer's calls in one step, in order (StepStats::stage_s; their sum is emu_s):
+// begin_frame (stage the luma, FRAME: the FCC), lookup (the policy's one retrieve_batch: SHIE
+// lookups and matching hits to blocks), decide (the guard), apply (alias, allocate, pin),
+// computed (the guard's ledger), end_frame (retire, releases, publish).
+inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "lookup", "decide",
+                                                           "apply",       "computed", "end_frame"};
 
 struct StepStats {
     double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, decoder)
     double emu_s = 0;   // of which inside the vrex layer: begin_frame, choose, apply, computed, end_frame
+    std::array<double, kStageNames.size()> stage_s{};  // emu_s per stage (kStageNames), same clock
+    double fcc_s = -1;  // RunnerOptions::profile_fcc: the FCC's own work in begin_frame (else < 0)
     std::uint32_t reused = 0;
     std::vector<bool> reused_region;
 };
+
+struct FccProbe;  // the reference model's FCC state of RunnerOptions::profile_fcc (runner.cpp)
 
 class StreamRunner {
   public:
@@ -78,11 +94,13 @@ class StreamRunner {
   private:
     torch::Tensor view(const KvBlock& b) const;
     void reserve();
+    double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
     ScriptedModel& model_;
     std::shared_ptr<KvAllocator> alloc_;
     std::unique_ptr<Stream> st_;
     std::optional<ReusePolicy> policy_;
+    std::unique_ptr<FccProbe> fcc_;
     std::vector<KvBlock> pinned_;
     torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;

@@ -66,8 +66,10 @@ PYBIND11_MODULE(_vrexrun, m) {
                  s->device = take(Device::open(o), "open emulated device");
                  if (max_age > s->device->info().zombie_frames)
                      throw std::invalid_argument("max_age exceeds the device's zombie threshold");
-                 s->alloc =
-                     take(KvAllocator::create(s->device, s->model->geometry().hal()), "create KV allocator");
+                 s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
+                                                     lcp::runner_allocator_options(s->model->geometry(),
+                                                                                   s->device->info().bank_size)),
+                                 "create KV allocator");
                  return s;
              }),
              py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),

@@ -49,6 +49,16 @@ ModelGeometry Geometry::hal() const {
     return g;
 }
 
+AllocatorOptions runner_allocator_options(const Geometry& g, std::uint64_t bank_bytes) {
+    constexpr std::uint64_t kFramesPerSlab = 16;
+    const std::uint64_t block = std::uint64_t{g.layers} * 2 * g.kv_heads * g.tokens_per_region * g.head_dim * 4;
+    const std::uint64_t fit = block ? bank_bytes / block : 0;
+    AllocatorOptions o;
+    // 0 (the HAL's default) when even 16 do not fit: KvAllocator::create() then explains the limit.
+    if (fit >= 16) o.blocks_per_slab = static_cast<std::uint32_t>(std::min(fit, kFramesPerSlab * g.regions));
+    return o;
+}
+
 ScriptedModel::ScriptedModel(const std::string& path) : m_(torch::jit::load(path)) {
     m_.eval();
     const auto g = m_.run_method("geometry").toIntVector();

@@ -70,6 +70,14 @@ struct StepStats {
     std::vector<bool> reused_region;
 };
 
+// The allocator options a StreamRunner's allocator should have on a device with banks of
+// @bank_bytes: the runner keeps every frame readable (apply_choice() pins each block it allocates),
+// so a stream's memory only grows, by up to one block per region and frame. Slabs of 16 frames'
+// blocks (as many as fit a bank, at least the HAL's default 16) take one BO per 16 frames where
+// the default slab of 16 blocks took one every frame or two: each BO is a device call, a memfd and
+// a mapping in the emulation, an ioctl and a GEM object on vrex.ko.
+AllocatorOptions runner_allocator_options(const Geometry& geometry, std::uint64_t bank_bytes);
+
 struct FccProbe;  // the reference model's FCC state of RunnerOptions::profile_fcc (runner.cpp)
 
 class StreamRunner {

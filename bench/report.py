@@ -631,7 +631,7 @@ def generate(args):
     if args.skipped:
         meta["skipped"] = list(args.skipped)
     results = {"meta": meta, "records": records}
-    if args.merge:
+    if getattr(args, "merge", False):
         results = merged(args.results, results)
     write(args.results, json.dumps(results, indent=1) + "\n")
     if write_all(args, results):
@@ -662,7 +662,7 @@ def merged(path, new):
     m = new["meta"]
     meta = dict(old["meta"])
     which = ", ".join(groups)
-    meta["command"] = (f"{meta.get('command', '?')}; {which} re-measured by `{m['command']}` at {m['revision']}, "
+    meta["command"] = (f"{meta.get('command', '?')}; {which} re-measured by '{m['command']}' at {m['revision']}, "
                        f"{m['date']}, load average {m['load_start']} at start, {m['load_end']} at end")
     meta["revision"] = f"{meta.get('revision', '?')} ({which}: {m['revision']})"
     meta["remeasured"] = meta.get("remeasured", []) + [{"groups": groups, **m}]

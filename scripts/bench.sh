@@ -214,7 +214,10 @@ if [[ $mode == quick ]]; then # a check, not the published figures
 	rm -f "$shie_doc"
 fi
 merge=()
-[[ -n ${VREX_BENCH_ONLY:-} ]] && merge=(--merge)
+if [[ -n ${VREX_BENCH_ONLY:-} ]]; then
+	merge=(--merge)
+	command="VREX_BENCH_ONLY=$VREX_BENCH_ONLY $command"
+fi
 python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
 	--shie-doc "$shie_doc" ${merge[@]+"${merge[@]}"} \
 	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \

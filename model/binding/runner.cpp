@@ -67,8 +67,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                  if (max_age > s->device->info().zombie_frames)
                      throw std::invalid_argument("max_age exceeds the device's zombie threshold");
                  s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
-                                                     lcp::runner_allocator_options(s->model->geometry(),
-                                                                                   s->device->info().bank_size)),
+                                                     lcp::runner_allocator_options(
+                                                         s->model->geometry(), s->device->info().bank_size)),
                                  "create KV allocator");
                  return s;
              }),
@@ -99,7 +99,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                 d["step_s"] = st.step_s;
                 d["emu_s"] = st.emu_s;
                 py::dict stages;
-                for (std::size_t i = 0; i < lcp::kStageNames.size(); i++) stages[lcp::kStageNames[i]] = st.stage_s[i];
+                for (std::size_t i = 0; i < lcp::kStageNames.size(); i++)
+                    stages[lcp::kStageNames[i]] = st.stage_s[i];
                 d["stages"] = stages;
                 if (st.fcc_s >= 0) d["fcc_s"] = st.fcc_s;
                 d["reused"] = st.reused;

@@ -73,7 +73,8 @@ Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fi
     const bool similar = opts_.similar && opts_.fcc;
     const std::size_t per = similar ? 2 : 1;
     if (got.size() != std::size_t{regions_} * per)
-        return bad(std::to_string(got.size()) + " retrievals for " + std::to_string(regions_ * per) + " queries");
+        return bad(std::to_string(got.size()) + " retrievals for " + std::to_string(regions_ * per) +
+                   " queries");
     FrameChoice out(regions_);
     for (std::uint32_t r = 0; r < regions_; r++) {
         const Retrieval& tmp = got[r * per];

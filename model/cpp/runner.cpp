@@ -14,8 +14,9 @@ namespace vrex::lcp {
 
 // The FCC of one stream as the device runs it (lib/fcc_fingerprint.c), with its own previous image.
 struct FccProbe {
-    struct vrex_fcc_image prev{}, cur{};
-    struct vrex_fcc_motion mv{};
+    struct vrex_fcc_image prev = {};
+    struct vrex_fcc_image cur = {};
+    struct vrex_fcc_motion mv = {};  // "struct": vrex_fcc_motion is also the function's name
     bool has_prev = false;
 };
 
@@ -51,7 +52,8 @@ ModelGeometry Geometry::hal() const {
 
 AllocatorOptions runner_allocator_options(const Geometry& g, std::uint64_t bank_bytes) {
     constexpr std::uint64_t kFramesPerSlab = 16;
-    const std::uint64_t block = std::uint64_t{g.layers} * 2 * g.kv_heads * g.tokens_per_region * g.head_dim * 4;
+    const std::uint64_t block =
+        std::uint64_t{g.layers} * 2 * g.kv_heads * g.tokens_per_region * g.head_dim * 4;
     const std::uint64_t fit = block ? bank_bytes / block : 0;
     AllocatorOptions o;
     // 0 (the HAL's default) when even 16 do not fit: KvAllocator::create() then explains the limit.
@@ -90,16 +92,18 @@ StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> al
 
 double StreamRunner::time_fcc(const LumaView& luma, const Fingerprint& device_fp) {
     FccProbe& p = *fcc_;
-    struct vrex_fp fp{};
-    struct vrex_fcc_features feat{};
+    struct vrex_fp fp {};
+    struct vrex_fcc_features feat {};
     const double t0 = thread_cpu_s();
-    const int e = vrex_fcc_fingerprint(reinterpret_cast<const u8*>(luma.data), luma.width, luma.height, luma.stride,
-                                       p.has_prev ? &p.prev : nullptr, &p.cur, &p.mv, &fp, &feat);
+    const int e =
+        vrex_fcc_fingerprint(reinterpret_cast<const u8*>(luma.data), luma.width, luma.height, luma.stride,
+                             p.has_prev ? &p.prev : nullptr, &p.cur, &p.mv, &fp, &feat);
     const double t = thread_cpu_s() - t0;
     // Same plane, same previous frame: the device's answer, or this was not the device's work.
     if (e || fp.w[0] != device_fp.w[0] || fp.w[1] != device_fp.w[1])
-        throw std::runtime_error("vrex runner: the FCC probe's fingerprint differs from the device's (frame " +
-                                 std::to_string(t_) + ")");
+        throw std::runtime_error(
+            "vrex runner: the FCC probe's fingerprint differs from the device's (frame " +
+            std::to_string(t_) + ")");
     p.prev = p.cur;
     p.has_prev = true;
     return t;

@@ -261,7 +261,8 @@ u32 ref_sad(const vrex_fcc_image& a, int ax, int ay, const vrex_fcc_image& b, in
     u32 sad = 0;
     for (int y = 0; y < VREX_FCC_MB; y++)
         for (int x = 0; x < VREX_FCC_MB; x++)
-            sad += u32(std::abs(int(a.pix[(ay + y) * VREX_FCC_W + ax + x]) - int(b.pix[(by + y) * VREX_FCC_W + bx + x])));
+            sad += u32(std::abs(int(a.pix[(ay + y) * VREX_FCC_W + ax + x]) -
+                                int(b.pix[(by + y) * VREX_FCC_W + bx + x])));
     return sad;
 }
 
@@ -275,7 +276,8 @@ RefVector ref_search(const vrex_fcc_image& cur, const vrex_fcc_image& prev, int 
             for (int dx = -ring; dx <= ring && cost > bias; dx++) {
                 if (std::max(std::abs(dx), std::abs(dy)) != ring) continue;
                 const int px = x0 - dx, py = y0 - dy;
-                if (px < 0 || py < 0 || px > VREX_FCC_W - VREX_FCC_MB || py > VREX_FCC_H - VREX_FCC_MB) continue;
+                if (px < 0 || py < 0 || px > VREX_FCC_W - VREX_FCC_MB || py > VREX_FCC_H - VREX_FCC_MB)
+                    continue;
                 const u32 sad = ref_sad(cur, x0, y0, prev, px, py);
                 if (sad + bias < cost) {
                     cost = sad + bias;
@@ -293,7 +295,8 @@ TEST(FccMotion, EveryVectorAndSadIsTheReferenceSearchs) {
         const Texture tex(rng(), 2 + trial % 6);
         const int sx = int(rng() % 11) - 5, sy = int(rng() % 11) - 5, noise = trial % 4 * 6;
         vrex_fcc_image prev = textured_grid(tex), cur = textured_grid(tex, sx, sy);
-        for (u8& v : cur.pix) v = u8(std::clamp(int(v) + (noise ? int(rng() % (noise + 1)) - noise / 2 : 0), 0, 255));
+        for (u8& v : cur.pix)
+            v = u8(std::clamp(int(v) + (noise ? int(rng() % (noise + 1)) - noise / 2 : 0), 0, 255));
         if (trial % 5 == 4) std::swap(prev, cur);
         struct vrex_fcc_motion mv;
         vrex_fcc_motion(&cur, &prev, &mv);

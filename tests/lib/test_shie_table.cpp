@@ -212,8 +212,7 @@ TEST(ShieClear, EmptiesTableAndRestartsIds)
 
 // The high-water mark (vrex_shie_table.top): ids come from a LIFO free list seeded in order, so the
 // ids in use stay packed below the highest id ever used, and the dense scans read no further.
-TEST(ShieTop, TracksTheHighestIdUsedSinceTheLastClear)
-{
+TEST(ShieTop, TracksTheHighestIdUsedSinceTheLastClear) {
     OwnedShie t(64);
     ASSERT_EQ(t.init(), VREX_OK);
     EXPECT_EQ(t->top, 0u);
@@ -238,8 +237,7 @@ TEST(ShieTop, TracksTheHighestIdUsedSinceTheLastClear)
 // Entries at or above the mark are never read by the probes' fallback scan, the batch's group scan
 // or the range scan; the brute-force reference still reads the whole capacity. Shown with an entry
 // planted above the mark by hand (a state the table never reaches itself): only the reference sees it.
-TEST(ShieTop, FallbackAndGroupScansStopAtTheMark)
-{
+TEST(ShieTop, FallbackAndGroupScansStopAtTheMark) {
     constexpr uint32_t kCap = 1024;
     OwnedShie t(kCap);
     ASSERT_EQ(t.init(), VREX_OK);
@@ -266,7 +264,8 @@ TEST(ShieTop, FallbackAndGroupScansStopAtTheMark)
     t->paths = &paths;
     const vrex_shie_query q = make_query(planted_fp, 0, 0, 0, 8);
     uint32_t d = 0;
-    EXPECT_EQ(vrex_shie_find_similar_bruteforce(t.get(), &q, &d), planted) << "the reference reads everything";
+    EXPECT_EQ(vrex_shie_find_similar_bruteforce(t.get(), &q, &d), planted)
+        << "the reference reads everything";
     EXPECT_EQ(vrex_shie_find_similar(t.get(), &q, &d), VREX_NIL);
     EXPECT_EQ(paths.budget_scan + paths.crowd_scan, 1u) << "answered by the fallback scan";
     vrex_shie_query batch[4] = {q, q, q, q};

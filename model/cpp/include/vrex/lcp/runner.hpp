@@ -58,7 +58,7 @@ struct RunnerOptions {
 // begin_frame (stage the luma, FRAME: the FCC), lookup (the policy's one retrieve_batch: SHIE
 // lookups and matching hits to blocks), decide (the guard), apply (alias, allocate, pin),
 // computed (the guard's ledger), end_frame (retire, releases, publish).
-inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "lookup", "decide",
+inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "lookup",   "decide",
                                                            "apply",       "computed", "end_frame"};
 
 struct StepStats {

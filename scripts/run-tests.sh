@@ -92,7 +92,7 @@ print_failures() {
 	for entry in "${failed_stages[@]}"; do
 		read -r name log <<<"$entry"
 		echo "  $name ($log):"
-		grep -aE '(^|[^A-Za-z])(FAIL|FAILED|Failed|not ok)([^A-Za-z]|$)|\(Failed\)|\*\*\*(Failed|Timeout)' "$log" |
+		grep -aE '(^|[^A-Za-z])(FAIL|FAILED|Failed|not ok)([^A-Za-z]|$)|\((Failed|Timeout|SEGFAULT|Subprocess aborted|Child aborted|Not Run)\)|\*\*\*(Failed|Timeout)' "$log" |
 			grep -avE '(^|[^0-9])0 (tests )?failed' | tail -n 15 | cut -c1-200 | sed 's/^/    /'
 	done
 }

@@ -1,10 +1,16 @@
 #include "vrex/lcp/runner.hpp"
 
+#include <ATen/Parallel.h>
 #include <time.h>
+#include <torch/script.h>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
+
+#include "vrex/lcp/geometry.hpp"
 
 namespace vrex::lcp {
 
@@ -29,18 +35,21 @@ void check(const Result<void>& r, const std::string& what) {
 }  // namespace
 
 ModelGeometry Geometry::hal() const {
-    ModelGeometry g;
-    g.layers = layers;
-    g.kv_heads = kv_heads;
-    g.head_dim = head_dim;
-    g.tokens_per_block = tokens_per_region;
-    g.dtype = DType::fp32;
-    return g;
+    return kv_geometry(layers, kv_heads, head_dim, tokens_per_region);
 }
 
-ScriptedModel::ScriptedModel(const std::string& path) : m_(torch::jit::load(path)) {
-    m_.eval();
-    const auto g = m_.run_method("geometry").toIntVector();
+void set_num_threads(int threads) {
+    at::set_num_threads(threads);
+}
+
+struct ScriptedModel::Impl {
+    torch::jit::Module m;
+};
+
+ScriptedModel::ScriptedModel(const std::string& path)
+    : impl_(std::make_unique<Impl>(torch::jit::load(path))) {
+    impl_->m.eval();
+    const auto g = impl_->m.run_method("geometry").toIntVector();
     if (g.size() != 8)
         throw std::runtime_error("vrex runner: " + path + ": geometry() has " + std::to_string(g.size()) +
                                  " fields, not 8");
@@ -52,7 +61,29 @@ ScriptedModel::ScriptedModel(const std::string& path) : m_(torch::jit::load(path
         throw std::runtime_error("vrex runner: " + path + ": regions x tokens_per_region != visual tokens");
 }
 
-StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o)
+ScriptedModel::~ScriptedModel() = default;
+
+struct StreamRunner::Impl {
+    Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o);
+    ~Impl();
+    torch::Tensor view(const KvBlock& b) const;
+    void reserve();
+    std::vector<float> step(const LumaView& luma, std::span<const float> tokens_in,
+                            std::span<const std::int64_t> q_region_in,
+                            std::span<const std::int64_t> q_target_in, StepStats& stats);
+    void close();
+
+    ScriptedModel& model_;
+    std::shared_ptr<KvAllocator> alloc_;
+    std::unique_ptr<Stream> st_;
+    std::optional<ReusePolicy> policy_;
+    std::vector<KvBlock> pinned_;
+    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    std::uint32_t t_ = 0;
+    bool closed_ = false;
+};
+
+StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o)
     : model_(model), alloc_(std::move(alloc)) {
     const Geometry& g = model_.geometry();
     const std::uint64_t need =
@@ -66,12 +97,12 @@ StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> al
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
 }
 
-StreamRunner::~StreamRunner() {
+StreamRunner::Impl::~Impl() {
     // Destruction must not throw; the stream's end frees the blocks anyway.
     if (!closed_ && st_) (void)unpin_all(*st_, pinned_);
 }
 
-void StreamRunner::close() {
+void StreamRunner::Impl::close() {
     if (closed_) return;
     closed_ = true;
     check(unpin_all(*st_, pinned_), "close");
@@ -79,7 +110,7 @@ void StreamRunner::close() {
     k_ = v_ = torch::Tensor();
 }
 
-torch::Tensor StreamRunner::view(const KvBlock& b) const {
+torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
     const Geometry& g = model_.geometry();
     // A published or shared block is read-only (hal.hpp): Decoder.step only reads reused blocks and
     // writes only the fresh ones this stream just allocated (their @data is set).
@@ -87,7 +118,7 @@ torch::Tensor StreamRunner::view(const KvBlock& b) const {
     return torch::from_blob(p, {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim}, torch::kFloat32);
 }
 
-void StreamRunner::reserve() {
+void StreamRunner::Impl::reserve() {
     const Geometry& g = model_.geometry();
     const std::int64_t n0 = std::int64_t{t_} * g.visual, n1 = n0 + g.visual;
     if (k_.defined() && k_.size(2) >= n1) return;
@@ -102,19 +133,37 @@ void StreamRunner::reserve() {
     v_ = std::move(v);
 }
 
-torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& tokens,
-                                 const torch::Tensor& q_region, const torch::Tensor& q_target,
-                                 StepStats& stats) {
+std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,
+                                            std::span<const std::int64_t> q_region_in,
+                                            std::span<const std::int64_t> q_target_in, StepStats& stats) {
     if (closed_) throw std::runtime_error("vrex runner: the stream runner is closed");
     const Geometry& g = model_.geometry();
-    if (tokens.dim() != 2 || tokens.size(0) != g.visual || tokens.size(1) != g.feat_dim)
+    if (tokens_in.size() != std::size_t{g.visual} * g.feat_dim)
         throw std::invalid_argument("vrex runner: tokens must be [" + std::to_string(g.visual) + ", " +
-                                    std::to_string(g.feat_dim) + "]");
-    if (q_target.numel() &&
-        (q_target.max().item<std::int64_t>() > t_ || q_target.min().item<std::int64_t>() < 0))
-        throw std::invalid_argument("vrex runner: question targets must be frames 0.." + std::to_string(t_));
+                                    std::to_string(g.feat_dim) + "], not " +
+                                    std::to_string(tokens_in.size()) + " values");
+    if (q_region_in.size() != q_target_in.size())
+        throw std::invalid_argument("vrex runner: " + std::to_string(q_region_in.size()) +
+                                    " question regions but " + std::to_string(q_target_in.size()) +
+                                    " targets");
+    for (std::size_t i = 0; i < q_region_in.size(); i++) {
+        if (q_target_in[i] < 0 || q_target_in[i] > t_)
+            throw std::invalid_argument("vrex runner: question targets must be frames 0.." +
+                                        std::to_string(t_));
+        if (q_region_in[i] < 0 || q_region_in[i] >= g.regions)
+            throw std::invalid_argument("vrex runner: question regions must be 0.." +
+                                        std::to_string(g.regions - 1));
+    }
+    // The step only reads its inputs: the tensors borrow the caller's memory.
+    const auto nq = static_cast<std::int64_t>(q_region_in.size());
+    const torch::Tensor tokens = torch::from_blob(const_cast<float*>(tokens_in.data()),  // NOLINT
+                                                  {g.visual, g.feat_dim}, torch::kFloat32);
+    const torch::Tensor q_region = torch::from_blob(const_cast<std::int64_t*>(q_region_in.data()),  // NOLINT
+                                                    {nq}, torch::kInt64);
+    const torch::Tensor q_target = torch::from_blob(const_cast<std::int64_t*>(q_target_in.data()),  // NOLINT
+                                                    {nq}, torch::kInt64);
     torch::NoGradGuard no_grad;
-    torch::jit::Module& m = model_.module();
+    torch::jit::Module& m = model_.impl_->m;
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double emu = thread_cpu_s() - t0;
@@ -162,7 +211,42 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
             stats.reused++;
         }
     t_++;
-    return logits;
+    const torch::Tensor out = logits.contiguous();
+    std::vector<float> v(static_cast<std::size_t>(out.numel()));
+    std::memcpy(v.data(), out.data_ptr<float>(), sizeof(float) * v.size());
+    return v;
+}
+
+StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc,
+                           const RunnerOptions& options)
+    : impl_(std::make_unique<Impl>(model, std::move(alloc), options)) {}
+
+StreamRunner::~StreamRunner() = default;
+
+std::vector<float> StreamRunner::step(const LumaView& luma, std::span<const float> tokens,
+                                      std::span<const std::int64_t> q_region,
+                                      std::span<const std::int64_t> q_target, StepStats& stats) {
+    return impl_->step(luma, tokens, q_region, q_target, stats);
+}
+
+std::size_t StreamRunner::distinct_blocks() const noexcept {
+    return impl_->pinned_.size();
+}
+
+std::uint64_t StreamRunner::cache_tokens() const noexcept {
+    return std::uint64_t{impl_->t_} * impl_->model_.geometry().visual;
+}
+
+std::uint32_t StreamRunner::frames() const noexcept {
+    return impl_->t_;
+}
+
+const ReuseCounters* StreamRunner::counters() const noexcept {
+    return impl_->policy_ ? &impl_->policy_->counters() : nullptr;
+}
+
+void StreamRunner::close() {
+    impl_->close();
 }
 
 }  // namespace vrex::lcp

@@ -67,3 +67,29 @@ def test_the_cpp_path_refuses_python_plugin_policies(monkeypatch: pytest.MonkeyP
         cpp_path.Session(model, lcp.Options(policy="managed"), module)
     with pytest.raises(ValueError, match="path must be"):
         run.run([], 1, 2, 1, 20, 1, 2, warmup=0, path="rust")
+
+
+def test_cpp_runner_refuses_bad_input_with_context(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """The runner's API takes plain arrays (no torch type in its header): shapes and questions are
+    checked there, each error saying what was wrong."""
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    model, _ = run.load_model()
+    c = model.c
+    r = cpp_path.Session(model, lcp.Options(policy="exact"), cpp_path.scripted(model, str(tmp_path))).stream().r
+    luma = np.zeros((96, 128), dtype=np.uint8)
+    tok = np.zeros((c.visual, c.feat_dim), dtype=np.float32)
+    none = np.zeros(0, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"tokens must be \[64, 96\], not 6080 values"):
+        r.step(luma, tok[:, :95], none, none)
+    with pytest.raises(ValueError, match="tokens must be a 2-D array"):
+        r.step(luma, tok.reshape(-1), none, none)
+    with pytest.raises(ValueError, match="2 question regions but 1 targets"):
+        r.step(luma, tok, np.array([1, 2]), np.array([0]))
+    with pytest.raises(ValueError, match="question regions must be 0..15"):
+        r.step(luma, tok, np.array([16]), np.array([0]))
+    with pytest.raises(ValueError, match="question targets must be frames 0..0"):
+        r.step(luma, tok, np.array([1]), np.array([1]))
+    logits, st = r.step(luma, tok, np.array([1, 2]), np.array([0, 0]))  # nothing was consumed by the refusals
+    assert logits.shape == (2, c.codes) and st["reused"] == 0 and r.cache_tokens() == c.visual
+    r.close()

@@ -56,3 +56,25 @@ def test_bad_arguments(vtest_avi: Path) -> None:
     assert run.main(["--frames", "1", str(vtest_avi)]) == 2
     assert run.main(["--radius", "40", str(vtest_avi)]) == 2
     assert run.main(["/nonexistent.avi"]) == 2
+
+
+def test_paired_frames_trims_warmup_and_pairs_with_exact() -> None:
+    """timing() and emulation() pair a per-frame field with the exact run's step on the same frames,
+    warm-up frames of EACH stream left out, groups by (stream, segment)."""
+    plan = [{"seg_of": [0, 0, 0, 1, 1]}, {"seg_of": [0, 0, 1]}]
+    exact = [run.Rec(step_s=[1.0, 2.0, 3.0, 4.0, 5.0]), run.Rec(step_s=[6.0, 7.0, 8.0])]
+    vrex = [run.Rec(step_s=[0.1, 0.2, 0.3, 0.4, 0.5], emu_s=[9.0, 9.1, 9.2, 9.3, 9.4], flops=[10, 20, 30, 40, 50]),
+            run.Rec(step_s=[0.6, 0.7, 0.8], emu_s=[9.5, 9.6, 9.7], flops=[60, 70, 80])]
+    recs = {"exact": exact, "vrex": vrex}
+    num, den, gr = run.paired_frames(plan, recs, "vrex", "emu_s", 2)
+    assert num.tolist() == [9.2, 9.3, 9.4, 9.7]
+    assert den.tolist() == [3.0, 4.0, 5.0, 8.0]
+    assert gr.tolist() == [0, 1, 1, 10001]
+    num, den, _ = run.paired_frames(plan, recs, "vrex", "flops", 0)
+    assert num.tolist() == [10, 20, 30, 40, 50, 60, 70, 80] and den.tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
+    # A stream shorter than the warm-up contributes nothing.
+    num, _, _ = run.paired_frames(plan, recs, "vrex", "step_s", 4)
+    assert num.tolist() == [0.5]
+    recs["vrex"][1].emu_s.pop()
+    with pytest.raises(ValueError, match="lockstep"):
+        run.paired_frames(plan, recs, "vrex", "emu_s", 0)

@@ -194,6 +194,25 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                       "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path})
 
 
+def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: str, field_name: str,
+                  warmup: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per frame of every stream, the first @warmup frames of each left out: run @name's per-frame
+    field @field_name (a Rec list: step_s, emu_s, flops), the exact run's step time on the same frame
+    (the runs go in lockstep) and the frame's bootstrap group (stream, segment). What every timed
+    ratio of summarise() pairs."""
+    num, den, gr = [], [], []
+    for si, p in enumerate(plan):
+        vals = getattr(recs[name][si], field_name)
+        exact = recs["exact"][si].step_s
+        if len(exact) != len(vals):
+            raise ValueError(f"stream {si}: {name} timed {len(vals)} frames, exact {len(exact)}: not in lockstep")
+        sl = slice(min(warmup, len(vals)), len(vals))
+        num.append(np.array(vals[sl], dtype=float))
+        den.append(np.array(exact[sl], dtype=float))
+        gr.append(si * 10000 + np.asarray(p["seg_of"])[sl])
+    return np.concatenate(num), np.concatenate(den), np.concatenate(gr)
+
+
 def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
               extra: dict[str, Any], block_bytes: int, clips: list[task.Clip], paths: list[Path],
               args: dict[str, Any]) -> dict[str, Any]:
@@ -254,19 +273,13 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "accuracy": acc(answers[name], m), "accuracy_exact": acc(answers["exact"], m)}
         return out
 
+    def paired(name: str, field_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return paired_frames(plan, recs, name, field_name, args["warmup"])
+
     def timing(name: str) -> dict[str, Any]:
         w = args["warmup"]
-        num, den, gr, fl_n, fl_d = [], [], [], [], []
-        for si, p in enumerate(plan):
-            n = len(recs[name][si].step_s)
-            sl = slice(min(w, n), n)
-            num.append(np.array(recs[name][si].step_s[sl]))
-            den.append(np.array(recs["exact"][si].step_s[sl]))
-            gr.append(si * 10000 + p["seg_of"][sl])
-            fl_n.append(np.array(recs[name][si].flops[sl], dtype=float))
-            fl_d.append(np.array(recs["exact"][si].flops[sl], dtype=float))
-        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
-        fn, fd = np.concatenate(fl_n), np.concatenate(fl_d)
+        nn_, dd, gg = paired(name, "step_s")
+        fn, fd = paired(name, "flops")[0], paired("exact", "flops")[0]  # the same frames: runs go in lockstep
         # Floor: every region reused (what no reuse policy can go below: questions, embedding, guard).
         floor = []
         for si, p in enumerate(plan):
@@ -284,15 +297,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         """The product figure (issue 26): the time @name's steps spend in the vrex layer (FCC, SHIE
         lookups, the policy, block calls) over the exact run's step on the same frames, paired per
         frame, CI by bootstrap over segments, warm-up left out."""
-        w = args["warmup"]
-        num, den, gr = [], [], []
-        for si, p in enumerate(plan):
-            n = len(recs[name][si].emu_s)
-            sl = slice(min(w, n), n)
-            num.append(np.array(recs[name][si].emu_s[sl]))
-            den.append(np.array(recs["exact"][si].step_s[sl]))
-            gr.append(si * 10000 + p["seg_of"][sl])
-        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
+        nn_, dd, gg = paired(name, "emu_s")
         return {"ratio_to_exact_step": task.ci_dict(nn_, gg, ratio_of=dd), "ms_per_frame": float(nn_.mean() * 1e3),
                 "exact_step_ms": float(dd.mean() * 1e3), "frames_timed": int(len(nn_)),
                 "clock": "thread CPU time; begin_frame (FCC), the policy's choice (one SHIE lookup batch, guard), "

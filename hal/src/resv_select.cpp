@@ -1,7 +1,8 @@
-// ReSV's selection math on the host (resv.hpp: resv_hash, resv_select_blocks): lib/resv.c's HCU
-// hash and position-aware block WiCSum called directly, so the engines that hash keys at insertion
-// and weigh them with a position table (docs/hw/resv.md §8) use the reference model's one copy.
-// The device's register interface has neither a position table nor per-token hashes yet (§8.4).
+// ReSV's selection math on the host (resv.hpp: resv_hash, resv_select_blocks, resv_mass_lut): lib/resv.c's
+// HCU hash and position-aware block WiCSum called directly, so the engines that hash keys at insertion and
+// weigh them with a position table (docs/hw/resv.md §8) use the reference model's one copy. The device's
+// register interface has neither a position table nor per-token hashes yet (§8.4).
+#include <algorithm>
 #include <cmath>
 #include <system_error>
 #include <vector>
@@ -60,6 +61,17 @@ Result<std::vector<std::uint32_t>> resv_select_blocks(std::span<const std::uint3
         return invalid();
     blocks.resize(nsel);
     return blocks;
+}
+
+Result<std::vector<std::uint16_t>> resv_mass_lut(double scale) {
+    if (!(scale >= 0.0) || !std::isfinite(scale)) return invalid();
+    std::vector<std::uint16_t> lut(VREX_RESV_LUT_SIZE);
+    const double pi = std::acos(-1.0);
+    for (std::uint32_t d = 0; d < VREX_RESV_LUT_SIZE; d++) {
+        const double w = 65535.0 * std::exp(scale * (std::cos(pi * d / VREX_RESV_BITS) - 1.0));
+        lut[d] = static_cast<std::uint16_t>(std::max<long>(1, std::lround(w)));
+    }
+    return lut;
 }
 
 }  // namespace vrex

@@ -183,6 +183,13 @@ void bind_resv(py::module_& m) {
         py::arg("tokens_per_block"),
         "position-aware WiCSum over blocks (docs/hw/resv.md §8.2): the selected blocks, heaviest first");
     m.def(
+        "resv_mass_lut",
+        [](double scale) {
+            return take(resv_mass_lut(scale), "ReSV MASS table for scale " + std::to_string(scale));
+        },
+        py::arg("scale"),
+        "the WTU's MASS weight per Hamming distance for a logit scale (docs/hw/resv.md §2.3)");
+    m.def(
         "resv_stats", [](Device& d) { return stats_dict(take(resv_stats(d), "ReSV stats")); },
         py::arg("device"));
     m.def(

@@ -52,7 +52,7 @@ PYBIND11_MODULE(_vrexrun, m) {
     py::class_<Session, std::shared_ptr<Session>>(m, "Session")
         .def(py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
                          std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
-                         std::uint32_t bank_mib) {
+                         std::uint32_t bank_mib, const std::string& read, double read_ratio) {
                  auto s = std::make_shared<Session>();
                  if (policy == "exact")
                      s->opts.policy = lcp::Policy::exact;
@@ -60,6 +60,11 @@ PYBIND11_MODULE(_vrexrun, m) {
                      throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
                                                  policy + "'");
                  s->opts.reuse = {fcc, radius, guard_bits, max_age, similar};
+                 if (read == "resv")
+                     s->opts.read = {.resv = true, .ratio = read_ratio};
+                 else if (read != "reach")
+                     throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
+                                                 read + "'");
                  s->model = std::make_shared<lcp::ScriptedModel>(module);
                  DeviceOptions o;
                  o.backend = BackendChoice::emulated;
@@ -73,7 +78,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                  return s;
              }),
              py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
-             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"))
+             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
+             py::arg("read") = "reach", py::arg("read_ratio") = 0.5)
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -99,6 +105,10 @@ PYBIND11_MODULE(_vrexrun, m) {
                 d["emu_s"] = st.emu_s;
                 d["reused"] = st.reused;
                 d["reused_region"] = st.reused_region;
+                d["question_keys"] = st.question_keys;
+                d["weighed"] = st.weighed;
+                d["selected_blocks"] = st.selected_blocks;
+                d["hashed"] = st.hashed;
                 return py::make_tuple(out, d);
             },
             py::arg("luma"), py::arg("tokens"), py::arg("q_region"), py::arg("q_target"))

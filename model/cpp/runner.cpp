@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "vrex/lcp/geometry.hpp"
+#include "vrex/resv.hpp"
 
 namespace vrex::lcp {
 
@@ -72,8 +73,14 @@ struct StreamRunner::Impl {
                             std::span<const std::int64_t> q_region_in,
                             std::span<const std::int64_t> q_target_in, StepStats& stats);
     void close();
+    torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
+    void hash_frame(StepStats& stats);
 
     ScriptedModel& model_;
+    ReadOptions read_;
+    double qnorm_ = 0;                  // median |query| of the model's region questions (LUT calibration)
+    std::vector<std::uint16_t> lut_;    // MASS table, calibrated when the first frame is hashed
+    std::vector<std::uint32_t> khash_;  // per frame, its tokens' layer-0 key hashes (hashed once)
     std::shared_ptr<KvAllocator> alloc_;
     std::unique_ptr<Stream> st_;
     std::optional<ReusePolicy> policy_;
@@ -95,6 +102,15 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
     st_ = take(alloc_->create_stream(), "create stream");
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
+    read_ = o.read;
+    if (read_.resv) {
+        if (!(read_.ratio > 0.0 && read_.ratio <= 1.0))
+            throw std::invalid_argument("vrex runner: the ReSV read's ratio must be in (0, 1]");
+        torch::NoGradGuard no_grad;
+        const auto all = torch::arange(static_cast<std::int64_t>(g.regions));
+        const auto sel = model_.impl_->m.run_method("selector", all, torch::zeros_like(all), std::int64_t{0});
+        qnorm_ = sel.toTuple()->elements()[0].toTensor().norm(2, 1).median().item<double>();
+    }
 }
 
 StreamRunner::Impl::~Impl() {
@@ -131,6 +147,81 @@ void StreamRunner::Impl::reserve() {
     }
     k_ = std::move(k);
     v_ = std::move(v);
+}
+
+// The tokens each question reads (see ReadOptions), as the decoder's q_read [Q, M] (-1 padding).
+torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                         StepStats& stats) {
+    const Geometry& g = model_.geometry();
+    const auto out =
+        model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
+    const auto& el = out.toTuple()->elements();
+    const torch::Tensor q = el[0].toTensor().contiguous(), fr = el[1].toTensor().contiguous(),
+                        w = el[2].toTensor().contiguous();
+    const auto nq = static_cast<std::size_t>(q.size(0)), dim = static_cast<std::size_t>(q.size(1));
+    const auto span_frames = static_cast<std::size_t>(fr.size(1));
+    const auto reach = static_cast<std::int64_t>(span_frames / 2);
+    std::vector<std::uint32_t> qh(nq);
+    check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data_ptr<float>(), nq * dim}, qh),
+          "hash the questions' queries");
+    stats.hashed += nq;
+    std::vector<std::vector<std::int64_t>> rows(nq);
+    const std::int64_t* frp = fr.data_ptr<std::int64_t>();
+    const float* wp = w.data_ptr<float>();
+    const std::int64_t* tg = q_target.data_ptr<std::int64_t>();
+    for (std::size_t i = 0; i < nq; i++) {
+        // The reach's past frames are consecutive: columns j0 .. j1 of the question's row.
+        std::size_t j0 = span_frames, j1 = 0;
+        for (std::size_t j = 0; j < span_frames; j++)
+            if (frp[i * span_frames + j] >= 0) {
+                j0 = std::min(j0, j);
+                j1 = j;
+            }
+        if (j0 < span_frames) {
+            const auto f0 = static_cast<std::size_t>(frp[i * span_frames + j0]);
+            const std::size_t n = (j1 - j0 + 1) * g.visual;
+            const std::span<const std::uint32_t> hashes(khash_.data() + f0 * g.visual, n);
+            const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
+            const auto blocks = take(
+                resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            stats.weighed += n;
+            stats.selected_blocks += blocks.size();
+            for (const std::uint32_t b : blocks)
+                for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
+                    rows[i].push_back(static_cast<std::int64_t>(f0 * g.visual + b * g.tokens_per_region + k));
+        }
+        if (static_cast<std::int64_t>(t_) - tg[i] <= reach)  // the current frame: computed in this step
+            for (std::uint32_t k = 0; k < g.visual; k++)
+                rows[i].push_back(static_cast<std::int64_t>(std::uint64_t{t_} * g.visual + k));
+        stats.question_keys += rows[i].size();
+    }
+    std::size_t m = 0;
+    for (const auto& r : rows) m = std::max(m, r.size());
+    torch::Tensor q_read =
+        torch::full({static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)}, -1, torch::kInt64);
+    auto acc = q_read.accessor<std::int64_t, 2>();
+    for (std::size_t i = 0; i < nq; i++)
+        for (std::size_t j = 0; j < rows[i].size(); j++)
+            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
+    return q_read;
+}
+
+// Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted.
+void StreamRunner::Impl::hash_frame(StepStats& stats) {
+    const Geometry& g = model_.geometry();
+    const torch::Tensor k = k_[0]
+                                .narrow(1, static_cast<std::int64_t>(t_) * g.visual, g.visual)
+                                .permute({1, 0, 2})
+                                .reshape({g.visual, g.kv_heads * g.head_dim})
+                                .contiguous();
+    std::vector<std::uint32_t> h(g.visual);
+    check(resv_hash(read_.seed, g.kv_heads * g.head_dim,
+                    {k.data_ptr<float>(), std::size_t{g.visual} * g.kv_heads * g.head_dim}, h),
+          "hash the frame's keys");
+    khash_.insert(khash_.end(), h.begin(), h.end());
+    stats.hashed += g.visual;
+    if (lut_.empty())  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the same)
+        lut_ = take(resv_mass_lut(qnorm_ * k.norm(2, 1).median().item<double>()), "ReSV MASS table");
 }
 
 std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,
@@ -189,9 +280,12 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     c10::List<std::int64_t> fresh;
     for (std::uint32_t r : fb.fresh) fresh.push_back(r);
     reserve();
-    torch::Tensor logits =
-        m.forward({tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_), q_region, q_target})
-            .toTensor();
+    stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
+    const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
+    torch::Tensor logits = m.forward({tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_),
+                                      q_region, q_target, q_read})
+                               .toTensor();
+    if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
     if (policy_) {
         std::vector<std::uint32_t> fh;

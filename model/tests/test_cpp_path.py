@@ -93,3 +93,43 @@ def test_cpp_runner_refuses_bad_input_with_context(vtest_avi: Path, monkeypatch:
     logits, st = r.step(luma, tok, np.array([1, 2]), np.array([0, 0]))  # nothing was consumed by the refusals
     assert logits.shape == (2, c.codes) and st["reused"] == 0 and r.cache_tokens() == c.visual
     r.close()
+
+
+def test_resv_read_hashes_once_and_reads_only_the_selection(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """vrex_resv (the C++ runner's ReSV read): the same reuse decisions as vrex (a question never
+    changes the visual KV); each frame's 64 keys and each question's query hashed exactly once; a
+    question about the past reads the selected blocks, not the 5 x 64 keys of its reach; a
+    question whose reach is only the current frame reads exactly what vrex reads (equal logits)."""
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    torch.set_num_threads(1)
+    model, extra = run.load_model()
+    c = model.c
+    feats = torch.from_numpy(footage.encode_clip(vtest_avi, step=1))[:20]
+    lumas = np.stack(list(footage.frames(vtest_avi, "gray", run.LUMA_SIZE, None, 1)))[:20]
+    module = cpp_path.scripted(model, str(tmp_path))
+    plain = cpp_path.Session(model, lcp.Options(policy="vrex"), module).stream()
+    sess = cpp_path.Session(model, lcp.Options(policy="vrex", extra={"read": "resv", "ratio": 0.5}), module)
+    resv = sess.stream()
+    for t in range(len(feats)):
+        tok = (feats[t] - extra["mean"]) / extra["std"]
+        qr = torch.tensor([t % 16, (5 * t) % 16])
+        qg = torch.tensor([t, max(0, t - 6)])
+        lp, fp = plain.step(lumas[t], tok, qr, qg)
+        lr, st = resv.r.step(lumas[t], tok.numpy(), qr.numpy(), qg.numpy())
+        assert list(st["reused_region"]) == fp.reused_region, f"frame {t}"
+        assert st["hashed"] == c.visual + len(qr)
+        if t == 0:  # both questions can only read frame 0: nothing to select, the same keys as vrex
+            assert st["question_keys"] == 2 * c.visual and st["selected_blocks"] == 0 and st["weighed"] == 0
+            assert torch.allclose(torch.from_numpy(lr), lp, atol=1e-5)
+        elif t >= 8:
+            # Present question: ReSV over frames t-2, t-1, plus the current frame; the question 6
+            # frames back: ReSV over its 5 past frames only. vrex reads 3 x 64 + 5 x 64 keys.
+            assert st["weighed"] == 7 * c.visual
+            assert 2 <= st["selected_blocks"] <= 7 * c.regions
+            assert st["question_keys"] == c.visual + c.tokens_per_region * st["selected_blocks"] < 8 * c.visual
+    # Reading the selection is an approximation of reading the reach: measured, not assumed, in vrex.run.
+    plain.close()
+    resv.close()
+    with pytest.raises(ValueError, match="question read"):
+        cpp_path.Session(model, lcp.Options(policy="vrex", extra={"read": "all"}), module)

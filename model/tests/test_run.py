@@ -42,6 +42,13 @@ def test_runner_json_keys_on_held_out_clips(vtest_avi: Path, footage_env: dict[s
     # vtest.avi and mire-2 are fixed/slow cameras: vrex reuses, radius 0 (bit-identical fingerprints) hardly.
     assert r["reuse_rate"] > 0.2 and r["control_radius0"]["reuse_rate"] < r["reuse_rate"] / 2
     assert len(r["streams"]) == 2 and all(sum(sg[2] for sg in s["segments"]) == 40 for s in r["streams"])
+    if r["args"]["path"] == "cpp":  # V-Rex's question read: the same frames reused, fewer keys read
+        rr = r["vrex_resv"]
+        check_ci(rr["accuracy"])
+        assert rr["reuse_rate"] == r["reuse_rate"]
+        assert 0 < rr["prefill"]["flops_floor"] < pf["flops_floor"]
+        assert rr["prefill"]["flops_floor"] < rr["prefill"]["flops_ratio"] < pf["flops_ratio"]
+        assert rr["prefill"]["time_ratio"]["mean"] > 0 and "vrex_resv" in r["quality"]
 
 
 def test_training_clips_are_refused(footage_env: dict[str, str], monkeypatch: pytest.MonkeyPatch,

@@ -70,8 +70,9 @@ POS_HASH_SEED = 22  # the HCU seed of the position-aware selector's hash (lib/re
 def mass_lut(scale: float) -> list[int]:
     """The WTU's MASS weight per Hamming distance d of two 32-bit key hashes: the softmax weight
     round(65535 exp(scale (cos(pi d / 32) - 1))) of a key at the angle d estimates, for a logit scale
-    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3)."""
-    return [max(1, round(65535 * math.exp(scale * (math.cos(math.pi * d / 32) - 1)))) for d in range(33)]
+    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3). The
+    HAL's table (vrex::resv_mass_lut), which the C++ runner's read uses too."""
+    return list(hal.resv_mass_lut(scale))
 
 
 def dtd_pick(cur: torch.Tensor, prev: torch.Tensor, n: int) -> list[int]:

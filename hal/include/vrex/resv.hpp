@@ -110,6 +110,11 @@ VREX_API Result<std::vector<std::uint32_t>> resv_select_blocks(std::span<const s
                                                                std::span<const std::uint16_t> lut,
                                                                double ratio, std::uint32_t tokens_per_block);
 
+// The WTU's MASS table for a logit scale |q| |k| / sqrt(dim) of @scale (docs/hw/resv.md §2.3): per
+// Hamming distance d, round(65535 exp(scale (cos(pi d / 32) - 1))), at least 1 so that every key
+// keeps a weight. EINVAL for a negative or non-finite scale.
+VREX_API Result<std::vector<std::uint16_t>> resv_mass_lut(double scale);
+
 // Device-wide ReSV counters (docs/hw/resv.md), all users of the device.
 struct ResvStats {
     std::uint64_t keys = 0;

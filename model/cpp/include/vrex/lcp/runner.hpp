@@ -51,16 +51,31 @@ class ScriptedModel {
 
 enum class Policy { exact, vrex };
 
+// V-Rex's read for the questions (docs/hw/resv.md §8.2): every frame's layer-0 keys are hashed once
+// when the frame ends (vrex::resv_hash); a question reads the blocks the position-aware WiCSum
+// (vrex::resv_select_blocks, MASS table calibrated on the stream's first frame) selects among the
+// past frames of its reach, plus the current frame when the reach covers it -- instead of every
+// token of the reach. Off: the decoder's reach, as the exact run reads.
+struct ReadOptions {
+    bool resv = false;
+    double ratio = 0.5;       // WiCSum mass ratio
+    std::uint64_t seed = 22;  // HCU seed of the key and query hashes
+};
+
 struct RunnerOptions {
     Policy policy = Policy::vrex;
     ReuseOptions reuse;
+    ReadOptions read;
 };
 
 struct StepStats {
-    double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, decoder)
+    double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, selection, decoder)
     double emu_s = 0;   // of which inside the vrex layer: begin_frame, choose, apply, computed, end_frame
     std::uint32_t reused = 0;
     std::vector<bool> reused_region;
+    // With ReadOptions::resv: keys the questions read (summed over them), tokens the selection
+    // weighed, blocks it selected, keys hashed (the frame's and the questions').
+    std::uint64_t question_keys = 0, weighed = 0, selected_blocks = 0, hashed = 0;
 };
 
 class StreamRunner {

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vrex import run, task
@@ -33,6 +34,7 @@ def test_runner_json_keys_on_held_out_clips(vtest_avi: Path, footage_env: dict[s
     pf = r["prefill"]
     assert 0 < pf["flops_floor"] < pf["flops_ratio"] <= 1.0 and pf["time_ratio"]["mean"] > 0
     assert pf["frames_timed"] == 2 * (40 - 2)
+    assert set(pf["step_fit"]) == {"fixed_ms", "per_region_ms", "time_floor"}
     q = r["quality"]["vrex"]
     assert q["direction"].startswith("KL(exact || vrex)")
     assert set(q["split"]) == {"reused", "fresh", "event", "static"}
@@ -63,6 +65,15 @@ def test_bad_arguments(vtest_avi: Path) -> None:
     assert run.main(["--frames", "1", str(vtest_avi)]) == 2
     assert run.main(["--radius", "40", str(vtest_avi)]) == 2
     assert run.main(["/nonexistent.avi"]) == 2
+
+
+def test_step_fit_separates_the_fixed_cost_from_the_per_region_cost() -> None:
+    fresh = np.array([0, 4, 8, 16, 16, 2])
+    step = 0.004 + 0.0005 * fresh
+    fit = run.step_fit(fresh, step, 0.012)
+    assert abs(fit["fixed_ms"] - 4.0) < 1e-9 and abs(fit["per_region_ms"] - 0.5) < 1e-9
+    assert abs(fit["time_floor"] - 4.0 / 12.0) < 1e-9
+    assert run.step_fit(np.full(5, 16), step[:5], 0.012)["fixed_ms"] is None  # the exact run: nothing to fit
 
 
 def test_paired_frames_trims_warmup_and_pairs_with_exact() -> None:

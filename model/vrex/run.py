@@ -225,6 +225,18 @@ def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: 
     return np.concatenate(num), np.concatenate(den), np.concatenate(gr)
 
 
+def step_fit(fresh: np.ndarray, step_s: np.ndarray, exact_step_s: float) -> dict[str, Any]:
+    """Least-squares step time = fixed + per_region x fresh regions over a run's timed frames: the
+    part of a step no reuse removes (fixed, and its share of the exact run's mean step: the time
+    floor, to set beside the FLOP floor) and what one computed region costs. None when every frame
+    computed the same number of regions (nothing to fit)."""
+    if len(fresh) < 2 or np.ptp(fresh) == 0:
+        return {"fixed_ms": None, "per_region_ms": None, "time_floor": None}
+    slope, fixed = np.polyfit(fresh.astype(float), step_s, 1)
+    return {"fixed_ms": float(fixed * 1e3), "per_region_ms": float(slope * 1e3),
+            "time_floor": float(fixed / exact_step_s)}
+
+
 def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
               extra: dict[str, Any], block_bytes: int, clips: list[task.Clip], paths: list[Path],
               args: dict[str, Any]) -> dict[str, Any]:
@@ -303,6 +315,8 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         tr = task.ci_dict(nn_, gg, ratio_of=dd)
         return {"time_ratio": tr, "flops_ratio": float(fn.sum() / fd.sum()),
                 "flops_floor": float(np.sum(floor) / fd.sum()),
+                "step_fit": step_fit(np.concatenate([np.array(recs[name][si].fresh[min(w, len(recs[name][si].fresh)):])
+                                                     for si in range(len(plan))]), nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
                 "frames_timed": int(len(nn_))}
 
@@ -446,7 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     q = res["quality"]["vrex"]
     pf = res["prefill"]
     print(f"KL(exact || vrex) {f(q['mean'])}, accuracy change {f(q['accuracy_change'])}, reuse {res['reuse_rate']:.3f}")
-    print(f"prefill time ratio {f(pf['time_ratio'])}, FLOP ratio {pf['flops_ratio']:.3f}, floor {pf['flops_floor']:.3f}")
+    print(f"prefill time ratio {f(pf['time_ratio'])}, FLOP ratio {pf['flops_ratio']:.3f}, floor {pf['flops_floor']:.3f}"
+          + (f"; time floor {pf['step_fit']['time_floor']:.3f} (fixed {pf['step_fit']['fixed_ms']:.1f} ms a step, "
+             f"{pf['step_fit']['per_region_ms']:.2f} ms a computed region)" if pf["step_fit"]["fixed_ms"] is not None else ""))
     if "vrex_resv" in res:
         rr = res["vrex_resv"]
         print(f"vrex_resv (questions read ReSV's selection): accuracy {f(rr['accuracy'])}, prefill time ratio "

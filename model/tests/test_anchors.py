@@ -103,27 +103,40 @@ def test_resv_head_selects_the_block_of_a_matching_key() -> None:
     assert 10 in blocks and len(blocks) < 64 // 2
 
 
-def test_sign_hash_and_popcount() -> None:
+def test_resv_hash_is_the_devices_hash() -> None:
+    """Keys hashed at insertion (hal.resv_hash: lib/resv.c's HCU on the host) hash exactly as the
+    device's ReSV head hashes a query with the same seed; the opposite key flips every bit."""
+    dev = hal.Device.open("emulated")
     g = torch.Generator().manual_seed(6)
-    planes = anchors.hash_planes_pm1(16)
-    assert set(planes.unique().tolist()) == {-1.0, 1.0}
-    x = torch.randn(5, 16, generator=g)
-    h = anchors.sign_hash(x, planes)
+    x = np.ascontiguousarray(torch.randn(5, 64, generator=g).numpy())
+    h = hal.resv_hash(x)
+    head = hal.ResvHead(dev, 64)
     for row, v in zip(x, h.tolist()):
-        assert v == sum(1 << i for i, p in enumerate(planes) if float(row @ p) >= 0)
-    # The opposite key differs in every bit (no projection is exactly 0 here).
-    assert anchors.popcount32(anchors.sign_hash(-x, planes) ^ h).tolist() == [32] * 5
-    v = np.array([0, 1, 0xFFFFFFFF, 0x80000001, 0x0F0F0F0F], dtype=np.uint32)
-    assert anchors.popcount32(v).tolist() == [bin(int(a)).count("1") for a in v]
+        assert v == head.select(np.ascontiguousarray(row))["qhash"]
+    assert [bin(int(a) ^ int(b)).count("1") for a, b in zip(hal.resv_hash(-x), h)] == [32] * 5
+    assert hal.resv_hash(x, anchors.POS_HASH_SEED).tolist() != h.tolist()  # the seed draws other planes
+    with pytest.raises(RuntimeError, match="ReSV hash"):
+        hal.resv_hash(np.zeros((2, 300), dtype=np.float32))  # the HCU reads at most 256 values
 
 
-def test_wicsum_blocks_takes_the_heaviest_prefix() -> None:
-    w = np.array([1.0, 5.0, 3.0, 1.0])
-    assert anchors.wicsum_blocks(w, 0.5).tolist() == [1]        # 5 of 10 reaches half
-    assert anchors.wicsum_blocks(w, 0.6).tolist() == [1, 2]
-    assert anchors.wicsum_blocks(w, 1.0).tolist() == [1, 2, 0, 3]
-    assert anchors.wicsum_blocks(w, 0.0).tolist() == []
-    assert anchors.wicsum_blocks(np.zeros(3), 0.5).tolist() == []
+def test_resv_select_blocks_takes_the_heaviest_prefix() -> None:
+    """The HAL's position-aware block WiCSum: per token LUT[Hamming] x position weight."""
+    hashes = np.zeros(8, dtype=np.uint32)  # every key at the query's hash: the position decides
+    lut = [1000] * 33
+    pos = np.array([0.125, 0.125, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125], dtype=np.float32)  # blocks .25, 1, .5, .25
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 0.5, 2).tolist() == [1]  # 1.0 of 2.0 reaches half
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 0.6, 2).tolist() == [1, 2]
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 1.0, 2).tolist() == [1, 2, 0, 3]
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 0.0, 2).tolist() == []
+    assert hal.resv_select_blocks(hashes, np.zeros(8, dtype=np.float32), 0, lut, 0.5, 2).tolist() == []
+    # The hash decides between equal positions: block 0's keys sit 32 bits from the query.
+    far = hashes.copy()
+    far[:2] = 0xFFFFFFFF
+    lut = anchors.mass_lut(7.0)
+    assert hal.resv_select_blocks(far, np.full(8, 0.5, dtype=np.float32), 0, lut, 0.2, 2).tolist() == [1]
+    for bad in ((hashes, pos[:7], 2), (hashes, pos, 3), (hashes, pos * 4, 2)):
+        with pytest.raises(RuntimeError, match="position-aware"):
+            hal.resv_select_blocks(bad[0], bad[1], 0, lut, 0.5, bad[2])
 
 
 def test_position_aware_resv_fetches_the_block_asked_about(model: Decoder) -> None:

@@ -27,13 +27,14 @@ frame, 4 tokens, every layer); `Options.extra` carries them:
                          ends, into one ResvHead per 64 frames: a head holds 4096 tokens), capped at
                          `fetch` blocks (newest first when WiCSum picked more); q.k only
             resv_pos     V-Rex's read: position-aware ReSV. Each key is hashed ONCE at insertion (32
-                         sign bits of the layer-0 key, 4 B a token). A question's estimated weight of
+                         sign bits of the layer-0 key, 4 B a token: the HAL's resv_hash, lib/resv.c's HCU). A question's estimated weight of
                          a token = MASS LUT[Hamming(query hash, key hash)] (the hash's estimate of
                          exp(q.k), the LUT calibrated to the model) x exp(the learned position bias of
                          the token's frame distance and slot), which the decoder adds to the logit
                          (known per position, so a hardware selector may add it: a second table).
                          WiCSum over the blocks the question can attend to: heaviest first until
-                         `ratio` of the estimated mass, capped at `fetch` blocks
+                         `ratio` of the estimated mass, capped at `fetch` blocks (the HAL's
+                         resv_select_blocks: lib/resv.c, the one copy of the math)
 
 Every read rule considers only the keys the question can attend to: the frames within the decoder's
 question_reach of the frame it asks about (a structural mask, like a sliding window: a key outside
@@ -63,14 +64,15 @@ MEMORIES = ("full", "sink_window", "infinipot", "recent", "tiers")
 READS = ("device", "rekv", "quest", "random", "resv", "resv_pos")
 RESV_FRAMES = 64   # frames per ReSV head (4096 tokens)
 RESV_TH = 7
-POS_HASH_SEED = 22  # the position-aware selector's hyperplanes (+-1, like the HCU's)
+POS_HASH_SEED = 22  # the HCU seed of the position-aware selector's hash (lib/resv.c expands its +-1 planes)
 
 
 def mass_lut(scale: float) -> list[int]:
     """The WTU's MASS weight per Hamming distance d of two 32-bit key hashes: the softmax weight
     round(65535 exp(scale (cos(pi d / 32) - 1))) of a key at the angle d estimates, for a logit scale
-    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3)."""
-    return [max(1, round(65535 * math.exp(scale * (math.cos(math.pi * d / 32) - 1)))) for d in range(33)]
+    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3). The
+    HAL's table (vrex::resv_mass_lut), which the C++ runner's read uses too."""
+    return list(hal.resv_mass_lut(scale))
 
 
 def dtd_pick(cur: torch.Tensor, prev: torch.Tensor, n: int) -> list[int]:
@@ -106,38 +108,6 @@ def quest_bound_minmax(q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor) 
 def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[int]:
     """ReKV: past frames by the score of the question against each frame's mean key, best first."""
     return torch.argsort(torch.stack([k.mean(0) for k in frame_keys]) @ q, descending=True, stable=True).tolist()
-
-
-def hash_planes_pm1(dim: int, bits: int = 32, seed: int = POS_HASH_SEED) -> torch.Tensor:
-    """+-1 (Rademacher) hyperplanes [bits, dim]: adders only, as in the HCU (docs/hw/resv.md §2.1)."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 2, (bits, dim), generator=g).float() * 2 - 1
-
-
-def sign_hash(x: torch.Tensor, planes: torch.Tensor) -> np.ndarray:
-    """32-bit sign hash of each row of @x [n, dim] (bit i = projection on plane i >= 0) -> uint32 [n]."""
-    bits = ((x @ planes.T) >= 0).numpy().astype(np.uint64)
-    return (bits << np.arange(planes.shape[0], dtype=np.uint64)).sum(1).astype(np.uint32)
-
-
-def popcount32(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.uint32)
-    x = x - ((x >> 1) & 0x55555555)
-    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
-    x = (x + (x >> 4)) & 0x0F0F0F0F
-    return ((x * 0x01010101) & 0xFFFFFFFF) >> 24
-
-
-def wicsum_blocks(weight: np.ndarray, ratio: float) -> np.ndarray:
-    """Indices of the heaviest entries of @weight (desc, ties: lower index) whose sum first reaches
-    @ratio of the total: WiCSum over blocks."""
-    order = np.argsort(-weight, kind="stable")
-    tot = float(weight.sum())
-    if tot <= 0.0 or ratio <= 0.0:
-        return order[:0]
-    cum = np.cumsum(weight[order])
-    n = int(np.searchsorted(cum, ratio * tot - 1e-12 * tot)) + 1
-    return order[: min(n, len(order))]
 
 
 class ReuseMeter:
@@ -228,7 +198,6 @@ class Managed(lcp.Policy):
             self.q0 = blk.attn.wq(blk.norm1(runner.s.model.question_embed)).view(c.regions, c.heads, c.head_dim)
         self.heads: list[Any] = []
         self.thash: list[np.ndarray] = []  # resv_pos: per frame, the 64 key hashes (computed once)
-        self.planes = hash_planes_pm1(c.kv_heads * c.head_dim)
         attn0 = blk.attn
         # The learned question bias of layer 0 as the selector's position table (mean over heads):
         # rel[bucket of key frame - target frame] + slot[region asked, key slot].
@@ -285,8 +254,8 @@ class Managed(lcp.Policy):
         self.kmax.append(kb.max(1).values)
         if self.read not in ("resv", "resv_pos"):
             return
-        if self.read == "resv_pos":
-            self.thash.append(sign_hash(k, self.planes))
+        if self.read == "resv_pos":  # hashed once, by the HAL (lib/resv.c's HCU)
+            self.thash.append(hal.resv_hash(np.ascontiguousarray(k.numpy()), POS_HASH_SEED))
         if f % RESV_FRAMES == 0:
             if not self.heads:
                 # The WTU's MASS table calibrated to the model: the logit scale |q| |k| of this
@@ -452,14 +421,13 @@ class Managed(lcp.Policy):
         lo, hi = max(0, g - self.reach), min(t - 1, g + self.reach)
         if hi < lo:
             return []
-        qh = sign_hash(q[None], self.planes)[0]
+        qh = int(hal.resv_hash(np.ascontiguousarray(q[None].numpy()), POS_HASH_SEED)[0])
         kh = np.concatenate(self.thash[lo : hi + 1])  # frames x 64
-        d = popcount32(kh ^ qh)
-        lut = np.asarray(mass_lut(self.lut_scale), dtype=np.float64)
         b = self.pos_bias(r, g, torch.arange(lo, hi + 1)).double()
-        w = lut[d] * torch.exp(b - b.max()).reshape(-1).numpy()
-        wb = w.reshape(-1, c.tokens_per_region).sum(1)
-        pick = wicsum_blocks(wb, float(self.cfg.get("ratio", 0.5)))
+        pos = torch.exp(b - b.max()).reshape(-1).float().numpy()
+        # The HAL's block WiCSum (lib/resv.c): LUT[Hamming] x position weight per token, per block.
+        pick = hal.resv_select_blocks(kh, pos, qh, mass_lut(self.lut_scale), float(self.cfg.get("ratio", 0.5)),
+                                      c.tokens_per_region)
         return (lo * c.regions + pick).tolist()
 
     def _recall(self, q: torch.Tensor, kall: torch.Tensor, sel: list[int], t: int, qr: int, qg: int) -> None:

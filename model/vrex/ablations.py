@@ -29,14 +29,14 @@ from . import anchors, task
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
-             "no_recall", "no_refresh")
+             "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
-         vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+         vrex: dict[str, Any] | None = None, measure_resv: bool = True) -> dict[str, dict[str, Any]]:
     """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
     for the retrieval rules (the rest of the budget is their per-question fetch). @only: these runs
-    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE)."""
+    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @measure_resv: the resv.* recall measurement."""
     fetch = budget - resident * regions
     if fetch <= 0:
         raise ValueError(f"budget {budget} blocks leaves nothing to fetch beyond {resident} resident frames")
@@ -52,6 +52,7 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
         out = {k: v for k, v in out.items() if k in only}
     for i, kw in enumerate(out.values()):
         kw["extra"]["device"] = i + 1  # its own emulated device: 16 streams and ReSV heads each
+        kw["extra"]["measure_resv"] = measure_resv
     return out
 
 

@@ -239,6 +239,9 @@ class Managed(lcp.Policy):
         self.pos_rel = attn0.rel.detach().mean(0)
         self.pos_slot = attn0.slot.detach().mean(0)
         self.reach = int(getattr(c, "question_reach", 1 << 30))
+        # The ReSV recall measurement (resv.*: every past question's attention mass over the whole
+        # history, the oracle, Quest and the HAL's ReSV beside it) costs more CPU than the run itself.
+        self.measure = bool(ex.get("measure_resv", True))
         self.lut_scale = 0.0
         self.fresh: list[int] = []
         self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
@@ -408,12 +411,12 @@ class Managed(lcp.Policy):
         reach[lo * c.regions : (hi + 1) * c.regions] = True
         if self.read == "resv":
             sel = self._resv_slots(q, n)
-            if g < t:  # recall of the questions about the past, measured off the step's clock
+            if g < t and self.measure:  # recall of the questions about the past, off the step's clock
                 self.pending.append((q, sel, r, g))
             order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
         elif self.read == "resv_pos":
             sel = self._resv_pos_slots(q, r, g, t)
-            if g < t:
+            if g < t and self.measure:
                 self.pending.append((q, sel, r, g))
             order = np.array(sel, dtype=np.int64)
         elif self.read == "rekv":
@@ -545,8 +548,10 @@ lcp.POLICIES["managed"] = Managed
 # `vrex.tune --recall` (docs/model.md): guard bits, age cap, recall radius (FCC appearance bits) and
 # the recall's key-hash bits.
 VREX_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 8, "max_age": 2,
-                              "recall": True, "recall_radius": 16, "recall_guard_bits": 1}
-ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2}
+                              "recall": True, "recall_radius": 24, "recall_guard_bits": 8}
+# Aliasing with the model issue's frozen knobs and no recall (its knobs were frozen for refresh): the
+# V-Rex of session 7 (docs/model.md), the no_refresh ablation.
+ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2, "recall": False}
 
 
 def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,
@@ -598,6 +603,9 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_recall": m({"recall": False}),
         # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
         "no_refresh": m(dict(ALIAS_REUSE)),
+        # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
+        "alias_no_fcc": m({**ALIAS_REUSE, "fcc": False}),
+        "alias_no_guard": m({**ALIAS_REUSE, "guard_bits": lcp.HASH_BITS}),
     }
 
 

@@ -387,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resident", type=int, default=5,
                     help="--anchors: frames the retrieval rules keep on the device (the rest is fetch)")
     ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
+    ap.add_argument("--no-resv-recall", action="store_true",
+                    help="--anchors: leave out the resv.* recall measurement (CPU off the step's clock)")
     ap.add_argument("--anchor-runs", default="",
                     help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
@@ -410,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.anchors:
             from . import ablations
             only = tuple(args.anchor_runs.split(",")) if args.anchor_runs else None
-            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only))
+            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
+                                       measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, workload=args.workload)
         if args.anchors:

@@ -315,6 +315,9 @@ def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pyt
                 assert row["device_bytes_peak"] <= 112 * r["kv_bytes"]["block_bytes"] + meta, name
                 assert row["total_bytes_peak"] >= row["device_bytes_peak"]
                 assert 0 < row["prefill"]["flops_ratio"] <= 1.0
+                ci = row["prefill"]["flops_ratio_ci"]
+                assert ci["ci95"][0] - 1e-12 <= ci["mean"] <= ci["ci95"][1] + 1e-12
+                assert ci["mean"] == pytest.approx(row["prefill"]["flops_ratio"])
     assert r["ablations"]["no_demotion"]["total_bytes_peak"] == r["ablations"]["no_demotion"]["device_bytes_peak"]
     assert r["anchors"]["vrex_hierarchy"]["total_bytes_peak"] > r["anchors"]["vrex_hierarchy"]["device_bytes_peak"]
     rs = r["resv"]

@@ -82,8 +82,20 @@ def report(res: dict[str, Any], budget: int, resident: int,
                                     for k in ("candidates", "unknown", "too_old", "hash_far", "reused", "recalled",
                                               "installed")},
                 "options": {k: v for k, v in runs_opts.get(name, {}).items() if k not in ("extra", "policy")},
-                "prefill": {"flops_ratio": anchors.flop_ratio(st), "time_ratio": r["prefill"]["time_ratio"],
+                "prefill": {"flops_ratio": anchors.flop_ratio(st), "flops_ratio_ci": flops_ci(st),
+                            "time_ratio": r["prefill"]["time_ratio"],
                             "step_flops_ratio": r["prefill"]["flops_ratio"]}}
+
+    def flops_ci(st: list[dict[str, Any]]) -> dict[str, Any]:
+        """Visual prefill FLOPs / exact's, ratio of sums with its CI by bootstrap over stream segments."""
+        num, den, grp = [], [], []
+        for si, s in enumerate(st):
+            lengths = [seg[2] for seg in res["streams"][si]["segments"]]
+            seg_of = np.repeat(np.arange(len(lengths)), lengths)[: len(s["prefill_flops"])]
+            num.append(np.asarray(s["prefill_flops"], dtype=float))
+            den.append(np.asarray(s["prefill_flops_exact"], dtype=float))
+            grp.append(si * 10000 + seg_of)
+        return task.ci_dict(np.concatenate(num), np.concatenate(grp), ratio_of=np.concatenate(den))
 
     edges = [hi for _, hi in res["task"]["by_length"]["frames"]]
     bb = res["kv_bytes"]["block_bytes"]

@@ -328,6 +328,9 @@ def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pyt
                 assert row["device_bytes_peak"] <= 112 * r["kv_bytes"]["block_bytes"] + meta, name
                 assert row["total_bytes_peak"] >= row["device_bytes_peak"]
                 assert 0 < row["prefill"]["flops_ratio"] <= 1.0
+                ci = row["prefill"]["flops_ratio_ci"]
+                assert ci["ci95"][0] - 1e-12 <= ci["mean"] <= ci["ci95"][1] + 1e-12
+                assert ci["mean"] == pytest.approx(row["prefill"]["flops_ratio"])
     assert r["ablations"]["no_demotion"]["total_bytes_peak"] == r["ablations"]["no_demotion"]["device_bytes_peak"]
     assert r["anchors"]["vrex_hierarchy"]["total_bytes_peak"] > r["anchors"]["vrex_hierarchy"]["device_bytes_peak"]
     rs = r["resv"]
@@ -362,3 +365,46 @@ def test_question_about_an_evicted_frame_gets_no_information(model: Decoder) -> 
     assert torch.allclose(got[1], want[1], atol=1e-5)    # frames 8..11 resident
     r.close()
     ex.close()
+
+
+def test_cutback_streams_return_to_each_shot_where_they_left_it() -> None:
+    from vrex import workloads
+    segs = workloads.cutback_stream({"A": 300, "B": 90}, 200, np.random.default_rng(0))
+    assert sum(s.length for s in segs) == 200
+    assert all(s.length <= 24 for s in segs)
+    last: dict[str, int] = {}
+    back = 0
+    for s, nxt in zip(segs, segs[1:]):
+        last[s.clip] = s.start + s.length
+        if nxt.clip in last and nxt.clip != s.clip:
+            n = {"A": 300, "B": 90}[nxt.clip]
+            assert nxt.start == last[nxt.clip] % n  # continues where it was left
+            back += 1
+    assert back >= 5
+    one = workloads.cutback_stream({"V": 100}, 120, np.random.default_rng(1))
+    halves = {s.start < 50 for s in one}
+    assert halves == {True, False}  # one clip: two shots, its halves
+    assert all(s.start + s.length <= (50 if s.start < 50 else 100) for s in one)
+
+
+def test_recall_in_the_hierarchy_fetches_demoted_blocks_back(model: Decoder) -> None:
+    """V-Rex with its memory hierarchy: a scene that comes back after its blocks were DEMOTED to the
+    host tier is installed from the host copies (fetched back); without demotion (dropped) it is not."""
+    a, b = frames(2, seed=9)
+    plan = [a] + [b] * 8 + [a]
+    lumas = [luma(200)] + [luma(201)] * 8 + [luma(200)]
+    opts = {"max_age": 2, "recall": True, "recall_radius": 8, "recall_guard_bits": 0}
+    kw = dict(prefill="vrex", memory="tiers", resident=5, read="resv_pos", fetch=4)
+    on = managed(model, opts, **kw)
+    gone = managed(model, opts, **{**kw, "drop": True, "read": "device", "fetch": 0})
+    for r in (on, gone):
+        run(r, plan, lumas=lumas)
+    pon, pgone = on.policy, gone.policy
+    # (scene B's own frames past the age cap are recalled from B's first frame too)
+    assert pon.tiers.bytes.demoted >= 16 and pon.tiers.bytes.recalled >= 16
+    assert pon.fresh[-1] == 0  # the returning frame computed nothing
+    assert pon.tiers.entries[pon.tiers.slot_key[0][0]].tier == "host"  # scene A's blocks were demoted
+    assert all(torch.equal(on.views[9][r], pon.tiers.entries[pon.tiers.slot_key[0][r]].host) for r in range(16))
+    assert pgone.fresh[-1] == 16  # dropped: forgotten, computed again
+    for r in (on, gone):
+        r.close()

@@ -187,6 +187,10 @@ class Managed(lcp.Policy):
                              ex.get("coldness", "zombie"), bool(ex.get("drop", False)) or self.memory != "tiers",
                              int(ex.get("host_blocks", 0)), ex.get("disk_dir"))
         self.frame_blocks: list[Any] = [None] * c.regions
+        if isinstance(self.prefill, lcp.VrexPolicy):
+            self.prefill.install_recalls = False
+            core = self.prefill.core
+            self.tiers.on_drop = lambda key: core.forget([key])
         self.gen = torch.Generator().manual_seed(int(ex.get("seed", 0)))
         blk = runner.s.model.blocks[0]
         # Selection signals: layer-0 keys rotated to their frames (per frame [64, KVH*hd]), region
@@ -204,6 +208,9 @@ class Managed(lcp.Policy):
         self.pos_rel = attn0.rel.detach().mean(0)
         self.pos_slot = attn0.slot.detach().mean(0)
         self.reach = int(getattr(c, "question_reach", 1 << 30))
+        # The ReSV recall measurement (resv.*: every past question's attention mass over the whole
+        # history, the oracle, Quest and the HAL's ReSV beside it) costs more CPU than the run itself.
+        self.measure = bool(ex.get("measure_resv", True))
         self.lut_scale = 0.0
         self.fresh: list[int] = []
         self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
@@ -221,6 +228,13 @@ class Managed(lcp.Policy):
         self.frame_blocks = [None] * self.c.regions
         for r, b in out.items():
             self.frame_blocks[r] = b
+        if isinstance(self.prefill, lcp.VrexPolicy) and self.run.s.opts.recall:
+            # Blocks past the device's candidates, found in the policy's index: fetched back from
+            # whatever tier holds them (dropped ones were forgotten: tiers.on_drop).
+            for r, (key, _frame, _hd, _fd) in self.prefill.recalled().items():
+                key = (int(key[0]), int(key[1]))
+                if key in self.tiers.entries and self.tiers.readable(key):
+                    out[r] = lcp.Install(self.tiers.fetch_prefill(key), key)
         if self.meter is not None:
             self.meter.reused += len(out)
             self.meter.regions += self.c.regions
@@ -230,6 +244,11 @@ class Managed(lcp.Policy):
     def computed(self, region: int, block: Any, key_hash: int) -> None:
         self.prefill.computed(region, block, key_hash)
         self.frame_blocks[region] = block
+
+    def installed(self, regions: list[int], blocks: list[Any], sources: list[tuple[int, int]]) -> None:
+        self.prefill.installed(regions, blocks, sources)
+        for r, b in zip(regions, blocks):
+            self.frame_blocks[r] = b
 
     # ---- signals -----------------------------------------------------------------------------
     def frame_keys(self, f: int) -> torch.Tensor:
@@ -361,12 +380,12 @@ class Managed(lcp.Policy):
         reach[lo * c.regions : (hi + 1) * c.regions] = True
         if self.read == "resv":
             sel = self._resv_slots(q, n)
-            if g < t:  # recall of the questions about the past, measured off the step's clock
+            if g < t and self.measure:  # recall of the questions about the past, off the step's clock
                 self.pending.append((q, sel, r, g))
             order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
         elif self.read == "resv_pos":
             sel = self._resv_pos_slots(q, r, g, t)
-            if g < t:
+            if g < t and self.measure:
                 self.pending.append((q, sel, r, g))
             order = np.array(sel, dtype=np.int64)
         elif self.read == "rekv":
@@ -478,7 +497,8 @@ class Managed(lcp.Policy):
         ex = [step_flops(c, c.regions, t, 0, False) for t in range(len(self.fresh))]
         return {"device_bytes_peak": b.device_peak, "total_bytes_peak": b.total_peak, "host_bytes_peak": b.host_peak,
                 "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
-                "fetched": b.fetched, "promoted": b.promoted, "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
+                "fetched": b.fetched, "promoted": b.promoted, "recalled": b.recalled,
+                "policy_counters": dict(self.prefill.core.counters) if isinstance(self.prefill, lcp.VrexPolicy) else {}, "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
                 "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:
@@ -489,9 +509,24 @@ class Managed(lcp.Policy):
 lcp.POLICIES["managed"] = Managed
 
 
-def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float) -> dict[str, dict[str, Any]]:
+# V-Rex's frame-reuse knobs in the anchors runs. Aliasing (the model issue's vrex run, lcp.Options'
+# defaults G = 1, A = 2) loses the questions whose region a stale block answers; V-Rex here refreshes
+# layer 0 of every reused region (lcp.Options.refresh) and recalls blocks past the device's candidates
+# from the host tier (lcp.Options.recall). Frozen on the validation clip by `vrex.tune --refresh` and
+# `vrex.tune --recall` (docs/model.md): guard bits, age cap, recall radius (FCC appearance bits) and
+# the recall's key-hash bits.
+VREX_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 8, "max_age": 2,
+                              "recall": True, "recall_radius": 24, "recall_guard_bits": 8}
+# Aliasing with the model issue's frozen knobs and no recall (its knobs were frozen for refresh): the
+# V-Rex of session 7 (docs/model.md), the no_refresh ablation.
+ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2, "recall": False}
+
+
+def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,
+                vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The anchors and V-Rex at the same device budget (blocks): retrieval rules keep @resident
-    frames on the device and stage up to @fetch blocks per question; eviction rules keep @budget."""
+    frames on the device and stage up to @fetch blocks per question; eviction rules keep @budget.
+    @vrex: V-Rex's lcp.Options (VREX_REUSE)."""
     def m(**kw: Any) -> dict[str, Any]:
         return {"policy": "managed", "extra": kw}
 
@@ -502,24 +537,29 @@ def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio
         "timechat_dtd": m(prefill="dtd", memory="recent", budget=budget, match=meter),
         "quest": m(memory="tiers", resident=resident, read="quest", fetch=fetch),
         "random": m(memory="tiers", resident=resident, read="random", fetch=fetch),
-        "vrex_hierarchy": m(prefill="vrex", memory="tiers", resident=resident, read="resv_pos", fetch=fetch,
-                            meter=meter, ratio=ratio),
+        "vrex_hierarchy": {**m(prefill="vrex", memory="tiers", resident=resident, read="resv_pos", fetch=fetch,
+                               meter=meter, ratio=ratio), **(VREX_REUSE if vrex is None else vrex)},
     }
 
 
-def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int) -> dict[str, dict[str, Any]]:
+def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int,
+                  vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """V-Rex with one mechanism off, at the same device budget: rules without a selector spend the
-    fetch budget on @frames_per_fetch more resident frames."""
+    fetch budget on @frames_per_fetch more resident frames. @vrex: V-Rex's lcp.Options."""
+    v = dict(VREX_REUSE if vrex is None else vrex)
     base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv_pos", "fetch": fetch, "ratio": ratio}
 
     def m(opts: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        return {"policy": "managed", **(opts or {}), "extra": {**base, **kw}}
+        return {"policy": "managed", **v, **(opts or {}), "extra": {**base, **kw}}
 
     more = resident + frames_per_fetch
     return {
-        "no_fcc": m({"fcc": False}),
-        "temporal_only": m({"similar": False}),
-        "no_guard": m({"guard_bits": lcp.HASH_BITS}),
+        # No FCC: the temporal candidate whatever the fingerprints say, no similarity lookup, and the
+        # recall matches key hashes only (its appearance radius opened to all 96 bits).
+        "no_fcc": m({"fcc": False, "recall_radius": 96}),
+        # No SHIE similarity: neither the device's lookup nor the recall from the host tier.
+        "temporal_only": m({"similar": False, "recall": False}),
+        "no_guard": m({"guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
         "no_zombie": m(coldness="fifo"),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),
@@ -527,6 +567,13 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "resv_qk_only": m(read="resv"),
         # No frame reuse (every region computed): the memory hierarchy and its reads alone.
         "no_reuse": m(prefill="exact"),
+        # Reuse only from the device's candidates (the last max_age frames).
+        "no_recall": m({"recall": False}),
+        # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
+        "no_refresh": m(dict(ALIAS_REUSE)),
+        # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
+        "alias_no_fcc": m({**ALIAS_REUSE, "fcc": False}),
+        "alias_no_guard": m({**ALIAS_REUSE, "guard_bits": lcp.HASH_BITS}),
     }
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import cpp_path, footage, lcp, task, train
+from . import cpp_path, footage, lcp, task, train, workloads
 from .decoder import Config, Decoder, step_flops
 
 RUNS = {
@@ -110,7 +110,8 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
-        split: str = "test", path: str | None = None, resv_read: bool = False) -> dict[str, Any]:
+        split: str = "test", path: str | None = None, resv_read: bool = False,
+        workload: str = "edited") -> dict[str, Any]:
     """@path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
     extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
@@ -118,6 +119,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection)."""
     if path is None:
         path = "cpp" if cpp_path.available() else "python"
+    if workload not in workloads.WORKLOADS:
+        raise ValueError(f"workload must be one of {', '.join(workloads.WORKLOADS)}, not '{workload}'")
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not '{path}'")
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
@@ -140,7 +143,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     rng = np.random.default_rng(seed)
     plan = []
     for s in range(streams):
-        segs = task.edited_stream({n: len(feats[n]) for n in names}, frames, rng)
+        segs = workloads.WORKLOADS[workload]({n: len(feats[n]) for n in names}, frames, rng)
         idx = task.stream_frames(segs)
         seg_of = np.concatenate([np.full(sg.length, i) for i, sg in enumerate(segs)])
         qt, qr, qg = task.questions(len(idx), questions, rng)
@@ -148,7 +151,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                      "code": np.stack([codes[n][i] for n, i in idx]), "cuts": task.cut_frames(segs)})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES for kw in runs.values()):
+    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES or kw.get("refresh") or kw.get("recall")
+                             for kw in runs.values()):
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
@@ -203,7 +207,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
                       "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path,
-                      "runs": list(runs)})
+                      "runs": list(runs), "workload": workload})
 
 
 def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: str, field_name: str,
@@ -400,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None,
                     help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--workload", choices=tuple(workloads.WORKLOADS), default="edited",
+                    help="how streams are cut from the clips (vrex/workloads.py)")
     ap.add_argument("--path", choices=PATHS, default=None,
                     help="cpp: the scripted decoder under libtorch with the C++ policy (the default when built); "
                          "python: torch in Python driving the same C++ policy (--anchors runs take the python path)")
@@ -415,6 +421,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resident", type=int, default=5,
                     help="--anchors: frames the retrieval rules keep on the device (the rest is fetch)")
     ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
+    ap.add_argument("--no-resv-recall", action="store_true",
+                    help="--anchors: leave out the resv.* recall measurement (CPU off the step's clock)")
+    ap.add_argument("--anchor-runs", default="",
+                    help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -435,11 +445,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.anchors:
             from . import ablations
-            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio))
+            only = tuple(args.anchor_runs.split(",")) if args.anchor_runs else None
+            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
+                                       measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
-                  args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read)
+                  args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
+                  workload=args.workload)
         if args.anchors:
-            res = ablations.report(res, args.budget, args.resident)
+            res = ablations.report(res, args.budget, args.resident, runs)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

@@ -156,7 +156,10 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
-    if path == "python" and any(kw.get("extra", {}).get("read") == "resv" for kw in runs.values()):
+    # The C++ runner's question read "resv" (cpp_path.READS); anchors.py's managed runs name their own
+    # reads, one of them also "resv" (resv_qk_only), and those do run in Python.
+    if path == "python" and any(kw.get("policy", "vrex") in cpp_path.POLICIES and kw.get("extra", {}).get("read") == "resv"
+                                for kw in runs.values()):
         raise ValueError("the ReSV question read (vrex_resv) runs on the C++ path only")
     if path == "cpp":
         with cpp_path.tempdir() as d:

@@ -79,6 +79,23 @@ timing_rows=()
 
 total_pass=0
 total_fail=0
+failed_stages=()
+
+# What failed, last in the output: CI keeps only the tail of a run, so the names of failing cases must
+# come after the table. The lines that name a failure in each failed stage's log (ctest's list,
+# "FAIL ..." cases, GoogleTest's "[  FAILED  ]", TAP's "not ok"), at most 15 per stage.
+print_failures() {
+	local entry name log
+	((${#failed_stages[@]})) || return 0
+	echo
+	echo "failures:"
+	for entry in "${failed_stages[@]}"; do
+		read -r name log <<<"$entry"
+		echo "  $name ($log):"
+		grep -aE '(^|[^A-Za-z])(FAIL|FAILED|Failed|not ok)([^A-Za-z]|$)|\((Failed|Timeout|SEGFAULT|Subprocess aborted|Child aborted|Not Run)\)|\*\*\*(Failed|Timeout)' "$log" |
+			grep -avE '(^|[^0-9])0 (tests )?failed' | tail -n 15 | cut -c1-200 | sed 's/^/    /'
+	done
+}
 
 count_stage() { # name log rc
 	local name=$1 log=$2 rc=$3 p=0 f=0 line
@@ -93,6 +110,7 @@ count_stage() { # name log rc
 		p=$((n - f))
 	fi
 	if ((rc != 0 && f == 0)); then f=1; fi
+	((f)) && failed_stages+=("$name $log")
 	printf '%-12s %5d passed, %3d failed  (rc=%d, log %s)\n' "$name" "$p" "$f" "$rc" "$log"
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
@@ -196,6 +214,7 @@ for name in ${detached[@]+"${detached[@]}"}; do
 done
 detached=()
 print_times
+print_failures
 echo
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

@@ -37,7 +37,10 @@
 #               pages, dma_map_page(), dma-buf export)
 #   dt-5.10-arm64  the same on bullseye's arm64 5.10 (the RK3588 and Orin BSPs' base), with a no-map
 #               carve-out as those boards have (dma_map_resource(), write-combined, no export);
-#               both dt lines check the kind vrex_of.c reports at probe
+#               both dt lines check the kind vrex_of.c reports at probe. Measured 2026-12-02 at load
+#               17-27 (nice 10): kernel suites 547/0 in 87-112 s of guest; beside dt-6.12-arm64 (two
+#               at a time, load 18-20) 1942 s wall / 71.5 s CPU against dt-6.12-arm64's 1930 s /
+#               80.0 s - the same cost; session 7 measured dt-6.12-arm64 at 246 s wall at load 5-10
 #   No debug-kernel line on the device model yet: the debug kernel (scripts/kernel-debug.sh,
 #               tinyconfig-based) has no PCI_MSI, PCIEPORTBUS/HOTPLUG_PCI_PCIE, ACPI or
 #               INTEL_IOMMU, which vrex.ko's PCI probe (MSI), the unplug (pciehp) and intel-iommu

@@ -126,15 +126,15 @@ while (($#)); do
 done
 all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64 compile-5.15-arm64
 	pci-6.12-amd64 pci-5.10-amd64 unplug-6.12-amd64 dt-6.12-arm64 dt-5.10-arm64)
-# The device-model lines pci-6.12-amd64, unplug-6.12-amd64, dt-6.12-arm64 and dt-5.10-arm64 are
-# default: they need the QEMU built by scripts/qemu-build.sh (cached by content; its cold build, about
-# 750-800 CPU-s, is paid once per cache). dt-5.10-arm64 is the only line with vrex_of.c on the BSP
-# kernel and with a no-map carve-out. pci-5.10-amd64 passes too but stays opt-in (--kernel): with the
-# two debug-kernel lines in flight both 5.10 lines do not fit a cold `make test` under 80 min with a
-# safe margin (docs/testing.md, "Device-model lines on 5.10"), and its 5.10 driver paths also run on
-# the 5.10 vrex_sim lines and its PCI paths on pci-6.12-amd64.
+# The device-model lines pci-6.12-amd64, unplug-6.12-amd64 and dt-6.12-arm64 are default: they need
+# the QEMU built by scripts/qemu-build.sh (cached by content; its cold build, about 750-800 CPU-s, is
+# paid once per cache). dt-5.10-arm64 (the only line with vrex_of.c on the BSP kernel and with a no-map
+# carve-out) and pci-5.10-amd64 are opt-in (--kernel): dt-5.10-arm64's kernel suites pass (547/0) but
+# it has not yet had one complete green run with the HAL programs, and a default line must be green in
+# a cold CI run; both 5.10 lines' budget is in docs/testing.md ("Device-model lines on 5.10"). Their
+# 5.10 driver paths also run on the 5.10 vrex_sim lines, their PCI/OF paths on the 6.12 lines.
 ((${#kernels[@]})) || kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd64
-	compile-5.15-arm64 pci-6.12-amd64 unplug-6.12-amd64 dt-6.12-arm64 dt-5.10-arm64)
+	compile-5.15-arm64 pci-6.12-amd64 unplug-6.12-amd64 dt-6.12-arm64)
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] || {
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2

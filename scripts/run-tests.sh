@@ -178,7 +178,7 @@ for stage in sanitize lint deb-install qemu-test fuzz-short soak-short; do
 		[[ -f scripts/qemu-test.sh ]] && run_stage qemu-test bash scripts/qemu-test.sh
 		;;
 	# The amd64 packages (make deb, lintian included) installed into a clean bookworm root and booted.
-	# amd64 only: arm64 runs dpkg, DKMS's compile and the consumers' under qemu-user (12-20x the
+	# amd64 only: arm64 runs dpkg, DKMS's compile and the consumers' under qemu-user (11-12x the
 	# native CPU; estimated +30-50 min cold, +15-25 min warm on idle cores: docs/install.md), which a
 	# cold CI run cannot afford; `make deb-install-test` runs both architectures.
 	# VREX_TEST_DEB_ARCH="amd64 arm64" adds arm64 (one --arch per word).

@@ -78,9 +78,9 @@ steps=()
 step_cpu=0
 cpu_now() { # -> step_cpu: the children's CPU seconds so far (`times` in this shell, not a fork)
 	mkdir -p "$repo/build/deb-install"
-	times >"$repo/build/deb-install/.times"
+	times >"$repo/build/deb-install/.times.$$"
 	step_cpu=$(awk 'END { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }' \
-		"$repo/build/deb-install/.times")
+		"$repo/build/deb-install/.times.$$")
 }
 step_begin() {
 	step_t0=$SECONDS
@@ -175,6 +175,7 @@ on_exit() {
 		wait "$j" 2>/dev/null
 	done
 	cleanup_mounts
+	rm -f "$repo/build/deb-install/.times.$$"
 	for a in "${arches[@]}"; do
 		rm -rf "$repo/build/deb-install/$a/root.new"
 	done

@@ -28,6 +28,14 @@
 # pooled run with its controls 218 s) and 488 s of CPU (build + run). On an idle 2-core machine
 # that is about 245 s of build (two compilers at a time) + 25 s configure + ~20 s run: ~4 min 50 s,
 # not measured idle here. Session 6 measured 464 s of CPU for the same path.
+# Session 8 (2026-12-02, fresh clone of main a3aba9d, `make deps` then `make demo`, CCACHE_DISABLE=1,
+# nice 10, load 15-25 during the build, 19.5 at the figure): first figure 4,699 s after `make demo`
+# started (configure 65 s with the deps check, vrexctl's 68 build steps 4,317 s, the recorded anchors
+# table ~18 s, the pooled run with its controls 296 s), 544 s of CPU (build + run); the figures equal
+# 2026-11-30's. CPU of single objects: hal/src/c_api.cpp 7.9 s, discovery.cpp 6.0, device.cpp 3.7,
+# of which the front end (-fsyntax-only) 2.2-2.8 s each. Missed on the shared machine; idle, ~500 s
+# of build CPU on two compilers plus the run is about 5 min: at the target, not measured idle. Since
+# then the footage fetch runs beside the build and fetches only the four clips played.
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl

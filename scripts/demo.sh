@@ -33,7 +33,9 @@
 # started (configure 65 s with the deps check, vrexctl's 68 build steps 4,317 s, the recorded anchors
 # table ~18 s, the pooled run with its controls 296 s), 544 s of CPU (build + run); the figures equal
 # 2026-11-30's. CPU of single objects: hal/src/c_api.cpp 7.9 s, discovery.cpp 6.0, device.cpp 3.7,
-# of which the front end (-fsyntax-only) 2.2-2.8 s each. Missed on the shared machine; idle, ~500 s
+# of which the front end (-fsyntax-only) 2.2-2.8 s each; tools/vrexctl/main.cpp (106 lines) 32.7 s, 9.0
+# of them front end: CLI11 2.1 (Debian's, header-only, no precompiled mode) and nlohmann/json through
+# common.hpp, compiled at -O3 in every vrexctl object (model_runner.cpp is as dear): the next cut. Missed on the shared machine; idle, ~500 s
 # of build CPU on two compilers plus the run is about 5 min: at the target, not measured idle. Since
 # then the footage fetch runs beside the build and fetches only the four clips played.
 #

@@ -319,22 +319,17 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         return paired_frames(plan, recs, name, field_name, args["warmup"])
 
     def timing(name: str) -> dict[str, Any]:
-        w = args["warmup"]
         nn_, dd, gg = paired(name, "step_s")
         fn, fd = paired(name, "flops")[0], paired("exact", "flops")[0]  # the same frames: runs go in lockstep
         # Floor: the same frames with every region reused (what no reuse policy can go below: the
         # questions as this run read them, the embedding, the guard): the fresh regions' part out.
         guard = runs[name].get("policy") != "exact"
-        floor = []
-        for si in range(len(plan)):
-            r = recs[name][si]
-            for t in range(min(w, len(r.flops)), len(r.flops)):
-                floor.append(r.flops[t] - step_flops(c, r.fresh[t], t, 0, guard) + step_flops(c, 0, t, 0, guard))
+        floor = paired(name, lambda r: [r.flops[t] - step_flops(c, r.fresh[t], t, 0, guard)
+                                        + step_flops(c, 0, t, 0, guard) for t in range(len(r.flops))])[0]
         tr = task.ci_dict(nn_, gg, ratio_of=dd)
         return {"time_ratio": tr, "flops_ratio": float(fn.sum() / fd.sum()),
                 "flops_floor": float(np.sum(floor) / fd.sum()),
-                "step_fit": step_fit(np.concatenate([np.array(recs[name][si].fresh[min(w, len(recs[name][si].fresh)):])
-                                                     for si in range(len(plan))]), nn_, float(dd.mean())),
+                "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
                 "frames_timed": int(len(nn_))}
 

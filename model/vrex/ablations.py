@@ -33,16 +33,19 @@ ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", 
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
-         vrex: dict[str, Any] | None = None, measure_resv: bool = True) -> dict[str, dict[str, Any]]:
+         vrex: dict[str, Any] | None = None, measure_resv: bool = True,
+         alias: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
     for the retrieval rules (the rest of the budget is their per-question fetch). @only: these runs
-    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @measure_resv: the resv.* recall measurement."""
+    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @alias: the aliasing runs' (no_refresh,
+    alias_*; anchors.ALIAS_REUSE); anchors.REUSE has both per model variant; @measure_resv: the resv.*
+    recall measurement."""
     fetch = budget - resident * regions
     if fetch <= 0:
         raise ValueError(f"budget {budget} blocks leaves nothing to fetch beyond {resident} resident frames")
     meter = anchors.ReuseMeter()
     out = anchors.anchor_runs(budget, resident, fetch, meter, ratio, vrex)
-    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex))
+    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex, alias))
     if only is not None:
         unknown = set(only) - set(out)
         if unknown:

@@ -520,6 +520,15 @@ VREX_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 8, "max_age": 2,
 # Aliasing with the model issue's frozen knobs and no recall (its knobs were frozen for refresh): the
 # V-Rex of session 7 (docs/model.md), the no_refresh ablation.
 ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2, "recall": False}
+# The deep variant (decoder.VARIANTS: the answer reads the deepest layer, which refresh does not
+# rewrite): guard bits and FCC radius frozen on the validation clip by `vrex.tune --variant deep --fcc`
+# (model/tune-deep-fcc.json), the recall's key-hash bits = the guard's, its radius and the age cap as
+# VREX_REUSE. Its no_refresh is the same knobs with refresh off (one mechanism off).
+DEEP_REUSE: dict[str, Any] = {**VREX_REUSE, "guard_bits": 8, "recall_guard_bits": 8, "radius": 20}
+DEEP_ALIAS: dict[str, Any] = {**DEEP_REUSE, "refresh": False}
+# (V-Rex's knobs, the aliasing runs' knobs) per model variant (vrex.run --variant).
+REUSE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {"builtin": (VREX_REUSE, ALIAS_REUSE),
+                                                           "deep": (DEEP_REUSE, DEEP_ALIAS)}
 
 
 def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,
@@ -543,10 +552,12 @@ def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio
 
 
 def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int,
-                  vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+                  vrex: dict[str, Any] | None = None, alias: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """V-Rex with one mechanism off, at the same device budget: rules without a selector spend the
-    fetch budget on @frames_per_fetch more resident frames. @vrex: V-Rex's lcp.Options."""
+    fetch budget on @frames_per_fetch more resident frames. @vrex: V-Rex's lcp.Options; @alias: the
+    aliasing runs' (ALIAS_REUSE)."""
     v = dict(VREX_REUSE if vrex is None else vrex)
+    al = dict(ALIAS_REUSE if alias is None else alias)
     base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv_pos", "fetch": fetch, "ratio": ratio}
 
     def m(opts: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
@@ -570,10 +581,10 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # Reuse only from the device's candidates (the last max_age frames).
         "no_recall": m({"recall": False}),
         # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
-        "no_refresh": m(dict(ALIAS_REUSE)),
+        "no_refresh": m(al),
         # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
-        "alias_no_fcc": m({**ALIAS_REUSE, "fcc": False}),
-        "alias_no_guard": m({**ALIAS_REUSE, "guard_bits": lcp.HASH_BITS}),
+        "alias_no_fcc": m({**al, "fcc": False, "recall_radius": 96}),
+        "alias_no_guard": m({**al, "guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
     }
 
 

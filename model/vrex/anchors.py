@@ -521,10 +521,14 @@ VREX_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 8, "max_age": 2,
 # V-Rex of session 7 (docs/model.md), the no_refresh ablation.
 ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2, "recall": False}
 # The deep variant (decoder.VARIANTS: the answer reads the deepest layer, which refresh does not
-# rewrite): guard bits and FCC radius frozen on the validation clip by `vrex.tune --variant deep --fcc`
-# (model/tune-deep-fcc.json), the recall's key-hash bits = the guard's, its radius and the age cap as
-# VREX_REUSE. Its no_refresh is the same knobs with refresh off (one mechanism off).
-DEEP_REUSE: dict[str, Any] = {**VREX_REUSE, "guard_bits": 8, "recall_guard_bits": 8, "radius": 20}
+# rewrite), frozen on cutback streams of the validation clip (docs/model.md "Session 9"): refresh, the
+# guard's bits and the FCC radius by `vrex.tune --variant deep --fcc` (model/tune-deep-fcc.json: every
+# setting with recall loses >= 8 points, the least at G = 0, radius 4), then the age cap and the recall
+# at that radius by `vrex.tune --variant deep --age 4` (model/tune-deep-age.json: without recall G = 0,
+# A = 2 loses 0.8 points). The recall's radius stays VREX_REUSE's, its key-hash bits the guard's. Its
+# no_refresh is the same knobs with refresh off (one mechanism off).
+DEEP_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 0, "max_age": 2, "radius": 4,
+                              "recall": False, "recall_radius": 24, "recall_guard_bits": 0}
 DEEP_ALIAS: dict[str, Any] = {**DEEP_REUSE, "refresh": False}
 # (V-Rex's knobs, the aliasing runs' knobs) per model variant (vrex.run --variant).
 REUSE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {"builtin": (VREX_REUSE, ALIAS_REUSE),
@@ -580,6 +584,8 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_reuse": m(prefill="exact"),
         # Reuse only from the device's candidates (the last max_age frames).
         "no_recall": m({"recall": False}),
+        # The recall on where V-Rex's frozen knobs have it off (the deep variant: anchors.DEEP_REUSE).
+        "recall_on": m({"recall": True}),
         # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
         "no_refresh": m(al),
         # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).

@@ -307,6 +307,8 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                                "mean": task.ci_dict(kl, g), "p99": float(np.percentile(kl, 99)),
                                "top1_agreement": task.ci_dict((answers[name] == answers["exact"]).astype(float), g),
                                "accuracy_change": task.ci_dict(ok[name] - ok["exact"], g)}
+        if "vrex_hierarchy" in ok and name != "vrex_hierarchy":  # an ablation against V-Rex, paired per question
+            out["accuracy_change_vs_vrex"] = task.ci_dict(ok[name] - ok["vrex_hierarchy"], g)
         splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}
         out["split"] = {}
         for sname, m in splits.items():

@@ -591,6 +591,10 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
         "alias_no_fcc": m({**al, "fcc": False, "recall_radius": 96}),
         "alias_no_guard": m({**al, "guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
+        # Zombie release and the similarity lookup where reused blocks are aliased (referenced by later
+        # frames: coldness is not creation age) -- with refresh no_zombie is V-Rex itself.
+        "alias_no_zombie": m(dict(al), coldness="fifo"),
+        "alias_temporal_only": m({**al, "similar": False, "recall": False}),
     }
 
 

@@ -309,6 +309,8 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                                "accuracy_change": task.ci_dict(ok[name] - ok["exact"], g)}
         if "vrex_hierarchy" in ok and name != "vrex_hierarchy":  # an ablation against V-Rex, paired per question
             out["accuracy_change_vs_vrex"] = task.ci_dict(ok[name] - ok["vrex_hierarchy"], g)
+        if "no_refresh" in ok and name.startswith("alias_"):  # an aliasing ablation against aliasing V-Rex
+            out["accuracy_change_vs_alias"] = task.ci_dict(ok[name] - ok["no_refresh"], g)
         splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}
         out["split"] = {}
         for sname, m in splits.items():

@@ -51,7 +51,8 @@ def choose(rows: list[dict[str, Any]], tolerance: float) -> dict[str, Any] | Non
     return max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"], -r["max_age"]))
 
 
-def tune(streams: int = STREAMS, frames: int = FRAMES, refresh: bool = False, variant: str = "builtin") -> dict[str, Any]:
+def tune(streams: int = STREAMS, frames: int = FRAMES, refresh: bool = False,
+         variant: str = "builtin") -> dict[str, Any]:
     paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
     o = lcp.Options()
     grid = REFRESH_GRID if refresh else GRID

@@ -6,7 +6,9 @@ and questions, and these JSON sections:
 
   anchors.{full_cache, streaming_llm, infinipot_v, rekv, timechat_dtd, quest, random, vrex_hierarchy}
   ablations.{no_fcc, temporal_only, no_guard, no_zombie, no_demotion, no_resv, resv_qk_only, no_reuse}
-      accuracy {"mean", "ci95"}, accuracy_change vs full cache (CI), device_bytes_peak and
+      accuracy {"mean", "ci95"}, accuracy_change vs full cache (CI), accuracy_change_vs_vrex (paired
+      against vrex_hierarchy per question, CI; when it ran; alias_* runs: accuracy_change_vs_alias against
+      no_refresh), device_bytes_peak and
       total_bytes_peak (summed over the streams: each stream's peak), device_ratio (vs the full
       cache's device peak), reuse_rate, prefill.{flops_ratio (visual prefill, questions left out),
       time_ratio (whole step, CI)}, device_bytes_by_length (peak up to each quarter of the stream)
@@ -29,20 +31,24 @@ from . import anchors, task
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
-             "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard")
+             "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
+             "alias_temporal_only")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
-         vrex: dict[str, Any] | None = None, measure_resv: bool = True) -> dict[str, dict[str, Any]]:
+         vrex: dict[str, Any] | None = None, measure_resv: bool = True,
+         alias: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
     for the retrieval rules (the rest of the budget is their per-question fetch). @only: these runs
-    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @measure_resv: the resv.* recall measurement."""
+    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @alias: the aliasing runs' (no_refresh,
+    alias_*; anchors.ALIAS_REUSE); anchors.REUSE has both per model variant; @measure_resv: the resv.*
+    recall measurement."""
     fetch = budget - resident * regions
     if fetch <= 0:
         raise ValueError(f"budget {budget} blocks leaves nothing to fetch beyond {resident} resident frames")
     meter = anchors.ReuseMeter()
     out = anchors.anchor_runs(budget, resident, fetch, meter, ratio, vrex)
-    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex))
+    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex, alias))
     if only is not None:
         unknown = set(only) - set(out)
         if unknown:
@@ -73,6 +79,8 @@ def report(res: dict[str, Any], budget: int, resident: int,
         r = res[name]
         dev = _sum(st, "device_bytes_peak")
         return {"accuracy": acc[name], "accuracy_change": res["quality"][name]["accuracy_change"],
+                "accuracy_change_vs_vrex": res["quality"][name].get("accuracy_change_vs_vrex"),
+                "accuracy_change_vs_alias": res["quality"][name].get("accuracy_change_vs_alias"),
                 "device_bytes_by_length": by_length(st),
                 "device_bytes_peak": dev, "total_bytes_peak": _sum(st, "total_bytes_peak"),
                 "host_bytes_peak": _sum(st, "host_bytes_peak"), "disk_bytes_peak": _sum(st, "disk_bytes_peak"),

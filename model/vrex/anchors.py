@@ -520,6 +520,19 @@ VREX_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 8, "max_age": 2,
 # Aliasing with the model issue's frozen knobs and no recall (its knobs were frozen for refresh): the
 # V-Rex of session 7 (docs/model.md), the no_refresh ablation.
 ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2, "recall": False}
+# The deep variant (decoder.VARIANTS: the answer reads the deepest layer, which refresh does not
+# rewrite), frozen on cutback streams of the validation clip (docs/model.md "Session 9"): refresh, the
+# guard's bits and the FCC radius by `vrex.tune --variant deep --fcc` (model/tune-deep-fcc.json: every
+# setting with recall loses >= 8 points, the least at G = 0, radius 4), then the age cap and the recall
+# at that radius by `vrex.tune --variant deep --age 4` (model/tune-deep-age.json: without recall G = 0,
+# A = 2 loses 0.8 points). The recall's radius stays VREX_REUSE's, its key-hash bits the guard's. Its
+# no_refresh is the same knobs with refresh off (one mechanism off).
+DEEP_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 0, "max_age": 2, "radius": 4,
+                              "recall": False, "recall_radius": 24, "recall_guard_bits": 0}
+DEEP_ALIAS: dict[str, Any] = {**DEEP_REUSE, "refresh": False}
+# (V-Rex's knobs, the aliasing runs' knobs) per model variant (vrex.run --variant).
+REUSE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {"builtin": (VREX_REUSE, ALIAS_REUSE),
+                                                           "deep": (DEEP_REUSE, DEEP_ALIAS)}
 
 
 def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,
@@ -543,10 +556,12 @@ def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio
 
 
 def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int,
-                  vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+                  vrex: dict[str, Any] | None = None, alias: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """V-Rex with one mechanism off, at the same device budget: rules without a selector spend the
-    fetch budget on @frames_per_fetch more resident frames. @vrex: V-Rex's lcp.Options."""
+    fetch budget on @frames_per_fetch more resident frames. @vrex: V-Rex's lcp.Options; @alias: the
+    aliasing runs' (ALIAS_REUSE)."""
     v = dict(VREX_REUSE if vrex is None else vrex)
+    al = dict(ALIAS_REUSE if alias is None else alias)
     base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv_pos", "fetch": fetch, "ratio": ratio}
 
     def m(opts: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
@@ -569,11 +584,17 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_reuse": m(prefill="exact"),
         # Reuse only from the device's candidates (the last max_age frames).
         "no_recall": m({"recall": False}),
+        # The recall on where V-Rex's frozen knobs have it off (the deep variant: anchors.DEEP_REUSE).
+        "recall_on": m({"recall": True}),
         # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
-        "no_refresh": m(dict(ALIAS_REUSE)),
+        "no_refresh": m(al),
         # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
-        "alias_no_fcc": m({**ALIAS_REUSE, "fcc": False}),
-        "alias_no_guard": m({**ALIAS_REUSE, "guard_bits": lcp.HASH_BITS}),
+        "alias_no_fcc": m({**al, "fcc": False, "recall_radius": 96}),
+        "alias_no_guard": m({**al, "guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
+        # Zombie release and the similarity lookup where reused blocks are aliased (referenced by later
+        # frames: coldness is not creation age) -- with refresh no_zombie is V-Rex itself.
+        "alias_no_zombie": m(dict(al), coldness="fifo"),
+        "alias_temporal_only": m({**al, "similar": False, "recall": False}),
     }
 
 

@@ -211,10 +211,22 @@ class Block(nn.Module):
         return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
 
 
+# Which layer's values the answer reads (Decoder(read_layer=...)): "builtin" reads layer 0, the model
+# of record; "deep" reads the deepest layer (docs/model.md "Session 9"), so that reused deeper-layer KV
+# computed from an older frame answers with that frame's content even when layer 0 is refreshed.
+VARIANTS = {"builtin": 0, "deep": -1}
+
+
 class Decoder(nn.Module):
-    def __init__(self, c: Config):
+    def __init__(self, c: Config, read_layer: int = 0):
         super().__init__()
         self.c = c
+        # The layer whose visual values are the tokens' standardised features (value0) besides layer 0,
+        # and whose question read is the answer (answer()). Not in Config: the builtin's saved config
+        # (and so its weights file) stays what it was.
+        self.read_layer = read_layer % c.layers
+        if self.read_layer not in (0, c.layers - 1):
+            raise ValueError(f"read_layer {read_layer}: the answer reads layer 0 or the deepest layer")
         self.embed = nn.Linear(c.feat_dim, c.d_model)
         self.slot_embed = nn.Parameter(torch.randn(c.visual, c.d_model) * 0.02)
         self.question_embed = nn.Parameter(torch.randn(c.regions, c.d_model) * 0.02)
@@ -235,8 +247,8 @@ class Decoder(nn.Module):
         return v.view(z.shape[0], c.kv_heads, c.head_dim).transpose(0, 1)
 
     def answer(self, xq: torch.Tensor, read0: torch.Tensor) -> torch.Tensor:
-        """Logits over the codebook: cosine of what the questions' layer-0 heads read (@read0 [Q,
-        H*hd], features of the tokens they attended to) plus a gated correction from their final
+        """Logits over the codebook: cosine of what the questions' heads read at read_layer (layer 0 in
+        the builtin; @read0 [Q, H*hd], features of the tokens they attended to) plus a gated correction from their final
         states @xq [Q, D]."""
         v = read0[:, : self.c.feat_dim] + self.gate * self.head(self.norm(xq))
         return self.logit_scale.exp() * F.normalize(v, dim=-1) @ self.codebook.T
@@ -278,12 +290,12 @@ class Decoder(nn.Module):
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH (F*64) hd
-            if li == 0:
+            if li == 0 or li == self.read_layer:
                 v = self.value0(feats.reshape(f * n, c.feat_dim))
             hq = blk.norm1(xq)
             qb = q_bias[None] + blk.attn.question_bias(q_region, q_target, frame_of, slot_of)
             xq = blk.mlp(xq + blk.attn.attend(hq, rope_q, k, v, rope_v, qb))
-            if li == 0:
+            if li == self.read_layer:
                 read0 = blk.attn.last_read
             if li + 1 < len(self.blocks):  # the last layer's visual outputs feed nothing
                 x = x + self._window_attend(blk.attn, h, k, v, key_idx, w_bias, rope_v)
@@ -350,11 +362,11 @@ class Decoder(nn.Module):
         if keep is not None or q_read is not None:
             blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
         ck, cv = cache
-        read0 = xq  # layer 0 sets it (TorchScript wants it defined on every path)
+        read0 = xq  # read_layer sets it (TorchScript wants it defined on every path)
         for li, blk in enumerate(self.blocks):
             h = blk.norm1(x)
             k, v = blk.attn.kv(h)  # KVH nf hd
-            if li == 0:
+            if li == 0 or li == self.read_layer:
                 v = self.value0(z[idx])
             for i, r in enumerate(fresh):
                 cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
@@ -365,7 +377,7 @@ class Decoder(nn.Module):
             bias = q_mask[None] + blk.attn.question_bias_pairs(q_region, q_target, q_frame_of, q_slot_of)
             hq = blk.norm1(xq)
             xq = blk.mlp(xq + blk.attn.attend_gathered(hq, rope_q, ck[li][:, q_keys], cv[li][:, q_keys], bias))
-            if li == 0:
+            if li == self.read_layer:
                 read0 = blk.attn.last_read
             if li + 1 < len(self.blocks) and len(idx):
                 win_k, win_v = ck[li, :, w0 * n : (t + 1) * n], cv[li, :, w0 * n : (t + 1) * n]

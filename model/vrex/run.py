@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from . import cpp_path, footage, lcp, task, train, workloads
-from .decoder import Config, Decoder, step_flops
+from .decoder import VARIANTS, Config, Decoder, step_flops
 
 RUNS = {
     "exact": {"policy": "exact"},
@@ -72,17 +72,19 @@ class Rec:
     policy: dict[str, Any] = field(default_factory=dict)  # Policy.stats() (vrex/anchors.py)
 
 
-def load_model() -> tuple[Decoder, dict[str, Any]]:
+def load_model(variant: str = "builtin") -> tuple[Decoder, dict[str, Any]]:
+    """The trained weights of @variant (decoder.VARIANTS: "deep" answers from the deepest layer)."""
     if os.environ.get("VREX_MODEL_WEIGHTS") == "random":
         torch.manual_seed(0)
-        model = Decoder(Config()).eval()
+        model = Decoder(Config(), read_layer=VARIANTS[variant]).eval()
         c = model.c
         gen = torch.Generator().manual_seed(0)
         cent = torch.nn.functional.normalize(torch.randn(c.codes, c.feat_dim, generator=gen), dim=-1)
         model.codebook.copy_(cent)
         return model, {"mean": torch.zeros(c.feat_dim), "std": torch.full((c.feat_dim,), 3.0), "codebook": cent,
-                       "baselines": task.Baselines(0, np.zeros(16, dtype=np.int64)), "weights": "random"}
-    path = train.weights_path()
+                       "baselines": task.Baselines(0, np.zeros(16, dtype=np.int64)), "weights": "random",
+                       "variant": variant}
+    path = train.weights_path(variant=variant)
     model, extra = train.load(path)
     extra["weights"] = path.parent.name
     return model, extra
@@ -114,7 +116,7 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
         split: str = "test", path: str | None = None, resv_read: bool = False,
-        workload: str = "edited", profile: bool = False) -> dict[str, Any]:
+        workload: str = "edited", profile: bool = False, variant: str = "builtin") -> dict[str, Any]:
     """@profile: the C++ path also times the FCC's own work per frame (the product figure's
     breakdown: emulation.stages). @path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
@@ -133,7 +135,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     runs = runs or RUNS
     if "exact" not in runs:
         raise ValueError("the exact run is the reference: it must be one of the runs")
-    model, extra = load_model()
+    model, extra = load_model(variant)
     c = model.c
     clips = identify(paths, split)
     names = [f"{cl.key}#{i}" for i, cl in enumerate(clips)]
@@ -305,6 +307,10 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                                "mean": task.ci_dict(kl, g), "p99": float(np.percentile(kl, 99)),
                                "top1_agreement": task.ci_dict((answers[name] == answers["exact"]).astype(float), g),
                                "accuracy_change": task.ci_dict(ok[name] - ok["exact"], g)}
+        if "vrex_hierarchy" in ok and name != "vrex_hierarchy":  # an ablation against V-Rex, paired per question
+            out["accuracy_change_vs_vrex"] = task.ci_dict(ok[name] - ok["vrex_hierarchy"], g)
+        if "no_refresh" in ok and name.startswith("alias_"):  # an aliasing ablation against aliasing V-Rex
+            out["accuracy_change_vs_alias"] = task.ci_dict(ok[name] - ok["no_refresh"], g)
         splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}
         out["split"] = {}
         for sname, m in splits.items():
@@ -377,7 +383,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
     for name in runs:
         by_length[name] = [acc(answers[name], (ta >= edges[i]) & (ta < edges[i + 1])) for i in range(4)]
     out: dict[str, Any] = {
-        "model": "builtin",
+        "model": extra.get("variant", "builtin"),
         "weights": extra["weights"],
         "clips": [{"path": str(p), "key": cl.key, "split": cl.split, "step": cl.step} for p, cl in zip(paths, clips)],
         "args": args,
@@ -451,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="--anchors: leave out the resv.* recall measurement (CPU off the step's clock)")
     ap.add_argument("--anchor-runs", default="",
                     help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
+    ap.add_argument("--variant", choices=tuple(VARIANTS), default="builtin",
+                    help="the model: builtin (the answer reads layer 0) or deep (it reads the deepest layer; "
+                         "--anchors: V-Rex with the variant's knobs, anchors.REUSE)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -472,11 +481,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.anchors:
             from . import ablations
             only = tuple(args.anchor_runs.split(",")) if args.anchor_runs else None
+            from .anchors import REUSE
+            vrex_knobs, alias_knobs = REUSE[args.variant]
             runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
-                                       measure_resv=not args.no_resv_recall))
+                                       vrex=vrex_knobs, alias=alias_knobs, measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
-                  workload=args.workload)
+                  workload=args.workload, variant=args.variant)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
     except (ValueError, RuntimeError, FileNotFoundError) as e:

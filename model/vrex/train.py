@@ -5,7 +5,9 @@ the validation clip (task.CLIPS, split "val") gives the curve and the number eve
 on; test clips are never read here. Fixed seed, one thread (a shared 2-core machine: OpenMP's
 spinning threads cost 10x in wall time).
 
-Usage: python3 -m vrex.train [--force]  -> prints the weights path; a no-op when cached. A fresh
+Usage: python3 -m vrex.train [--force] [--variant deep]  -> prints the weights path; a no-op when
+cached. --variant deep trains the model whose answer reads the deepest layer (decoder.VARIANTS; its
+own cache directory deep-<key>, never shipped: trained once per machine). A fresh
 cache takes the weights committed in model/weights/ when they were trained for this tree's cache key
 (vrex/shipped.py), and trains otherwise, saying why. --ship writes the cached set to model/weights/;
 --reproduce retrains from scratch and compares with the shipped set.
@@ -26,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from . import footage, shipped, task
-from .decoder import Config, Decoder
+from .decoder import VARIANTS, Config, Decoder
 
 SEED = 0
 STEPS = 30
@@ -108,7 +110,7 @@ def evaluate(model: Decoder, streams: list[tuple[torch.Tensor, torch.Tensor, tup
     return out
 
 
-def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
+def train(out_dir: Path, paths: dict[str, Path], variant: str = "builtin") -> dict[str, Any]:
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
     rng = np.random.default_rng(SEED)
@@ -134,7 +136,7 @@ def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
         x, y, _ = data.stream("val", VAL_FRAMES, vrng)
         val.append((x, y, task.questions(len(y), QUESTIONS, vrng)))
 
-    model = Decoder(c)
+    model = Decoder(c, read_layer=VARIANTS[variant])
     model.codebook.copy_(data.codebook)  # the task's codebook: the head scores against it (decoder.py)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=LR, total_steps=STEPS, pct_start=0.1)
@@ -159,12 +161,17 @@ def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
     t_train = time.time() - t1
     final = evaluate(model, val, base)
     out_dir.mkdir(parents=True, exist_ok=True)
-    torch.save({"config": c.to_dict(), "state": model.state_dict(), "mean": data.mean, "std": data.std,
-                "codebook": data.codebook, "baselines": base.to_dict()}, out_dir / "weights.tmp")
+    blob = {"config": c.to_dict(), "state": model.state_dict(), "mean": data.mean, "std": data.std,
+            "codebook": data.codebook, "baselines": base.to_dict()}
+    if variant != "builtin":  # the builtin's file keeps its layout (its sha256 is committed)
+        blob["variant"] = variant
+    torch.save(blob, out_dir / "weights.tmp")
     (out_dir / "weights.tmp").replace(out_dir / "weights.pt")
     manifest = {
         "model": "vrex builtin video decoder (task: vrex/task.py)",
-        "command": "make model (python3 -m vrex.train)",
+        "command": "make model (python3 -m vrex.train)" if variant == "builtin"
+        else f"python3 -m vrex.train --variant {variant}",
+        **({} if variant == "builtin" else {"variant": variant, "read_layer": model.read_layer}),
         "config": c.to_dict(),
         "params": sum(p.numel() for p in model.parameters()),
         "encoder": {"package": "npm nsfwjs@4.3.0", "licence": "MIT (Infinite Red, Inc.)",
@@ -188,10 +195,17 @@ def train(out_dir: Path, paths: dict[str, Path]) -> dict[str, Any]:
     return manifest
 
 
-def weights_path(force: bool = False) -> Path:
+def weights_path(force: bool = False, variant: str = "builtin") -> Path:
+    """The cached weights of @variant (decoder.VARIANTS), trained (or, for the builtin, installed from
+    model/weights/) when missing. A variant's key is the builtin's with the variant's name: the same
+    code and data, another read layer."""
+    if variant not in VARIANTS:
+        raise ValueError(f"no model variant '{variant}' ({', '.join(VARIANTS)})")
     paths = task.clip_paths()
     key = cache_key(paths)
-    out_dir = footage.cache_root() / f"builtin-{key}"
+    if variant != "builtin":
+        key = hashlib.sha256(f"{key}:{variant}".encode()).hexdigest()[:16]
+    out_dir = footage.cache_root() / f"{variant}-{key}"
     if force or not (out_dir / "weights.pt").is_file():
         import fcntl
 
@@ -199,7 +213,8 @@ def weights_path(force: bool = False) -> Path:
         with open(out_dir / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if force or not (out_dir / "weights.pt").is_file():
-                why = "--force" if force else shipped.mismatch(key, key_inputs(paths))
+                why = "--force" if force else (shipped.mismatch(key, key_inputs(paths)) if variant == "builtin"
+                                               else f"variant {variant} is never shipped")
                 if why is None:
                     shipped.install(out_dir)
                     print(f"train: the shipped weights ({shipped.DIR}, key {key}, sha256 verified) "
@@ -207,17 +222,18 @@ def weights_path(force: bool = False) -> Path:
                 else:
                     print(f"train: training and caching in {out_dir}, not taking the shipped weights: {why}",
                           file=sys.stderr, flush=True)
-                    train(out_dir, paths)
+                    train(out_dir, paths, variant)
     return out_dir / "weights.pt"
 
 
 def load(path: Path | None = None) -> tuple[Decoder, dict[str, Any]]:
     blob = torch.load(path or weights_path())
-    model = Decoder(Config(**blob["config"]))
+    model = Decoder(Config(**blob["config"]), read_layer=VARIANTS[blob.get("variant", "builtin")])
     model.load_state_dict(blob["state"])
     model.eval()
     extra = {k: blob[k] for k in ("mean", "std", "codebook")}
     extra["baselines"] = task.Baselines.from_dict(blob["baselines"])
+    extra["variant"] = blob.get("variant", "builtin")
     return model, extra
 
 
@@ -226,11 +242,15 @@ def main() -> int:
     ap.add_argument("--force", action="store_true", help="retrain even when cached")
     ap.add_argument("--ship", action="store_true", help="write this tree's weights (cached or trained) to model/weights/")
     ap.add_argument("--reproduce", action="store_true", help="retrain from scratch and compare with model/weights/")
+    ap.add_argument("--variant", choices=tuple(VARIANTS), default="builtin",
+                    help="deep: the answer reads the deepest layer (never shipped; --ship/--reproduce: builtin only)")
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.variant != "builtin" and (args.ship or args.reproduce):
+        ap.error("--ship and --reproduce apply to the builtin weights only")
     if args.reproduce:
         return shipped.reproduce()
-    path = weights_path(args.force)
+    path = weights_path(args.force, args.variant)
     if args.ship:
         paths = task.clip_paths()
         print(shipped.ship(path.parent, key_inputs(paths)))

@@ -11,6 +11,12 @@ written fresh), beside the aliasing defaults as "vrex": what the V-Rex runs with
 --recall: with refresh at anchors.VREX_REUSE's guard bits and age cap, the recall's appearance radius x
 key-hash bits (RECALL_GRID) over cutback streams of the validation clip (vrex/workloads.py: views
 come back after cuts), by the same rule.
+--fcc: with recall, the guard bits x the FCC fingerprint radius (FCC_GRID, age cap 2), with refresh
+and aliasing, over cutback streams: on a model whose answer depends on the
+reused deeper layers (--variant deep) the two filters in series decide what stale KV reaches an answer.
+--age (after --fcc): at --fcc's radius, guard bits x age cap x recall on/off (AGE_GRID) with refresh,
+over cutback streams: what bounds how old the reused deeper layers may be.
+--variant: the model (decoder.VARIANTS); the knobs frozen for the deep variant are anchors.DEEP_REUSE.
 """
 from __future__ import annotations
 
@@ -25,6 +31,9 @@ from . import lcp, run, task
 GRID = [(g, a) for g in (1, 2, 4) for a in (2, 4)]
 REFRESH_GRID = [(g, a) for g in (1, 2, 4, 8) for a in (2, 4)]
 RECALL_GRID = [(rad, g) for rad in (8, 24, 96) for g in (2, 8)]
+FCC_GRID = [(g, rad) for g in (0, 1, 2, 8) for rad in (4, 12, 20)]
+AGE_GRID = [(g, a, rec) for g in (0, 1) for a in (1, 2) for rec in (True, False)]
+FCC_RECALL_RADIUS = 24  # the recall's appearance radius frozen by --recall; its key-hash bits follow the guard's
 TOLERANCE = 0.01
 STREAMS = 1
 FRAMES = 160
@@ -42,7 +51,8 @@ def choose(rows: list[dict[str, Any]], tolerance: float) -> dict[str, Any] | Non
     return max(ok, key=lambda r: (r["reuse_rate"], -r["guard_bits"], -r["max_age"]))
 
 
-def tune(streams: int = STREAMS, frames: int = FRAMES, refresh: bool = False) -> dict[str, Any]:
+def tune(streams: int = STREAMS, frames: int = FRAMES, refresh: bool = False,
+         variant: str = "builtin") -> dict[str, Any]:
     paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
     o = lcp.Options()
     grid = REFRESH_GRID if refresh else GRID
@@ -56,7 +66,8 @@ def tune(streams: int = STREAMS, frames: int = FRAMES, refresh: bool = False) ->
     runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
     for g, a in grid:
         runs[name_of(g, a)] = {"policy": "vrex", "guard_bits": g, "max_age": a, "refresh": refresh}
-    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val")
+    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val",
+                  variant=variant)
     rows = []
     for g, a in grid:
         name = name_of(g, a)
@@ -67,7 +78,7 @@ def tune(streams: int = STREAMS, frames: int = FRAMES, refresh: bool = False) ->
                      "accuracy_change": q["accuracy_change"], "kl_mean": q["mean"]})
     best = choose(rows, TOLERANCE)
     return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
-            "refresh": refresh,
+            "refresh": refresh, "variant": variant, "weights": res["weights"],
             "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
             "chosen": {"guard_bits": best["guard_bits"], "max_age": best["max_age"]} if best else None}
 
@@ -102,20 +113,98 @@ def tune_recall(streams: int = STREAMS, frames: int = FRAMES) -> dict[str, Any]:
             if best else None}
 
 
+def tune_fcc(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep") -> dict[str, Any]:
+    """Guard bits x FCC radius (FCC_GRID, age cap 2) with recall (the recall's key-hash bits = the
+    guard's, its radius FCC_RECALL_RADIUS), with refresh and aliasing (no refresh), on cutback streams
+    of the validation clip, by choose()'s rule over both (ties: the stricter guard, then the smaller
+    radius, then refresh)."""
+    paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
+    o = lcp.Options()
+    runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
+    for refresh in (True, False):
+        for g, rad in FCC_GRID:
+            runs[f"{'refresh' if refresh else 'alias'}_g{g}_r{rad}"] = {
+                "policy": "vrex", "guard_bits": g, "max_age": 2, "radius": rad, "refresh": refresh,
+                "recall": True, "recall_radius": FCC_RECALL_RADIUS, "recall_guard_bits": g,
+                "extra": {"device": len(runs)}}  # more runs than one emulated device has streams
+    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val",
+                  workload="cutback", variant=variant)
+    out: dict[str, Any] = {"clips": [str(p) for p in paths], "streams": streams, "frames": frames,
+                           "tolerance": TOLERANCE, "workload": "cutback", "variant": variant,
+                           "weights": res["weights"], "exact_accuracy": res["task"]["accuracy"]["exact"],
+                           "max_age": 2, "recall_radius": FCC_RECALL_RADIUS}
+    rows = []
+    for refresh in (True, False):
+        for g, rad in FCC_GRID:
+            name = f"{'refresh' if refresh else 'alias'}_g{g}_r{rad}"
+            rows.append({"refresh": refresh, "guard_bits": g, "max_age": rad, "reuse_rate": res[name]["reuse_rate"],
+                         "accuracy": res["task"]["accuracy"][name],
+                         "accuracy_change": res["quality"][name]["accuracy_change"],
+                         "kl_mean": res["quality"][name]["mean"], "kv_bytes": res[name]["kv_bytes"]})
+    best = choose(rows, TOLERANCE)
+    for r in rows:  # choose() breaks ties on max_age: here the radius
+        r["radius"] = r.pop("max_age")
+    out["grid"] = rows
+    out["chosen"] = ({"refresh": best["refresh"], "guard_bits": best["guard_bits"], "radius": best["radius"]}
+                     if best else None)
+    return out
+
+
+def tune_age(radius: int, streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep") -> dict[str, Any]:
+    """Guard bits x age cap x recall (AGE_GRID) with refresh at FCC radius @radius (the recall's
+    key-hash bits = the guard's, its radius FCC_RECALL_RADIUS) on cutback streams of the validation
+    clip, by choose()'s rule (ties: the stricter guard, then the shorter age cap)."""
+    paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
+    o = lcp.Options()
+    runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
+    for g, a, rec in AGE_GRID:
+        runs[f"g{g}_a{a}_{'recall' if rec else 'norecall'}"] = {
+            "policy": "vrex", "guard_bits": g, "max_age": a, "radius": radius, "refresh": True, "recall": rec,
+            "recall_radius": FCC_RECALL_RADIUS, "recall_guard_bits": g, "extra": {"device": len(runs)}}
+    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val",
+                  workload="cutback", variant=variant)
+    rows = []
+    for g, a, rec in AGE_GRID:
+        name = f"g{g}_a{a}_{'recall' if rec else 'norecall'}"
+        rows.append({"guard_bits": g, "max_age": a, "recall": rec, "reuse_rate": res[name]["reuse_rate"],
+                     "accuracy": res["task"]["accuracy"][name],
+                     "accuracy_change": res["quality"][name]["accuracy_change"],
+                     "kl_mean": res["quality"][name]["mean"], "kv_bytes": res[name]["kv_bytes"]})
+    best = choose(rows, TOLERANCE)
+    return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
+            "workload": "cutback", "variant": variant, "weights": res["weights"], "radius": radius,
+            "refresh": True, "recall_radius": FCC_RECALL_RADIUS,
+            "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
+            "chosen": {k: best[k] for k in ("guard_bits", "max_age", "recall")} if best else None}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m vrex.tune", description=__doc__.split("\n")[0])
     ap.add_argument("--streams", type=int, default=STREAMS)
     ap.add_argument("--frames", type=int, default=FRAMES)
     ap.add_argument("--refresh", action="store_true", help="tune the guard for reuse with layer 0 refreshed")
     ap.add_argument("--recall", action="store_true", help="tune the recall from the host tier (cutback streams)")
+    ap.add_argument("--fcc", action="store_true",
+                    help="tune the guard bits x FCC radius with refresh and aliasing (cutback streams)")
+    ap.add_argument("--age", type=int, metavar="RADIUS", default=None,
+                    help="tune guard bits x age cap x recall with refresh at this FCC radius (cutback streams)")
+    ap.add_argument("--variant", choices=("builtin", "deep"), default="builtin", help="the model (decoder.VARIANTS)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.age is not None:
+        res = tune_age(args.age, args.streams, args.frames, args.variant)
+        print(json.dumps(res) if args.json else json.dumps(res, indent=1))
+        return 0
+    if args.fcc:
+        res = tune_fcc(args.streams, args.frames, args.variant)
+        print(json.dumps(res) if args.json else json.dumps(res, indent=1))
+        return 0
     if args.recall:
         res = tune_recall(args.streams, args.frames)
         print(json.dumps(res) if args.json else json.dumps(res, indent=1))
         return 0
-    res = tune(args.streams, args.frames, args.refresh)
+    res = tune(args.streams, args.frames, args.refresh, args.variant)
     if args.json:
         print(json.dumps(res))
         return 0

@@ -191,17 +191,32 @@ fi
 
 say() { echo "qemu-test: $*" >&2; }
 
-# Guest programs built by CMake: build the missing ones when build/ is configured (a line run's
-# parent did).
-if ((!line_run)) && [[ -f $repo/build/CMakeCache.txt ]]; then
+# Guest programs built by CMake: when build/ is configured, ninja brings every one of them up to date
+# (a no-op when current), so a binary left from an older tree is never booted. Only the parent does
+# it (a line run's parent did); the arm64 lines' programs come from scripts/cross-arm64.sh, which does
+# the same for build-arm64/. A failed build fails the run: the programs on disk are then not this
+# tree's.
+guest_build_failed=0
+if ((!line_run)) && [[ -f $repo/build/CMakeCache.txt && ${VREX_QEMU_PROGRAMS:-1} != 0 &&
+	" ${kernels[*]}" == *-amd64* ]]; then
+	guest_targets=()
 	for entry in "${extra_programs[@]}"; do
 		read -r _ ppath _ <<<"$entry"
 		[[ $ppath == /* ]] || ppath=$repo/$ppath
-		[[ -x $ppath ]] && continue
-		say "building guest program $(basename "$ppath")"
-		cmake --build "$repo/build" --target "$(basename "$ppath")" -j 2 >>"$out_root/guest-build.log" 2>&1 ||
-			say "could not build $(basename "$ppath") (see $out_root/guest-build.log)"
+		# Only programs of this build tree are CMake targets (named as their binaries).
+		[[ $ppath == "$repo/build/"* ]] && guest_targets+=("$(basename "$ppath")")
 	done
+	if ((${#guest_targets[@]})); then
+		say "bringing the guest programs up to date (${guest_targets[*]})"
+		gb_start=$SECONDS
+		if ! cmake --build "$repo/build" --target "${guest_targets[@]}" -j 2 \
+			>"$out_root/guest-build.log" 2>&1; then
+			echo "qemu guest-build: FAIL (cmake --build ${guest_targets[*]}; see $out_root/guest-build.log)"
+			tail -n 10 "$out_root/guest-build.log" | sed 's/^/    /'
+			guest_build_failed=1
+		fi
+		say "guest programs ready in $((SECONDS - gb_start)) s"
+	fi
 fi
 
 # Copies a program and, if it is dynamic, its shared libraries and loader into the initramfs.
@@ -667,7 +682,7 @@ compile_kernel() { # target, e.g. 5.15-arm64
 
 # One line per kernel from its cases file; adds to the global totals.
 total_pass=0
-total_fail=0
+total_fail=$guest_build_failed
 report_kernel() { # target
 	local target=$1 cases=$out_root/$1/cases kind p=0 f=0 verdict name rest a b label
 	local parts=() checks=() failures=() shown=$1

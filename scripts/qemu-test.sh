@@ -846,15 +846,26 @@ if ((!line_run && jobs > 1 && ${#kernels[@]} > 1)); then
 		done
 		return 0
 	}
-	for k in "${queue[@]}"; do
-		if [[ -n ${prep_pid[cross-build]:-} && $k == @(dt-|)+([0-9.])-arm64 ]]; then
-			while [[ -z ${prep_rc[cross-build]:-} ]]; do reap_one; done
-		fi
-		if [[ $k == debug-* ]]; then
-			while ((running > 0)); do reap_one; done
-		else
-			while ((running >= jobs)); do reap_one; done
-		fi
+	# The next line in the queue's order that can start: an arm64 line only once the cross build
+	# has ended (the amd64 lines run beside it meanwhile, instead of the whole queue waiting), a
+	# debug line only when every other line has started.
+	pending=("${queue[@]}")
+	while ((${#pending[@]})); do
+		while ((running >= jobs)); do reap_one; done
+		pick=-1
+		for i in "${!pending[@]}"; do
+			k=${pending[i]}
+			[[ -n ${prep_pid[cross-build]:-} && -z ${prep_rc[cross-build]:-} &&
+				$k == @(dt-|)+([0-9.])-arm64 ]] && continue
+			[[ $k == debug-* ]] && ((i > 0)) && continue
+			pick=$i
+			break
+		done
+		# Only arm64 lines left, and the cross build still running: wait for it (or a line).
+		((pick < 0)) && reap_one && continue
+		k=${pending[pick]}
+		pending=("${pending[@]:0:pick}" "${pending[@]:pick+1}")
+		[[ $k == debug-* ]] && while ((running > 0)); do reap_one; done
 		start_line "$k"
 		running=$((running + 1))
 		[[ $k == debug-* ]] && reap_one

@@ -25,7 +25,7 @@ help:
 	@echo "make deb-install-test  the amd64 and arm64 packages in clean bookworm roots, booted in QEMU"
 	@echo "make qemu-test   vrex.ko in QEMU: Debian 6.12/6.1/5.10 amd64, 6.12/5.10 arm64, a debug 6.1"
 	@echo "                 (KASAN, lockdep, kmemleak; built once into /var/cache/vrex), 5.15 arm64 compile;"
-	@echo "                 vrex.ko on the QEMU device model (qemu/): pci 6.12/5.10 amd64, unplug, dt arm64"
+	@echo "                 vrex.ko on the QEMU device model (qemu/): pci 6.12/5.10 amd64, unplug, dt 6.12/5.10 arm64"
 	@echo "make cross-arm64 user space cross-built for arm64 into build-arm64/ (docs/install.md)"
 	@echo "make lint        checkpatch --strict, sparse, W=1, dt-validate, clang-tidy"
 	@echo "make model       the builtin video transformer's weights (the committed ones or trained; cached)"

@@ -36,8 +36,15 @@ cmake) ;;
 esac
 
 mkdir -p build
+# Replaced only when it changes: CMakeLists.txt includes it, so a new timestamp alone would make
+# every build re-run CMake (scripts/cross-arm64.sh calls this on each qemu-test run).
 {
 	echo "# generated from .config by scripts/kconfig.sh"
 	grep -E '^CONFIG_DRM_ACCEL_VREX' .config | sed -E 's/^CONFIG_([A-Z0-9_]+)=(.*)$/set(VREX_KCONFIG_\1 \2)/'
-} >build/vrex_config.cmake
+} >build/vrex_config.cmake.$$
+if cmp -s build/vrex_config.cmake.$$ build/vrex_config.cmake; then
+	rm build/vrex_config.cmake.$$
+else
+	mv build/vrex_config.cmake.$$ build/vrex_config.cmake
+fi
 echo "kconfig: .config and build/vrex_config.cmake written"

@@ -5,7 +5,8 @@
 #    packages into the cache (scripts/fetch-footage.sh; never committed), beside the build,
 # 2. runs `vrexctl run` on four DIFFERENT clips as four concurrent pooled streams on one device
 #    (vtest.avi, mire-2, mbt/cube, tree.avi; each played once), then the controls vrexctl runs in the
-#    same invocation: the same inputs at similarity radius 0, and stream 0 alone (and at radius 0).
+#    same invocation: the same inputs without the similarity lookup (temporal lookups only: the
+#    difference is what the similarity lookup adds), and stream 0 alone (with and without it).
 #    The device is the kernel one when vrex.ko has one, else the in-process emulation sized 16 banks x
 #    64 MiB. VREX_DEMO_REPLICAS=1 runs the old variant instead: four staggered copies of vtest.avi
 #    (100 frames apart, wrapping),
@@ -100,7 +101,7 @@ fi
 python3 model/vrex/anchors_report.py model/anchors-test.json --svg "$out-anchors.svg"
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
-echo "demo: vrexctl run on $what, pooled, with the radius-0 and single-stream controls"
+echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"
 start=$SECONDS
 # shellcheck disable=SC2086 # VREX_DEMO_ARGS is a list of words
 "$vrexctl" --backend "$backend" --emu-banks 16 --emu-bank-mib 64 run "${inputs[@]}" \
@@ -111,7 +112,7 @@ python3 - "$out/summary.json" "$elapsed" <<'PY'
 import json, os, sys
 j = json.load(open(sys.argv[1]))
 h = j["headline"]
-run, ctl, one, one0 = h["run"], h["radius0"], h["single_stream"], h["single_stream_radius0"]
+run, ctl, one, one0 = h["run"], h["control"], h["single_stream"], h["single_stream_control"]
 MiB = 1 << 20
 def ok(c): return "met" if c else "NOT met"
 def r(f, g, k): return "-" if f is None else f"{f[g][k]:.3f}x"
@@ -124,7 +125,7 @@ print(f"V-Rex on {n} streams ({names}), {j['frames']} frames, backend {j['backen
       f"{sys.argv[2]} s for all passes")
 print(f"Same frames, paged baseline keeping the same {j['config']['zombie_frames'] + 1}-frame window; "
       f"peaks over the run")
-print(f"  {'':46}{'this run (radius ' + str(run['radius']) + ')':28}radius-0 control")
+print(f"  {'':46}{'this run (radius ' + str(run['radius']) + ')':28}control: no similarity lookup")
 sw = run["same_window"]
 print(f"  {'resident KV, %d streams / baseline' % n:46}"
       f"{r(run, 'same_window', 'resident_bytes_ratio') + ' (%d/%d blocks)' % (sw['blocks_peak'], sw['baseline_blocks_peak']):28}"
@@ -140,6 +141,12 @@ print(f"  {'device memory held (slabs) / baseline pool':46}"
       f"{r(ctl, 'device_memory', 'ratio')}")
 print(f"  {'placed outside the frame bank group':46}{oog(run):28}{oog(ctl)}")
 print(f"  {'reuse rate (target >= 50 %)':46}{p(run, 'reuse_rate'):28}{p(ctl, 'reuse_rate')}")
+def only(f): return "-" if f is None else f"{100 * f['reuse_by_lookup']['similar_only']:.2f} %"
+print(f"  {'  of the regions: found only by similarity':46}{only(run):28}{only(ctl)}")
+c = j["counts"]
+print(f"  similarity lookup: {c['similar_hits']} hits ({100 * j['approx_hit_rate']:.1f} % of lookups at "
+      f"distance > 0), {c['similar_hits_temporal_block']} of them on the block the temporal lookup found; "
+      f"{c['reused_similar']} of {c['reused']} reused regions only it found")
 print(f"  same-window bytes target <= 0.5x: {ok(sw['resident_bytes_ratio'] <= 0.5)}; "
       f"blocks target <= 0.3x: {ok(sw['blocks_ratio'] <= 0.3)}")
 print(f"  per stream: " + "; ".join(f"{os.path.basename(s['path'])} {100 * s['reuse_rate']:.1f} % reuse, "

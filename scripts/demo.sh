@@ -39,6 +39,21 @@
 # common.hpp, compiled at -O3 in every vrexctl object (model_runner.cpp is as dear): the next cut. Missed on the shared machine; idle, ~500 s
 # of build CPU on two compilers plus the run is about 5 min: at the target, not measured idle. Since
 # then the footage fetch runs beside the build and fetches only the four clips played.
+# Session 9 (2026-12-02, load 10-23, CPU-s per object = user + sys of the exact compile command from
+# the ninja file, CCACHE_DISABLE equivalent: the compiler called without ccache, -O3 Release as
+# `make demo` configures it): CLI11 is now compiled in one object (tools/vrexctl/cli.cpp, behind
+# cli.hpp) and the headers use nlohmann/json_fwd.hpp. vrexctl's 12 objects: 271.7 s -> 113.8 s, plus
+# cli.cpp 22.7 s = 136.4 s (-135 s); per object before -> after: main 27.6 -> 7.7, common 19.6 -> 8.9,
+# prometheus 17.6 -> 3.4, cmd_serve 34.0 -> 15.3 (Boost.Asio stays), cmd_run 24.4 -> 12.0, cmd_device
+# 29.1 -> 16.4, model_runner 28.4 -> 14.3, cmd_bench 23.3 -> 11.9, cmd_monitor 21.7 -> 10.2,
+# cmd_selftest 21.3 -> 10.5; tools/pipeline/pipeline.cpp 12.2 -> 7.9 (json no longer reaches it). The
+# unchanged reg_map.cpp measured 4.1 then 3.0 s: single figures carry ~25 % noise on this loaded
+# machine. The HAL and lib objects are unchanged (c_api.cpp 7.9 s in session 8). -O3 stays: -O2
+# measured the same on cmd_monitor.cpp, -O0 still 14 s (the cost was the headers, not the optimiser).
+# What remains per vrexctl object is mostly nlohmann/json.hpp (about 7 s in each of the 8 vrexctl and
+# 3 pipeline objects that build JSON). Projected: ~140 s less build CPU than session 8's ~500 s, i.e.
+# ~180 s of build on two idle cores + configure + run, about 4 min to the first figure; not measured
+# idle or from a fresh clone here.
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl

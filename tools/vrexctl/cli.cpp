@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <stdexcept>
 
 namespace vrexctl {
 
@@ -66,6 +67,7 @@ struct CommandLine::Impl {
     // Calls @fn with the stored error as the CLI::ParseError (subclass intact) it was thrown as.
     template <typename Fn>
     auto with_usage(Fn fn) const {
+        if (!usage) throw std::logic_error("vrexctl: no usage error to report (parse() succeeded)");
         try {
             std::rethrow_exception(usage);
         } catch (const CLI::ParseError& e) {

@@ -5,7 +5,8 @@
 #    packages into the cache (scripts/fetch-footage.sh; never committed), beside the build,
 # 2. runs `vrexctl run` on four DIFFERENT clips as four concurrent pooled streams on one device
 #    (vtest.avi, mire-2, mbt/cube, tree.avi; each played once), then the controls vrexctl runs in the
-#    same invocation: the same inputs at similarity radius 0, and stream 0 alone (and at radius 0).
+#    same invocation: the same inputs without the similarity lookup (temporal lookups only: the
+#    difference is what the similarity lookup adds), and stream 0 alone (with and without it).
 #    The device is the kernel one when vrex.ko has one, else the in-process emulation sized 16 banks x
 #    64 MiB. VREX_DEMO_REPLICAS=1 runs the old variant instead: four staggered copies of vtest.avi
 #    (100 frames apart, wrapping),
@@ -38,6 +39,21 @@
 # common.hpp, compiled at -O3 in every vrexctl object (model_runner.cpp is as dear): the next cut. Missed on the shared machine; idle, ~500 s
 # of build CPU on two compilers plus the run is about 5 min: at the target, not measured idle. Since
 # then the footage fetch runs beside the build and fetches only the four clips played.
+# Session 9 (2026-12-02, load 10-23, CPU-s per object = user + sys of the exact compile command from
+# the ninja file, CCACHE_DISABLE equivalent: the compiler called without ccache, -O3 Release as
+# `make demo` configures it): CLI11 is now compiled in one object (tools/vrexctl/cli.cpp, behind
+# cli.hpp) and the headers use nlohmann/json_fwd.hpp. vrexctl's 12 objects: 271.7 s -> 113.8 s, plus
+# cli.cpp 22.7 s = 136.4 s (-135 s); per object before -> after: main 27.6 -> 7.7, common 19.6 -> 8.9,
+# prometheus 17.6 -> 3.4, cmd_serve 34.0 -> 15.3 (Boost.Asio stays), cmd_run 24.4 -> 12.0, cmd_device
+# 29.1 -> 16.4, model_runner 28.4 -> 14.3, cmd_bench 23.3 -> 11.9, cmd_monitor 21.7 -> 10.2,
+# cmd_selftest 21.3 -> 10.5; tools/pipeline/pipeline.cpp 12.2 -> 7.9 (json no longer reaches it). The
+# unchanged reg_map.cpp measured 4.1 then 3.0 s: single figures carry ~25 % noise on this loaded
+# machine. The HAL and lib objects are unchanged (c_api.cpp 7.9 s in session 8). -O3 stays: -O2
+# measured the same on cmd_monitor.cpp, -O0 still 14 s (the cost was the headers, not the optimiser).
+# What remains per vrexctl object is mostly nlohmann/json.hpp (about 7 s in each of the 8 vrexctl and
+# 3 pipeline objects that build JSON). Projected: ~140 s less build CPU than session 8's ~500 s, i.e.
+# ~180 s of build on two idle cores + configure + run, about 4 min to the first figure; not measured
+# idle or from a fresh clone here.
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
@@ -100,7 +116,7 @@ fi
 python3 model/vrex/anchors_report.py model/anchors-test.json --svg "$out-anchors.svg"
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
-echo "demo: vrexctl run on $what, pooled, with the radius-0 and single-stream controls"
+echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"
 start=$SECONDS
 # shellcheck disable=SC2086 # VREX_DEMO_ARGS is a list of words
 "$vrexctl" --backend "$backend" --emu-banks 16 --emu-bank-mib 64 run "${inputs[@]}" \
@@ -111,7 +127,7 @@ python3 - "$out/summary.json" "$elapsed" <<'PY'
 import json, os, sys
 j = json.load(open(sys.argv[1]))
 h = j["headline"]
-run, ctl, one, one0 = h["run"], h["radius0"], h["single_stream"], h["single_stream_radius0"]
+run, ctl, one, one0 = h["run"], h["control"], h["single_stream"], h["single_stream_control"]
 MiB = 1 << 20
 def ok(c): return "met" if c else "NOT met"
 def r(f, g, k): return "-" if f is None else f"{f[g][k]:.3f}x"
@@ -124,7 +140,7 @@ print(f"V-Rex on {n} streams ({names}), {j['frames']} frames, backend {j['backen
       f"{sys.argv[2]} s for all passes")
 print(f"Same frames, paged baseline keeping the same {j['config']['zombie_frames'] + 1}-frame window; "
       f"peaks over the run")
-print(f"  {'':46}{'this run (radius ' + str(run['radius']) + ')':28}radius-0 control")
+print(f"  {'':46}{'this run (radius ' + str(run['radius']) + ')':28}control: no similarity lookup")
 sw = run["same_window"]
 print(f"  {'resident KV, %d streams / baseline' % n:46}"
       f"{r(run, 'same_window', 'resident_bytes_ratio') + ' (%d/%d blocks)' % (sw['blocks_peak'], sw['baseline_blocks_peak']):28}"
@@ -140,6 +156,12 @@ print(f"  {'device memory held (slabs) / baseline pool':46}"
       f"{r(ctl, 'device_memory', 'ratio')}")
 print(f"  {'placed outside the frame bank group':46}{oog(run):28}{oog(ctl)}")
 print(f"  {'reuse rate (target >= 50 %)':46}{p(run, 'reuse_rate'):28}{p(ctl, 'reuse_rate')}")
+def only(f): return "-" if f is None else f"{100 * f['reuse_by_lookup']['similar_only']:.2f} %"
+print(f"  {'  of the regions: found only by similarity':46}{only(run):28}{only(ctl)}")
+c = j["counts"]
+print(f"  similarity lookup: {c['similar_hits']} hits ({100 * j['approx_hit_rate']:.1f} % of lookups at "
+      f"distance > 0), {c['similar_hits_temporal_block']} of them on the block the temporal lookup found; "
+      f"{c['reused_similar']} of {c['reused']} reused regions only it found")
 print(f"  same-window bytes target <= 0.5x: {ok(sw['resident_bytes_ratio'] <= 0.5)}; "
       f"blocks target <= 0.3x: {ok(sw['blocks_ratio'] <= 0.3)}")
 print(f"  per stream: " + "; ".join(f"{os.path.basename(s['path'])} {100 * s['reuse_rate']:.1f} % reuse, "

@@ -128,6 +128,39 @@ TEST(ReusePolicy, ChainKeepsThePreviousFramesBlockWhenItPasses) {
     EXPECT_EQ(decide_reuse(ReusePolicy{35.0, 30, true}, now, 3, 12, sim, tmp).block.id, 1u);
 }
 
+// Both lookups offering the same block (a static region: the similarity lookup finds the previous
+// frame's entry, usually at distance > 0) is a temporal reuse: the temporal lookup alone would have
+// found it, whatever the radius. Crediting the similarity lookup made the demo say most reuse came
+// from approximate similarity hits while a radius-0 control reused exactly as much.
+TEST(ReusePolicy, ABlockBothLookupsOfferIsCreditedToTheTemporalLookup) {
+    const LumaFrame then = pattern(256, 192, 0), now = pattern(256, 192, 8);
+    std::vector<std::byte> a(64 * 1024);
+    PayloadHeader h;
+    h.step = 10;
+    ASSERT_TRUE(write_payload(a, then, 3, h));
+    vrex::Retrieval sim, tmp, miss;
+    sim.hit = tmp.hit = true;
+    sim.approximate = true;
+    sim.distance = 6;
+    sim.block.id = tmp.block.id = 7;
+    sim.block.data = tmp.block.data = a;
+    sim.block.view = tmp.block.view = a;
+
+    for (const bool chain : {true, false}) {
+        const auto d = decide_reuse(ReusePolicy{30.0, 30, chain}, now, 3, 12, sim, tmp);
+        ASSERT_EQ(d.outcome, ReuseDecision::Outcome::reuse);
+        EXPECT_EQ(d.block.id, 7u);
+        EXPECT_FALSE(d.from_similar) << "chain " << chain;
+        EXPECT_FALSE(d.approximate) << "chain " << chain;
+    }
+    // Only the similarity lookup offers it: a similarity reuse, approximate at distance 6.
+    const auto d = decide_reuse(ReusePolicy{30.0, 30, true}, now, 3, 12, sim, miss);
+    ASSERT_EQ(d.outcome, ReuseDecision::Outcome::reuse);
+    EXPECT_TRUE(d.from_similar);
+    EXPECT_TRUE(d.approximate);
+    EXPECT_EQ(d.distance, 6u);
+}
+
 TEST(WindowLedger, ReleasesOnlyBlocksNoFrameOfTheWindowReferences) {
     WindowLedger l(6);  // Z = 5
     vrex::KvBlock b0, b1, b2;

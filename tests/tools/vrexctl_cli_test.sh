@@ -155,9 +155,14 @@ run-json)
 		"0 < j['resident_bytes_ratio'] <= 1" "0 < j['managed_blocks_ratio'] <= 1" "'psnr_reused_p5_db' in j" \
 		"j['latency_us_p50'] > 0" "j['latency_us_p99'] >= j['latency_us_p50']" "j['backend'] == 'emulated'" \
 		"j['accounting_mismatches'] == 0" "j['model']['block_bytes'] == 8 * 57344" \
-		"j['headline']['run']['streams'] == 3" "j['headline']['radius0']['radius'] == 0" \
+		"j['headline']['run']['streams'] == 3" "j['headline']['run']['similarity'] is True" \
+		"j['headline']['control']['similarity'] is False" \
+		"j['headline']['control']['reuse_by_lookup']['similar_only'] == 0" \
 		"j['headline']['single_stream']['streams'] == 1" "j['headline']['single_stream']['frames'] == 12" \
-		"j['headline']['single_stream_radius0']['radius'] == 0" \
+		"j['headline']['single_stream_control']['similarity'] is False" \
+		"j['counts']['similar_lookups'] == j['counts']['regions']" \
+		"j['counts']['similar_hits_temporal_block'] <= min(j['counts']['similar_hits'], j['counts']['temporal_hits'])" \
+		"abs(sum(j['headline']['run']['reuse_by_lookup'].values()) - j['reuse_rate']) < 1e-12" \
 		"0 < j['headline']['run']['same_window']['resident_bytes_ratio'] <= 1.5" \
 		"j['headline']['run']['device_memory']['held_bytes_peak'] >= j['resident_bytes_peak']" \
 		"j['headline']['run']['device_memory']['baseline_pool_bytes'] >= j['window_baseline']['bytes_peak']" \
@@ -167,19 +172,25 @@ run-json)
 		"sum(s['regions'] for s in j['stream_info']) == j['counts']['regions']"
 	# Controls can be switched off; a one-stream run is its own single-stream figure.
 	expect_rc 0 "${E[@]}" --json run clip.avi --max-frames 8 --no-control
-	json_check "j['headline']['radius0'] is None" "j['headline']['single_stream'] == j['headline']['run']"
+	json_check "j['headline']['control'] is None" "j['headline']['single_stream'] == j['headline']['run']"
+	# --no-similarity (what the control runs): no similarity lookup at all, so nothing is reused from one.
+	expect_rc 0 "${E[@]}" --json run clip.avi --max-frames 12 --no-similarity --no-control
+	json_check "j['config']['similarity'] is False" "j['counts']['similar_lookups'] == 0" \
+		"j['counts']['similar_hits'] == 0" "j['counts']['reused_similar'] == 0" \
+		"j['counts']['temporal_hits'] > 0" "j['headline']['control'] is None"
 	;;
 run-headline)
-	# The human summary leads with the same-window comparison and the radius-0 control; the
-	# append-only ratio is a footnote at the end.
+	# The human summary leads with the same-window comparison and the control without the similarity
+	# lookup; the append-only ratio is a footnote at the end.
 	make_clip a.avi mpeg4 20
 	make_clip b.mp4 libx264 20
 	expect_rc 0 "${E[@]}" run a.avi b.mp4 --max-frames 15 --no-progress
 	head -n1 out | grep -q "same 6-frame window" || fail "first line is not the same-window comparison: $(head -n1 out)"
-	sed -n 2p out | grep -q "radius-0 control" || fail "no radius-0 control column"
+	sed -n 2p out | grep -q "control: no similarity lookup" || fail "no similarity-off control column"
 	for k in "resident KV, 2 streams / baseline" "resident KV, stream 0 alone / baseline" \
-		"device memory held (slabs) / baseline pool" "placed outside the frame's bank group"; do
-		head -n8 out | grep -qF "$k" || fail "headline lacks '$k'"
+		"device memory held (slabs) / baseline pool" "placed outside the frame's bank group" \
+		"of it found only by the similarity lookup"; do
+		head -n9 out | grep -qF "$k" || fail "headline lacks '$k'"
 	done
 	[[ $(grep -n "append-only" out | cut -d: -f1) -eq $(wc -l <out) ]] || fail "append-only is not the last line"
 	;;
@@ -206,10 +217,10 @@ class P(HTMLParser):
 p = P(); p.feed(open("rep/index.html").read())
 for sec in ["headline", "summary", "footnote", "inputs", "memory", "reuse", "banks", "frames", "credits"]:
     if sec not in p.ids: sys.exit(f"section {sec} missing")
-# The report leads with the same-window comparison and its radius-0 control; the append-only ratio
-# is only a footnote after it.
+# The report leads with the same-window comparison and its control without the similarity lookup;
+# the append-only ratio is only a footnote after it.
 t = p.text
-for needle in ["same-window baseline", "radius-0 control", "device memory held", "baseline pool",
+for needle in ["same-window baseline", "control: no similarity lookup", "device memory held", "baseline pool",
                "outside the frame's bank group", "stream 0 alone"]:
     if needle not in t: sys.exit(f"headline lacks {needle}")
 if t.index("Same-window comparison") > t.index("Details"): sys.exit("headline is not first")
@@ -223,7 +234,7 @@ for f in ["memory", "blocks", "reuse", "banks"]:
 s = json.load(open("rep/summary.json"))
 if s["streams"] != 2 or s["frames"] != 60: sys.exit("summary.json")
 h = s["headline"]
-if h["run"]["streams"] != 2 or h["single_stream"]["streams"] != 1 or h["radius0"]["radius"] != 0:
+if h["run"]["streams"] != 2 or h["single_stream"]["streams"] != 1 or h["control"]["similarity"]:
     sys.exit("summary.json headline")
 PY
 	;;

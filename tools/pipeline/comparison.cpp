@@ -1,5 +1,7 @@
 #include "comparison.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace vrex::pipeline {
 namespace {
 
@@ -19,8 +21,13 @@ nlohmann::json headline_figures(const RunResult& r) {
     j["frames"] = r.frames;
     j["all_active_steps"] = r.all_active_steps();
     j["radius"] = r.radius;
+    j["similarity"] = r.similarity;
     j["pooled"] = r.pooled;
-    j["reuse_rate"] = r.regions ? static_cast<double>(r.reused) / static_cast<double>(r.regions) : 0.0;
+    j["reuse_rate"] = ratio(r.reused, r.regions);
+    // Reused regions by the lookup that offered the block: the temporal one (the same region of the
+    // previous frame), or only the similarity one (what it adds; approximate: at distance > 0).
+    j["reuse_by_lookup"] = {{"temporal", ratio(r.reused - r.reused_similar, r.regions)},
+                            {"similar_only", ratio(r.reused_similar, r.regions)}};
     j["psnr_reused_p5_db"] = percentile(r.reused_psnr, 0.05);
     j["same_window"] = {{"resident_bytes_peak", r.resident_bytes_peak()},
                         {"baseline_bytes_peak", r.window_bytes_peak()},
@@ -42,10 +49,10 @@ nlohmann::json headline_figures(const RunResult& r) {
 nlohmann::json Comparison::to_json() const {
     nlohmann::json j;
     j["run"] = headline_figures(run);
-    j["radius0"] = or_null(radius0);
+    j["control"] = or_null(control);
     j["single_stream"] = headline_figures(single_or_run());
-    const RunResult* s0 = single_radius0_or_control();
-    j["single_stream_radius0"] = s0 ? headline_figures(*s0) : nlohmann::json(nullptr);
+    const RunResult* s0 = single_control_or_control();
+    j["single_stream_control"] = s0 ? headline_figures(*s0) : nlohmann::json(nullptr);
     j["single_stream_source"] = run.streams.empty() ? "" : run.streams[0].path;
     return j;
 }
@@ -53,20 +60,20 @@ nlohmann::json Comparison::to_json() const {
 Comparison run_comparison(const DeviceFactory& open_device, std::span<const StreamSource> sources,
                           const PipelineOptions& options, const ComparisonOptions& copt,
                           const std::function<void(const char*)>& on_pass) {
-    auto pass = [&](const char* name, std::span<const StreamSource> src, std::uint32_t radius) {
+    auto pass = [&](const char* name, std::span<const StreamSource> src, bool similarity) {
         if (on_pass) on_pass(name);
         PipelineOptions o = options;
-        o.radius = radius;
+        o.similarity = similarity;
         // Only the main pass feeds the report's annotated frames.
         if (std::string_view(name) != "run") o.annotate = 0;
         return run_pipeline(open_device(), src, o);
     };
-    Comparison c{pass("run", sources, options.radius), {}, {}, {}};
-    const bool control = copt.radius0_control && options.radius != 0;
-    if (control) c.radius0 = pass("radius-0 control", sources, 0);
+    Comparison c{pass("run", sources, options.similarity), {}, {}, {}};
+    const bool control = copt.control && options.similarity;
+    if (control) c.control = pass("control: no similarity lookup", sources, false);
     if (copt.single_stream && sources.size() > 1) {
-        c.single = pass("stream 0 alone", sources.first(1), options.radius);
-        if (control) c.single_radius0 = pass("stream 0 alone, radius 0", sources.first(1), 0);
+        c.single = pass("stream 0 alone", sources.first(1), options.similarity);
+        if (control) c.single_control = pass("stream 0 alone, no similarity lookup", sources.first(1), false);
     }
     return c;
 }

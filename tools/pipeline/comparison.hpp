@@ -1,12 +1,14 @@
 // The honest headline of a pipeline run: the same frames through V-Rex and a paged baseline that
 // keeps the same window, for all streams together and for one stream alone, with the device memory
-// actually held, the out-of-group placement rate, and a control run with similarity radius 0 (only
-// exact fingerprint matches) side by side. docs/pipeline.md explains every figure.
+// actually held, the out-of-group placement rate, and a control pass without the similarity lookup
+// (temporal lookups only) side by side: the difference is what the similarity lookup adds. A radius-0
+// control would not show it: on static regions the similarity lookup finds the block the temporal
+// lookup finds anyway. docs/pipeline.md explains every figure.
 #pragma once
 
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 
@@ -16,19 +18,19 @@
 namespace vrex::pipeline {
 
 struct ComparisonOptions {
-    bool radius0_control = true;  // rerun the same sources with radius 0
-    bool single_stream = true;    // rerun stream 0 alone (only when the run has several streams)
+    bool control = true;        // rerun the same sources without the similarity lookup
+    bool single_stream = true;  // rerun stream 0 alone (only when the run has several streams)
 };
 
 struct Comparison {
     RunResult run;
-    std::optional<RunResult> radius0;         // empty when disabled or the run already used radius 0
+    std::optional<RunResult> control;         // no similarity lookup; empty when disabled or the run had none
     std::optional<RunResult> single;          // stream 0 alone; empty for a one-stream run (run is it)
-    std::optional<RunResult> single_radius0;  // stream 0 alone, radius 0
+    std::optional<RunResult> single_control;  // stream 0 alone, no similarity lookup
 
     const RunResult& single_or_run() const { return single ? *single : run; }
-    const RunResult* single_radius0_or_control() const {
-        return single ? (single_radius0 ? &*single_radius0 : nullptr) : (radius0 ? &*radius0 : nullptr);
+    const RunResult* single_control_or_control() const {
+        return single ? (single_control ? &*single_control : nullptr) : (control ? &*control : nullptr);
     }
     // The "headline" JSON object (docs/pipeline.md#json).
     nlohmann::json to_json() const;

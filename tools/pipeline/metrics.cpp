@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace vrex::pipeline {
 
@@ -111,6 +112,8 @@ nlohmann::json RunResult::to_json() const {
                    {"similar_lookups", similar_lookups},
                    {"similar_hits", similar_hits},
                    {"approx_hits", approx_hits},
+                   {"similar_hits_temporal_block", similar_hits_temporal_block},
+                   {"temporal_hits", temporal_hits},
                    {"allocations", allocations},
                    {"released", released},
                    {"window_released", window_released},
@@ -125,6 +128,7 @@ nlohmann::json RunResult::to_json() const {
                    {"zombie_frames", zombie_frames},
                    {"psnr_guard_db", psnr_guard_db},
                    {"radius", radius},
+                   {"similarity", similarity},
                    {"pooled", pooled},
                    {"max_reuse_age", max_reuse_age},
                    {"prefer_chain", prefer_chain},

@@ -3,7 +3,7 @@
 
 #include <array>
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -80,6 +80,7 @@ struct RunResult {
     std::uint32_t zombie_frames = 0;
     double psnr_guard_db = 0.0;
     std::uint32_t radius = 0;
+    bool similarity = true;  // the pass ran similarity lookups (PipelineOptions::similarity)
     bool pooled = false;
     std::uint32_t max_reuse_age = 0;
     bool prefer_chain = false;
@@ -89,13 +90,15 @@ struct RunResult {
     std::uint64_t frames = 0;
     std::uint64_t regions = 0;
     std::uint64_t reused = 0;
-    std::uint64_t reused_similar = 0;
+    std::uint64_t reused_similar = 0;  // reused a block only the similarity lookup offered
     std::uint64_t reused_cross_stream = 0;
     std::uint64_t guard_rejected = 0;
     std::uint64_t too_old = 0;
     std::uint64_t similar_lookups = 0;
     std::uint64_t similar_hits = 0;
     std::uint64_t approx_hits = 0;
+    std::uint64_t similar_hits_temporal_block = 0;  // similarity hits on the temporal lookup's block
+    std::uint64_t temporal_hits = 0;                // one temporal lookup per region
     std::uint64_t allocations = 0;
     std::uint64_t released = 0;
     std::uint64_t window_released = 0;  // of which asked for by the window ledger

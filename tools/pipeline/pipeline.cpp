@@ -201,6 +201,7 @@ class Runner {
         res_.zombie_frames = di.zombie_frames;
         res_.psnr_guard_db = opt_.policy.psnr_guard_db;
         res_.radius = opt_.radius;
+        res_.similarity = opt_.similarity;
         res_.pooled = opt_.pooled;
         res_.max_reuse_age = opt_.policy.max_reuse_age;
         res_.prefer_chain = opt_.policy.prefer_chain;
@@ -216,12 +217,15 @@ class Runner {
         hal += fcc;
         if (!fi) throw_hal(fmt::format("stream {} frame {}: begin_frame", idx, s.done), fi.error());
 
+        // Per region the temporal lookup, and the similarity lookup unless the pass switches it off
+        // (the control: what the temporal chain alone reuses).
+        const std::uint32_t per_region = opt_.similarity ? 2 : 1;
         std::vector<Query> queries;
-        queries.reserve(2 * kRegions);
+        queries.reserve(per_region * kRegions);
         const Scope scope = opt_.pooled ? Scope::pool : Scope::stream;
         for (std::uint32_t r = 0; r < kRegions; r++) {
-            queries.push_back(Query::similar(r, fi->fp, opt_.radius, scope, true));
             queries.push_back(Query::temporal(r, -1));
+            if (opt_.similarity) queries.push_back(Query::similar(r, fi->fp, opt_.radius, scope, true));
         }
         t = Clock::now();
         auto rets = st.retrieve_batch(queries);
@@ -232,12 +236,17 @@ class Runner {
             std::find(s.annotate_at.begin(), s.annotate_at.end(), s.done) != s.annotate_at.end();
         AnnotatedFrame ann;
         std::vector<std::uint32_t> fresh;
+        const Retrieval off;  // the similarity lookup of a pass without it: a miss
         for (std::uint32_t r = 0; r < kRegions; r++) {
-            const Retrieval& sim = (*rets)[2 * r];
-            const Retrieval& tmp = (*rets)[2 * r + 1];
-            res_.similar_lookups++;
-            res_.similar_hits += sim.hit;
-            res_.approx_hits += sim.hit && sim.approximate;
+            const Retrieval& tmp = (*rets)[per_region * r];
+            const Retrieval& sim = opt_.similarity ? (*rets)[per_region * r + 1] : off;
+            res_.temporal_hits += tmp.hit;
+            if (opt_.similarity) {
+                res_.similar_lookups++;
+                res_.similar_hits += sim.hit;
+                res_.approx_hits += sim.hit && sim.approximate;
+                res_.similar_hits_temporal_block += sim.hit && tmp.hit && sim.block.id == tmp.block.id;
+            }
             const ReuseDecision d = decide_reuse(opt_.policy, s.luma, r, step, sim, tmp);
             if (d.outcome != ReuseDecision::Outcome::reuse) {
                 res_.guard_rejected += d.outcome == ReuseDecision::Outcome::guard_rejected;

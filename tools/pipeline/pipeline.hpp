@@ -53,8 +53,11 @@ struct SceneCut {
 struct PipelineOptions {
     ModelConfig model;
     ReusePolicy policy;
-    std::uint32_t radius = 20;  // similarity lookup radius (Hamming)
-    bool pooled = true;         // streams share one pool: cross-stream similarity reuse
+    // The similarity lookup (nearest fingerprint within @radius, Hamming) beside the temporal one;
+    // off, a region can only reuse the block the same region of the previous frame uses.
+    bool similarity = true;
+    std::uint32_t radius = 20;
+    bool pooled = true;  // streams share one pool: cross-stream similarity reuse
     // Release a block as soon as no frame of the window (Z + 1 frames) references it, instead of
     // waiting for the device's zombie rule, which also counts lookups as uses (window_ledger.hpp).
     bool window_release = true;

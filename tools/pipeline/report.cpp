@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "error.hpp"
 #include "png.hpp"
@@ -98,13 +99,13 @@ std::string cell_ratio(const nlohmann::json& f, const char* group, const char* k
     return f.is_null() ? std::string("&ndash;") : fmt::format("{:.3f}x", f[group][key].get<double>());
 }
 
-// The headline: this run and its radius-0 control side by side.
+// The headline: this run and its control without the similarity lookup side by side.
 std::string headline_table(const Comparison& c, const nlohmann::json& h) {
     const RunResult& r = c.run;
     const nlohmann::json& run = h["run"];
-    const nlohmann::json& ctl = h["radius0"];
+    const nlohmann::json& ctl = h["control"];
     const nlohmann::json& one = h["single_stream"];
-    const nlohmann::json& one0 = h["single_stream_radius0"];
+    const nlohmann::json& one0 = h["single_stream_control"];
     const std::size_t n = r.streams.size();
     auto row = [](const std::string& k, const std::string& a, const std::string& b) {
         return fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td></tr>\n", k, a, b);
@@ -119,9 +120,11 @@ std::string headline_table(const Comparison& c, const nlohmann::json& h) {
     std::string t = fmt::format(
         "<p>V-Rex against a vLLM-style paged baseline fed the same frames and keeping the same "
         "{}-frame window (sliding-window attention), peaks over the run. The control reruns the same "
-        "inputs with similarity radius 0 (exact fingerprint matches only).</p>\n<table><tr><th>figure</th>"
-        "<th>this run (radius {})</th><th>radius-0 control</th></tr>\n",
-        r.zombie_frames + 1, r.radius);
+        "inputs without the similarity lookup (temporal lookups only): the difference is what the "
+        "similarity lookup adds.</p>\n<table><tr><th>figure</th>"
+        "<th>this run ({})</th><th>control: no similarity lookup</th></tr>\n",
+        r.zombie_frames + 1,
+        r.similarity ? fmt::format("similarity radius {}", r.radius) : "no similarity lookup");
     t += row(fmt::format("resident KV, {} stream{} / same-window baseline", n, n == 1 ? "" : "s"),
              cell_ratio(run, "same_window", "resident_bytes_ratio") + blocks(run),
              cell_ratio(ctl, "same_window", "resident_bytes_ratio"));
@@ -142,6 +145,9 @@ std::string headline_table(const Comparison& c, const nlohmann::json& h) {
              pct(ctl, ctl.is_null() ? 0.0 : ctl["out_of_group"]["rate"].get<double>()));
     t += row("reuse rate", pct(run, run["reuse_rate"].get<double>()),
              pct(ctl, ctl.is_null() ? 0.0 : ctl["reuse_rate"].get<double>()));
+    t += row("of the regions: reused a block only the similarity lookup found",
+             pct(run, run["reuse_by_lookup"]["similar_only"].get<double>()),
+             pct(ctl, ctl.is_null() ? 0.0 : ctl["reuse_by_lookup"]["similar_only"].get<double>()));
     auto db = [](const nlohmann::json& f) {
         return f.is_null() ? std::string("&ndash;")
                            : fmt::format("{:.2f} dB", f["psnr_reused_p5_db"].get<double>());
@@ -238,6 +244,10 @@ std::string write_report(const std::string& dir_name, const Comparison& c) {
     table += row("streams / frames", fmt::format("{} / {}", r.streams.size(), r.frames));
     table += row("reuse rate", pct(j["reuse_rate"]), ">= 50 %");
     table += row("approximate-hit rate (similarity lookups)", pct(j["approx_hit_rate"]));
+    table += row("similarity hits on the temporal lookup's block",
+                 fmt::format("{} of {}", r.similar_hits_temporal_block, r.similar_hits));
+    table += row("reused a block only the similarity lookup found",
+                 fmt::format("{} of {} reused regions", r.reused_similar, r.reused));
     table += row("reused-region PSNR p5 / p50 / min",
                  fmt::format("{:.2f} / {:.2f} / {:.2f} dB (guard {:.1f} dB)",
                              j["psnr_reused_p5_db"].get<double>(), j["psnr_reused_p50_db"].get<double>(),

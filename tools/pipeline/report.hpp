@@ -11,8 +11,9 @@ namespace vrex::pipeline {
 
 // Writes @dir/index.html, memory.svg, blocks.svg, reuse.svg, banks.svg, frame-*.png and
 // summary.json (creating @dir). The summary leads with the same-window comparison of @c (all
-// streams, stream 0 alone, device memory held, out-of-group placements, radius-0 control); plots and
-// frames are of the main run. Returns the path of index.html. Throws Failure(runtime) on I/O errors.
+// streams, stream 0 alone, device memory held, out-of-group placements, the control without the
+// similarity lookup); plots and frames are of the main run. Returns the path of index.html. Throws
+// Failure(runtime) on I/O errors.
 std::string write_report(const std::string& dir, const Comparison& c);
 
 }  // namespace vrex::pipeline

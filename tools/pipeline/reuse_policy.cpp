@@ -36,6 +36,14 @@ ReuseDecision decide_reuse(const ReusePolicy& policy, const LumaFrame& frame, st
         d.distance = c.distance;
         d.origin = *origin;
     }
+    // A block the temporal lookup offered too is the temporal chain's, whatever the radius: the
+    // similarity lookup only adds what the temporal one did not find.
+    if (d.outcome == ReuseDecision::Outcome::reuse && d.from_similar && temporal.hit &&
+        temporal.block.id == d.block.id) {
+        d.from_similar = false;
+        d.approximate = false;
+        d.distance = 0;
+    }
     if (d.outcome == ReuseDecision::Outcome::reuse || !seen) return d;
     if (best_rejected >= 0.0) {
         d.outcome = ReuseDecision::Outcome::guard_rejected;

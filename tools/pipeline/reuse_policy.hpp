@@ -34,10 +34,12 @@ struct ReusePolicy {
 
 struct ReuseDecision {
     enum class Outcome { reuse, no_candidate, guard_rejected, too_old } outcome = Outcome::no_candidate;
-    KvBlock block;              // reuse: the block to alias
-    double psnr = 0.0;          // reuse / guard_rejected: best PSNR seen
-    bool from_similar = false;  // reuse: found by the similarity lookup (else temporal)
-    bool approximate = false;   // reuse from a similarity hit at distance > 0
+    KvBlock block;      // reuse: the block to alias
+    double psnr = 0.0;  // reuse / guard_rejected: best PSNR seen
+    // reuse: found only by the similarity lookup (a block the temporal lookup offered too counts
+    // as temporal: the similarity lookup added nothing there)
+    bool from_similar = false;
+    bool approximate = false;  // from_similar at distance > 0
     std::uint32_t distance = 0;
     PayloadHeader origin;  // reuse: where the block's KV came from
 };

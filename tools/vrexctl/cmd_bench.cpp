@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "common.hpp"
 #include "synthetic.hpp"
@@ -103,15 +104,13 @@ void bench(const GlobalOptions& g, const BenchArgs& a) {
 
 }  // namespace
 
-void add_bench(CLI::App& app, GlobalOptions& g) {
+void add_bench(Command app, GlobalOptions& g) {
     auto a = std::make_shared<BenchArgs>();
-    CLI::App* c = app.add_subcommand("bench", "quick FCC / allocation / lookup figures (synthetic frames)");
-    c->add_option("--frames", a->frames, "frames to run")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000000));
-    c->add_option("--width", a->width, "frame width")->capture_default_str()->check(CLI::Range(64, 8192));
-    c->add_option("--height", a->height, "frame height")->capture_default_str()->check(CLI::Range(64, 8192));
-    c->callback([&g, a] { bench(g, *a); });
+    Command c = app.subcommand("bench", "quick FCC / allocation / lookup figures (synthetic frames)");
+    c.option("--frames", a->frames, "frames to run").show_default().range(1, 1000000);
+    c.option("--width", a->width, "frame width").show_default().range(64, 8192);
+    c.option("--height", a->height, "frame height").show_default().range(64, 8192);
+    c.callback([&g, a] { bench(g, *a); });
 }
 
 }  // namespace vrexctl

@@ -1,6 +1,8 @@
 // vrexctl list / info / regs / banks / stats: read-only views of a device through the public HAL API.
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "common.hpp"
 #include "prometheus.hpp"
@@ -185,18 +187,18 @@ nlohmann::json stats_json(vrex::Device& dev) {
     if (!st) fail("stats", st.error());
     nlohmann::json resv = resv_stats_json(dev);
     nlohmann::json j = {{"backend", dev.backend_name()},
-            {"lookups", st->lookups},
-            {"exact_hits", st->exact_hits},
-            {"approx_hits", st->approx_hits},
-            {"misses", st->misses},
-            {"evictions", st->evictions},
-            {"bank_conflicts", st->bank_conflicts},
-            {"inserts", st->inserts},
-            {"removes", st->removes},
-            {"frames", st->frames},
-            {"live_entries", st->live_entries},
-            {"live_blocks", st->live_blocks},
-            {"cmd_errors", st->cmd_errors}};
+                        {"lookups", st->lookups},
+                        {"exact_hits", st->exact_hits},
+                        {"approx_hits", st->approx_hits},
+                        {"misses", st->misses},
+                        {"evictions", st->evictions},
+                        {"bank_conflicts", st->bank_conflicts},
+                        {"inserts", st->inserts},
+                        {"removes", st->removes},
+                        {"frames", st->frames},
+                        {"live_entries", st->live_entries},
+                        {"live_blocks", st->live_blocks},
+                        {"cmd_errors", st->cmd_errors}};
     if (!resv.is_null()) j["resv"] = std::move(resv);
     return j;
 }
@@ -207,32 +209,31 @@ nlohmann::json device_stats_json(vrex::Device& dev) {
     return stats_json(dev);
 }
 
-void add_list(CLI::App& app, GlobalOptions& g) {
-    app.add_subcommand("list", "list backends and vrex device nodes")->callback([&g] { cmd_list(g); });
+void add_list(Command app, GlobalOptions& g) {
+    app.subcommand("list", "list backends and vrex device nodes").callback([&g] { cmd_list(g); });
 }
 
-void add_info(CLI::App& app, GlobalOptions& g) {
-    app.add_subcommand("info", "device capabilities, geometry and bank usage")->callback([&g] {
-        cmd_info(g);
+void add_info(Command app, GlobalOptions& g) {
+    app.subcommand("info", "device capabilities, geometry and bank usage").callback([&g] { cmd_info(g); });
+}
+
+void add_regs(Command app, GlobalOptions& g) {
+    app.subcommand("regs", "register dump with field names (kernel: needs CAP_SYS_ADMIN)").callback([&g] {
+        cmd_regs(g);
     });
 }
 
-void add_regs(CLI::App& app, GlobalOptions& g) {
-    app.add_subcommand("regs", "register dump with field names (kernel: needs CAP_SYS_ADMIN)")
-        ->callback([&g] { cmd_regs(g); });
+void add_banks(Command app, GlobalOptions& g) {
+    app.subcommand("banks", "bank occupancy map").callback([&g] { cmd_banks(g); });
 }
 
-void add_banks(CLI::App& app, GlobalOptions& g) {
-    app.add_subcommand("banks", "bank occupancy map")->callback([&g] { cmd_banks(g); });
-}
-
-void add_stats(CLI::App& app, GlobalOptions& g) {
+void add_stats(Command app, GlobalOptions& g) {
     auto format = std::make_shared<std::string>("human");
-    CLI::App* c = app.add_subcommand("stats", "device counters");
-    c->add_option("--format", *format, "human | json | prometheus")
-        ->check(CLI::IsMember({"human", "json", "prometheus"}))
-        ->capture_default_str();
-    c->callback([&g, format] {
+    Command c = app.subcommand("stats", "device counters");
+    c.option("--format", *format, "human | json | prometheus")
+        .one_of({"human", "json", "prometheus"})
+        .show_default();
+    c.callback([&g, format] {
         auto dev = open_device(g);
         if (*format == "prometheus") {
             fmt::print("{}", prometheus_metrics(*dev));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common.hpp"
@@ -63,14 +64,12 @@ void monitor(const GlobalOptions& g, const MonitorArgs& a) {
 
 }  // namespace
 
-void add_monitor(CLI::App& app, GlobalOptions& g) {
+void add_monitor(Command app, GlobalOptions& g) {
     auto a = std::make_shared<MonitorArgs>();
-    CLI::App* c = app.add_subcommand("monitor", "live device counters, refreshing");
-    c->add_option("--interval", a->interval_ms, "refresh period in ms")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 3600000));
-    c->add_option("--count", a->count, "samples to take (0 = until interrupted)")->capture_default_str();
-    c->callback([&g, a] { monitor(g, *a); });
+    Command c = app.subcommand("monitor", "live device counters, refreshing");
+    c.option("--interval", a->interval_ms, "refresh period in ms").show_default().range(1, 3600000);
+    c.option("--count", a->count, "samples to take (0 = until interrupted)").show_default();
+    c.callback([&g, a] { monitor(g, *a); });
 }
 
 }  // namespace vrexctl

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "common.hpp"
 #include "model_runner.hpp"
@@ -27,7 +28,9 @@ struct RunArgs {
     bool no_progress = false;
     std::string reuse_pick = "chain";
     bool no_window_release = false;
+    bool no_pool = false;
     bool no_control = false;
+    bool no_similarity = false;
     bool anchors = false;
     bool no_single = false;
     std::string model;
@@ -78,18 +81,21 @@ std::string fmt_ratio(const nlohmann::json& f, const char* group, const char* ke
     return f.is_null() ? std::string("-") : fmt::format("{:.3f}x", f[group][key].get<double>());
 }
 
-// The same-window comparison, device memory and the radius-0 control lead; the append-only ratio is
+// The same-window comparison, device memory and the control without the similarity lookup lead
+// (the difference is what the similarity lookup adds); the append-only ratio is
 // a footnote (that baseline keeps every frame ever seen, V-Rex a window: it is met by construction).
 void print_headline(const vrex::pipeline::Comparison& c, const nlohmann::json& h) {
     const nlohmann::json& run = h["run"];
-    const nlohmann::json& ctl = h["radius0"];
+    const nlohmann::json& ctl = h["control"];
     const nlohmann::json& one = h["single_stream"];
-    const nlohmann::json& one0 = h["single_stream_radius0"];
+    const nlohmann::json& one0 = h["single_stream_control"];
     const auto& r = c.run;
     const std::size_t n = r.streams.size();
     fmt::print("V-Rex vs a vLLM-style paged baseline keeping the same {}-frame window (peaks over the run)\n",
                r.zombie_frames + 1);
-    fmt::print("{:<44}{:<30}{}\n", "", fmt::format("this run (radius {})", r.radius), "radius-0 control");
+    fmt::print("{:<44}{:<30}{}\n", "",
+               r.similarity ? fmt::format("this run (radius {})", r.radius) : "this run (no similarity)",
+               "control: no similarity lookup");
     fmt::print("{:<44}{:<30}{}\n", fmt::format("resident KV, {} stream{} / baseline", n, n == 1 ? "" : "s"),
                fmt::format("{} ({} / {} blocks)", fmt_ratio(run, "same_window", "resident_bytes_ratio"),
                            run["same_window"]["blocks_peak"].get<std::uint64_t>(),
@@ -116,6 +122,10 @@ void print_headline(const vrex::pipeline::Comparison& c, const nlohmann::json& h
         return percent ? pct(f[k].get<double>()) : fmt::format("{:.2f} dB", f[k].get<double>());
     };
     fmt::print("{:<44}{:<30}{}\n", "reuse rate", f1(run, "reuse_rate", true), f1(ctl, "reuse_rate", true));
+    auto only = [](const nlohmann::json& f) {
+        return f.is_null() ? std::string("-") : pct(f["reuse_by_lookup"]["similar_only"].get<double>());
+    };
+    fmt::print("{:<44}{:<30}{}\n", "  of it found only by the similarity lookup", only(run), only(ctl));
     fmt::print("{:<44}{:<30}{}\n", "reused-region PSNR p5", f1(run, "psnr_reused_p5_db", false),
                f1(ctl, "psnr_reused_p5_db", false));
     if (n > 1)
@@ -137,10 +147,15 @@ void print_human(const vrex::pipeline::Comparison& c, const nlohmann::json& j) {
                    r.streams[i].frames, pct(r.streams[i].reuse_rate()), r.streams[i].reused_cross_stream,
                    r.streams[i].cut_path.empty() ? "" : fmt::format(", cut at {}", r.streams[i].cut_at),
                    r.streams[i].path);
-    fmt::print("reuse rate         {}  (similar {}, cross-stream {}, guard rejected {}, too old {})\n",
-               pct(j["reuse_rate"]), r.reused_similar, r.reused_cross_stream, r.guard_rejected, r.too_old);
-    fmt::print("approx-hit rate    {}  (similar-hit rate {})\n", pct(j["approx_hit_rate"]),
-               pct(j["similar_hit_rate"]));
+    fmt::print(
+        "reuse rate         {}  (found only by the similarity lookup {}, cross-stream {}, guard rejected {}, "
+        "too old {})\n",
+        pct(j["reuse_rate"]), r.reused_similar, r.reused_cross_stream, r.guard_rejected, r.too_old);
+    fmt::print(
+        "similarity lookups {} hits, {} at distance > 0 (approx-hit rate {}), {} of the hits on the block "
+        "the "
+        "temporal lookup found\n",
+        r.similar_hits, r.approx_hits, pct(j["approx_hit_rate"]), r.similar_hits_temporal_block);
     fmt::print("reused-region PSNR p5 {:.2f} dB, p50 {:.2f} dB, min {:.2f} dB (guard {:.1f} dB)\n",
                j["psnr_reused_p5_db"].get<double>(), j["psnr_reused_p50_db"].get<double>(),
                j["psnr_reused_min_db"].get<double>(), r.psnr_guard_db);
@@ -188,81 +203,74 @@ void print_model(const nlohmann::json& j) {
 
 }  // namespace
 
-void add_run(CLI::App& app, GlobalOptions& g) {
+void add_run(Command app, GlobalOptions& g) {
     auto a = std::make_shared<RunArgs>();
-    CLI::App* c =
-        app.add_subcommand("run", "decode videos, feed the FCC, allocate/reuse KV per region, measure");
-    c->add_option("VIDEO", a->videos, "video files (several = concurrent streams on one device)")->required();
-    c->add_option("--streams", a->streams,
-                  "replicate one VIDEO into N streams, each starting --stream-offset later")
-        ->check(CLI::Range(1, 16));
-    c->add_option("--stream-offset", a->stream_offset, "frames between replicated streams")
-        ->capture_default_str();
-    c->add_option("--max-frames", a->max_frames, "frames per stream (0 = whole file)")->capture_default_str();
-    c->add_option("--layers", a->opt.model.layers, "model layers")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    c->add_option("--kv-heads", a->opt.model.kv_heads, "KV heads")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    c->add_option("--head-dim", a->opt.model.head_dim, "head dimension")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 4096));
-    c->add_option("--dtype", a->dtype, "fp16 | bf16 | fp32 | int8")->capture_default_str();
-    c->add_option("--tokens-per-region", a->opt.model.tokens_per_region,
-                  "visual tokens per region (16 regions/frame)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 4096));
-    c->add_option("--baseline-block-tokens", a->opt.baseline_tokens_per_block,
-                  "paged baseline block size (tokens)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 4096));
-    c->add_option("--psnr-guard", a->opt.policy.psnr_guard_db, "reuse only if region PSNR >= this (dB)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 99.0));
-    c->add_option("--max-reuse-age", a->opt.policy.max_reuse_age,
-                  "recompute KV older than this many frames (lowered to what the SHIE capacity allows for "
-                  "the stream count)")
-        ->capture_default_str();
-    c->add_option("--radius", a->opt.radius, "similarity radius (Hamming, 0..31)")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 31));
-    c->add_option("--reuse-pick", a->reuse_pick,
-                  "chain: a passing temporal candidate wins (a static region keeps one block); "
-                  "best: the higher PSNR wins")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"chain", "best"}));
-    c->add_flag("--no-window-release", a->no_window_release,
-                "leave releases to the device's zombie rule (lookups then keep blocks alive) instead of "
-                "releasing a block once no frame of the window references it");
-    bool no_pool = false;
-    c->add_flag("--no-pool", no_pool, "private streams (no cross-stream reuse)");
-    c->add_flag("--no-control", a->no_control, "skip the radius-0 control pass");
-    c->add_flag("--anchors", a->anchors,
-                "with --model builtin: also the streaming-video KV anchors, V-Rex's memory hierarchy and its "
-                "ablations at equal device memory (keys anchors, ablations, resv: docs/model.md)");
-    c->add_flag("--no-single", a->no_single, "skip the stream-0-alone pass of a multi-stream run");
-    c->add_option(
-         "--model", a->model,
-         "builtin: also run the builtin video transformer (model/) over edited streams of the clips "
-         "(held-out clips only) and add its keys: task.accuracy.{exact,vrex,baselines}, quality, "
-         "exact_cache_tokens_peak, kv_bytes, prefill.{time_ratio,flops_ratio,flops_floor}, reuse_rate, "
-         "control_radius0; --max-frames sets the frames per stream; the pixel pipeline's colliding "
-         "keys move to pixel_<key>")
-        ->check(CLI::IsMember({"builtin"}));
-    c->add_option(
-         "--model-path", a->model_path,
-         "with --model builtin: cpp (the default: decoder.py's step scripted and run by libtorch, the "
-         "C++ policy over libvrex-hal) or python (torch in Python driving the same C++ policy)")
-        ->check(CLI::IsMember({"cpp", "python"}));
-    c->add_option("--report", a->report, "write an HTML report (and plots) into this directory");
-    c->add_flag("--no-progress", a->no_progress, "no progress bar");
-    c->callback([a, &g, c]() {
-        a->opt.pooled = !c->get_option("--no-pool")->as<bool>();
+    Command c = app.subcommand("run", "decode videos, feed the FCC, allocate/reuse KV per region, measure");
+    c.option("VIDEO", a->videos, "video files (several = concurrent streams on one device)").required();
+    c.option("--streams", a->streams,
+             "replicate one VIDEO into N streams, each starting --stream-offset later")
+        .range(1, 16);
+    c.option("--stream-offset", a->stream_offset, "frames between replicated streams").show_default();
+    c.option("--max-frames", a->max_frames, "frames per stream (0 = whole file)").show_default();
+    c.option("--layers", a->opt.model.layers, "model layers").show_default().range(1, 1024);
+    c.option("--kv-heads", a->opt.model.kv_heads, "KV heads").show_default().range(1, 1024);
+    c.option("--head-dim", a->opt.model.head_dim, "head dimension").show_default().range(1, 4096);
+    c.option("--dtype", a->dtype, "fp16 | bf16 | fp32 | int8").show_default();
+    c.option("--tokens-per-region", a->opt.model.tokens_per_region,
+             "visual tokens per region (16 regions/frame)")
+        .show_default()
+        .range(1, 4096);
+    c.option("--baseline-block-tokens", a->opt.baseline_tokens_per_block,
+             "paged baseline block size (tokens)")
+        .show_default()
+        .range(1, 4096);
+    c.option("--psnr-guard", a->opt.policy.psnr_guard_db, "reuse only if region PSNR >= this (dB)")
+        .show_default()
+        .range(0.0, 99.0);
+    c.option("--max-reuse-age", a->opt.policy.max_reuse_age,
+             "recompute KV older than this many frames (lowered to what the SHIE capacity allows for "
+             "the stream count)")
+        .show_default();
+    c.option("--radius", a->opt.radius, "similarity radius (Hamming, 0..31)").show_default().range(0, 31);
+    c.option("--reuse-pick", a->reuse_pick,
+             "chain: a passing temporal candidate wins (a static region keeps one block); "
+             "best: the higher PSNR wins")
+        .show_default()
+        .one_of({"chain", "best"});
+    c.flag("--no-window-release", a->no_window_release,
+           "leave releases to the device's zombie rule (lookups then keep blocks alive) instead of "
+           "releasing a block once no frame of the window references it");
+    c.flag("--no-pool", a->no_pool, "private streams (no cross-stream reuse)");
+    c.flag("--no-similarity", a->no_similarity,
+           "temporal lookups only: a region reuses only the block of the same region of the previous "
+           "frame");
+    c.flag("--no-control", a->no_control,
+           "skip the control passes (without the similarity lookup; with --model builtin also the model's "
+           "control_radius0)");
+    c.flag("--anchors", a->anchors,
+           "with --model builtin: also the streaming-video KV anchors, V-Rex's memory hierarchy and its "
+           "ablations at equal device memory (keys anchors, ablations, resv: docs/model.md)");
+    c.flag("--no-single", a->no_single, "skip the stream-0-alone pass of a multi-stream run");
+    c.option("--model", a->model,
+             "builtin: also run the builtin video transformer (model/) over edited streams of the clips "
+             "(held-out clips only) and add its keys: task.accuracy.{exact,vrex,baselines}, quality, "
+             "exact_cache_tokens_peak, kv_bytes, prefill.{time_ratio,flops_ratio,flops_floor}, reuse_rate, "
+             "control_radius0; --max-frames sets the frames per stream; the pixel pipeline's colliding "
+             "keys move to pixel_<key>")
+        .one_of({"builtin"});
+    c.option("--model-path", a->model_path,
+             "with --model builtin: cpp (the default: decoder.py's step scripted and run by libtorch, the "
+             "C++ policy over libvrex-hal) or python (torch in Python driving the same C++ policy)")
+        .one_of({"cpp", "python"});
+    c.option("--report", a->report, "write an HTML report (and plots) into this directory");
+    c.flag("--no-progress", a->no_progress, "no progress bar");
+    c.callback([a, &g]() {
+        a->opt.pooled = !a->no_pool;
         a->opt.model.dtype = parse_dtype(a->dtype);
         a->opt.policy.prefer_chain = a->reuse_pick == "chain";
         a->opt.window_release = !a->no_window_release;
         a->opt.max_frames = a->max_frames;
+        a->opt.similarity = !a->no_similarity;
         if (a->streams && a->videos.size() != 1)
             throw ExitError(kExitUsage, "--streams replicates exactly one VIDEO");
         if (a->streams && a->model == "builtin")
@@ -278,7 +286,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         }
         if (!a->no_progress && !g.json && isatty(STDERR_FILENO)) a->opt.progress = progress_bar;
         vrex::pipeline::ComparisonOptions copt;
-        copt.radius0_control = !a->no_control;
+        copt.control = !a->no_control;
         copt.single_stream = !a->no_single;
         auto on_pass = [a](const char* name) {
             if (a->opt.progress) std::cerr << fmt::format("\r{:60}\r{}:\n", "", name) << std::flush;
@@ -312,7 +320,7 @@ void add_run(CLI::App& app, GlobalOptions& g) {
         }
         std::uint64_t mismatches = r.accounting_mismatches;
         std::string first = r.first_mismatch;
-        for (const auto* x : {&cmp.radius0, &cmp.single, &cmp.single_radius0})
+        for (const auto* x : {&cmp.control, &cmp.single, &cmp.single_control})
             if (*x && (*x)->accounting_mismatches && !mismatches++) first = (*x)->first_mismatch;
         if (mismatches) throw ExitError(kExitRuntime, "KV accounting mismatch: " + first);
     });

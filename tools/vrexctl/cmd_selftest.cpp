@@ -2,6 +2,8 @@
 // SKIP; any FAIL exits with kExitCheckFailed.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common.hpp"
 #include "synthetic.hpp"
 
@@ -153,8 +155,8 @@ void shie_checks(const std::shared_ptr<vrex::Device>& dev, Checks& c) {
 
 }  // namespace
 
-void add_selftest(CLI::App& app, GlobalOptions& g) {
-    app.add_subcommand("selftest", "register and SHIE sanity checks on the chosen backend")->callback([&g] {
+void add_selftest(Command app, GlobalOptions& g) {
+    app.subcommand("selftest", "register and SHIE sanity checks on the chosen backend").callback([&g] {
         auto dev = open_device(g);
         Checks c(g.json);
         register_checks(*dev, c);

@@ -116,14 +116,12 @@ tcp::endpoint parse_listen(const std::string& s) {
 
 }  // namespace
 
-void add_serve(CLI::App& app, GlobalOptions& g) {
+void add_serve(Command app, GlobalOptions& g) {
     auto a = std::make_shared<ServeArgs>();
-    CLI::App* c = app.add_subcommand("serve", "Prometheus metrics endpoint (GET /metrics)");
-    c->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0 = any free port)")
-        ->capture_default_str();
-    c->add_option("--max-requests", a->max_requests,
-                  "exit after this many requests (0 = until SIGINT/SIGTERM)");
-    c->callback([&g, a] {
+    Command c = app.subcommand("serve", "Prometheus metrics endpoint (GET /metrics)");
+    c.option("--listen", a->listen, "HOST:PORT to listen on (port 0 = any free port)").show_default();
+    c.option("--max-requests", a->max_requests, "exit after this many requests (0 = until SIGINT/SIGTERM)");
+    c.callback([&g, a] {
         const tcp::endpoint ep = parse_listen(a->listen);
         auto dev = open_device(g);
         asio::io_context io;

@@ -1,14 +1,14 @@
 // Shared plumbing of vrexctl's subcommands: global options, device opening, exit codes, output.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
+#include "cli.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrexctl {
@@ -58,15 +58,15 @@ void print_json(const nlohmann::json& j);
 nlohmann::json device_stats_json(vrex::Device& dev);
 
 // Subcommands: each adds itself to @app and runs from its callback.
-void add_list(CLI::App& app, GlobalOptions& g);
-void add_info(CLI::App& app, GlobalOptions& g);
-void add_regs(CLI::App& app, GlobalOptions& g);
-void add_banks(CLI::App& app, GlobalOptions& g);
-void add_stats(CLI::App& app, GlobalOptions& g);
-void add_monitor(CLI::App& app, GlobalOptions& g);
-void add_selftest(CLI::App& app, GlobalOptions& g);
-void add_bench(CLI::App& app, GlobalOptions& g);
-void add_run(CLI::App& app, GlobalOptions& g);
-void add_serve(CLI::App& app, GlobalOptions& g);
+void add_list(Command app, GlobalOptions& g);
+void add_info(Command app, GlobalOptions& g);
+void add_regs(Command app, GlobalOptions& g);
+void add_banks(Command app, GlobalOptions& g);
+void add_stats(Command app, GlobalOptions& g);
+void add_monitor(Command app, GlobalOptions& g);
+void add_selftest(Command app, GlobalOptions& g);
+void add_bench(Command app, GlobalOptions& g);
+void add_run(Command app, GlobalOptions& g);
+void add_serve(Command app, GlobalOptions& g);
 
 }  // namespace vrexctl

@@ -4,7 +4,9 @@
 
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
+#include "cli.hpp"
 #include "common.hpp"
 #include "pipeline/error.hpp"
 
@@ -30,26 +32,19 @@ bool json_requested(int argc, char** argv) {
 
 int run(int argc, char** argv) {
     using namespace vrexctl;
-    CLI::App app{"vrexctl: V-Rex device diagnostics and the real-video KV-reuse pipeline"};
-    app.require_subcommand(1);
-    // Global options are accepted after the subcommand too (`vrexctl run --json clip.mp4`): a
-    // subcommand hands options it does not know to the main app.
-    app.fallthrough();
+    // Global options are accepted after the subcommand too (`vrexctl run --json clip.mp4`).
+    CommandLine cl{"vrexctl: V-Rex device diagnostics and the real-video KV-reuse pipeline"};
+    Command app = cl.root();
     GlobalOptions g;
-    app.add_option("--backend", g.backend, "auto | emu | kernel (default auto: kernel device if present)")
-        ->capture_default_str();
-    app.add_option("--node", g.node, "kernel backend: device node (default: first vrex device)");
-    app.add_flag("--json", g.json, "machine-readable JSON on stdout");
-    app.add_option("--emu-banks", g.emu_banks, "emulation: number of banks")
-        ->check(CLI::Range(1, 64))
-        ->capture_default_str();
-    app.add_option("--emu-bank-mib", g.emu_bank_mib, "emulation: bank size in MiB")
-        ->check(CLI::Range(1, 4096))
-        ->capture_default_str();
-    app.add_option("--emu-group-banks", g.emu_group_banks, "emulation: banks per group (0 = model default)");
-    app.add_option("--emu-zombie-frames", g.emu_zombie_frames,
-                   "emulation: zombie threshold Z (0 = default 5)")
-        ->check(CLI::Range(0, 255));
+    app.option("--backend", g.backend, "auto | emu | kernel (default auto: kernel device if present)")
+        .show_default();
+    app.option("--node", g.node, "kernel backend: device node (default: first vrex device)");
+    app.flag("--json", g.json, "machine-readable JSON on stdout");
+    app.option("--emu-banks", g.emu_banks, "emulation: number of banks").range(1, 64).show_default();
+    app.option("--emu-bank-mib", g.emu_bank_mib, "emulation: bank size in MiB").range(1, 4096).show_default();
+    app.option("--emu-group-banks", g.emu_group_banks, "emulation: banks per group (0 = model default)");
+    app.option("--emu-zombie-frames", g.emu_zombie_frames, "emulation: zombie threshold Z (0 = default 5)")
+        .range(0, 255);
 
     add_list(app, g);
     add_info(app, g);
@@ -64,13 +59,10 @@ int run(int argc, char** argv) {
 
     const bool json = json_requested(argc, argv);
     try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0 || !json) {
-            const int rc = app.exit(e);
-            return rc == 0 ? kExitOk : kExitUsage;
+        if (!cl.parse(argc, argv)) {
+            if (cl.usage_exit_code() == 0 || !json) return cl.print_usage() == 0 ? kExitOk : kExitUsage;
+            return report_error(true, kExitUsage, "usage", cl.usage_message());
         }
-        return report_error(true, kExitUsage, "usage", e.what());
     } catch (const ExitError& e) {
         static const char* const kinds[] = {"ok",        "runtime",   "usage",
                                             "no_device", "bad_input", "check_failed"};

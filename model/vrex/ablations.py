@@ -85,7 +85,9 @@ def report(res: dict[str, Any], budget: int, resident: int,
                 "options": {k: v for k, v in runs_opts.get(name, {}).items() if k not in ("extra", "policy")},
                 "prefill": {"flops_ratio": anchors.flop_ratio(st), "flops_ratio_ci": flops_ci(st),
                             "time_ratio": r["prefill"]["time_ratio"],
-                            "step_flops_ratio": r["prefill"]["flops_ratio"]}}
+                            "step_flops_ratio": r["prefill"]["flops_ratio"],
+                            # The visual prefill alone (the step minus its questions' half), paired per frame.
+                            "visual": r["prefill"].get("visual")}}
 
     def flops_ci(st: list[dict[str, Any]]) -> dict[str, Any]:
         """Visual prefill FLOPs / exact's, ratio of sums with its CI by bootstrap over stream segments."""

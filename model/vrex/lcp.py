@@ -94,7 +94,7 @@ class FrameStats:
     fcc_s: float | None = None
     # Of step_s: the questions' half (the read rule's selection and staging, Decoder.ask); the rest
     # of the step is the visual prefill (FCC, guard, reuse, installs, Decoder.prefill, HAL calls).
-    # The Python path only (None on the C++ path, whose scripted step is one call).
+    # Both paths time it (the C++ runner: StepStats::ask_s); None when not timed.
     ask_s: float | None = None
 
 

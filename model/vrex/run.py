@@ -338,7 +338,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
     def visual_timing(name: str) -> dict[str, Any] | None:
         """The visual prefill alone (the step without its questions' half: Rec.ask_s), paired per frame
         with the exact run's, against the visual prefill FLOPs (questions left out, the guard in).
-        None on the C++ path (its step is one scripted call)."""
+        None when a run did not time its halves apart."""
         if any(a is None for r in recs[name] + recs["exact"] for a in r.ask_s):
             return None
         def vis(r: Rec) -> list[float]:

@@ -106,6 +106,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                 std::memcpy(out.mutable_data(), logits.data(), sizeof(float) * logits.size());
                 py::dict d;
                 d["step_s"] = st.step_s;
+                d["ask_s"] = st.ask_s;
                 d["emu_s"] = st.emu_s;
                 py::dict stages;
                 for (std::size_t i = 0; i < lcp::kStageNames.size(); i++)

@@ -339,10 +339,14 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     for (std::uint32_t r : fb.fresh) fresh.push_back(r);
     reserve();
     stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
+    // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
+    // of every layer, the visual tokens never read the questions), timed apart.
+    m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+    const double a0 = thread_cpu_s();
     const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
-    torch::Tensor logits = m.forward({tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_),
-                                      q_region, q_target, q_read})
-                               .toTensor();
+    torch::Tensor logits =
+        m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read).toTensor();
+    stats.ask_s = thread_cpu_s() - a0;
     if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
     if (policy_) {

@@ -56,9 +56,10 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
         if "timechat_dtd" in only and "vrex_hierarchy" not in only:
             raise ValueError("timechat_dtd matches vrex_hierarchy's reuse rate: run both")
         out = {k: v for k, v in out.items() if k in only}
-    for i, kw in enumerate(out.values()):
+    for i, (name, kw) in enumerate(out.items()):
         kw["extra"]["device"] = i + 1  # its own emulated device: 16 streams and ReSV heads each
-        kw["extra"]["measure_resv"] = measure_resv
+        # The resv.* section reads vrex_hierarchy's recall only: the others would spend CPU for nothing.
+        kw["extra"]["measure_resv"] = measure_resv and name == "vrex_hierarchy"
     return out
 
 
@@ -92,7 +93,9 @@ def report(res: dict[str, Any], budget: int, resident: int,
                 "options": {k: v for k, v in runs_opts.get(name, {}).items() if k not in ("extra", "policy")},
                 "prefill": {"flops_ratio": anchors.flop_ratio(st), "flops_ratio_ci": flops_ci(st),
                             "time_ratio": r["prefill"]["time_ratio"],
-                            "step_flops_ratio": r["prefill"]["flops_ratio"]}}
+                            "step_flops_ratio": r["prefill"]["flops_ratio"],
+                            # The visual prefill alone (the step minus its questions' half), paired per frame.
+                            "visual": r["prefill"].get("visual")}}
 
     def flops_ci(st: list[dict[str, Any]]) -> dict[str, Any]:
         """Visual prefill FLOPs / exact's, ratio of sums with its CI by bootstrap over stream segments."""

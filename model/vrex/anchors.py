@@ -260,10 +260,15 @@ class Managed(lcp.Policy):
         return rotate(k, cos, sin).transpose(0, 1).reshape(c.visual, c.kv_heads * c.head_dim).contiguous()
 
     def query(self, region: int, target: int) -> torch.Tensor:
+        return self.queries(torch.tensor([region]), torch.tensor([target]))[0]
+
+    def queries(self, regions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The questions' layer-0 queries rotated to the frames they ask about, scaled, the heads
+        concatenated: [Q, H*hd] (one RoPE table for all of them)."""
         c = self.c
-        cos, sin = self.run.s.model.rope(torch.tensor([target]))
-        q = rotate(self.q0[region][:, None, :], cos, sin)[:, 0]  # H hd
-        return (q * c.head_dim**-0.5).reshape(-1)
+        cos, sin = self.run.s.model.rope(targets)
+        q = rotate(self.q0[regions].transpose(0, 1), cos, sin).transpose(0, 1)  # Q H hd
+        return (q * c.head_dim**-0.5).reshape(len(regions), -1)
 
     def _insert(self, f: int) -> None:
         k = self.frame_keys(f)
@@ -359,19 +364,20 @@ class Managed(lcp.Policy):
         codes = tiers.slot_tiers()
         dev = codes == 0
         want = (codes != 0) & (codes != 3)  # demoted, readable: what a read rule may fetch
-        bias = torch.zeros(len(q_region), (t + 1) * c.visual)
-        kall = torch.cat(self.k0) if self.read != "device" else None
+        # One row of allowed blocks per question, then one mask for all of them (the per-question
+        # work left is the read rule's own: selection and staging).
+        allow = np.repeat(dev[None, :], len(q_region), axis=0)
+        qs = self.queries(q_region, q_target) if self.read != "device" and want.any() else None
         for i, (r, g) in enumerate(zip(q_region.tolist(), q_target.tolist())):
-            allow = dev.copy()
-            if self.read != "device" and want.any():
-                assert kall is not None
-                allow |= self._fetch(self.query(r, g), kall, want, t, r, g)
-            hidden = torch.from_numpy(~allow).repeat_interleave(c.tokens_per_region)
-            bias[i, : t * c.visual].masked_fill_(hidden, float("-inf"))
+            if qs is not None:
+                allow[i] |= self._fetch(qs[i], want, t, r, g)
             tiers.end_read()
+        bias = torch.zeros(len(q_region), (t + 1) * c.visual)
+        hidden = torch.from_numpy(~allow).repeat_interleave(c.tokens_per_region, dim=1)
+        bias[:, : t * c.visual].masked_fill_(hidden, float("-inf"))
         return bias
 
-    def _fetch(self, q: torch.Tensor, kall: torch.Tensor, want: np.ndarray, t: int, r: int, g: int) -> np.ndarray:
+    def _fetch(self, q: torch.Tensor, want: np.ndarray, t: int, r: int, g: int) -> np.ndarray:
         """Slots this question reads beyond the device's, in the read rule's order, staged through
         tiers.fetch until `fetch` distinct blocks (reused blocks serve several slots)."""
         c, n = self.c, len(want)

@@ -2,7 +2,12 @@
 accuracy and device KV bytes against stream length for the full cache, V-Rex and each anchor (an SVG
 plot), then the anchors and ablations tables and the ReSV recall (issue 22). `make demo` leads with it.
 
-Usage: python3 model/vrex/anchors_report.py JSON [--svg FILE] [--markdown]
+Usage: python3 model/vrex/anchors_report.py JSON [--svg FILE] [--markdown] [--sweep JSON...]
+
+--sweep: the anchors at equal ACCURACY. JSON is the record at the frozen budget, the others the same
+streams and questions at other budgets (`--budget B --anchor-runs ...`): per anchor, the device KV it
+needs to come within V-Rex's CI of the full cache (its mean accuracy change no worse than the lower
+end of V-Rex's CI), or the largest budget measured when none does.
 
 Standard library only (no torch, no HAL): it runs before anything is built.
 """
@@ -151,15 +156,59 @@ def summary(j: dict[str, Any], markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
+def equal_accuracy(main: dict[str, Any], sweeps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per anchor of @main and @sweeps (records of the same streams and questions at other budgets):
+    its points (budget, device bytes, accuracy change vs the full cache) by budget, and the first
+    that comes within V-Rex's CI of the full cache (mean change >= the lower end of V-Rex's change
+    CI in @main), None when no budget measured does."""
+    v = main["anchors"]["vrex_hierarchy"]
+    floor = v["accuracy_change"]["ci95"][0]
+    exact = main["task"]["accuracy"]["exact"]["mean"]
+    pts: dict[str, list[dict[str, Any]]] = {}
+    for j in [main, *sweeps]:
+        if j["task"]["accuracy"]["exact"]["mean"] != exact or j["questions"] != main["questions"]:
+            raise ValueError("a sweep record is not on the same streams and questions (its full cache differs)")
+        budget = j["anchors_setup"]["budget_blocks_per_stream"]
+        for name, r in j["anchors"].items():
+            if name not in ("full_cache", "vrex_hierarchy"):
+                pts.setdefault(name, []).append({"budget": budget, "device_bytes_peak": r["device_bytes_peak"],
+                                                 "accuracy_change": r["accuracy_change"]})
+    out: dict[str, Any] = {"vrex": {"device_bytes_peak": v["device_bytes_peak"], "accuracy_change": v["accuracy_change"]},
+                           "threshold": floor, "anchors": {}}
+    for name, p in pts.items():
+        p.sort(key=lambda x: x["budget"])
+        hit = next((x for x in p if x["accuracy_change"]["mean"] >= floor), None)
+        out["anchors"][name] = {"points": p, "reached": hit,
+                                "x_vrex": hit["device_bytes_peak"] / v["device_bytes_peak"] if hit else None}
+    return out
+
+
+def equal_accuracy_lines(e: dict[str, Any]) -> str:
+    lines = [f"At equal accuracy: the device KV each anchor needs to come within V-Rex's CI of the full cache "
+             f"(mean change >= {100 * e['threshold']:+.1f} points; V-Rex {e['vrex']['device_bytes_peak'] / MiB:.2f} MiB)"]
+    for name, a in e["anchors"].items():
+        pts = "; ".join(f"{x['budget']}: {x['device_bytes_peak'] / MiB:.1f} MiB {100 * x['accuracy_change']['mean']:+.1f}"
+                        for x in a["points"])
+        r = a["reached"]
+        got = (f"{r['device_bytes_peak'] / MiB:.2f} MiB (budget {r['budget']}, {a['x_vrex']:.1f}x V-Rex)" if r else
+               f"not reached up to budget {a['points'][-1]['budget']}")
+        lines.append(f"  {name:14s} {got}   [{pts}]")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path)
     ap.add_argument("--svg", type=Path, help="write the accuracy / KV bytes against stream length plot here")
     ap.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    ap.add_argument("--sweep", type=Path, nargs="+", default=[],
+                    help="records of the same streams at other budgets: the anchors at equal accuracy")
     args = ap.parse_args(argv)
     try:
         j = json.loads(args.json.read_text())
         text = summary(j, args.markdown)
+        if args.sweep:
+            text += "\n\n" + equal_accuracy_lines(equal_accuracy(j, [json.loads(p.read_text()) for p in args.sweep]))
         if args.svg:
             args.svg.write_text(svg(j))
     except (OSError, ValueError, KeyError) as e:

@@ -319,26 +319,71 @@ class Decoder(nn.Module):
              cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
              q_target: torch.Tensor, keep: Optional[torch.Tensor] = None,
              q_read: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
+        """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache:
+        prefill() then ask() (the questions read frame t's K/V of every layer, which prefill wrote;
+        the visual tokens never read the questions, so the two halves run one after the other).
 
         @z [64, C] the frame's standardised encoder tokens, @vis [64, D] their embeddings
         (embed_frame); @fresh the regions to compute; @cur the
         frame's 16 block tensors [L, 2, KVH, T, hd] in region order (vrex blocks: fresh regions'
-        K/V is written into them layer by layer, the others hold reused K/V and are only read);
+        K/V is written into them, the others hold reused K/V and are only read);
         @cache (K, V), each [L, KVH, >= (t+1)*64, hd]: frames 0 .. t-1 as their blocks hold them, K
-        rotated to its frame's position; frame t's are written there layer by layer (reused blocks
-        take position t). Questions: regions @q_region about frames @q_target (<= t), each reading
-        the frames within question_reach of its target. Returns logits [Q, codes]. Reused regions
-        cost nothing here: no projection, attention or MLP for their tokens. @q_read [Q, M]: the
-        cache tokens (frame * 64 + slot, <= t's) each question reads INSTEAD of its whole reach,
-        -1 padding (a selector's choice: ReSV in the C++ runner); only those are gathered."""
+        rotated to its frame's position; frame t's are written there (reused blocks take position
+        t). Questions: regions @q_region about frames @q_target (<= t), each reading the frames
+        within question_reach of its target. Returns logits [Q, codes]. Reused regions cost nothing
+        here: no projection, attention or MLP for their tokens. @keep, @q_read: see ask()."""
+        self.prefill(z, vis, fresh, cur, cache, t)
+        return self.ask(cache, t, q_region, q_target, keep, q_read)
+
+    def prefill(self, z: torch.Tensor, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
+                cache: tuple[torch.Tensor, torch.Tensor], t: int) -> None:
+        """The visual half of step(): frame @t's K/V of every layer into @cache and into the fresh
+        regions' blocks. The op count does not grow with the regions reused: the frame's blocks are
+        read once (one stack for every layer), the fresh tokens' rows are written by one indexed copy
+        per layer, and each fresh block is written once, after the last layer."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
-        idx = (torch.tensor(fresh, dtype=torch.long)[:, None] * tpr + torch.arange(tpr)).reshape(-1)
-        x = vis[idx]
-        rope_cur = self.rope(torch.full((n,), t))
-        rope_x = (rope_cur[0][: len(idx)], rope_cur[1][: len(idx)])
+        ck, cv = cache
+        rows = t * n + (torch.tensor(fresh, dtype=torch.long)[:, None] * tpr + torch.arange(tpr)).reshape(-1)
+        cos, sin = self.rope(torch.full((1,), t))  # one position: broadcast over the frame's tokens
+        if len(fresh) < c.regions:  # the reused regions' K/V of every layer, as their blocks hold them
+            now = torch.stack(cur, dim=3).reshape(c.layers, 2, c.kv_heads, n, c.head_dim)
+            ck[:, :, t * n : (t + 1) * n] = rotate(now[:, 0], cos, sin)
+            cv[:, :, t * n : (t + 1) * n] = now[:, 1]
+        if len(fresh) == 0:
+            return
+        x = vis[rows - t * n]
         w0 = max(0, t - c.window + 1)  # first frame of the visual window
+        ks: List[torch.Tensor] = []
+        vs: List[torch.Tensor] = []
+        for li, blk in enumerate(self.blocks):
+            h = blk.norm1(x)
+            k, v = blk.attn.kv(h)  # KVH nf hd
+            if li == 0 or li == self.read_layer:
+                v = self.value0(z[rows - t * n])
+            ks.append(k)
+            vs.append(v)
+            ck[li].index_copy_(1, rows, rotate(k, cos, sin))
+            cv[li].index_copy_(1, rows, v)
+            if li + 1 < len(self.blocks):
+                win_k, win_v = ck[li, :, w0 * n : (t + 1) * n], cv[li, :, w0 * n : (t + 1) * n]
+                x = blk.mlp(x + blk.attn.attend_parts(h, (cos, sin), [(win_k, win_v)]))
+        kv = torch.stack([torch.stack(ks), torch.stack(vs)], dim=1)  # L 2 KVH nf hd
+        for i, r in enumerate(fresh):
+            cur[r].copy_(kv[:, :, :, i * tpr : (i + 1) * tpr])
+
+    def ask(self, cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
+            q_target: torch.Tensor, keep: Optional[torch.Tensor] = None,
+            q_read: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The questions' half of step(), over @cache holding frames 0 .. @t (prefill() wrote t):
+        regions @q_region about frames @q_target (<= t), each reading the frames within
+        question_reach of its target -> logits [Q, codes]. @keep [Q, (t+1)*64]: a memory policy's
+        -inf over the keys it left out (vrex/anchors.py). @q_read [Q, M]: the cache tokens (frame *
+        64 + slot, <= t's) each question reads INSTEAD of its whole reach, -1 padding (a selector's
+        choice: ReSV in the C++ runner); only those are gathered. The keys of every layer are
+        gathered at once, and the position buckets of the learned bias computed once."""
+        c = self.c
+        n = c.visual
         xq = self.question_embed[q_region]
         rope_q = self.rope(q_target)
         # The keys each question reads: frames target-reach .. target+reach, clipped to 0 .. t.
@@ -357,31 +402,21 @@ class Decoder(nn.Module):
             q_mask = torch.zeros(q_read.shape).masked_fill_(q_read < 0, float("-inf"))
             q_frame_of, q_slot_of = torch.div(q_keys, n, rounding_mode="floor"), q_keys % n
         blind: Optional[torch.Tensor] = None
-        if keep is not None:  # a memory policy's -inf over all keys [Q, (t+1)*64] (vrex/anchors.py)
+        if keep is not None:
             q_mask = q_mask + keep.gather(1, q_keys)
         if keep is not None or q_read is not None:
             blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
         ck, cv = cache
+        kq, vq = ck[:, :, q_keys], cv[:, :, q_keys]  # L KVH Q M hd: every layer's keys in one gather
+        bucket = rel_bucket(q_frame_of - q_target[:, None])
+        slot_q = q_region[:, None].expand_as(q_slot_of)
         read0 = xq  # read_layer sets it (TorchScript wants it defined on every path)
         for li, blk in enumerate(self.blocks):
-            h = blk.norm1(x)
-            k, v = blk.attn.kv(h)  # KVH nf hd
-            if li == 0 or li == self.read_layer:
-                v = self.value0(z[idx])
-            for i, r in enumerate(fresh):
-                cur[r][li, 0].copy_(k[:, i * tpr : (i + 1) * tpr])
-                cur[r][li, 1].copy_(v[:, i * tpr : (i + 1) * tpr])
-            now = torch.stack([b[li] for b in cur], dim=2).reshape(2, c.kv_heads, n, c.head_dim)
-            ck[li, :, t * n : (t + 1) * n] = rotate(now[0], *rope_cur)
-            cv[li, :, t * n : (t + 1) * n] = now[1]
-            bias = q_mask[None] + blk.attn.question_bias_pairs(q_region, q_target, q_frame_of, q_slot_of)
+            bias = q_mask[None] + blk.attn.rel[:, bucket] + blk.attn.slot[:, slot_q, q_slot_of]
             hq = blk.norm1(xq)
-            xq = blk.mlp(xq + blk.attn.attend_gathered(hq, rope_q, ck[li][:, q_keys], cv[li][:, q_keys], bias))
+            xq = blk.mlp(xq + blk.attn.attend_gathered(hq, rope_q, kq[li], vq[li], bias))
             if li == self.read_layer:
                 read0 = blk.attn.last_read
-            if li + 1 < len(self.blocks) and len(idx):
-                win_k, win_v = ck[li, :, w0 * n : (t + 1) * n], cv[li, :, w0 * n : (t + 1) * n]
-                x = blk.mlp(x + blk.attn.attend_parts(h, rope_x, [(win_k, win_v)]))
         logits = self.answer(xq, read0)
         if blind is not None and bool(blind.any()):  # nothing to read: no information (uniform)
             logits = logits.masked_fill(blind[:, None], 0.0)

@@ -92,6 +92,10 @@ class FrameStats:
     # with profiling the FCC's own work within begin_frame (None otherwise).
     stages: dict[str, float] = field(default_factory=dict)
     fcc_s: float | None = None
+    # Of step_s: the questions' half (the read rule's selection and staging, Decoder.ask); the rest
+    # of the step is the visual prefill (FCC, guard, reuse, installs, Decoder.prefill, HAL calls).
+    # Both paths time it (the C++ runner: StepStats::ask_s); None when not timed.
+    ask_s: float | None = None
 
 
 def hash_planes(c: Config) -> torch.Tensor:
@@ -303,13 +307,17 @@ class StreamRunner:
             b = blocks[r]
             self.pinned[(b.id, b.generation)] = b
         cur = [self.s.view(b) for b in blocks]
-        for r, ins in install.items():
-            self._fill(cur[r], ins.data, r, tokens, k0)
+        if install:
+            v0 = m.value0(tokens) if self.s.opts.refresh else None  # one op for every refreshed region
+            for r, ins in install.items():
+                self._fill(cur[r], ins.data, r, k0, v0)
         fresh = [r for r in fresh if r not in install]
         computed = [blocks[r] for r in fresh]
         cache = self._reserve()
-        logits = m.step(tokens, vis, fresh, cur, cache, self.t, q_region, q_target,
-                        self.policy.question_bias(q_region, q_target))
+        m.prefill(tokens, vis, fresh, cur, cache, self.t)
+        a0 = tt()
+        logits = m.ask(cache, self.t, q_region, q_target, self.policy.question_bias(q_region, q_target))
+        fs.ask_s = tt() - a0
         e0 = tt()
         self.policy.computed_frame(fresh, computed, hashes)
         if install:
@@ -341,17 +349,19 @@ class StreamRunner:
                 alias[r] = b
         return alias, install
 
-    def _fill(self, dst: torch.Tensor, src: torch.Tensor, r: int, tokens: torch.Tensor, k0: torch.Tensor | None) -> None:
+    def _fill(self, dst: torch.Tensor, src: torch.Tensor, r: int, k0: torch.Tensor | None,
+              v0: torch.Tensor | None) -> None:
         """A new block of region @r from @src; with refresh its layer 0 is the frame's own (the keys
-        the guard computed, the values = the frame's features: no prefill FLOPs)."""
+        the guard computed @k0, the values @v0 = the frame's features, Decoder.value0: no prefill
+        FLOPs), both [KVH, 64, hd]."""
         dst.copy_(src)
         if self.s.opts.refresh:
-            if k0 is None:
+            if k0 is None or v0 is None:
                 raise RuntimeError("refresh needs the guard's layer-0 keys (a policy with needs_hash)")
             tpr = self.s.model.c.tokens_per_region
             sl = slice(r * tpr, (r + 1) * tpr)
             dst[0, 0].copy_(k0[:, sl])
-            dst[0, 1].copy_(self.s.model.value0(tokens[sl]))
+            dst[0, 1].copy_(v0[:, sl])
 
     def _reserve(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The attention-ready cache with room for frame t (grown by doubling, contents kept)."""

@@ -63,6 +63,7 @@ class Rec:
     emu_s: list[float] = field(default_factory=list)  # of step_s: inside the vrex layer's calls (lcp.FrameStats)
     stages: list[dict[str, float]] = field(default_factory=list)  # emu_s per stage (C++ path)
     fcc_s: list[float | None] = field(default_factory=list)  # the FCC's own work (C++ path, profile)
+    ask_s: list[float | None] = field(default_factory=list)  # of step_s: the questions' half (Python path)
     flops: list[int] = field(default_factory=list)
     fresh: list[int] = field(default_factory=list)  # regions computed per frame
     reused: int = 0
@@ -202,6 +203,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                 r.emu_s.append(fs.emu_s)
                 r.stages.append(fs.stages)
                 r.fcc_s.append(fs.fcc_s)
+                r.ask_s.append(fs.ask_s)
                 r.flops.append(fs.flops)
                 r.fresh.append(fs.regions - fs.reused)
                 r.reused += fs.reused
@@ -337,7 +339,32 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "flops_floor": float(np.sum(floor) / fd.sum()),
                 "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
-                "frames_timed": int(len(nn_))}
+                "frames_timed": int(len(nn_)), "visual": visual_timing(name)}
+
+    def visual_timing(name: str) -> dict[str, Any] | None:
+        """The visual prefill alone (the step without its questions' half: Rec.ask_s), paired per frame
+        with the exact run's, against the visual prefill FLOPs (questions left out, the guard in).
+        None when a run did not time its halves apart."""
+        if any(a is None for r in recs[name] + recs["exact"] for a in r.ask_s):
+            return None
+        def vis(r: Rec) -> list[float]:
+            return [s - a for s, a in zip(r.step_s, r.ask_s)]
+        def ask(r: Rec) -> list[float]:
+            return list(r.ask_s)
+        guard = runs[name].get("policy") != "exact"
+        vn, _, gg = paired(name, vis)
+        vd = paired("exact", vis)[0]
+        an, ad = paired(name, ask)[0], paired("exact", ask)[0]
+        fv = paired(name, lambda r: [step_flops(c, r.fresh[t], t, 0, guard) for t in range(len(r.fresh))])[0]
+        fe = paired("exact", lambda r: [step_flops(c, c.regions, t, 0, False) for t in range(len(r.fresh))])[0]
+        return {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "flops_ratio": float(fv.sum() / fe.sum()),
+                "flops_ratio_ci": task.ci_dict(fv, gg, ratio_of=fe),
+                "step_fit": step_fit(paired(name, "fresh")[0], vn, float(vd.mean())),
+                "ms_mean": float(vn.mean() * 1e3), "exact_ms_mean": float(vd.mean() * 1e3),
+                "questions_ms_mean": float(an.mean() * 1e3), "exact_questions_ms_mean": float(ad.mean() * 1e3),
+                "questions_time_ratio": task.ci_dict(an, gg, ratio_of=ad),
+                "clock": "thread CPU time of the step minus its questions' half (the read rule's selection and "
+                         "staging, Decoder.ask): FCC, guard, reuse decisions, installs, Decoder.prefill, HAL calls"}
 
     def emulation(name: str) -> dict[str, Any]:
         """The product figure (issue 26): the time @name's steps spend in the vrex layer (FCC, SHIE

@@ -60,8 +60,9 @@ class ScriptConfig:
 
 class StepModule(nn.Module):
     """What the C++ runner calls: geometry(), embed(tokens), prepare(tokens) (embedding + guard
-    hashes), selector(...) (ReSV's inputs) and forward = Decoder.step over the frame's block views
-    and the attention cache (optionally reading only the tokens ReSV selected)."""
+    hashes), selector(...) (ReSV's inputs), and prefill() then ask() = forward = Decoder.step over
+    the frame's block views and the attention cache (optionally reading only the tokens ReSV
+    selected); the runner times ask() apart (StepStats::ask_s)."""
 
     def __init__(self, model: Decoder):
         super().__init__()
@@ -113,6 +114,18 @@ class StepModule(nn.Module):
         b = b.masked_fill(~past.repeat_interleave(c.visual, dim=1), float("-inf"))
         w = torch.exp(b - b.max(1, keepdim=True).values.clamp_min(-1e30))
         return q, torch.where(past, fr, torch.full_like(fr, -1)), torch.nan_to_num(w, nan=0.0)
+
+    @torch.jit.export
+    def prefill(self, z: torch.Tensor, vis: torch.Tensor, fresh: List[int], cur: List[torch.Tensor],
+                ck: torch.Tensor, cv: torch.Tensor, t: int) -> None:
+        """Decoder.prefill: the visual half of forward()."""
+        self.d.prefill(z, vis, fresh, cur, (ck, cv), t)
+
+    @torch.jit.export
+    def ask(self, ck: torch.Tensor, cv: torch.Tensor, t: int, q_region: torch.Tensor, q_target: torch.Tensor,
+            q_read: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Decoder.ask: the questions' half of forward(), after prefill()."""
+        return self.d.ask((ck, cv), t, q_region, q_target, None, q_read)
 
     def forward(self, z: torch.Tensor, vis: torch.Tensor, fresh: List[int], cur: List[torch.Tensor],
                 ck: torch.Tensor, cv: torch.Tensor, t: int, q_region: torch.Tensor,

@@ -85,6 +85,7 @@ struct StepStats {
     double emu_s = 0;   // of which inside the vrex layer: begin_frame, choose, apply, computed, end_frame
     std::array<double, kStageNames.size()> stage_s{};  // emu_s per stage (kStageNames), same clock
     double fcc_s = -1;  // RunnerOptions::profile_fcc: the FCC's own work in begin_frame (else < 0)
+    double ask_s = 0;   // of step_s: the questions' half (ReSV's selection, the scripted ask())
     std::uint32_t reused = 0;
     std::vector<bool> reused_region;
     // With ReadOptions::resv: keys the questions read (summed over them), tokens the selection

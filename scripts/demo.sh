@@ -110,10 +110,13 @@ else
 	what="4 different clips (vtest.avi, mire-2, mbt/cube, tree.avi)"
 fi
 
-# Issue 22 leads: V-Rex against the streaming-video KV anchors and its ablations at equal device memory,
-# recorded by the command in model/anchors-test.json's "command" (plot: accuracy and KV bytes against
-# stream length, $out-anchors.svg). VREX_DEMO_ANCHORS_FRAMES=N re-measures it live after step 4.
-python3 model/vrex/anchors_report.py model/anchors-test.json --svg "$out-anchors.svg"
+# Issue 22 leads: V-Rex (memory hierarchy, layer-0 refresh, recall) against the streaming-video KV
+# anchors and its ablations at equal device memory, then the anchors at equal accuracy (the device KV
+# each needs, from the budget sweep on the same streams), recorded by the commands in
+# model/anchors-test-s9-*.json's "command" (plot: accuracy and KV bytes against stream length,
+# $out-anchors.svg). VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
+python3 model/vrex/anchors_report.py model/anchors-test-s9-edited.json --svg "$out-anchors.svg" \
+	--sweep model/anchors-test-s9-sweep-*.json
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"

@@ -34,10 +34,11 @@
 #               device-tree node QEMU writes (reg, interrupts, memory-region to a reserved-memory
 #               carve-out, iommus); vrex.ko's OF driver binds it, banks and staging window by
 #               DMA through the SMMUv3 (stream 0xf8)
-#   No debug-kernel line on the device model yet: the debug kernel (scripts/kernel-debug.sh,
-#               tinyconfig-based) has no PCI_MSI, PCIEPORTBUS/HOTPLUG_PCI_PCIE, ACPI or
-#               INTEL_IOMMU, which vrex.ko's PCI probe (MSI), the unplug (pciehp) and intel-iommu
-#               need
+#   debug-pci-6.1-amd64, debug-unplug-6.1-amd64  the pci and unplug lines on the debug kernel
+#               (the same build as debug-6.1-amd64: its fragment has PCI_MSI, pciehp, ACPI and
+#               intel-iommu): -smp 2, the tests/kernel suites (debug-pci, with the two fuzzers) or
+#               the hot-unplug program (debug-unplug); KASAN, lockdep, DEBUG_ATOMIC_SLEEP and
+#               DEBUG_OBJECTS reports fail the line, and so does a kmemleak scan after rmmod
 #   compile-5.15-arm64  not booted: W=1 build against the prepared 5.15 tree (Jetson Linux R36's
 #               base) in ../shared/kernels/ or ../../shared/kernels/ (VREX_KERNEL_TREES: a
 #               folder); skipped, with a line saying so,
@@ -130,6 +131,9 @@ all_kernels=(6.12-amd64 6.1-amd64 6.12-arm64 5.10-amd64 5.10-arm64 debug-6.1-amd
 	echo "qemu-test: --fuzz takes seconds" >&2
 	exit 2
 }
+# The device model on the debug kernel (the same kernel build as debug-6.1-amd64): opt-in (--kernel)
+# until they have booted (docs/testing.md).
+all_kernels+=(debug-pci-6.1-amd64 debug-unplug-6.1-amd64)
 if ((print_kernels)); then
 	printf '%s\n' "${kernels[@]}"
 	exit 0
@@ -224,7 +228,7 @@ copy_program() { # binary dest-in-root root guest_machine -> 0 copied, 1 error, 
 
 # Builds everything for one kernel and boots it. Writes build/qemu/<kernel>/cases (one
 # "PASS|FAIL name detail" per case) and summary.
-run_kernel() { # target: [pci-|dt-]<kernel>
+run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 	local target=$1 out=$out_root/$1
 	rm -rf "$out"
 	mkdir -p "$out"
@@ -235,9 +239,12 @@ run_kernel() { # target: [pci-|dt-]<kernel>
 	# The front end: vrex_sim.ko's simulated device, or the QEMU device model (pci, dt).
 	local front=sim
 	case $target in
-	pci-* | dt-* | unplug-*)
+	pci-* | dt-* | unplug-* | debug-pci-* | debug-unplug-*)
+		# debug-pci-6.1-amd64: the pci front end on the debug-6.1-amd64 kernel.
+		local kprefix=
+		[[ $target == debug-* ]] && kprefix=debug- target=${target#debug-}
 		front=${target%%-*}
-		target=${target#*-}
+		target=$kprefix${target#*-}
 		if [[ -z $qemu_model_dir ]]; then
 			fail_case qemu-build "scripts/qemu-build.sh failed (see $out_root/qemu-build.log)"
 			return
@@ -649,8 +656,8 @@ report_kernel() { # target
 	local target=$1 cases=$out_root/$1/cases kind p=0 f=0 verdict name rest a b label
 	local parts=() checks=() failures=() shown=$1
 	case $target in
-	pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target#pci-} ;;
-	unplug-*) kind="pci unplug (QEMU device_del/device_add)" shown=${target#unplug-} ;;
+	pci-* | debug-pci-*) kind="pci (QEMU device model, intel-iommu)" shown=${target/pci-/} ;;
+	unplug-* | debug-unplug-*) kind="pci unplug (QEMU device_del/device_add)" shown=${target/unplug-/} ;;
 	dt-*) kind="dt (QEMU device model, virt, SMMUv3)" shown=${target#dt-} ;;
 	*-arm64) kind=render ;;
 	6.1-* | 5.10-* | debug-*) kind=render ;;
@@ -713,7 +720,7 @@ report_kernel() { # target
 # The QEMU device model, for the pci-/dt- lines: built once (cached by content, see the script).
 # VREX_QEMU_MODEL_DIR: a folder with bin/qemu-system-* to use instead (e.g. a build tree's).
 qemu_model_dir=${VREX_QEMU_MODEL_DIR:-}
-if ((!line_run)) && [[ -z $qemu_model_dir && " ${kernels[*]}" =~ \ (pci|dt|unplug)- ]]; then
+if ((!line_run)) && [[ -z $qemu_model_dir && " ${kernels[*]}" =~ [\ -](pci|dt|unplug)- ]]; then
 	qb_start=$SECONDS
 	qemu_model_dir=$(bash "$repo/scripts/qemu-build.sh" 2>"$out_root/qemu-build.log" | tail -n 1)
 	echo "qemu-build: ${qemu_model_dir:-FAILED} (ready in $((SECONDS - qb_start)) s; built in" \

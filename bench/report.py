@@ -4,7 +4,7 @@
 
 usage: report.py --parts DIR --results FILE --markdown FILE [--analysis FILE] [--causes FILE]
                  --command CMD --mode MODE [--revision REV] [--load-start S] [--load-end S]
-                 [--skipped '<benchmark>: <why>' ...]
+                 [--skipped '<benchmark>: <why>' ...] [--merge]
        report.py --check|--check-figures|--regenerate --results bench/results.json --markdown docs/benchmarks.md
                  --analysis bench/analysis.md [--shie-doc docs/hw/shie.md]
        report.py --self-test
@@ -631,6 +631,8 @@ def generate(args):
     if args.skipped:
         meta["skipped"] = list(args.skipped)
     results = {"meta": meta, "records": records}
+    if getattr(args, "merge", False):
+        results = merged(args.results, results)
     write(args.results, json.dumps(results, indent=1) + "\n")
     if write_all(args, results):
         return 1
@@ -641,6 +643,31 @@ def generate(args):
     for name in missed:
         print(f"report: target missed: {name}")
     return 0
+
+
+def group(name):
+    return name.split("/", 1)[0]
+
+
+def merged(path, new):
+    """@new (a run of some benchmarks only, VREX_BENCH_ONLY) merged into the results at @path: its
+    records replace every record of the groups it measured, the others stay as they were, and the meta
+    keeps the earlier run's fields with this run named in command, revision and "remeasured"."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return new
+    groups = sorted({group(r["name"]) for r in new["records"]})
+    m = new["meta"]
+    meta = dict(old["meta"])
+    which = ", ".join(groups)
+    meta["command"] = (f"{meta.get('command', '?')}; {which} re-measured by '{m['command']}' at {m['revision']}, "
+                       f"{m['date']}, load average {m['load_start']} at start, {m['load_end']} at end")
+    meta["revision"] = f"{meta.get('revision', '?')} ({which}: {m['revision']})"
+    meta["remeasured"] = meta.get("remeasured", []) + [{"groups": groups, **m}]
+    keep = [r for r in old["records"] if group(r["name"]) not in groups]
+    return {"meta": meta, "records": keep + new["records"]}
 
 
 def stale_files(args, texts):
@@ -811,6 +838,8 @@ def self_test():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--merge", action="store_true",
+                    help="merge the parts into --results: replace the groups they measured, keep the rest")
     ap.add_argument("--check", action="store_true", help="fail if the Markdown files are stale")
     ap.add_argument("--check-figures", action="store_true",
                     help="fail if the reports carry a number that is not from results.json")

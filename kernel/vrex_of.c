@@ -90,6 +90,8 @@ static int vrex_of_bank_memory(struct vrex_device *vdev, struct device_node *np)
 	if (dma_mapping_error(dev, vdev->mem.dma))
 		return dev_err_probe(dev, -ENOMEM, "cannot map the bank memory for DMA\n");
 	vdev->mem.dma_mapped = true;
+	dev_info(dev, "banks in a %s carve-out at %pa, bus address %pad\n",
+		 no_map ? "no-map" : "linear-map", &res.start, &vdev->mem.dma);
 	return devm_add_action_or_reset(dev, vrex_of_unmap_banks, vdev);
 }
 

@@ -376,3 +376,51 @@ u32 vrex_resv_block_ranges(const struct vrex_resv_head *hd, u32 tokens_per_block
 	}
 	return r.n;
 }
+
+/*
+ * A selected block's weight gets this bit: weights stay below 2^48
+ * (VREX_RESV_BLOCKS_MAX_TOKENS tokens of at most 2^32 each), so it never
+ * collides with one. The blocks a question reads are few (the window of its
+ * reach), so each pick is a linear scan for the heaviest unselected block.
+ */
+#define RESV_TAKEN 0x8000000000000000ull
+
+int vrex_resv_select_blocks(const u32 *hash, const u32 *pos, u32 n, u32 tokens_per_block,
+			    u32 qhash, const u16 *lut, u32 ratio, u64 *weight, u32 *out,
+			    u32 max, u32 *nsel)
+{
+	u64 total = 0, cum = 0, w;
+	u32 nblocks, b, i, best, taken = 0;
+
+	if (!n || n > VREX_RESV_BLOCKS_MAX_TOKENS || !tokens_per_block ||
+	    n % tokens_per_block || ratio > VREX_RESV_RATIO_ONE)
+		return VREX_EINVAL;
+	nblocks = n / tokens_per_block;
+	for (b = 0; b < nblocks; b++) {
+		w = 0;
+		for (i = b * tokens_per_block; i < (b + 1) * tokens_per_block; i++) {
+			if (pos[i] > VREX_RESV_POS_ONE)
+				return VREX_EINVAL;
+			w += (u64)lut[resv_distance(hash[i], qhash)] * pos[i];
+		}
+		weight[b] = w;
+		total += w;
+	}
+	while (total && !resv_reached(cum, total, ratio)) {
+		best = VREX_NIL;
+		for (b = 0; b < nblocks; b++)
+			if (!(weight[b] & RESV_TAKEN) &&
+			    (best == VREX_NIL || weight[b] > weight[best]))
+				best = b;
+		/* ratio <= 1: the whole sum reaches it before the blocks run out. */
+		if (best == VREX_NIL)
+			break;
+		cum += weight[best];
+		weight[best] |= RESV_TAKEN;
+		if (taken < max)
+			out[taken] = best;
+		taken++;
+	}
+	*nsel = taken;
+	return 0;
+}

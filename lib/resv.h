@@ -35,6 +35,8 @@
 #define VREX_RESV_LUT_SIZE (VREX_RESV_BITS + 1)	/* weight per Hamming distance */
 #define VREX_RESV_MAX_TOKENS 0x1000000u
 #define VREX_RESV_DEFAULT_SEED 0x5245535631323334ull	/* "RESV1234" */
+#define VREX_RESV_POS_ONE 65536u	/* position weight: Q16, at most 1 */
+#define VREX_RESV_BLOCKS_MAX_TOKENS 32768u	/* keeps the Q16 sums below 2^63 */
 
 /* What the WiCSum cumulative sum adds per cluster (mode register). */
 #define VREX_RESV_MODE_MASS 0	/* count * lut[d]: estimated attention mass */
@@ -142,5 +144,21 @@ u32 vrex_resv_token_ranges(const struct vrex_resv_head *hd, struct vrex_resv_ran
  */
 u32 vrex_resv_block_ranges(const struct vrex_resv_head *hd, u32 tokens_per_block,
 			   struct vrex_resv_range *out, u32 max);
+
+/*
+ * Position-aware WiCSum over blocks (docs/hw/resv.md §8.2): token i weighs
+ * lut[Hamming(hash[i], qhash)] * pos[i], pos[i] being the position table's
+ * exp(bias) of the token in Q16 (at most VREX_RESV_POS_ONE); a block of
+ * @tokens_per_block consecutive tokens weighs the sum of its tokens. Blocks
+ * are taken heaviest first (ties: the lower block) until their sum reaches
+ * @ratio (Q16) of the total; nothing is taken when the total is 0.
+ * @weight: the caller's scratch, n / tokens_per_block entries. The selected
+ * blocks go to @out in that order (at most @max of them), their number to
+ * *nsel. VREX_EINVAL for n 0, above VREX_RESV_BLOCKS_MAX_TOKENS or not a
+ * multiple of tokens_per_block, a pos entry or ratio above 1.
+ */
+int vrex_resv_select_blocks(const u32 *hash, const u32 *pos, u32 n, u32 tokens_per_block,
+			    u32 qhash, const u16 *lut, u32 ratio, u64 *weight, u32 *out,
+			    u32 max, u32 *nsel);
 
 #endif /* VREX_RESV_H */

@@ -38,8 +38,8 @@ static void shie_scan_group(struct shie_search *const *g, u32 ng)
 	}
 	grp.nq = ng;
 	vrex_shie_group_pad(&grp);
-	for (i = 0; i < t->capacity; i += m) {
-		m = t->capacity - i;
+	for (i = 0; i < t->top; i += m) {
+		m = t->top - i;
 		m = m > VREX_SHIE_GROUP_BLOCK ? VREX_SHIE_GROUP_BLOCK : m;
 		mask = kern->block(fps + i, m, &grp, &hits);
 		for (k = 0; mask; k++, mask >>= 1) {

@@ -16,6 +16,7 @@ static void shie_scan_all(struct shie_search *sr, int hw)
 	const struct vrex_shie_table *t = sr->t;
 	u32 i;
 
+	/* The reference: every entry, not just those below the high-water mark. */
 	for (i = 0; i < t->capacity; i++) {
 		const struct vrex_shie_entry *e = &t->e[i];
 		u32 d;
@@ -94,8 +95,8 @@ static void shie_scan_dense(struct shie_search *sr, int hw, int vec)
 	u32 cand[SHIE_SCAN_BATCH];
 	u32 i, j, n, m;
 
-	for (i = 0; i < t->capacity; i += m) {
-		m = t->capacity - i > SHIE_SCAN_BATCH ? SHIE_SCAN_BATCH : t->capacity - i;
+	for (i = 0; i < t->top; i += m) {
+		m = t->top - i > SHIE_SCAN_BATCH ? SHIE_SCAN_BATCH : t->top - i;
 #ifdef SHIE_VECTOR_DISPATCH
 		if (vec)
 			n = shie_collect_vector(fps + i, m, i, q0, q1, sr->limit, cand);

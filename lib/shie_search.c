@@ -162,8 +162,13 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 	for (i = 0; i < t->mih_tables; i++)
 		qkey[i] = mih_key(t, &sr->q->fp, i);
 	if (t->fallback_pct) {
-		budget = t->capacity / 100 * t->fallback_pct +
-			 t->capacity % 100 * t->fallback_pct / 100;
+		/*
+		 * The scan reads the entries below the high-water mark
+		 * (vrex_shie_table.top), not the capacity: on a sparse
+		 * table a long probe schedule (a wide radius) costs far
+		 * more than that scan, and the budget says so.
+		 */
+		budget = t->top / 100 * t->fallback_pct + t->top % 100 * t->fallback_pct / 100;
 		/*
 		 * The vector scan is cheaper while the codes sit in L2 (beyond
 		 * it both scans stream at the same bandwidth): so is the budget
@@ -181,7 +186,7 @@ static void mih_search_body(struct shie_search *sr, int hw, int vec)
 		 * where one query finished its probes (vrex.ko under QEMU, batch
 		 * of 16: 2.7k lookups/s against 62k one at a time).
 		 */
-		if (vec && (u64)t->capacity * sizeof(struct vrex_fp) <= t->vector_l2)
+		if (vec && (u64)t->top * sizeof(struct vrex_fp) <= t->vector_l2)
 			budget /= SHIE_VECTOR_GAIN;
 		if (vec && sr->share > 1)
 			budget /= sr->share;

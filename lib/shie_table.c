@@ -105,6 +105,7 @@ void vrex_shie_clear(struct vrex_shie_table *t)
 		*link_prev(t, i) = VREX_NIL;
 	}
 	t->free_head = 0;
+	t->top = 0;
 	t->live = 0;
 	vrex_memset(t->thash, 0xff, (size_t)(t->thash_mask + 1) * sizeof(u32));
 	/* Overflow chunks are handed out in order from chunk_top: no need to touch them. */
@@ -156,6 +157,8 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 
 	id = t->free_head;
 	t->free_head = *link_next(t, id);
+	if (id >= t->top)
+		t->top = id + 1;
 	e = &t->e[id];
 	e->fp = *fp;
 	shie_fps(t)[id] = *fp;

@@ -131,6 +131,15 @@ struct vrex_shie_table {
 	u32 capacity;
 	u32 live;
 	u32 free_head;		/* free entries chain through their link's next word */
+	/*
+	 * High-water mark: no entry at or above it was used since the last
+	 * clear (all free, all zero), so the dense scans stop there. Ids come
+	 * from a LIFO free list seeded in order, so the used ids stay packed
+	 * at the bottom: a table that never held more than n entries scans n,
+	 * not its capacity. The answers do not change (free entries never
+	 * match), only what a scan reads.
+	 */
+	u32 top;
 	u32 thash_mask;
 	u32 chunk_slots;	/* records per MIH chunk */
 	u32 chunk_size;		/* bytes per MIH chunk */

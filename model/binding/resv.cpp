@@ -144,6 +144,52 @@ void bind_resv(py::module_& m) {
             py::arg("queries"));
 
     m.def(
+        "resv_hash",
+        [](const F32& keys, std::uint64_t seed) {
+            if (keys.ndim() != 2) throw std::invalid_argument("resv_hash takes keys as a 2-D array [n, dim]");
+            const auto dim = static_cast<std::uint32_t>(keys.shape(1));
+            py::array_t<std::uint32_t> out(keys.shape(0));
+            const std::span<std::uint32_t> o(out.mutable_data(), static_cast<std::size_t>(keys.shape(0)));
+            auto r = resv_hash(seed, dim, rows(keys, dim, "keys"), o);
+            if (!r)
+                fail("ReSV hash of " + std::to_string(o.size()) + " keys of dim " + std::to_string(dim),
+                     r.error_info());
+            return out;
+        },
+        py::arg("keys"), py::arg("seed") = std::uint64_t{0x5245535631323334ull},
+        "the HCU's 32-bit hash of each key (lib/resv.c), hashed once where keys are inserted");
+    m.def(
+        "resv_select_blocks",
+        [](const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& hashes,
+           const F32& position, std::uint32_t qhash, const std::vector<std::uint16_t>& lut, double ratio,
+           std::uint32_t tokens_per_block) {
+            if (hashes.ndim() != 1 || position.ndim() != 1)
+                throw std::invalid_argument("resv_select_blocks takes 1-D hashes and position weights");
+            const auto blocks = take(
+                resv_select_blocks(
+                    std::span<const std::uint32_t>(hashes.data(), static_cast<std::size_t>(hashes.size())),
+                    std::span<const float>(position.data(), static_cast<std::size_t>(position.size())), qhash,
+                    lut, ratio, tokens_per_block),
+                "ReSV position-aware selection over " + std::to_string(hashes.size()) + " tokens (" +
+                    std::to_string(position.size()) + " position weights, " + std::to_string(lut.size()) +
+                    " LUT entries, ratio " + std::to_string(ratio) + ", " + std::to_string(tokens_per_block) +
+                    " tokens per block)");
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(blocks.size()));
+            for (std::size_t i = 0; i < blocks.size(); i++)
+                out.mutable_at(static_cast<py::ssize_t>(i)) = blocks[i];
+            return out;
+        },
+        py::arg("hashes"), py::arg("position"), py::arg("qhash"), py::arg("lut"), py::arg("ratio"),
+        py::arg("tokens_per_block"),
+        "position-aware WiCSum over blocks (docs/hw/resv.md §8.2): the selected blocks, heaviest first");
+    m.def(
+        "resv_mass_lut",
+        [](double scale) {
+            return take(resv_mass_lut(scale), "ReSV MASS table for scale " + std::to_string(scale));
+        },
+        py::arg("scale"),
+        "the WTU's MASS weight per Hamming distance for a logit scale (docs/hw/resv.md §2.3)");
+    m.def(
         "resv_stats", [](Device& d) { return stats_dict(take(resv_stats(d), "ReSV stats")); },
         py::arg("device"));
     m.def(

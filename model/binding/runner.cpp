@@ -1,16 +1,16 @@
 // _vrexrun: the C++ path of the builtin model (vrex::lcp::StreamRunner: libtorch runs the scripted
 // decoder.py step, vrex::lcp::ReusePolicy decides reuse over libvrex-hal) for vrex/run.py. Arrays
-// cross as numpy (copied in, logits copied out): Python's torch and this module share Debian's
-// libtorch, but not a tensor type caster.
+// cross as numpy (read in place by the step, logits copied out); no torch type crosses here.
 #include "vrex/lcp/runner.hpp"
 
-#include <ATen/Parallel.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
 #include <memory>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,21 +35,25 @@ struct Runner {
     std::unique_ptr<lcp::StreamRunner> r;
 };
 
-torch::Tensor tensor_of(const py::array& a, torch::ScalarType type) {
-    std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
-    return torch::from_blob(const_cast<void*>(a.data()), shape, type).clone();  // NOLINT
+template <class T>
+std::span<const T> values(const py::array_t<T, py::array::c_style | py::array::forcecast>& a, int ndim,
+                          const char* what) {
+    if (a.ndim() != ndim)
+        throw std::invalid_argument(std::string(what) + " must be a " + std::to_string(ndim) + "-D array");
+    return {a.data(), static_cast<std::size_t>(a.size())};
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_vrexrun, m) {
     m.doc() = "the builtin model's C++ path: scripted decoder (libtorch) + vrex::lcp policy over libvrex-hal";
-    m.def("set_num_threads", [](int n) { at::set_num_threads(n); });
+    m.def("set_num_threads", [](int n) { lcp::set_num_threads(n); });
 
     py::class_<Session, std::shared_ptr<Session>>(m, "Session")
         .def(py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
                          std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
-                         std::uint32_t bank_mib) {
+                         std::uint32_t bank_mib, const std::string& read, double read_ratio,
+                         bool profile_fcc) {
                  auto s = std::make_shared<Session>();
                  if (policy == "exact")
                      s->opts.policy = lcp::Policy::exact;
@@ -57,6 +61,12 @@ PYBIND11_MODULE(_vrexrun, m) {
                      throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
                                                  policy + "'");
                  s->opts.reuse = {fcc, radius, guard_bits, max_age, similar};
+                 if (read == "resv")
+                     s->opts.read = {.resv = true, .ratio = read_ratio};
+                 else if (read != "reach")
+                     throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
+                                                 read + "'");
+                 s->opts.profile_fcc = profile_fcc;
                  s->model = std::make_shared<lcp::ScriptedModel>(module);
                  DeviceOptions o;
                  o.backend = BackendChoice::emulated;
@@ -65,12 +75,15 @@ PYBIND11_MODULE(_vrexrun, m) {
                  s->device = take(Device::open(o), "open emulated device");
                  if (max_age > s->device->info().zombie_frames)
                      throw std::invalid_argument("max_age exceeds the device's zombie threshold");
-                 s->alloc =
-                     take(KvAllocator::create(s->device, s->model->geometry().hal()), "create KV allocator");
+                 s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
+                                                     lcp::runner_allocator_options(
+                                                         s->model->geometry(), s->device->info().bank_size)),
+                                 "create KV allocator");
                  return s;
              }),
              py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
-             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"))
+             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
+             py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false)
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -85,17 +98,26 @@ PYBIND11_MODULE(_vrexrun, m) {
                py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> q_target) {
                 const LumaView v = py_binding::luma_view(luma);
                 lcp::StepStats st;
-                const torch::Tensor logits =
-                    r.r->step(v, tensor_of(tokens, torch::kFloat32), tensor_of(q_region, torch::kInt64),
-                              tensor_of(q_target, torch::kInt64), st)
-                        .contiguous();
-                py::array_t<float> out({logits.size(0), logits.size(1)});
-                std::memcpy(out.mutable_data(), logits.data_ptr<float>(), sizeof(float) * logits.numel());
+                const auto q = values(q_region, 1, "q_region");
+                const std::vector<float> logits =
+                    r.r->step(v, values(tokens, 2, "tokens"), q, values(q_target, 1, "q_target"), st);
+                const auto codes = static_cast<py::ssize_t>(r.s->model->geometry().codes);
+                py::array_t<float> out({static_cast<py::ssize_t>(q.size()), codes});
+                std::memcpy(out.mutable_data(), logits.data(), sizeof(float) * logits.size());
                 py::dict d;
                 d["step_s"] = st.step_s;
                 d["emu_s"] = st.emu_s;
+                py::dict stages;
+                for (std::size_t i = 0; i < lcp::kStageNames.size(); i++)
+                    stages[lcp::kStageNames[i]] = st.stage_s[i];
+                d["stages"] = stages;
+                if (st.fcc_s >= 0) d["fcc_s"] = st.fcc_s;
                 d["reused"] = st.reused;
                 d["reused_region"] = st.reused_region;
+                d["question_keys"] = st.question_keys;
+                d["weighed"] = st.weighed;
+                d["selected_blocks"] = st.selected_blocks;
+                d["hashed"] = st.hashed;
                 return py::make_tuple(out, d);
             },
             py::arg("luma"), py::arg("tokens"), py::arg("q_region"), py::arg("q_target"))

@@ -15,6 +15,7 @@
 #include "handles.hpp"
 #include "luma.hpp"
 #include "vrex/hal.hpp"
+#include "vrex/lcp/geometry.hpp"
 
 namespace py = pybind11;
 using namespace vrex;
@@ -90,13 +91,9 @@ PYBIND11_MODULE(_vrexhal, m) {
     py::class_<KvAllocator, std::shared_ptr<KvAllocator>>(m, "KvAllocator")
         .def(py::init([](std::shared_ptr<Device> dev, std::uint32_t layers, std::uint32_t kv_heads,
                          std::uint32_t head_dim, std::uint32_t tokens_per_block) {
-                 ModelGeometry g;
-                 g.layers = layers;
-                 g.kv_heads = kv_heads;
-                 g.head_dim = head_dim;
-                 g.tokens_per_block = tokens_per_block;
-                 g.dtype = DType::fp32;
-                 return take(KvAllocator::create(std::move(dev), g), "create KV allocator");
+                 return take(KvAllocator::create(std::move(dev), lcp::kv_geometry(layers, kv_heads, head_dim,
+                                                                                  tokens_per_block)),
+                             "create KV allocator");
              }),
              py::arg("device"), py::arg("layers"), py::arg("kv_heads"), py::arg("head_dim"),
              py::arg("tokens_per_block"))

@@ -1,12 +1,31 @@
 #include "vrex/lcp/runner.hpp"
 
+#include <ATen/Parallel.h>
 #include <time.h>
+#include <torch/script.h>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
+#include "vrex/lcp/geometry.hpp"
+#include "vrex/resv.hpp"
+
+extern "C" {
+#include "fcc_fingerprint.h"
+}
+
 namespace vrex::lcp {
+
+// The FCC of one stream as the device runs it (lib/fcc_fingerprint.c), with its own previous image.
+struct FccProbe {
+    struct vrex_fcc_image prev = {};
+    struct vrex_fcc_image cur = {};
+    struct vrex_fcc_motion mv = {};  // "struct": vrex_fcc_motion is also the function's name
+    bool has_prev = false;
+};
 
 namespace {
 
@@ -29,18 +48,32 @@ void check(const Result<void>& r, const std::string& what) {
 }  // namespace
 
 ModelGeometry Geometry::hal() const {
-    ModelGeometry g;
-    g.layers = layers;
-    g.kv_heads = kv_heads;
-    g.head_dim = head_dim;
-    g.tokens_per_block = tokens_per_region;
-    g.dtype = DType::fp32;
-    return g;
+    return kv_geometry(layers, kv_heads, head_dim, tokens_per_region);
 }
 
-ScriptedModel::ScriptedModel(const std::string& path) : m_(torch::jit::load(path)) {
-    m_.eval();
-    const auto g = m_.run_method("geometry").toIntVector();
+AllocatorOptions runner_allocator_options(const Geometry& g, std::uint64_t bank_bytes) {
+    constexpr std::uint64_t kFramesPerSlab = 16;
+    const std::uint64_t block =
+        std::uint64_t{g.layers} * 2 * g.kv_heads * g.tokens_per_region * g.head_dim * 4;
+    const std::uint64_t fit = block ? bank_bytes / block : 0;
+    AllocatorOptions o;
+    // 0 (the HAL's default) when even 16 do not fit: KvAllocator::create() then explains the limit.
+    if (fit >= 16) o.blocks_per_slab = static_cast<std::uint32_t>(std::min(fit, kFramesPerSlab * g.regions));
+    return o;
+}
+
+void set_num_threads(int threads) {
+    at::set_num_threads(threads);
+}
+
+struct ScriptedModel::Impl {
+    torch::jit::Module m;
+};
+
+ScriptedModel::ScriptedModel(const std::string& path)
+    : impl_(std::make_unique<Impl>(torch::jit::load(path))) {
+    impl_->m.eval();
+    const auto g = impl_->m.run_method("geometry").toIntVector();
     if (g.size() != 8)
         throw std::runtime_error("vrex runner: " + path + ": geometry() has " + std::to_string(g.size()) +
                                  " fields, not 8");
@@ -52,7 +85,37 @@ ScriptedModel::ScriptedModel(const std::string& path) : m_(torch::jit::load(path
         throw std::runtime_error("vrex runner: " + path + ": regions x tokens_per_region != visual tokens");
 }
 
-StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o)
+ScriptedModel::~ScriptedModel() = default;
+
+struct StreamRunner::Impl {
+    Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o);
+    ~Impl();
+    torch::Tensor view(const KvBlock& b) const;
+    void reserve();
+    std::vector<float> step(const LumaView& luma, std::span<const float> tokens_in,
+                            std::span<const std::int64_t> q_region_in,
+                            std::span<const std::int64_t> q_target_in, StepStats& stats);
+    void close();
+    torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
+    void hash_frame(StepStats& stats);
+    double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
+
+    ScriptedModel& model_;
+    ReadOptions read_;
+    double qnorm_ = 0;                  // median |query| of the model's region questions (LUT calibration)
+    std::vector<std::uint16_t> lut_;    // MASS table, calibrated when the first frame is hashed
+    std::vector<std::uint32_t> khash_;  // per frame, its tokens' layer-0 key hashes (hashed once)
+    std::shared_ptr<KvAllocator> alloc_;
+    std::unique_ptr<Stream> st_;
+    std::optional<ReusePolicy> policy_;
+    std::unique_ptr<FccProbe> fcc_;  // RunnerOptions::profile_fcc
+    std::vector<KvBlock> pinned_;
+    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    std::uint32_t t_ = 0;
+    bool closed_ = false;
+};
+
+StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o)
     : model_(model), alloc_(std::move(alloc)) {
     const Geometry& g = model_.geometry();
     const std::uint64_t need =
@@ -64,14 +127,43 @@ StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> al
     st_ = take(alloc_->create_stream(), "create stream");
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
+    read_ = o.read;
+    if (read_.resv) {
+        if (!(read_.ratio > 0.0 && read_.ratio <= 1.0))
+            throw std::invalid_argument("vrex runner: the ReSV read's ratio must be in (0, 1]");
+        torch::NoGradGuard no_grad;
+        const auto all = torch::arange(static_cast<std::int64_t>(g.regions));
+        const auto sel = model_.impl_->m.run_method("selector", all, torch::zeros_like(all), std::int64_t{0});
+        qnorm_ = sel.toTuple()->elements()[0].toTensor().norm(2, 1).median().item<double>();
+    }
+    if (o.profile_fcc) fcc_ = std::make_unique<FccProbe>();
 }
 
-StreamRunner::~StreamRunner() {
+double StreamRunner::Impl::time_fcc(const LumaView& luma, const Fingerprint& device_fp) {
+    FccProbe& p = *fcc_;
+    struct vrex_fp fp {};
+    struct vrex_fcc_features feat {};
+    const double t0 = thread_cpu_s();
+    const int e =
+        vrex_fcc_fingerprint(reinterpret_cast<const u8*>(luma.data), luma.width, luma.height, luma.stride,
+                             p.has_prev ? &p.prev : nullptr, &p.cur, &p.mv, &fp, &feat);
+    const double t = thread_cpu_s() - t0;
+    // Same plane, same previous frame: the device's answer, or this was not the device's work.
+    if (e || fp.w[0] != device_fp.w[0] || fp.w[1] != device_fp.w[1])
+        throw std::runtime_error(
+            "vrex runner: the FCC probe's fingerprint differs from the device's (frame " +
+            std::to_string(t_) + ")");
+    p.prev = p.cur;
+    p.has_prev = true;
+    return t;
+}
+
+StreamRunner::Impl::~Impl() {
     // Destruction must not throw; the stream's end frees the blocks anyway.
     if (!closed_ && st_) (void)unpin_all(*st_, pinned_);
 }
 
-void StreamRunner::close() {
+void StreamRunner::Impl::close() {
     if (closed_) return;
     closed_ = true;
     check(unpin_all(*st_, pinned_), "close");
@@ -79,7 +171,7 @@ void StreamRunner::close() {
     k_ = v_ = torch::Tensor();
 }
 
-torch::Tensor StreamRunner::view(const KvBlock& b) const {
+torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
     const Geometry& g = model_.geometry();
     // A published or shared block is read-only (hal.hpp): Decoder.step only reads reused blocks and
     // writes only the fresh ones this stream just allocated (their @data is set).
@@ -87,7 +179,7 @@ torch::Tensor StreamRunner::view(const KvBlock& b) const {
     return torch::from_blob(p, {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim}, torch::kFloat32);
 }
 
-void StreamRunner::reserve() {
+void StreamRunner::Impl::reserve() {
     const Geometry& g = model_.geometry();
     const std::int64_t n0 = std::int64_t{t_} * g.visual, n1 = n0 + g.visual;
     if (k_.defined() && k_.size(2) >= n1) return;
@@ -102,22 +194,118 @@ void StreamRunner::reserve() {
     v_ = std::move(v);
 }
 
-torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& tokens,
-                                 const torch::Tensor& q_region, const torch::Tensor& q_target,
-                                 StepStats& stats) {
+// The tokens each question reads (see ReadOptions), as the decoder's q_read [Q, M] (-1 padding).
+torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                         StepStats& stats) {
+    const Geometry& g = model_.geometry();
+    const auto out =
+        model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
+    const auto& el = out.toTuple()->elements();
+    const torch::Tensor q = el[0].toTensor().contiguous(), fr = el[1].toTensor().contiguous(),
+                        w = el[2].toTensor().contiguous();
+    const auto nq = static_cast<std::size_t>(q.size(0)), dim = static_cast<std::size_t>(q.size(1));
+    const auto span_frames = static_cast<std::size_t>(fr.size(1));
+    const auto reach = static_cast<std::int64_t>(span_frames / 2);
+    std::vector<std::uint32_t> qh(nq);
+    check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data_ptr<float>(), nq * dim}, qh),
+          "hash the questions' queries");
+    stats.hashed += nq;
+    std::vector<std::vector<std::int64_t>> rows(nq);
+    const std::int64_t* frp = fr.data_ptr<std::int64_t>();
+    const float* wp = w.data_ptr<float>();
+    const std::int64_t* tg = q_target.data_ptr<std::int64_t>();
+    for (std::size_t i = 0; i < nq; i++) {
+        // The reach's past frames are consecutive: columns j0 .. j1 of the question's row.
+        std::size_t j0 = span_frames, j1 = 0;
+        for (std::size_t j = 0; j < span_frames; j++)
+            if (frp[i * span_frames + j] >= 0) {
+                j0 = std::min(j0, j);
+                j1 = j;
+            }
+        if (j0 < span_frames) {
+            const auto f0 = static_cast<std::size_t>(frp[i * span_frames + j0]);
+            const std::size_t n = (j1 - j0 + 1) * g.visual;
+            const std::span<const std::uint32_t> hashes(khash_.data() + f0 * g.visual, n);
+            const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
+            const auto blocks = take(
+                resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            stats.weighed += n;
+            stats.selected_blocks += blocks.size();
+            for (const std::uint32_t b : blocks)
+                for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
+                    rows[i].push_back(static_cast<std::int64_t>(f0 * g.visual + b * g.tokens_per_region + k));
+        }
+        if (static_cast<std::int64_t>(t_) - tg[i] <= reach)  // the current frame: computed in this step
+            for (std::uint32_t k = 0; k < g.visual; k++)
+                rows[i].push_back(static_cast<std::int64_t>(std::uint64_t{t_} * g.visual + k));
+        stats.question_keys += rows[i].size();
+    }
+    std::size_t m = 0;
+    for (const auto& r : rows) m = std::max(m, r.size());
+    torch::Tensor q_read =
+        torch::full({static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)}, -1, torch::kInt64);
+    auto acc = q_read.accessor<std::int64_t, 2>();
+    for (std::size_t i = 0; i < nq; i++)
+        for (std::size_t j = 0; j < rows[i].size(); j++)
+            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
+    return q_read;
+}
+
+// Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted.
+void StreamRunner::Impl::hash_frame(StepStats& stats) {
+    const Geometry& g = model_.geometry();
+    const torch::Tensor k = k_[0]
+                                .narrow(1, static_cast<std::int64_t>(t_) * g.visual, g.visual)
+                                .permute({1, 0, 2})
+                                .reshape({g.visual, g.kv_heads * g.head_dim})
+                                .contiguous();
+    std::vector<std::uint32_t> h(g.visual);
+    check(resv_hash(read_.seed, g.kv_heads * g.head_dim,
+                    {k.data_ptr<float>(), std::size_t{g.visual} * g.kv_heads * g.head_dim}, h),
+          "hash the frame's keys");
+    khash_.insert(khash_.end(), h.begin(), h.end());
+    stats.hashed += g.visual;
+    if (lut_.empty())  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the same)
+        lut_ = take(resv_mass_lut(qnorm_ * k.norm(2, 1).median().item<double>()), "ReSV MASS table");
+}
+
+std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,
+                                            std::span<const std::int64_t> q_region_in,
+                                            std::span<const std::int64_t> q_target_in, StepStats& stats) {
     if (closed_) throw std::runtime_error("vrex runner: the stream runner is closed");
     const Geometry& g = model_.geometry();
-    if (tokens.dim() != 2 || tokens.size(0) != g.visual || tokens.size(1) != g.feat_dim)
+    if (tokens_in.size() != std::size_t{g.visual} * g.feat_dim)
         throw std::invalid_argument("vrex runner: tokens must be [" + std::to_string(g.visual) + ", " +
-                                    std::to_string(g.feat_dim) + "]");
-    if (q_target.numel() &&
-        (q_target.max().item<std::int64_t>() > t_ || q_target.min().item<std::int64_t>() < 0))
-        throw std::invalid_argument("vrex runner: question targets must be frames 0.." + std::to_string(t_));
+                                    std::to_string(g.feat_dim) + "], not " +
+                                    std::to_string(tokens_in.size()) + " values");
+    if (q_region_in.size() != q_target_in.size())
+        throw std::invalid_argument("vrex runner: " + std::to_string(q_region_in.size()) +
+                                    " question regions but " + std::to_string(q_target_in.size()) +
+                                    " targets");
+    for (std::size_t i = 0; i < q_region_in.size(); i++) {
+        if (q_target_in[i] < 0 || q_target_in[i] > t_)
+            throw std::invalid_argument("vrex runner: question targets must be frames 0.." +
+                                        std::to_string(t_));
+        if (q_region_in[i] < 0 || q_region_in[i] >= g.regions)
+            throw std::invalid_argument("vrex runner: question regions must be 0.." +
+                                        std::to_string(g.regions - 1));
+    }
+    // The step only reads its inputs: the tensors borrow the caller's memory.
+    const auto nq = static_cast<std::int64_t>(q_region_in.size());
+    const torch::Tensor tokens = torch::from_blob(const_cast<float*>(tokens_in.data()),  // NOLINT
+                                                  {g.visual, g.feat_dim}, torch::kFloat32);
+    const torch::Tensor q_region = torch::from_blob(const_cast<std::int64_t*>(q_region_in.data()),  // NOLINT
+                                                    {nq}, torch::kInt64);
+    const torch::Tensor q_target = torch::from_blob(const_cast<std::int64_t*>(q_target_in.data()),  // NOLINT
+                                                    {nq}, torch::kInt64);
     torch::NoGradGuard no_grad;
-    torch::jit::Module& m = model_.module();
+    torch::jit::Module& m = model_.impl_->m;
+    auto& st = stats.stage_s;
+    st.fill(0);
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
-    double emu = thread_cpu_s() - t0;
+    double e0 = thread_cpu_s();
+    st[0] = e0 - t0;
     torch::Tensor vis;
     std::vector<std::uint32_t> hashes(g.regions, 0);
     if (policy_) {
@@ -129,20 +317,33 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
     } else {
         vis = m.run_method("embed", tokens).toTensor();
     }
-    double e0 = thread_cpu_s();
-    FrameChoice choice =
-        policy_ ? take(policy_->choose(*st_, fi.fp, hashes, t_), "choose") : FrameChoice(g.regions);
+    // choose() in its halves, so the lookup batch is timed apart from the guard.
+    e0 = thread_cpu_s();
+    FrameChoice choice(g.regions);
+    if (policy_) {
+        auto got = st_->retrieve_batch(policy_->queries(fi.fp));
+        if (!got) throw std::runtime_error("vrex runner: choose: candidates: " + got.error_message());
+        const double e1 = thread_cpu_s();
+        st[1] = e1 - e0;
+        choice = take(policy_->decide(*got, fi.fp, hashes, t_), "choose");
+        e0 = thread_cpu_s();
+        st[2] = e0 - e1;
+    }
     const FrameBlocks fb = take(apply_choice(*st_, choice), "apply");
-    emu += thread_cpu_s() - e0;
+    double e1 = thread_cpu_s();
+    st[3] = e1 - e0;
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
     c10::List<torch::Tensor> cur;
     for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
     c10::List<std::int64_t> fresh;
     for (std::uint32_t r : fb.fresh) fresh.push_back(r);
     reserve();
-    torch::Tensor logits =
-        m.forward({tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_), q_region, q_target})
-            .toTensor();
+    stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
+    const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
+    torch::Tensor logits = m.forward({tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_),
+                                      q_region, q_target, q_read})
+                               .toTensor();
+    if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
     if (policy_) {
         std::vector<std::uint32_t> fh;
@@ -150,10 +351,15 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
         for (std::uint32_t r : fb.fresh) fh.push_back(hashes[r]);
         check(policy_->computed(fb.fresh_blocks, fh, t_), "computed");
     }
+    e1 = thread_cpu_s();
+    st[4] = e1 - e0;
     (void)take(st_->end_frame(), "end_frame");
     const double t1 = thread_cpu_s();
-    stats.emu_s = emu + (t1 - e0);
+    st[5] = t1 - e1;
+    stats.emu_s = 0;
+    for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;
+    stats.fcc_s = fcc_ ? time_fcc(luma, fi.fp) : -1;
     stats.reused_region.assign(g.regions, false);
     stats.reused = 0;
     for (std::uint32_t r = 0; r < g.regions; r++)
@@ -162,7 +368,42 @@ torch::Tensor StreamRunner::step(const LumaView& luma, const torch::Tensor& toke
             stats.reused++;
         }
     t_++;
-    return logits;
+    const torch::Tensor out = logits.contiguous();
+    std::vector<float> v(static_cast<std::size_t>(out.numel()));
+    std::memcpy(v.data(), out.data_ptr<float>(), sizeof(float) * v.size());
+    return v;
+}
+
+StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc,
+                           const RunnerOptions& options)
+    : impl_(std::make_unique<Impl>(model, std::move(alloc), options)) {}
+
+StreamRunner::~StreamRunner() = default;
+
+std::vector<float> StreamRunner::step(const LumaView& luma, std::span<const float> tokens,
+                                      std::span<const std::int64_t> q_region,
+                                      std::span<const std::int64_t> q_target, StepStats& stats) {
+    return impl_->step(luma, tokens, q_region, q_target, stats);
+}
+
+std::size_t StreamRunner::distinct_blocks() const noexcept {
+    return impl_->pinned_.size();
+}
+
+std::uint64_t StreamRunner::cache_tokens() const noexcept {
+    return std::uint64_t{impl_->t_} * impl_->model_.geometry().visual;
+}
+
+std::uint32_t StreamRunner::frames() const noexcept {
+    return impl_->t_;
+}
+
+const ReuseCounters* StreamRunner::counters() const noexcept {
+    return impl_->policy_ ? &impl_->policy_->counters() : nullptr;
+}
+
+void StreamRunner::close() {
+    impl_->close();
 }
 
 }  // namespace vrex::lcp

@@ -103,27 +103,40 @@ def test_resv_head_selects_the_block_of_a_matching_key() -> None:
     assert 10 in blocks and len(blocks) < 64 // 2
 
 
-def test_sign_hash_and_popcount() -> None:
+def test_resv_hash_is_the_devices_hash() -> None:
+    """Keys hashed at insertion (hal.resv_hash: lib/resv.c's HCU on the host) hash exactly as the
+    device's ReSV head hashes a query with the same seed; the opposite key flips every bit."""
+    dev = hal.Device.open("emulated")
     g = torch.Generator().manual_seed(6)
-    planes = anchors.hash_planes_pm1(16)
-    assert set(planes.unique().tolist()) == {-1.0, 1.0}
-    x = torch.randn(5, 16, generator=g)
-    h = anchors.sign_hash(x, planes)
+    x = np.ascontiguousarray(torch.randn(5, 64, generator=g).numpy())
+    h = hal.resv_hash(x)
+    head = hal.ResvHead(dev, 64)
     for row, v in zip(x, h.tolist()):
-        assert v == sum(1 << i for i, p in enumerate(planes) if float(row @ p) >= 0)
-    # The opposite key differs in every bit (no projection is exactly 0 here).
-    assert anchors.popcount32(anchors.sign_hash(-x, planes) ^ h).tolist() == [32] * 5
-    v = np.array([0, 1, 0xFFFFFFFF, 0x80000001, 0x0F0F0F0F], dtype=np.uint32)
-    assert anchors.popcount32(v).tolist() == [bin(int(a)).count("1") for a in v]
+        assert v == head.select(np.ascontiguousarray(row))["qhash"]
+    assert [bin(int(a) ^ int(b)).count("1") for a, b in zip(hal.resv_hash(-x), h)] == [32] * 5
+    assert hal.resv_hash(x, anchors.POS_HASH_SEED).tolist() != h.tolist()  # the seed draws other planes
+    with pytest.raises(RuntimeError, match="ReSV hash"):
+        hal.resv_hash(np.zeros((2, 300), dtype=np.float32))  # the HCU reads at most 256 values
 
 
-def test_wicsum_blocks_takes_the_heaviest_prefix() -> None:
-    w = np.array([1.0, 5.0, 3.0, 1.0])
-    assert anchors.wicsum_blocks(w, 0.5).tolist() == [1]        # 5 of 10 reaches half
-    assert anchors.wicsum_blocks(w, 0.6).tolist() == [1, 2]
-    assert anchors.wicsum_blocks(w, 1.0).tolist() == [1, 2, 0, 3]
-    assert anchors.wicsum_blocks(w, 0.0).tolist() == []
-    assert anchors.wicsum_blocks(np.zeros(3), 0.5).tolist() == []
+def test_resv_select_blocks_takes_the_heaviest_prefix() -> None:
+    """The HAL's position-aware block WiCSum: per token LUT[Hamming] x position weight."""
+    hashes = np.zeros(8, dtype=np.uint32)  # every key at the query's hash: the position decides
+    lut = [1000] * 33
+    pos = np.array([0.125, 0.125, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125], dtype=np.float32)  # blocks .25, 1, .5, .25
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 0.5, 2).tolist() == [1]  # 1.0 of 2.0 reaches half
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 0.6, 2).tolist() == [1, 2]
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 1.0, 2).tolist() == [1, 2, 0, 3]
+    assert hal.resv_select_blocks(hashes, pos, 0, lut, 0.0, 2).tolist() == []
+    assert hal.resv_select_blocks(hashes, np.zeros(8, dtype=np.float32), 0, lut, 0.5, 2).tolist() == []
+    # The hash decides between equal positions: block 0's keys sit 32 bits from the query.
+    far = hashes.copy()
+    far[:2] = 0xFFFFFFFF
+    lut = anchors.mass_lut(7.0)
+    assert hal.resv_select_blocks(far, np.full(8, 0.5, dtype=np.float32), 0, lut, 0.2, 2).tolist() == [1]
+    for bad in ((hashes, pos[:7], 2), (hashes, pos, 3), (hashes, pos * 4, 2)):
+        with pytest.raises(RuntimeError, match="position-aware"):
+            hal.resv_select_blocks(bad[0], bad[1], 0, lut, 0.5, bad[2])
 
 
 def test_position_aware_resv_fetches_the_block_asked_about(model: Decoder) -> None:
@@ -315,6 +328,9 @@ def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pyt
                 assert row["device_bytes_peak"] <= 112 * r["kv_bytes"]["block_bytes"] + meta, name
                 assert row["total_bytes_peak"] >= row["device_bytes_peak"]
                 assert 0 < row["prefill"]["flops_ratio"] <= 1.0
+                ci = row["prefill"]["flops_ratio_ci"]
+                assert ci["ci95"][0] - 1e-12 <= ci["mean"] <= ci["ci95"][1] + 1e-12
+                assert ci["mean"] == pytest.approx(row["prefill"]["flops_ratio"])
     assert r["ablations"]["no_demotion"]["total_bytes_peak"] == r["ablations"]["no_demotion"]["device_bytes_peak"]
     assert r["anchors"]["vrex_hierarchy"]["total_bytes_peak"] > r["anchors"]["vrex_hierarchy"]["device_bytes_peak"]
     rs = r["resv"]
@@ -349,3 +365,46 @@ def test_question_about_an_evicted_frame_gets_no_information(model: Decoder) -> 
     assert torch.allclose(got[1], want[1], atol=1e-5)    # frames 8..11 resident
     r.close()
     ex.close()
+
+
+def test_cutback_streams_return_to_each_shot_where_they_left_it() -> None:
+    from vrex import workloads
+    segs = workloads.cutback_stream({"A": 300, "B": 90}, 200, np.random.default_rng(0))
+    assert sum(s.length for s in segs) == 200
+    assert all(s.length <= 24 for s in segs)
+    last: dict[str, int] = {}
+    back = 0
+    for s, nxt in zip(segs, segs[1:]):
+        last[s.clip] = s.start + s.length
+        if nxt.clip in last and nxt.clip != s.clip:
+            n = {"A": 300, "B": 90}[nxt.clip]
+            assert nxt.start == last[nxt.clip] % n  # continues where it was left
+            back += 1
+    assert back >= 5
+    one = workloads.cutback_stream({"V": 100}, 120, np.random.default_rng(1))
+    halves = {s.start < 50 for s in one}
+    assert halves == {True, False}  # one clip: two shots, its halves
+    assert all(s.start + s.length <= (50 if s.start < 50 else 100) for s in one)
+
+
+def test_recall_in_the_hierarchy_fetches_demoted_blocks_back(model: Decoder) -> None:
+    """V-Rex with its memory hierarchy: a scene that comes back after its blocks were DEMOTED to the
+    host tier is installed from the host copies (fetched back); without demotion (dropped) it is not."""
+    a, b = frames(2, seed=9)
+    plan = [a] + [b] * 8 + [a]
+    lumas = [luma(200)] + [luma(201)] * 8 + [luma(200)]
+    opts = {"max_age": 2, "recall": True, "recall_radius": 8, "recall_guard_bits": 0}
+    kw = dict(prefill="vrex", memory="tiers", resident=5, read="resv_pos", fetch=4)
+    on = managed(model, opts, **kw)
+    gone = managed(model, opts, **{**kw, "drop": True, "read": "device", "fetch": 0})
+    for r in (on, gone):
+        run(r, plan, lumas=lumas)
+    pon, pgone = on.policy, gone.policy
+    # (scene B's own frames past the age cap are recalled from B's first frame too)
+    assert pon.tiers.bytes.demoted >= 16 and pon.tiers.bytes.recalled >= 16
+    assert pon.fresh[-1] == 0  # the returning frame computed nothing
+    assert pon.tiers.entries[pon.tiers.slot_key[0][0]].tier == "host"  # scene A's blocks were demoted
+    assert all(torch.equal(on.views[9][r], pon.tiers.entries[pon.tiers.slot_key[0][r]].host) for r in range(16))
+    assert pgone.fresh[-1] == 16  # dropped: forgotten, computed again
+    for r in (on, gone):
+        r.close()

@@ -67,3 +67,69 @@ def test_the_cpp_path_refuses_python_plugin_policies(monkeypatch: pytest.MonkeyP
         cpp_path.Session(model, lcp.Options(policy="managed"), module)
     with pytest.raises(ValueError, match="path must be"):
         run.run([], 1, 2, 1, 20, 1, 2, warmup=0, path="rust")
+
+
+def test_cpp_runner_refuses_bad_input_with_context(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """The runner's API takes plain arrays (no torch type in its header): shapes and questions are
+    checked there, each error saying what was wrong."""
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    model, _ = run.load_model()
+    c = model.c
+    r = cpp_path.Session(model, lcp.Options(policy="exact"), cpp_path.scripted(model, str(tmp_path))).stream().r
+    luma = np.zeros((96, 128), dtype=np.uint8)
+    tok = np.zeros((c.visual, c.feat_dim), dtype=np.float32)
+    none = np.zeros(0, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"tokens must be \[64, 96\], not 6080 values"):
+        r.step(luma, tok[:, :95], none, none)
+    with pytest.raises(ValueError, match="tokens must be a 2-D array"):
+        r.step(luma, tok.reshape(-1), none, none)
+    with pytest.raises(ValueError, match="2 question regions but 1 targets"):
+        r.step(luma, tok, np.array([1, 2]), np.array([0]))
+    with pytest.raises(ValueError, match="question regions must be 0..15"):
+        r.step(luma, tok, np.array([16]), np.array([0]))
+    with pytest.raises(ValueError, match="question targets must be frames 0..0"):
+        r.step(luma, tok, np.array([1]), np.array([1]))
+    logits, st = r.step(luma, tok, np.array([1, 2]), np.array([0, 0]))  # nothing was consumed by the refusals
+    assert logits.shape == (2, c.codes) and st["reused"] == 0 and r.cache_tokens() == c.visual
+    r.close()
+
+
+def test_resv_read_hashes_once_and_reads_only_the_selection(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """vrex_resv (the C++ runner's ReSV read): the same reuse decisions as vrex (a question never
+    changes the visual KV); each frame's 64 keys and each question's query hashed exactly once; a
+    question about the past reads the selected blocks, not the 5 x 64 keys of its reach; a
+    question whose reach is only the current frame reads exactly what vrex reads (equal logits)."""
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    torch.set_num_threads(1)
+    model, extra = run.load_model()
+    c = model.c
+    feats = torch.from_numpy(footage.encode_clip(vtest_avi, step=1))[:20]
+    lumas = np.stack(list(footage.frames(vtest_avi, "gray", run.LUMA_SIZE, None, 1)))[:20]
+    module = cpp_path.scripted(model, str(tmp_path))
+    plain = cpp_path.Session(model, lcp.Options(policy="vrex"), module).stream()
+    sess = cpp_path.Session(model, lcp.Options(policy="vrex", extra={"read": "resv", "ratio": 0.5}), module)
+    resv = sess.stream()
+    for t in range(len(feats)):
+        tok = (feats[t] - extra["mean"]) / extra["std"]
+        qr = torch.tensor([t % 16, (5 * t) % 16])
+        qg = torch.tensor([t, max(0, t - 6)])
+        lp, fp = plain.step(lumas[t], tok, qr, qg)
+        lr, st = resv.r.step(lumas[t], tok.numpy(), qr.numpy(), qg.numpy())
+        assert list(st["reused_region"]) == fp.reused_region, f"frame {t}"
+        assert st["hashed"] == c.visual + len(qr)
+        if t == 0:  # both questions can only read frame 0: nothing to select, the same keys as vrex
+            assert st["question_keys"] == 2 * c.visual and st["selected_blocks"] == 0 and st["weighed"] == 0
+            assert torch.allclose(torch.from_numpy(lr), lp, atol=1e-5)
+        elif t >= 8:
+            # Present question: ReSV over frames t-2, t-1, plus the current frame; the question 6
+            # frames back: ReSV over its 5 past frames only. vrex reads 3 x 64 + 5 x 64 keys.
+            assert st["weighed"] == 7 * c.visual
+            assert 2 <= st["selected_blocks"] <= 7 * c.regions
+            assert st["question_keys"] == c.visual + c.tokens_per_region * st["selected_blocks"] < 8 * c.visual
+    # Reading the selection is an approximation of reading the reach: measured, not assumed, in vrex.run.
+    plain.close()
+    resv.close()
+    with pytest.raises(ValueError, match="question read"):
+        cpp_path.Session(model, lcp.Options(policy="vrex", extra={"read": "all"}), module)

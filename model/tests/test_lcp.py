@@ -184,3 +184,53 @@ def test_a_policy_plugs_in_by_name(model: Decoder) -> None:
         assert fs.reused == 8 and fs.reused_region[0] and not fs.reused_region[1]
     finally:
         del lcp.POLICIES["every_other"]
+
+
+def test_refresh_writes_layer0_fresh_and_keeps_the_deeper_layers_reused(model: Decoder) -> None:
+    """Refresh: a reused region gets a new block: the candidate's deeper layers, the frame's own
+    layer 0 (keys = what exact computes, values = the frame's features), and no prefill of its tokens;
+    the answer reads layer 0, so a stale candidate no longer answers with old features."""
+    seen = count_prefilled_tokens(model)
+    x = tokens(1)[0]
+    y = x + 0.01 * tokens(1, seed=2)[0]  # a near-identical frame: the guard passes, the features moved
+    ex = vrex.enable(model, policy="exact").stream()
+    al = vrex.enable(model, guard_bits=32).stream()
+    rf = vrex.enable(model, guard_bits=32, refresh=True).stream()
+    q = (torch.tensor([1, 2, 3]), torch.tensor([1, 1, 1]))
+    for r in (ex, al, rf):
+        r.step(luma(0), x, *no_questions())
+    seen.clear()
+    le, _ = ex.step(luma(0), y, *q)
+    la, fa = al.step(luma(0), y, *q)
+    lr, fr = rf.step(luma(0), y, *q)
+    assert seen == [64, 0, 0]  # exact computes frame 1; neither reuse run prefills a token of it
+    assert fa.reused == fr.reused == 16 and fr.tokens == 0
+    assert rf.distinct_blocks() == 32 and al.distinct_blocks() == 16  # refresh costs blocks, not FLOPs
+    e1, r1, cand = ex.views[1][5], rf.views[1][5], rf.views[0][5]
+    assert r1.data_ptr() != cand.data_ptr()
+    assert torch.allclose(r1[0], e1[0], atol=1e-6)  # layer 0 as exact computes it
+    assert torch.equal(r1[1:], cand[1:])  # deeper layers: the candidate's
+    assert not torch.equal(al.views[1][5][0], e1[0])  # aliasing reads the old frame's layer 0
+    assert float(model.gate) == 0.0
+    assert torch.allclose(lr, le, atol=1e-5) and not torch.allclose(la, le, atol=1e-5)
+
+
+def test_recall_fetches_a_block_back_when_a_view_comes_back_after_a_cut(model: Decoder) -> None:
+    """Scene A, then scene B past the age cap, then A again: without recall A is computed again;
+    with recall its regions are installed from A's blocks (no prefill), their bytes A's."""
+    a, b = tokens(1, seed=5)[0], tokens(1, seed=6)[0]
+    plan = [(0, a)] + [(1, b)] * 5 + [(0, a)]
+    runs = {name: vrex.enable(model, max_age=2, refresh=False, recall=rec, recall_radius=8, recall_guard_bits=0).stream()
+            for name, rec in (("off", False), ("on", True))}
+    stats = {}
+    for name, r in runs.items():
+        for scene, x in plan:
+            _, fs = r.step(luma(100 + scene), x, *no_questions())
+        stats[name] = fs
+    assert stats["off"].reused == 0  # the device's candidates are B's, and A's are past the age cap
+    on = runs["on"]
+    assert stats["on"].reused == 16 and stats["on"].tokens == 0
+    for reg in range(16):
+        assert torch.equal(on.views[6][reg], on.views[0][reg])
+        assert on.views[6][reg].data_ptr() != on.views[0][reg].data_ptr()  # a new block, filled
+    assert on.policy.core.counters["recalled"] >= 16 and on.policy.core.counters["installed"] >= 16

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vrex import run, task
@@ -33,6 +34,7 @@ def test_runner_json_keys_on_held_out_clips(vtest_avi: Path, footage_env: dict[s
     pf = r["prefill"]
     assert 0 < pf["flops_floor"] < pf["flops_ratio"] <= 1.0 and pf["time_ratio"]["mean"] > 0
     assert pf["frames_timed"] == 2 * (40 - 2)
+    assert set(pf["step_fit"]) == {"fixed_ms", "per_region_ms", "time_floor"}
     q = r["quality"]["vrex"]
     assert q["direction"].startswith("KL(exact || vrex)")
     assert set(q["split"]) == {"reused", "fresh", "event", "static"}
@@ -42,6 +44,13 @@ def test_runner_json_keys_on_held_out_clips(vtest_avi: Path, footage_env: dict[s
     # vtest.avi and mire-2 are fixed/slow cameras: vrex reuses, radius 0 (bit-identical fingerprints) hardly.
     assert r["reuse_rate"] > 0.2 and r["control_radius0"]["reuse_rate"] < r["reuse_rate"] / 2
     assert len(r["streams"]) == 2 and all(sum(sg[2] for sg in s["segments"]) == 40 for s in r["streams"])
+    if r["args"]["path"] == "cpp":  # V-Rex's question read: the same frames reused, fewer keys read
+        rr = r["vrex_resv"]
+        check_ci(rr["accuracy"])
+        assert rr["reuse_rate"] == r["reuse_rate"]
+        assert 0 < rr["prefill"]["flops_floor"] < pf["flops_floor"]
+        assert rr["prefill"]["flops_floor"] < rr["prefill"]["flops_ratio"] < pf["flops_ratio"]
+        assert rr["prefill"]["time_ratio"]["mean"] > 0 and "vrex_resv" in r["quality"]
 
 
 def test_training_clips_are_refused(footage_env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
@@ -56,3 +65,34 @@ def test_bad_arguments(vtest_avi: Path) -> None:
     assert run.main(["--frames", "1", str(vtest_avi)]) == 2
     assert run.main(["--radius", "40", str(vtest_avi)]) == 2
     assert run.main(["/nonexistent.avi"]) == 2
+
+
+def test_step_fit_separates_the_fixed_cost_from_the_per_region_cost() -> None:
+    fresh = np.array([0, 4, 8, 16, 16, 2])
+    step = 0.004 + 0.0005 * fresh
+    fit = run.step_fit(fresh, step, 0.012)
+    assert abs(fit["fixed_ms"] - 4.0) < 1e-9 and abs(fit["per_region_ms"] - 0.5) < 1e-9
+    assert abs(fit["time_floor"] - 4.0 / 12.0) < 1e-9
+    assert run.step_fit(np.full(5, 16), step[:5], 0.012)["fixed_ms"] is None  # the exact run: nothing to fit
+
+
+def test_paired_frames_trims_warmup_and_pairs_with_exact() -> None:
+    """timing() and emulation() pair a per-frame field with the exact run's step on the same frames,
+    warm-up frames of EACH stream left out, groups by (stream, segment)."""
+    plan = [{"seg_of": [0, 0, 0, 1, 1]}, {"seg_of": [0, 0, 1]}]
+    exact = [run.Rec(step_s=[1.0, 2.0, 3.0, 4.0, 5.0]), run.Rec(step_s=[6.0, 7.0, 8.0])]
+    vrex = [run.Rec(step_s=[0.1, 0.2, 0.3, 0.4, 0.5], emu_s=[9.0, 9.1, 9.2, 9.3, 9.4], flops=[10, 20, 30, 40, 50]),
+            run.Rec(step_s=[0.6, 0.7, 0.8], emu_s=[9.5, 9.6, 9.7], flops=[60, 70, 80])]
+    recs = {"exact": exact, "vrex": vrex}
+    num, den, gr = run.paired_frames(plan, recs, "vrex", "emu_s", 2)
+    assert num.tolist() == [9.2, 9.3, 9.4, 9.7]
+    assert den.tolist() == [3.0, 4.0, 5.0, 8.0]
+    assert gr.tolist() == [0, 1, 1, 10001]
+    num, den, _ = run.paired_frames(plan, recs, "vrex", "flops", 0)
+    assert num.tolist() == [10, 20, 30, 40, 50, 60, 70, 80] and den.tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
+    # A stream shorter than the warm-up contributes nothing.
+    num, _, _ = run.paired_frames(plan, recs, "vrex", "step_s", 4)
+    assert num.tolist() == [0.5]
+    recs["vrex"][1].emu_s.pop()
+    with pytest.raises(ValueError, match="lockstep"):
+        run.paired_frames(plan, recs, "vrex", "emu_s", 0)

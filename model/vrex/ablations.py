@@ -28,20 +28,31 @@ import numpy as np
 from . import anchors, task
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
-ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse")
+ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
+             "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard")
 
 
-def runs(budget: int, resident: int, ratio: float, regions: int = 16) -> dict[str, dict[str, Any]]:
+def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
+         vrex: dict[str, Any] | None = None, measure_resv: bool = True) -> dict[str, dict[str, Any]]:
     """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
-    for the retrieval rules (the rest of the budget is their per-question fetch)."""
+    for the retrieval rules (the rest of the budget is their per-question fetch). @only: these runs
+    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @measure_resv: the resv.* recall measurement."""
     fetch = budget - resident * regions
     if fetch <= 0:
         raise ValueError(f"budget {budget} blocks leaves nothing to fetch beyond {resident} resident frames")
     meter = anchors.ReuseMeter()
-    out = anchors.anchor_runs(budget, resident, fetch, meter, ratio)
-    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions))
+    out = anchors.anchor_runs(budget, resident, fetch, meter, ratio, vrex)
+    out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex))
+    if only is not None:
+        unknown = set(only) - set(out)
+        if unknown:
+            raise ValueError(f"no run {', '.join(sorted(unknown))} ({', '.join(out)})")
+        if "timechat_dtd" in only and "vrex_hierarchy" not in only:
+            raise ValueError("timechat_dtd matches vrex_hierarchy's reuse rate: run both")
+        out = {k: v for k, v in out.items() if k in only}
     for i, kw in enumerate(out.values()):
         kw["extra"]["device"] = i + 1  # its own emulated device: 16 streams and ReSV heads each
+        kw["extra"]["measure_resv"] = measure_resv
     return out
 
 
@@ -49,9 +60,11 @@ def _sum(st: list[dict[str, Any]], key: str) -> int:
     return int(sum(s[key] for s in st))
 
 
-def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
+def report(res: dict[str, Any], budget: int, resident: int,
+           runs_opts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Moves res['policy_stats'] (vrex/run.py) into the anchors/ablations/resv sections."""
     stats: dict[str, list[dict[str, Any]]] = res.pop("policy_stats")
+    runs_opts = runs_opts or {}
     acc = res["task"]["accuracy"]
     full_dev = res["kv_bytes"]["exact_peak"]
 
@@ -64,9 +77,25 @@ def report(res: dict[str, Any], budget: int, resident: int) -> dict[str, Any]:
                 "device_bytes_peak": dev, "total_bytes_peak": _sum(st, "total_bytes_peak"),
                 "host_bytes_peak": _sum(st, "host_bytes_peak"), "disk_bytes_peak": _sum(st, "disk_bytes_peak"),
                 "device_ratio": dev / full_dev, "reuse_rate": r["reuse_rate"],
-                "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted")},
-                "prefill": {"flops_ratio": anchors.flop_ratio(st), "time_ratio": r["prefill"]["time_ratio"],
+                "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
+                "policy_counters": {k: int(sum(s.get("policy_counters", {}).get(k, 0) for s in st))
+                                    for k in ("candidates", "unknown", "too_old", "hash_far", "reused", "recalled",
+                                              "installed")},
+                "options": {k: v for k, v in runs_opts.get(name, {}).items() if k not in ("extra", "policy")},
+                "prefill": {"flops_ratio": anchors.flop_ratio(st), "flops_ratio_ci": flops_ci(st),
+                            "time_ratio": r["prefill"]["time_ratio"],
                             "step_flops_ratio": r["prefill"]["flops_ratio"]}}
+
+    def flops_ci(st: list[dict[str, Any]]) -> dict[str, Any]:
+        """Visual prefill FLOPs / exact's, ratio of sums with its CI by bootstrap over stream segments."""
+        num, den, grp = [], [], []
+        for si, s in enumerate(st):
+            lengths = [seg[2] for seg in res["streams"][si]["segments"]]
+            seg_of = np.repeat(np.arange(len(lengths)), lengths)[: len(s["prefill_flops"])]
+            num.append(np.asarray(s["prefill_flops"], dtype=float))
+            den.append(np.asarray(s["prefill_flops_exact"], dtype=float))
+            grp.append(si * 10000 + seg_of)
+        return task.ci_dict(np.concatenate(num), np.concatenate(grp), ratio_of=np.concatenate(den))
 
     edges = [hi for _, hi in res["task"]["by_length"]["frames"]]
     bb = res["kv_bytes"]["block_bytes"]

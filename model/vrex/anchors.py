@@ -27,13 +27,14 @@ frame, 4 tokens, every layer); `Options.extra` carries them:
                          ends, into one ResvHead per 64 frames: a head holds 4096 tokens), capped at
                          `fetch` blocks (newest first when WiCSum picked more); q.k only
             resv_pos     V-Rex's read: position-aware ReSV. Each key is hashed ONCE at insertion (32
-                         sign bits of the layer-0 key, 4 B a token). A question's estimated weight of
+                         sign bits of the layer-0 key, 4 B a token: the HAL's resv_hash, lib/resv.c's HCU). A question's estimated weight of
                          a token = MASS LUT[Hamming(query hash, key hash)] (the hash's estimate of
                          exp(q.k), the LUT calibrated to the model) x exp(the learned position bias of
                          the token's frame distance and slot), which the decoder adds to the logit
                          (known per position, so a hardware selector may add it: a second table).
                          WiCSum over the blocks the question can attend to: heaviest first until
-                         `ratio` of the estimated mass, capped at `fetch` blocks
+                         `ratio` of the estimated mass, capped at `fetch` blocks (the HAL's
+                         resv_select_blocks: lib/resv.c, the one copy of the math)
 
 Every read rule considers only the keys the question can attend to: the frames within the decoder's
 question_reach of the frame it asks about (a structural mask, like a sliding window: a key outside
@@ -63,14 +64,15 @@ MEMORIES = ("full", "sink_window", "infinipot", "recent", "tiers")
 READS = ("device", "rekv", "quest", "random", "resv", "resv_pos")
 RESV_FRAMES = 64   # frames per ReSV head (4096 tokens)
 RESV_TH = 7
-POS_HASH_SEED = 22  # the position-aware selector's hyperplanes (+-1, like the HCU's)
+POS_HASH_SEED = 22  # the HCU seed of the position-aware selector's hash (lib/resv.c expands its +-1 planes)
 
 
 def mass_lut(scale: float) -> list[int]:
     """The WTU's MASS weight per Hamming distance d of two 32-bit key hashes: the softmax weight
     round(65535 exp(scale (cos(pi d / 32) - 1))) of a key at the angle d estimates, for a logit scale
-    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3)."""
-    return [max(1, round(65535 * math.exp(scale * (math.cos(math.pi * d / 32) - 1)))) for d in range(33)]
+    |q| |k| of @scale; floor 1 so that every cluster keeps a weight (docs/hw/resv.md §2.3). The
+    HAL's table (vrex::resv_mass_lut), which the C++ runner's read uses too."""
+    return list(hal.resv_mass_lut(scale))
 
 
 def dtd_pick(cur: torch.Tensor, prev: torch.Tensor, n: int) -> list[int]:
@@ -106,38 +108,6 @@ def quest_bound_minmax(q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor) 
 def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[int]:
     """ReKV: past frames by the score of the question against each frame's mean key, best first."""
     return torch.argsort(torch.stack([k.mean(0) for k in frame_keys]) @ q, descending=True, stable=True).tolist()
-
-
-def hash_planes_pm1(dim: int, bits: int = 32, seed: int = POS_HASH_SEED) -> torch.Tensor:
-    """+-1 (Rademacher) hyperplanes [bits, dim]: adders only, as in the HCU (docs/hw/resv.md §2.1)."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 2, (bits, dim), generator=g).float() * 2 - 1
-
-
-def sign_hash(x: torch.Tensor, planes: torch.Tensor) -> np.ndarray:
-    """32-bit sign hash of each row of @x [n, dim] (bit i = projection on plane i >= 0) -> uint32 [n]."""
-    bits = ((x @ planes.T) >= 0).numpy().astype(np.uint64)
-    return (bits << np.arange(planes.shape[0], dtype=np.uint64)).sum(1).astype(np.uint32)
-
-
-def popcount32(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.uint32)
-    x = x - ((x >> 1) & 0x55555555)
-    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
-    x = (x + (x >> 4)) & 0x0F0F0F0F
-    return ((x * 0x01010101) & 0xFFFFFFFF) >> 24
-
-
-def wicsum_blocks(weight: np.ndarray, ratio: float) -> np.ndarray:
-    """Indices of the heaviest entries of @weight (desc, ties: lower index) whose sum first reaches
-    @ratio of the total: WiCSum over blocks."""
-    order = np.argsort(-weight, kind="stable")
-    tot = float(weight.sum())
-    if tot <= 0.0 or ratio <= 0.0:
-        return order[:0]
-    cum = np.cumsum(weight[order])
-    n = int(np.searchsorted(cum, ratio * tot - 1e-12 * tot)) + 1
-    return order[: min(n, len(order))]
 
 
 class ReuseMeter:
@@ -217,6 +187,10 @@ class Managed(lcp.Policy):
                              ex.get("coldness", "zombie"), bool(ex.get("drop", False)) or self.memory != "tiers",
                              int(ex.get("host_blocks", 0)), ex.get("disk_dir"))
         self.frame_blocks: list[Any] = [None] * c.regions
+        if isinstance(self.prefill, lcp.VrexPolicy):
+            self.prefill.install_recalls = False
+            core = self.prefill.core
+            self.tiers.on_drop = lambda key: core.forget([key])
         self.gen = torch.Generator().manual_seed(int(ex.get("seed", 0)))
         blk = runner.s.model.blocks[0]
         # Selection signals: layer-0 keys rotated to their frames (per frame [64, KVH*hd]), region
@@ -228,13 +202,15 @@ class Managed(lcp.Policy):
             self.q0 = blk.attn.wq(blk.norm1(runner.s.model.question_embed)).view(c.regions, c.heads, c.head_dim)
         self.heads: list[Any] = []
         self.thash: list[np.ndarray] = []  # resv_pos: per frame, the 64 key hashes (computed once)
-        self.planes = hash_planes_pm1(c.kv_heads * c.head_dim)
         attn0 = blk.attn
         # The learned question bias of layer 0 as the selector's position table (mean over heads):
         # rel[bucket of key frame - target frame] + slot[region asked, key slot].
         self.pos_rel = attn0.rel.detach().mean(0)
         self.pos_slot = attn0.slot.detach().mean(0)
         self.reach = int(getattr(c, "question_reach", 1 << 30))
+        # The ReSV recall measurement (resv.*: every past question's attention mass over the whole
+        # history, the oracle, Quest and the HAL's ReSV beside it) costs more CPU than the run itself.
+        self.measure = bool(ex.get("measure_resv", True))
         self.lut_scale = 0.0
         self.fresh: list[int] = []
         self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
@@ -252,6 +228,13 @@ class Managed(lcp.Policy):
         self.frame_blocks = [None] * self.c.regions
         for r, b in out.items():
             self.frame_blocks[r] = b
+        if isinstance(self.prefill, lcp.VrexPolicy) and self.run.s.opts.recall:
+            # Blocks past the device's candidates, found in the policy's index: fetched back from
+            # whatever tier holds them (dropped ones were forgotten: tiers.on_drop).
+            for r, (key, _frame, _hd, _fd) in self.prefill.recalled().items():
+                key = (int(key[0]), int(key[1]))
+                if key in self.tiers.entries and self.tiers.readable(key):
+                    out[r] = lcp.Install(self.tiers.fetch_prefill(key), key)
         if self.meter is not None:
             self.meter.reused += len(out)
             self.meter.regions += self.c.regions
@@ -261,6 +244,11 @@ class Managed(lcp.Policy):
     def computed(self, region: int, block: Any, key_hash: int) -> None:
         self.prefill.computed(region, block, key_hash)
         self.frame_blocks[region] = block
+
+    def installed(self, regions: list[int], blocks: list[Any], sources: list[tuple[int, int]]) -> None:
+        self.prefill.installed(regions, blocks, sources)
+        for r, b in zip(regions, blocks):
+            self.frame_blocks[r] = b
 
     # ---- signals -----------------------------------------------------------------------------
     def frame_keys(self, f: int) -> torch.Tensor:
@@ -285,8 +273,8 @@ class Managed(lcp.Policy):
         self.kmax.append(kb.max(1).values)
         if self.read not in ("resv", "resv_pos"):
             return
-        if self.read == "resv_pos":
-            self.thash.append(sign_hash(k, self.planes))
+        if self.read == "resv_pos":  # hashed once, by the HAL (lib/resv.c's HCU)
+            self.thash.append(hal.resv_hash(np.ascontiguousarray(k.numpy()), POS_HASH_SEED))
         if f % RESV_FRAMES == 0:
             if not self.heads:
                 # The WTU's MASS table calibrated to the model: the logit scale |q| |k| of this
@@ -392,12 +380,12 @@ class Managed(lcp.Policy):
         reach[lo * c.regions : (hi + 1) * c.regions] = True
         if self.read == "resv":
             sel = self._resv_slots(q, n)
-            if g < t:  # recall of the questions about the past, measured off the step's clock
+            if g < t and self.measure:  # recall of the questions about the past, off the step's clock
                 self.pending.append((q, sel, r, g))
             order = np.array(sorted(set(sel), reverse=True), dtype=np.int64)
         elif self.read == "resv_pos":
             sel = self._resv_pos_slots(q, r, g, t)
-            if g < t:
+            if g < t and self.measure:
                 self.pending.append((q, sel, r, g))
             order = np.array(sel, dtype=np.int64)
         elif self.read == "rekv":
@@ -452,14 +440,13 @@ class Managed(lcp.Policy):
         lo, hi = max(0, g - self.reach), min(t - 1, g + self.reach)
         if hi < lo:
             return []
-        qh = sign_hash(q[None], self.planes)[0]
+        qh = int(hal.resv_hash(np.ascontiguousarray(q[None].numpy()), POS_HASH_SEED)[0])
         kh = np.concatenate(self.thash[lo : hi + 1])  # frames x 64
-        d = popcount32(kh ^ qh)
-        lut = np.asarray(mass_lut(self.lut_scale), dtype=np.float64)
         b = self.pos_bias(r, g, torch.arange(lo, hi + 1)).double()
-        w = lut[d] * torch.exp(b - b.max()).reshape(-1).numpy()
-        wb = w.reshape(-1, c.tokens_per_region).sum(1)
-        pick = wicsum_blocks(wb, float(self.cfg.get("ratio", 0.5)))
+        pos = torch.exp(b - b.max()).reshape(-1).float().numpy()
+        # The HAL's block WiCSum (lib/resv.c): LUT[Hamming] x position weight per token, per block.
+        pick = hal.resv_select_blocks(kh, pos, qh, mass_lut(self.lut_scale), float(self.cfg.get("ratio", 0.5)),
+                                      c.tokens_per_region)
         return (lo * c.regions + pick).tolist()
 
     def _recall(self, q: torch.Tensor, kall: torch.Tensor, sel: list[int], t: int, qr: int, qg: int) -> None:
@@ -510,7 +497,8 @@ class Managed(lcp.Policy):
         ex = [step_flops(c, c.regions, t, 0, False) for t in range(len(self.fresh))]
         return {"device_bytes_peak": b.device_peak, "total_bytes_peak": b.total_peak, "host_bytes_peak": b.host_peak,
                 "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
-                "fetched": b.fetched, "promoted": b.promoted, "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
+                "fetched": b.fetched, "promoted": b.promoted, "recalled": b.recalled,
+                "policy_counters": dict(self.prefill.core.counters) if isinstance(self.prefill, lcp.VrexPolicy) else {}, "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
                 "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:
@@ -521,9 +509,24 @@ class Managed(lcp.Policy):
 lcp.POLICIES["managed"] = Managed
 
 
-def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float) -> dict[str, dict[str, Any]]:
+# V-Rex's frame-reuse knobs in the anchors runs. Aliasing (the model issue's vrex run, lcp.Options'
+# defaults G = 1, A = 2) loses the questions whose region a stale block answers; V-Rex here refreshes
+# layer 0 of every reused region (lcp.Options.refresh) and recalls blocks past the device's candidates
+# from the host tier (lcp.Options.recall). Frozen on the validation clip by `vrex.tune --refresh` and
+# `vrex.tune --recall` (docs/model.md): guard bits, age cap, recall radius (FCC appearance bits) and
+# the recall's key-hash bits.
+VREX_REUSE: dict[str, Any] = {"refresh": True, "guard_bits": 8, "max_age": 2,
+                              "recall": True, "recall_radius": 24, "recall_guard_bits": 8}
+# Aliasing with the model issue's frozen knobs and no recall (its knobs were frozen for refresh): the
+# V-Rex of session 7 (docs/model.md), the no_refresh ablation.
+ALIAS_REUSE: dict[str, Any] = {"refresh": False, "guard_bits": 1, "max_age": 2, "recall": False}
+
+
+def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,
+                vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The anchors and V-Rex at the same device budget (blocks): retrieval rules keep @resident
-    frames on the device and stage up to @fetch blocks per question; eviction rules keep @budget."""
+    frames on the device and stage up to @fetch blocks per question; eviction rules keep @budget.
+    @vrex: V-Rex's lcp.Options (VREX_REUSE)."""
     def m(**kw: Any) -> dict[str, Any]:
         return {"policy": "managed", "extra": kw}
 
@@ -534,24 +537,29 @@ def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio
         "timechat_dtd": m(prefill="dtd", memory="recent", budget=budget, match=meter),
         "quest": m(memory="tiers", resident=resident, read="quest", fetch=fetch),
         "random": m(memory="tiers", resident=resident, read="random", fetch=fetch),
-        "vrex_hierarchy": m(prefill="vrex", memory="tiers", resident=resident, read="resv_pos", fetch=fetch,
-                            meter=meter, ratio=ratio),
+        "vrex_hierarchy": {**m(prefill="vrex", memory="tiers", resident=resident, read="resv_pos", fetch=fetch,
+                               meter=meter, ratio=ratio), **(VREX_REUSE if vrex is None else vrex)},
     }
 
 
-def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int) -> dict[str, dict[str, Any]]:
+def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int,
+                  vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """V-Rex with one mechanism off, at the same device budget: rules without a selector spend the
-    fetch budget on @frames_per_fetch more resident frames."""
+    fetch budget on @frames_per_fetch more resident frames. @vrex: V-Rex's lcp.Options."""
+    v = dict(VREX_REUSE if vrex is None else vrex)
     base = {"prefill": "vrex", "memory": "tiers", "resident": resident, "read": "resv_pos", "fetch": fetch, "ratio": ratio}
 
     def m(opts: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        return {"policy": "managed", **(opts or {}), "extra": {**base, **kw}}
+        return {"policy": "managed", **v, **(opts or {}), "extra": {**base, **kw}}
 
     more = resident + frames_per_fetch
     return {
-        "no_fcc": m({"fcc": False}),
-        "temporal_only": m({"similar": False}),
-        "no_guard": m({"guard_bits": lcp.HASH_BITS}),
+        # No FCC: the temporal candidate whatever the fingerprints say, no similarity lookup, and the
+        # recall matches key hashes only (its appearance radius opened to all 96 bits).
+        "no_fcc": m({"fcc": False, "recall_radius": 96}),
+        # No SHIE similarity: neither the device's lookup nor the recall from the host tier.
+        "temporal_only": m({"similar": False, "recall": False}),
+        "no_guard": m({"guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
         "no_zombie": m(coldness="fifo"),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),
@@ -559,6 +567,13 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "resv_qk_only": m(read="resv"),
         # No frame reuse (every region computed): the memory hierarchy and its reads alone.
         "no_reuse": m(prefill="exact"),
+        # Reuse only from the device's candidates (the last max_age frames).
+        "no_recall": m({"recall": False}),
+        # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
+        "no_refresh": m(dict(ALIAS_REUSE)),
+        # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
+        "alias_no_fcc": m({**ALIAS_REUSE, "fcc": False}),
+        "alias_no_guard": m({**ALIAS_REUSE, "guard_bits": lcp.HASH_BITS}),
     }
 
 

@@ -151,7 +151,7 @@ class Attention(nn.Module):
                             k_slot: torch.Tensor) -> torch.Tensor:
         """question_bias for per-question keys @k_frame/@k_slot [Q, M] -> [H, Q, M]."""
         b = rel_bucket(k_frame - q_target[:, None])
-        return self.rel[:, b] + self.slot[:, q_region[:, None], k_slot[None, :].expand_as(b)]
+        return self.rel[:, b] + self.slot[:, q_region[:, None], k_slot]
 
     def attend_gathered(self, h: torch.Tensor, q_rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor,
                         v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -305,7 +305,8 @@ class Decoder(nn.Module):
 
     def step(self, z: torch.Tensor, vis: torch.Tensor, fresh: list[int], cur: list[torch.Tensor],
              cache: tuple[torch.Tensor, torch.Tensor], t: int, q_region: torch.Tensor,
-             q_target: torch.Tensor, keep: Optional[torch.Tensor] = None) -> torch.Tensor:
+             q_target: torch.Tensor, keep: Optional[torch.Tensor] = None,
+             q_read: Optional[torch.Tensor] = None) -> torch.Tensor:
         """One frame of the streaming computation (the prefill of frame @t) over a block-backed cache.
 
         @z [64, C] the frame's standardised encoder tokens, @vis [64, D] their embeddings
@@ -316,7 +317,9 @@ class Decoder(nn.Module):
         rotated to its frame's position; frame t's are written there layer by layer (reused blocks
         take position t). Questions: regions @q_region about frames @q_target (<= t), each reading
         the frames within question_reach of its target. Returns logits [Q, codes]. Reused regions
-        cost nothing here: no projection, attention or MLP for their tokens."""
+        cost nothing here: no projection, attention or MLP for their tokens. @q_read [Q, M]: the
+        cache tokens (frame * 64 + slot, <= t's) each question reads INSTEAD of its whole reach,
+        -1 padding (a selector's choice: ReSV in the C++ runner); only those are gathered."""
         c = self.c
         tpr, n = c.tokens_per_region, c.visual
         idx = (torch.tensor(fresh, dtype=torch.long)[:, None] * tpr + torch.arange(tpr)).reshape(-1)
@@ -333,11 +336,19 @@ class Decoder(nn.Module):
         fr = fr.clamp(0, t)
         q_keys = (fr[:, :, None] * n + torch.arange(n)).reshape(len(q_target), fr.shape[1] * n)  # Q (R*64)
         q_mask = torch.zeros(ok.shape).masked_fill_(~ok, float("-inf")).repeat_interleave(n, dim=1)
+        q_frame_of = fr.repeat_interleave(n, dim=1)
+        q_slot_of = torch.arange(n).repeat(fr.shape[1])[None, :].expand_as(q_keys)
+        if q_read is not None:
+            if q_read.shape[0] != q_target.shape[0] or (q_read.numel() > 0 and int(q_read.max()) >= (t + 1) * n):
+                raise ValueError("q_read: one row per question, tokens of frames 0 .. t")
+            q_keys = q_read.clamp_min(0)
+            q_mask = torch.zeros(q_read.shape).masked_fill_(q_read < 0, float("-inf"))
+            q_frame_of, q_slot_of = torch.div(q_keys, n, rounding_mode="floor"), q_keys % n
         blind: Optional[torch.Tensor] = None
         if keep is not None:  # a memory policy's -inf over all keys [Q, (t+1)*64] (vrex/anchors.py)
             q_mask = q_mask + keep.gather(1, q_keys)
+        if keep is not None or q_read is not None:
             blind = torch.isinf(q_mask).all(1)  # every key it would read was left out
-        q_frame_of, q_slot_of = fr.repeat_interleave(n, dim=1), torch.arange(n).repeat(fr.shape[1])
         ck, cv = cache
         read0 = xq  # layer 0 sets it (TorchScript wants it defined on every path)
         for li, blk in enumerate(self.blocks):

@@ -54,6 +54,7 @@ class Bytes:
     dropped: int = 0
     fetched: int = 0            # blocks staged back for a read
     promoted: int = 0           # demoted blocks a new frame reused while the device still held them
+    recalled: int = 0           # blocks fetched back for a prefill (recall: a region installed from them)
     device_series: list[int] = field(default_factory=list)  # device bytes of every step (the plot's curve)
 
 
@@ -90,6 +91,7 @@ class KvTiers:
         self._disk_path: str | None = None
         self._disk_used = 0
         self._free_disk: list[int] = []
+        self.on_drop: Any = None                   # called with the key of every dropped block
 
     # ---- frames -------------------------------------------------------------------------------
     def add_frame(self, t: int, blocks: list[Any]) -> None:
@@ -167,6 +169,8 @@ class KvTiers:
         for f, r in e.slots:
             self.run.views[f][r] = copy
         e.host = None if self.drop else copy
+        if self.drop and self.on_drop is not None:
+            self.on_drop(key)
         self.run.st.unpin(e.block)
         del self.run.pinned[key]
         if not self.drop and self.host_blocks and self.count("host") > self.host_blocks:
@@ -231,6 +235,12 @@ class KvTiers:
             staged.add(key)
             self.bytes.fetched += 1
         return e.host.clone()
+
+    def fetch_prefill(self, key: tuple[int, int]) -> torch.Tensor:
+        """Block @key's bytes for a new frame's region (a recall): its device memory when it is
+        still there, else staged back from host/disk for this step's prefill."""
+        self.bytes.recalled += 1
+        return self.fetch(key, window=True)
 
     def end_read(self) -> None:
         """One question's read is over: its staging area is free again."""

@@ -25,6 +25,16 @@ Which regions reuse which block is the POLICY's decision (`Policy`, chosen by na
 Whatever the policy, a frame's blocks are applied in one call (hal.apply_frame: alias the chosen
 blocks, allocate and pin the rest), so a frame costs five calls into the HAL: begin_frame, choose,
 apply_frame, computed, end_frame (FrameStats.emu_s times them).
+
+Two ways of reusing a region without aliasing (issue 22), both skipping its prefill:
+  install   a policy answers a region with an `Install` (bytes + the block they came from) instead of
+            a block: the region gets a new block filled with those bytes (the recall of a block past
+            the device's candidates, fetched back from the memory hierarchy: vrex/anchors.py)
+  refresh   (Options.refresh) every reused region gets a new block holding the candidate's KV with
+            layer 0 written fresh: the layer-0 keys the guard computed anyway and the layer-0
+            values, which are the frame's own encoder features (no FLOPs). The question's answer
+            reads layer-0 values (decoder.py), so the answer never reads stale features; the deeper
+            layers (the prefill's cost) stay reused. It costs memory (no aliasing), not compute.
 """
 from __future__ import annotations
 
@@ -60,6 +70,10 @@ class Options:
     guard_bits: int = 1         # max Hamming distance of the key hashes (frozen on validation: vrex.tune)
     max_age: int = 2            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
+    recall: bool = False        # also recall blocks past the device's candidates (policy index; needs tiers)
+    recall_radius: int = 8      # FCC appearance-bit radius of a recall (0..96)
+    recall_guard_bits: int = 0  # key-hash distance of a recall (0..32)
+    refresh: bool = False       # reused regions get a new block with layer 0 written fresh (see above)
     backend: str = "emulated"
     extra: dict[str, Any] = field(default_factory=dict)  # a plugged-in policy's own parameters (vrex/anchors.py)
 
@@ -74,6 +88,10 @@ class FrameStats:
     regions: int = 0
     flops: int = 0               # decoder.step_flops of this step
     reused_region: list[bool] = field(default_factory=list)
+    # The C++ path only: emu_s per stage of the vrex layer (vrex/lcp/runner.hpp kStageNames), and
+    # with profiling the FCC's own work within begin_frame (None otherwise).
+    stages: dict[str, float] = field(default_factory=dict)
+    fcc_s: float | None = None
 
 
 def hash_planes(c: Config) -> torch.Tensor:
@@ -142,6 +160,14 @@ def enable(model: Decoder, **kw: object) -> Session:
 
 # ---- policies --------------------------------------------------------------------------------
 
+@dataclass
+class Install:
+    """A region filled from bytes instead of computed: @data [L, 2, KVH, T, hd] (a view or a copy of
+    the block @source = (id, generation) held)."""
+    data: torch.Tensor
+    source: tuple[int, int]
+
+
 class Policy:
     """Decides, per frame, which regions take an earlier block instead of being computed. One
     instance per stream. The exact policy: never."""
@@ -163,6 +189,9 @@ class Policy:
         The runner calls this once per frame; the default hands each region to computed()."""
         for r, b in zip(regions, blocks):
             self.computed(r, b, hashes[r])
+
+    def installed(self, regions: list[int], blocks: list["hal.KvBlock"], sources: list[tuple[int, int]]) -> None:
+        """@regions of the frame were filled into new @blocks from the blocks @sources (Install, refresh)."""
 
     # Hooks for policies that also manage the cache (vrex/anchors.py); the defaults do nothing.
     def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
@@ -192,16 +221,35 @@ class VrexPolicy(Policy):
         super().__init__(runner)
         o = runner.s.opts
         self.core = hal.ReusePolicy(runner.s.model.c.regions, fcc=o.fcc, radius=o.radius,
-                                    guard_bits=o.guard_bits, max_age=o.max_age, similar=o.similar)
+                                    guard_bits=o.guard_bits, max_age=o.max_age, similar=o.similar,
+                                    recall=o.recall, recall_radius=o.recall_radius,
+                                    recall_guard_bits=o.recall_guard_bits)
+        self.install_recalls = True  # anchors.Managed installs them from its tiers instead
 
-    def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, "hal.KvBlock"]:
-        return self.core.choose(self.run.st, fp, hashes, self.run.t)
+    def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, Any]:
+        out = self.core.choose(self.run.st, fp, hashes, self.run.t)
+        if self.run.s.opts.recall and self.install_recalls:
+            # The runner keeps every block pinned (the whole cache on the device): a recalled block's
+            # bytes are its own memory (a policy with a memory hierarchy fetches them: anchors.Managed).
+            for r, (key, _f, _hd, _fd) in self.core.recalled().items():
+                b = self.run.pinned.get((int(key[0]), int(key[1])))
+                if b is not None:
+                    out[r] = Install(self.run.s.view(b), (b.id, b.generation))
+        return out
 
     def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
         self.core.computed([block], [key_hash], self.run.t)
 
     def computed_frame(self, regions: list[int], blocks: list["hal.KvBlock"], hashes: list[int]) -> None:
         self.core.computed(blocks, [hashes[r] for r in regions], self.run.t)
+
+    def installed(self, regions: list[int], blocks: list["hal.KvBlock"], sources: list[tuple[int, int]]) -> None:
+        self.core.installed(blocks, sources, self.run.t)
+
+    def recalled(self) -> dict[int, tuple[tuple[int, int], int, int, int]]:
+        """region -> ((id, generation), frame, hash distance, appearance distance) of the blocks the
+        last choose() recalled from the policy's index (Options.recall)."""
+        return self.core.recalled()
 
 
 POLICIES: dict[str, Callable[["StreamRunner"], Policy]] = {"exact": Policy, "vrex": VrexPolicy}
@@ -244,20 +292,29 @@ class StreamRunner:
         emu = tt() - t0
         self.policy.begin(luma, tokens)
         vis = m.embed_frame(tokens)
-        hashes = self.s.key_hash(m.layer0_keys(vis)) if self.policy.needs_hash else [0] * c.regions
+        k0 = m.layer0_keys(vis) if self.policy.needs_hash else None
+        hashes = self.s.key_hash(k0) if k0 is not None else [0] * c.regions
         e0 = tt()
         reuse = self.policy.choose(info["fp"], hashes)
-        blocks, fresh = hal.apply_frame(self.st, reuse, c.regions)
+        alias, install = self._split(reuse)
+        blocks, fresh = hal.apply_frame(self.st, alias, c.regions)
         emu += tt() - e0
-        computed = [blocks[r] for r in fresh]
-        for b in computed:
+        for r in fresh:
+            b = blocks[r]
             self.pinned[(b.id, b.generation)] = b
         cur = [self.s.view(b) for b in blocks]
+        for r, ins in install.items():
+            self._fill(cur[r], ins.data, r, tokens, k0)
+        fresh = [r for r in fresh if r not in install]
+        computed = [blocks[r] for r in fresh]
         cache = self._reserve()
         logits = m.step(tokens, vis, fresh, cur, cache, self.t, q_region, q_target,
                         self.policy.question_bias(q_region, q_target))
         e0 = tt()
         self.policy.computed_frame(fresh, computed, hashes)
+        if install:
+            regs = sorted(install)
+            self.policy.installed(regs, [blocks[r] for r in regs], [install[r].source for r in regs])
         self.st.end_frame()
         fs.emu_s = emu + tt() - e0
         fs.step_s = time.thread_time() - t0
@@ -270,6 +327,31 @@ class StreamRunner:
         self.t += 1
         self.policy.frame_done()
         return logits, fs
+
+    def _split(self, reuse: dict[int, Any]) -> tuple[dict[int, Any], dict[int, Install]]:
+        """The policy's choice -> (regions to alias, regions to fill from bytes). With refresh every
+        reused region is filled (from the candidate's own memory)."""
+        alias, install = {}, {}
+        for r, b in reuse.items():
+            if isinstance(b, Install):
+                install[r] = b
+            elif self.s.opts.refresh:
+                install[r] = Install(self.s.view(b), (b.id, b.generation))
+            else:
+                alias[r] = b
+        return alias, install
+
+    def _fill(self, dst: torch.Tensor, src: torch.Tensor, r: int, tokens: torch.Tensor, k0: torch.Tensor | None) -> None:
+        """A new block of region @r from @src; with refresh its layer 0 is the frame's own (the keys
+        the guard computed, the values = the frame's features: no prefill FLOPs)."""
+        dst.copy_(src)
+        if self.s.opts.refresh:
+            if k0 is None:
+                raise RuntimeError("refresh needs the guard's layer-0 keys (a policy with needs_hash)")
+            tpr = self.s.model.c.tokens_per_region
+            sl = slice(r * tpr, (r + 1) * tpr)
+            dst[0, 0].copy_(k0[:, sl])
+            dst[0, 1].copy_(self.s.model.value0(tokens[sl]))
 
     def _reserve(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The attention-ready cache with room for frame t (grown by doubling, contents kept)."""

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import cpp_path, footage, lcp, task, train
+from . import cpp_path, footage, lcp, task, train, workloads
 from .decoder import Config, Decoder, step_flops
 
 RUNS = {
@@ -43,6 +44,10 @@ RUNS = {
     "vrex": {"policy": "vrex"},
     "control_radius0": {"policy": "vrex", "radius": 0},
 }
+# The C++ path adds V-Rex's question read: each question reads the blocks ReSV selects over its
+# reach (keys hashed once at insertion, position-aware WiCSum) and the current frame, not every
+# token of its reach (cpp_path.READS; docs/model.md "Prefill FLOPs and time").
+RESV_READ_RUN = {"vrex_resv": {"policy": "vrex", "extra": {"read": "resv", "ratio": 0.5}}}
 LUMA_SIZE = (256, 192)  # the FCC's input: luma scaled once per clip (it fingerprints 8x8 macroblocks)
 SEED = 21
 PATHS = ("cpp", "python")
@@ -56,7 +61,10 @@ class Rec:
     reused_target: list[np.ndarray] = field(default_factory=list)  # the question's (frame, region) reused
     step_s: list[float] = field(default_factory=list)
     emu_s: list[float] = field(default_factory=list)  # of step_s: inside the vrex layer's calls (lcp.FrameStats)
+    stages: list[dict[str, float]] = field(default_factory=list)  # emu_s per stage (C++ path)
+    fcc_s: list[float | None] = field(default_factory=list)  # the FCC's own work (C++ path, profile)
     flops: list[int] = field(default_factory=list)
+    fresh: list[int] = field(default_factory=list)  # regions computed per frame
     reused: int = 0
     regions: int = 0
     distinct_blocks: int = 0
@@ -105,13 +113,18 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
-        split: str = "test", path: str | None = None) -> dict[str, Any]:
-    """@path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
+        split: str = "test", path: str | None = None, resv_read: bool = False,
+        workload: str = "edited", profile: bool = False) -> dict[str, Any]:
+    """@profile: the C++ path also times the FCC's own work per frame (the product figure's
+    breakdown: emulation.stages). @path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
     extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
-    (vrex/anchors.py) take the Python path. The JSON's args.path says which ran."""
+    (vrex/anchors.py) take the Python path. The JSON's args.path says which ran. @resv_read: on the
+    C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection)."""
     if path is None:
         path = "cpp" if cpp_path.available() else "python"
+    if workload not in workloads.WORKLOADS:
+        raise ValueError(f"workload must be one of {', '.join(workloads.WORKLOADS)}, not '{workload}'")
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not '{path}'")
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
@@ -134,7 +147,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     rng = np.random.default_rng(seed)
     plan = []
     for s in range(streams):
-        segs = task.edited_stream({n: len(feats[n]) for n in names}, frames, rng)
+        segs = workloads.WORKLOADS[workload]({n: len(feats[n]) for n in names}, frames, rng)
         idx = task.stream_frames(segs)
         seg_of = np.concatenate([np.full(sg.length, i) for i, sg in enumerate(segs)])
         qt, qr, qg = task.questions(len(idx), questions, rng)
@@ -142,12 +155,21 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                      "code": np.stack([codes[n][i] for n, i in idx]), "cuts": task.cut_frames(segs)})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES for kw in runs.values()):
+    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES or kw.get("refresh") or kw.get("recall")
+                             for kw in runs.values()):
         path = "python"
+    if resv_read and path == "cpp":
+        runs = {**runs, **RESV_READ_RUN}
+    # The C++ runner's question read "resv" (cpp_path.READS); anchors.py's managed runs name their own
+    # reads, one of them also "resv" (resv_qk_only), and those do run in Python.
+    if path == "python" and any(kw.get("policy", "vrex") in cpp_path.POLICIES and kw.get("extra", {}).get("read") == "resv"
+                                for kw in runs.values()):
+        raise ValueError("the ReSV question read (vrex_resv) runs on the C++ path only")
     if path == "cpp":
         with cpp_path.tempdir() as d:
             module = cpp_path.scripted(model, d)
-            sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module)
+            sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module,
+                                                               profile=profile and name == "vrex")
                                         for name, kw in runs.items()}
     else:
         sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
@@ -176,7 +198,10 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                 r.logp.append(torch.log_softmax(logits.double(), -1))
                 r.step_s.append(fs.step_s)
                 r.emu_s.append(fs.emu_s)
+                r.stages.append(fs.stages)
+                r.fcc_s.append(fs.fcc_s)
                 r.flops.append(fs.flops)
+                r.fresh.append(fs.regions - fs.reused)
                 r.reused += fs.reused
                 r.regions += fs.regions
                 reused_map[name][si][t] = fs.reused_region
@@ -191,7 +216,42 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
             rr.close()
     return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
-                      "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path})
+                      "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path,
+                      "runs": list(runs), "workload": workload})
+
+
+def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: str,
+                  field_name: str | Callable[[Rec], Sequence[Any]],
+                  warmup: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per frame of every stream, the first @warmup frames of each left out: run @name's per-frame
+    field @field_name (a Rec list: step_s, emu_s, flops, fcc_s; or a function of the Rec giving one
+    value per frame, e.g. one stage of Rec.stages), the exact run's step time on the same frame
+    (the runs go in lockstep) and the frame's bootstrap group (stream, segment). What every timed
+    ratio of summarise() pairs."""
+    num, den, gr = [], [], []
+    for si, p in enumerate(plan):
+        rec = recs[name][si]
+        vals = getattr(rec, field_name) if isinstance(field_name, str) else field_name(rec)
+        exact = recs["exact"][si].step_s
+        if len(exact) != len(vals):
+            raise ValueError(f"stream {si}: {name} timed {len(vals)} frames, exact {len(exact)}: not in lockstep")
+        sl = slice(min(warmup, len(vals)), len(vals))
+        num.append(np.array(vals[sl], dtype=float))
+        den.append(np.array(exact[sl], dtype=float))
+        gr.append(si * 10000 + np.asarray(p["seg_of"])[sl])
+    return np.concatenate(num), np.concatenate(den), np.concatenate(gr)
+
+
+def step_fit(fresh: np.ndarray, step_s: np.ndarray, exact_step_s: float) -> dict[str, Any]:
+    """Least-squares step time = fixed + per_region x fresh regions over a run's timed frames: the
+    part of a step no reuse removes (fixed, and its share of the exact run's mean step: the time
+    floor, to set beside the FLOP floor) and what one computed region costs. None when every frame
+    computed the same number of regions (nothing to fit)."""
+    if len(fresh) < 2 or np.ptp(fresh) == 0:
+        return {"fixed_ms": None, "per_region_ms": None, "time_floor": None}
+    slope, fixed = np.polyfit(fresh.astype(float), step_s, 1)
+    return {"fixed_ms": float(fixed * 1e3), "per_region_ms": float(slope * 1e3),
+            "time_floor": float(fixed / exact_step_s)}
 
 
 def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
@@ -254,49 +314,51 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "accuracy": acc(answers[name], m), "accuracy_exact": acc(answers["exact"], m)}
         return out
 
+    def paired(name: str,
+               field_name: str | Callable[[Rec], Sequence[Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return paired_frames(plan, recs, name, field_name, args["warmup"])
+
     def timing(name: str) -> dict[str, Any]:
-        w = args["warmup"]
-        num, den, gr, fl_n, fl_d = [], [], [], [], []
-        for si, p in enumerate(plan):
-            n = len(recs[name][si].step_s)
-            sl = slice(min(w, n), n)
-            num.append(np.array(recs[name][si].step_s[sl]))
-            den.append(np.array(recs["exact"][si].step_s[sl]))
-            gr.append(si * 10000 + p["seg_of"][sl])
-            fl_n.append(np.array(recs[name][si].flops[sl], dtype=float))
-            fl_d.append(np.array(recs["exact"][si].flops[sl], dtype=float))
-        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
-        fn, fd = np.concatenate(fl_n), np.concatenate(fl_d)
-        # Floor: every region reused (what no reuse policy can go below: questions, embedding, guard).
-        floor = []
-        for si, p in enumerate(plan):
-            n = len(recs[name][si].flops)
-            qt = p["q"][0]
-            for t in range(min(w, n), n):
-                floor.append(step_flops(c, 0, t, int((qt == t).sum()), runs[name].get("policy") != "exact"))
+        nn_, dd, gg = paired(name, "step_s")
+        fn, fd = paired(name, "flops")[0], paired("exact", "flops")[0]  # the same frames: runs go in lockstep
+        # Floor: the same frames with every region reused (what no reuse policy can go below: the
+        # questions as this run read them, the embedding, the guard): the fresh regions' part out.
+        guard = runs[name].get("policy") != "exact"
+        floor = paired(name, lambda r: [r.flops[t] - step_flops(c, r.fresh[t], t, 0, guard)
+                                        + step_flops(c, 0, t, 0, guard) for t in range(len(r.flops))])[0]
         tr = task.ci_dict(nn_, gg, ratio_of=dd)
         return {"time_ratio": tr, "flops_ratio": float(fn.sum() / fd.sum()),
                 "flops_floor": float(np.sum(floor) / fd.sum()),
+                "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
                 "frames_timed": int(len(nn_))}
 
     def emulation(name: str) -> dict[str, Any]:
         """The product figure (issue 26): the time @name's steps spend in the vrex layer (FCC, SHIE
         lookups, the policy, block calls) over the exact run's step on the same frames, paired per
-        frame, CI by bootstrap over segments, warm-up left out."""
-        w = args["warmup"]
-        num, den, gr = [], [], []
-        for si, p in enumerate(plan):
-            n = len(recs[name][si].emu_s)
-            sl = slice(min(w, n), n)
-            num.append(np.array(recs[name][si].emu_s[sl]))
-            den.append(np.array(recs["exact"][si].step_s[sl]))
-            gr.append(si * 10000 + p["seg_of"][sl])
-        nn_, dd, gg = np.concatenate(num), np.concatenate(den), np.concatenate(gr)
-        return {"ratio_to_exact_step": task.ci_dict(nn_, gg, ratio_of=dd), "ms_per_frame": float(nn_.mean() * 1e3),
-                "exact_step_ms": float(dd.mean() * 1e3), "frames_timed": int(len(nn_)),
-                "clock": "thread CPU time; begin_frame (FCC), the policy's choice (one SHIE lookup batch, guard), "
-                         "apply_frame (alias, allocate, pin), computed, end_frame (inserts, publish, aging)"}
+        frame, CI by bootstrap over segments, warm-up left out; on the C++ path also per stage (the
+        stages' shares add up to the figure) and, profiled, the FCC's own work within begin_frame."""
+        nn_, dd, gg = paired(name, "emu_s")
+        out: dict[str, Any] = {
+            "ratio_to_exact_step": task.ci_dict(nn_, gg, ratio_of=dd), "ms_per_frame": float(nn_.mean() * 1e3),
+            "exact_step_ms": float(dd.mean() * 1e3), "frames_timed": int(len(nn_)),
+            "clock": "thread CPU time; begin_frame (FCC), the policy's choice (one SHIE lookup batch, guard), "
+                     "apply_frame (alias, allocate, pin), computed, end_frame (inserts, publish, aging)"}
+        first = recs[name][0]
+        if first.stages and first.stages[0]:
+            stages: dict[str, Any] = {}
+            for k in first.stages[0]:
+                sn, sd, sg = paired(name, lambda r, k=k: [st[k] for st in r.stages])
+                stages[k] = {"ms_per_frame": float(sn.mean() * 1e3),
+                             "ratio_to_exact_step": task.ci_dict(sn, sg, ratio_of=sd)}
+            if first.fcc_s and first.fcc_s[0] is not None:
+                fn, fd, fg = paired(name, "fcc_s")
+                stages["fcc"] = {"ms_per_frame": float(fn.mean() * 1e3),
+                                 "ratio_to_exact_step": task.ci_dict(fn, fg, ratio_of=fd),
+                                 "within": "begin_frame (the reference model's fingerprint of the same plane, "
+                                           "timed apart and checked equal to the device's)"}
+            out["stages"] = stages
+        return out
 
     def reuse_rate(name: str) -> float:
         r = recs[name]
@@ -368,10 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None,
                     help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--workload", choices=tuple(workloads.WORKLOADS), default="edited",
+                    help="how streams are cut from the clips (vrex/workloads.py)")
     ap.add_argument("--path", choices=PATHS, default=None,
                     help="cpp: the scripted decoder under libtorch with the C++ policy (the default when built); "
                          "python: torch in Python driving the same C++ policy (--anchors runs take the python path)")
     ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
+    ap.add_argument("--no-resv-read", action="store_true",
+                    help="leave out vrex_resv (C++ path: questions read what ReSV selects, not their whole reach)")
     ap.add_argument("--anchors", action="store_true",
                     help="also run the streaming-video KV anchors and the V-Rex ablations at equal device "
                          "memory (vrex/ablations.py: anchors, ablations and resv sections)")
@@ -381,6 +447,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resident", type=int, default=5,
                     help="--anchors: frames the retrieval rules keep on the device (the rest is fetch)")
     ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
+    ap.add_argument("--no-resv-recall", action="store_true",
+                    help="--anchors: leave out the resv.* recall measurement (CPU off the step's clock)")
+    ap.add_argument("--anchor-runs", default="",
+                    help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -401,11 +471,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.anchors:
             from . import ablations
-            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio))
+            only = tuple(args.anchor_runs.split(",")) if args.anchor_runs else None
+            runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
+                                       measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
-                  args.max_age, args.warmup, runs, args.seed, path=args.path)
+                  args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
+                  workload=args.workload)
         if args.anchors:
-            res = ablations.report(res, args.budget, args.resident)
+            res = ablations.report(res, args.budget, args.resident, runs)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1
@@ -426,7 +499,14 @@ def main(argv: list[str] | None = None) -> int:
     q = res["quality"]["vrex"]
     pf = res["prefill"]
     print(f"KL(exact || vrex) {f(q['mean'])}, accuracy change {f(q['accuracy_change'])}, reuse {res['reuse_rate']:.3f}")
-    print(f"prefill time ratio {f(pf['time_ratio'])}, FLOP ratio {pf['flops_ratio']:.3f}, floor {pf['flops_floor']:.3f}")
+    print(f"prefill time ratio {f(pf['time_ratio'])}, FLOP ratio {pf['flops_ratio']:.3f}, floor {pf['flops_floor']:.3f}"
+          + (f"; time floor {pf['step_fit']['time_floor']:.3f} (fixed {pf['step_fit']['fixed_ms']:.1f} ms a step, "
+             f"{pf['step_fit']['per_region_ms']:.2f} ms a computed region)" if pf["step_fit"]["fixed_ms"] is not None else ""))
+    if "vrex_resv" in res:
+        rr = res["vrex_resv"]
+        print(f"vrex_resv (questions read ReSV's selection): accuracy {f(rr['accuracy'])}, prefill time ratio "
+              f"{f(rr['prefill']['time_ratio'])}, FLOP ratio {rr['prefill']['flops_ratio']:.3f}, "
+              f"floor {rr['prefill']['flops_floor']:.3f}")
     kb = res["kv_bytes"]
     print(f"KV bytes: exact {kb['exact_peak']}, vrex {kb['vrex_device_peak']} ({kb['ratio']:.3f}x)")
     return 0

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 
-from .decoder import Decoder
+from .decoder import Decoder, rotate
 
 HASH_BITS = 32
 HASH_SEED = 1234
@@ -60,7 +60,8 @@ class ScriptConfig:
 
 class StepModule(nn.Module):
     """What the C++ runner calls: geometry(), embed(tokens), prepare(tokens) (embedding + guard
-    hashes) and forward = Decoder.step over the frame's block views and the attention cache."""
+    hashes), selector(...) (ReSV's inputs) and forward = Decoder.step over the frame's block views
+    and the attention cache (optionally reading only the tokens ReSV selected)."""
 
     def __init__(self, model: Decoder):
         super().__init__()
@@ -91,10 +92,32 @@ class StepModule(nn.Module):
         vis = self.d.embed_frame(tokens)
         return vis, key_hashes(self.d.layer0_keys(vis), self.planes, self.regions)
 
+    @torch.jit.export
+    def selector(self, q_region: torch.Tensor, q_target: torch.Tensor, t: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """What ReSV's read needs per question (docs/hw/resv.md §8.2), from the model's layer 0:
+        the query [Q, H*hd] (the question's region embedding, projected and rotated to the frame it
+        asks about, scaled: the heads concatenated like the keys), the past frames of its reach [Q,
+        2*reach+1] (-1 outside 0 .. t-1) and the position table's weight exp(b - max b) of each of
+        their tokens [Q, (2*reach+1)*visual] (0 outside), b the learned question bias (mean over heads)."""
+        c = self.d.c
+        attn = self.d.blocks[0].attn
+        q = attn.wq(self.d.blocks[0].norm1(self.d.question_embed[q_region]))
+        q = q.view(q_region.shape[0], c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
+        q = rotate(q, *self.d.rope(q_target)).transpose(0, 1).reshape(q_region.shape[0], c.heads * c.head_dim)
+        offs = torch.arange(-c.question_reach, c.question_reach + 1)
+        fr = q_target[:, None] + offs[None, :]
+        past = (fr >= 0) & (fr < t)
+        k_frame = fr.repeat_interleave(c.visual, dim=1)
+        k_slot = torch.arange(c.visual).repeat(fr.shape[1])[None, :].expand_as(k_frame)
+        b = attn.question_bias_pairs(q_region, q_target, k_frame, k_slot).mean(0)
+        b = b.masked_fill(~past.repeat_interleave(c.visual, dim=1), float("-inf"))
+        w = torch.exp(b - b.max(1, keepdim=True).values.clamp_min(-1e30))
+        return q, torch.where(past, fr, torch.full_like(fr, -1)), torch.nan_to_num(w, nan=0.0)
+
     def forward(self, z: torch.Tensor, vis: torch.Tensor, fresh: List[int], cur: List[torch.Tensor],
                 ck: torch.Tensor, cv: torch.Tensor, t: int, q_region: torch.Tensor,
-                q_target: torch.Tensor) -> torch.Tensor:
-        return self.d.step(z, vis, fresh, cur, (ck, cv), t, q_region, q_target, None)
+                q_target: torch.Tensor, q_read: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return self.d.step(z, vis, fresh, cur, (ck, cv), t, q_region, q_target, None, q_read)
 
 
 def export(model: Decoder, path: Path) -> Path:

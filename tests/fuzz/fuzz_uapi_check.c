@@ -151,10 +151,14 @@ static void check_insert(struct fuzz_input *in)
 		it.frame_offset = (int32_t)(it.frame_offset % 8) - 4;
 		if (it.flags)
 			it.handle = it.offset = it.length = 0;
+		else
+			it.block_gen = 0;
 	}
 	if (it.flags > 1 || it.region > 15 || it.frame_offset < -3 || it.frame_offset > 2)
 		want = -EINVAL;
 	else if (it.flags && (it.handle || it.offset || it.length))
+		want = -EINVAL;
+	else if (!it.flags && it.block_gen)	/* uAPI 1.3: only an alias names a generation */
 		want = -EINVAL;
 	else if (!it.flags && (it.length == 0 || it.length > 0xffffffffull ||
 			       (u128)it.offset + it.length > (u128)UINT64_MAX))

@@ -14,6 +14,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backends.hpp"
 #include "device_impl.hpp"
@@ -37,6 +38,12 @@ class HookedBackend final : public Backend {
     std::function<void()> after_stream_destroy, after_lookup, before_alias_insert;
     // Control: ALIAS items reach the device without their generation (an insert before uAPI 1.3).
     bool strip_alias_generation = false;
+    // The device as vrex.ko of uAPI 1.2 answers: no block generations in inserts, hits and release
+    // records (bo_gen only), so the HAL names blocks by id, handle, offset and BO generation.
+    bool uapi_1_2 = false;
+    // Release records the device delivered (shie_retire), and records to deliver with the next
+    // retire after the device's own (a stale record arriving late).
+    std::vector<drm_vrex_released_block> delivered, inject;
 
     std::string_view name() const noexcept override { return in_->name(); }
     std::string description() const override { return in_->description(); }
@@ -60,16 +67,30 @@ class HookedBackend final : public Backend {
         if (strip_alias_generation)
             for (drm_vrex_shie_insert_item& it : items)
                 if (it.flags & DRM_VREX_INSERT_ALIAS) it.block_gen = 0;
-        return in_->shie_insert(s, items);
+        auto ec = in_->shie_insert(s, items);
+        if (uapi_1_2)
+            for (drm_vrex_shie_insert_item& it : items) it.block_gen = 0;
+        return ec;
     }
     std::error_code shie_lookup(std::uint32_t s, std::span<drm_vrex_shie_lookup_item> items) override {
         auto ec = in_->shie_lookup(s, items);
+        if (uapi_1_2)
+            for (drm_vrex_shie_lookup_item& it : items) it.block_gen = 0;
         fire(after_lookup);
         return ec;
     }
     std::error_code shie_retire(std::uint32_t s, std::span<const std::uint32_t> remove,
                                 std::span<drm_vrex_released_block> released, std::uint32_t& count) override {
-        return in_->shie_retire(s, remove, released, count);
+        auto ec = in_->shie_retire(s, remove, released, count);
+        if (ec) return ec;
+        for (std::uint32_t i = 0; i < count; i++) {
+            if (uapi_1_2) released[i].block_gen = 0;
+            delivered.push_back(released[i]);
+        }
+        for (const drm_vrex_released_block& r : inject)
+            if (count < released.size()) released[count++] = r;
+        inject.clear();
+        return ec;
     }
     Result<drm_vrex_stats> stats() override { return in_->stats(); }
     Result<std::uint32_t> reg_read(std::uint32_t off) override { return in_->reg_read(off); }
@@ -118,6 +139,60 @@ class Publication : public ::testing::TestWithParam<std::string> {
     HookedBackend* hooks_ = nullptr;
     std::shared_ptr<Device> dev_;
 };
+
+// A release record names a block by id, handle and offset and (uAPI 1.2) the generation of the BO it
+// points into; a device before uAPI 1.3 names no block generation. A record of an earlier block that
+// had the same id at the same handle number and offset, in a BO since destroyed (its handle number
+// reused), must release nothing of the block that lives there now: the HAL tells them apart by
+// bo_gen alone (block_table.hpp on_device). Without that check the live block is taken for released,
+// its memory goes back to the allocator and the next allocation shares it.
+TEST_P(Publication, AStaleReleaseRecordOfAnEarlierBufferReleasesNothing) {
+    hooks_->uapi_1_2 = true;
+    AllocatorOptions o;
+    o.blocks_per_slab = 1;  // one BO per block, destroyed with it (no spare):
+    o.spare_slabs = 0;      // the earlier block's BO is gone when the later one is placed
+    auto a = allocator(o);
+    auto s = stream(*a, {});
+    auto frame = [&](std::uint32_t t) {
+        const auto px = synthetic_frame(128, 96, 72, t);
+        return s->begin_frame(view_of(px));
+    };
+    ASSERT_TRUE(frame(0));
+    auto earlier = s->allocate(2);
+    ASSERT_TRUE(earlier) << earlier.error_message();
+    ASSERT_TRUE(s->release(*earlier));
+    ASSERT_TRUE(s->end_frame());
+    ASSERT_EQ(hooks_->delivered.size(), 1u);
+    drm_vrex_released_block stale = hooks_->delivered[0];
+    ASSERT_EQ(stale.block, earlier->id);
+    ASSERT_NE(stale.bo_gen, 0u) << "uAPI 1.2 names the BO";
+
+    ASSERT_TRUE(frame(1));
+    auto live = s->allocate(2);
+    ASSERT_TRUE(live) << live.error_message();
+    // The earlier record as the device would deliver it had it reused the block id and the handle
+    // number: everything but the BO generation names the live block.
+    stale.block = live->id;
+    stale.handle = live->handle;
+    stale.offset = live->offset;
+    hooks_->inject = {stale};
+    auto fe = s->end_frame();
+    ASSERT_TRUE(fe) << fe.error_message();
+    for (const ReleasedBlock& r : fe->released) EXPECT_FALSE(r.memory_freed) << "block " << r.id;
+
+    ASSERT_TRUE(frame(2));
+    auto hit = s->retrieve_temporal(2, -1);
+    ASSERT_TRUE(hit) << hit.error_message();
+    EXPECT_TRUE(hit->hit) << "the live block is still the device's and the HAL's";
+    if (hit->hit) {
+        EXPECT_EQ(hit->block.id, live->id);
+    }
+    auto next = s->allocate(3);
+    ASSERT_TRUE(next) << next.error_message();
+    EXPECT_FALSE(next->handle == live->handle && next->offset == live->offset)
+        << "the live block's memory was handed out again";
+    ASSERT_TRUE(s->end_frame());
+}
 
 TEST_P(Publication, OtherStreamsSeeABlockOnlyOnceItsOwnerPublishedIt) {
     auto a = allocator();

@@ -71,7 +71,35 @@ ko() {
 	echo "FAIL $prefix$*"
 	fail=$((fail + 1))
 }
+# The profile: wall and CPU seconds of each step, printed before the summary. CPU is user + system
+# of this shell's waited-for children (the chroot's emulated programs, QEMU, mkfs included): on a
+# loaded machine the wall time grows, the CPU time does not.
+steps=()
+step_cpu=0
+cpu_now() { # -> step_cpu: the children's CPU seconds so far (`times` in this shell, not a fork)
+	mkdir -p "$repo/build/deb-install"
+	times >"$repo/build/deb-install/.times.$$"
+	step_cpu=$(awk 'END { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }' \
+		"$repo/build/deb-install/.times.$$")
+}
+step_begin() {
+	step_t0=$SECONDS
+	cpu_now
+	step_c0=$step_cpu
+}
+step_end() { # name
+	cpu_now
+	steps+=("$prefix$1|$((SECONDS - step_t0))|$(awk -v a="$step_c0" -v b="$step_cpu" 'BEGIN { printf "%.0f", b - a }')")
+}
 finish() {
+	local row name wall cpu
+	if ((${#steps[@]})); then
+		printf 'deb-install: %-44s %7s %7s\n' step wall_s cpu_s
+		for row in "${steps[@]}"; do
+			IFS='|' read -r name wall cpu <<<"$row"
+			printf 'deb-install: %-44s %7s %7s\n' "$name" "$wall" "$cpu"
+		done
+	fi
 	echo "deb-install: $pass passed, $fail failed"
 	((fail == 0))
 	exit $?
@@ -105,9 +133,12 @@ for arch in "${arches[@]}"; do
 done
 if ((build)); then
 	start=$SECONDS
+	step_begin
 	if bash "$repo/scripts/deb.sh" "${build_args[@]}" --out "$debs" >&2; then
+		step_end "make deb (${build_args[*]//--arch /})"
 		ok "make deb (${build_args[*]//--arch/}, lintian without errors) in $((SECONDS - start)) s"
 	else
+		step_end "make deb (${build_args[*]//--arch /})"
 		ko "make deb (${build_args[*]//--arch/}) failed"
 		finish
 	fi
@@ -144,6 +175,7 @@ on_exit() {
 		wait "$j" 2>/dev/null
 	done
 	cleanup_mounts
+	rm -f "$repo/build/deb-install/.times.$$"
 	for a in "${arches[@]}"; do
 		rm -rf "$repo/build/deb-install/$a/root.new"
 	done
@@ -222,7 +254,11 @@ test_arch() { # arch
 	start=$SECONDS
 	mapfile -t pkgfiles < <(pkg_files "$arch")
 	for f in "${pkgfiles[@]}"; do ours+=("$(dpkg-deb -f "$f" Package)"); done
+	# The root's job ran in the background from the start: its CPU is counted when it is waited for,
+	# its wall time is what this test waited for it.
+	step_begin
 	wait "${root_job[$arch]}"
+	step_end "root (mmdebstrap or cached tarball, unpacked)"
 	read -r rc secs <"$work/root.rc"
 	tarball=$(<"$work/tarball")
 	if ((rc)) || [[ ! -f $tarball ]]; then
@@ -249,11 +285,13 @@ test_arch() { # arch
 	mkdir -p "$root/tmp/debs"
 	cp "${pkgfiles[@]}" "$root/tmp/debs/"
 	local t0=$SECONDS
+	step_begin
 	if in_root sh -c 'dpkg -i /tmp/debs/*.deb' >"$work/dpkg-install.log" 2>&1; then
 		ok "dpkg -i ${ours[*]} ($((SECONDS - t0)) s, DKMS included)"
 	else
 		ko "dpkg -i failed (log $work/dpkg-install.log)"
 	fi
+	step_end "dpkg -i (DKMS builds vrex.ko, vrex_sim.ko)"
 
 	for m in vrex vrex_sim; do
 		ko_path=$(ls "$root/lib/modules/$kver/updates/dkms/$m.ko"* 2>/dev/null | head -n 1)
@@ -272,6 +310,7 @@ test_arch() { # arch
 		ok "udev rule 70-vrex.rules and group render" || ko "udev rule or group render missing"
 
 	# Consumers of libvrex-hal-dev, from outside the source tree.
+	step_begin
 	mkdir -p "$root/tmp/consumer"
 	cp "$repo/examples/c_engine.c" "$repo/tests/install/consumer/"* "$root/tmp/consumer/"
 	if in_root sh -c 'cd /tmp/consumer && cc -std=c11 -Wall -Wextra -Werror -o c_engine c_engine.c \
@@ -290,10 +329,14 @@ test_arch() { # arch
 	in_root python3 -c 'import vrex; assert callable(vrex.enable)' >"$work/python.log" 2>&1 &&
 		ok "python3 -c 'import vrex' (chroot)" || ko "import vrex (log $work/python.log)"
 	rm -rf "$root/tmp/consumer"
+	step_end "consumers (pkg-config, CMake) and import vrex"
 
+	step_begin
 	boot_guest "$arch" "$kver"
+	step_end "guest (mkfs.ext4 -d, QEMU boot and checks)"
 
 	# Removal: what dpkg and DKMS put into the root goes again.
+	step_begin
 	mount -t proc proc "$root/proc"
 	mount --bind /dev "$root/dev"
 	rm -f "$root/sbin/vrex-guest-init"
@@ -326,6 +369,7 @@ test_arch() { # arch
 		rm -rf "$work/root.old" &
 		cleanup_jobs+=($!)
 	fi
+	step_end "purge and comparison"
 	log "total $((SECONDS - start)) s"
 }
 

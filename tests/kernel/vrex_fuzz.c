@@ -10,6 +10,9 @@
  *
  *   vrex_fuzz [SECONDS [MAX_CALLS [SEED]]]     (SECONDS also from VREX_FUZZ_SECONDS)
  *
+ * SECONDS is extended (by at most COVERAGE_GRACE_S) until every id has been seen
+ * succeeding; MAX_CALLS bounds the run in any case.
+ *
  * Cases: no unexpected errno from a vrex ioctl, every vrex ioctl id exercised
  * and seen succeeding, the device usable afterwards (every stream slot opens),
  * and with every file closed debugfs "counts" shows no BO, stream, block or
@@ -837,10 +840,34 @@ static void fuzz_fault(struct worker *w)
 		bump(&n_faults);
 }
 
+/*
+ * Every id seen called and (but the retired one) succeeding: a case below. On
+ * a slow guest (a KASAN kernel under TCG makes ~120 calls/s) a few seconds can
+ * end before the rarest id succeeded once, so the run goes on past SECONDS until
+ * it has, up to COVERAGE_GRACE_S more: the case then fails only when the
+ * coverage is not reached in a generous bound, not when the machine is slow.
+ */
+#define COVERAGE_GRACE_S 60
+
+static int coverage_reached(void)
+{
+	int i;
+
+	for (i = 0; i < NIDS; i++)
+		if (!__atomic_load_n(&calls[i], __ATOMIC_RELAXED) ||
+		    (i != DRM_VREX_RESERVED_10 && !__atomic_load_n(&oks[i], __ATOMIC_RELAXED)))
+			return 0;
+	return 1;
+}
+
 static int time_up(void)
 {
-	return stop || time(NULL) >= deadline ||
-	       (max_calls && __atomic_load_n(&total_calls, __ATOMIC_RELAXED) >= max_calls);
+	time_t now;
+
+	if (stop || (max_calls && __atomic_load_n(&total_calls, __ATOMIC_RELAXED) >= max_calls))
+		return 1;
+	now = time(NULL);
+	return now >= deadline + COVERAGE_GRACE_S || (now >= deadline && coverage_reached());
 }
 
 static void *worker_main(void *arg)
@@ -970,7 +997,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	unsigned long seconds = env ? strtoul(env, NULL, 0) : 3;
 	uint64_t seed;
-	unsigned int i, all_ok;
+	unsigned int i;
 	int fd, barrier;
 
 	if (argc > 1)
@@ -1051,9 +1078,7 @@ int main(int argc, char **argv)
 	vt_report(total_calls > 0, "calls executed, none crashed the process");
 	vt_report(n_unexpected == 0, "every vrex ioctl failed only with a documented errno");
 	vt_report(n_mmap_priv == 0, "no MAP_PRIVATE mapping of a BO was allowed");
-	for (i = 0, all_ok = 1; i < NIDS; i++)
-		all_ok &= calls[i] > 0 && (oks[i] > 0) == (i != DRM_VREX_RESERVED_10);
-	vt_report(all_ok, "every vrex ioctl id called, seen succeeding (the retired id 10 never)");
+	vt_report(coverage_reached() && !oks[DRM_VREX_RESERVED_10], "every vrex ioctl id called, seen succeeding (the retired id 10 never)");
 	vt_report(device_usable(), "device usable after the run (all stream slots, BO, frame)");
 	if (vt_debugfs_dir()[0]) {
 		struct vt_live live = vt_live_now();

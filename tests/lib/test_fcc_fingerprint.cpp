@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <span>
@@ -244,6 +245,69 @@ TEST(FccMotion, RecoversSyntheticGlobalShift) {
         vrex_fcc_features(&mv, &f);
         EXPECT_GE(f.moving_blocks, u32((VREX_FCC_MBX - 2) * (VREX_FCC_MBY - 2)));
         EXPECT_LE(f.static_ratio, 200u);
+    }
+}
+
+// The search as docs/hw/fcc.md defines it, with whole SADs and no shortcut: the zero vector, then
+// rings 1..4 in raster order, a candidate kept only when its SAD plus the bias is strictly lower, the
+// search ending once the best cost is at most the bias. vrex_fcc_motion (early-out SADs, two rows per
+// vector instruction where the CPU has one) must give every macroblock the same vector and SAD.
+struct RefVector {
+    int dx, dy;
+    u32 sad;
+};
+
+u32 ref_sad(const vrex_fcc_image& a, int ax, int ay, const vrex_fcc_image& b, int bx, int by) {
+    u32 sad = 0;
+    for (int y = 0; y < VREX_FCC_MB; y++)
+        for (int x = 0; x < VREX_FCC_MB; x++)
+            sad += u32(std::abs(int(a.pix[(ay + y) * VREX_FCC_W + ax + x]) -
+                                int(b.pix[(by + y) * VREX_FCC_W + bx + x])));
+    return sad;
+}
+
+RefVector ref_search(const vrex_fcc_image& cur, const vrex_fcc_image& prev, int bx, int by) {
+    const int x0 = bx * VREX_FCC_MB, y0 = by * VREX_FCC_MB;
+    RefVector best{0, 0, ref_sad(cur, x0, y0, prev, x0, y0)};
+    const u32 bias = 96 + (best.sad >> 4);  // FCC_ZERO_BIAS + 1/16 of the zero SAD
+    u32 cost = best.sad;
+    for (int ring = 1; ring <= VREX_FCC_SEARCH && cost > bias; ring++)
+        for (int dy = -ring; dy <= ring && cost > bias; dy++)
+            for (int dx = -ring; dx <= ring && cost > bias; dx++) {
+                if (std::max(std::abs(dx), std::abs(dy)) != ring) continue;
+                const int px = x0 - dx, py = y0 - dy;
+                if (px < 0 || py < 0 || px > VREX_FCC_W - VREX_FCC_MB || py > VREX_FCC_H - VREX_FCC_MB)
+                    continue;
+                const u32 sad = ref_sad(cur, x0, y0, prev, px, py);
+                if (sad + bias < cost) {
+                    cost = sad + bias;
+                    best = {dx, dy, sad};
+                }
+            }
+    return best;
+}
+
+TEST(FccMotion, EveryVectorAndSadIsTheReferenceSearchs) {
+    std::mt19937 rng(26);
+    for (int trial = 0; trial < 24; trial++) {
+        // Textures of several scales, shifted, with noise of several strengths: static, flat, moving
+        // and ambiguous blocks, so every exit of the search (no search, a tie, an early stop) occurs.
+        const Texture tex(rng(), 2 + trial % 6);
+        const int sx = int(rng() % 11) - 5, sy = int(rng() % 11) - 5, noise = trial % 4 * 6;
+        vrex_fcc_image prev = textured_grid(tex), cur = textured_grid(tex, sx, sy);
+        for (u8& v : cur.pix)
+            v = u8(std::clamp(int(v) + (noise ? int(rng() % (noise + 1)) - noise / 2 : 0), 0, 255));
+        if (trial % 5 == 4) std::swap(prev, cur);
+        struct vrex_fcc_motion mv;
+        vrex_fcc_motion(&cur, &prev, &mv);
+        for (int by = 0; by < VREX_FCC_MBY; by++)
+            for (int bx = 0; bx < VREX_FCC_MBX; bx++) {
+                const int m = by * VREX_FCC_MBX + bx;
+                const RefVector r = ref_search(cur, prev, bx, by);
+                ASSERT_EQ(mv.dx[m], r.dx) << "trial " << trial << ", block " << bx << "," << by;
+                ASSERT_EQ(mv.dy[m], r.dy) << "trial " << trial << ", block " << bx << "," << by;
+                ASSERT_EQ(mv.sad[m], r.sad) << "trial " << trial << ", block " << bx << "," << by;
+            }
     }
 }
 

@@ -66,13 +66,19 @@ TEST_F(ShiePaths, BudgetFallbackCounted) {
 
 TEST_F(ShiePaths, CrowdedStageZeroFallsBackBeforeProbing) {
     // 200 entries of two codes: the query's stage-0 buckets hold 100 records each, about 1.4k records
-    // with the probe costs, above budget / SHIE_CROWD_DIV (512) but within the budget (the capacity at
-    // 100 %, the scalar scan's so that the CPU's vector unit does not change it).
+    // with the probe costs, above budget / SHIE_CROWD_DIV (512) but within the budget (the 4096 entries
+    // the scan reads at 100 %, the scalar scan's so that the CPU's vector unit does not change it; the
+    // other 3896 entries are uniform codes, in the crowded buckets all but never).
     OwnedShie crowded(kCapacity);
     ASSERT_EQ(crowded.init(), VREX_OK);
     const vrex_fp a = random_fp(rng_), b = random_fp(rng_);
     for (uint32_t i = 0; i < 200; i++)
         ASSERT_EQ(vrex_shie_insert(crowded.get(), i % 2 ? &a : &b, 0, 0, 0, i, i, nullptr), VREX_OK);
+    for (uint32_t i = 200; i < kCapacity; i++) {
+        const vrex_fp u = random_fp(rng_);
+        ASSERT_EQ(vrex_shie_insert(crowded.get(), &u, 0, 0, 1, i, i, nullptr), VREX_OK);
+    }
+    ASSERT_EQ(crowded->top, kCapacity) << "the budget is the scan of every entry below the mark";
     vrex_shie_paths p{};
     crowded.get()->paths = &p;
     crowded.get()->fallback_pct = 100;

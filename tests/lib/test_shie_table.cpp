@@ -210,6 +210,73 @@ TEST(ShieClear, EmptiesTableAndRestartsIds)
     EXPECT_EQ(id, 0u);
 }
 
+// The high-water mark (vrex_shie_table.top): ids come from a LIFO free list seeded in order, so the
+// ids in use stay packed below the highest id ever used, and the dense scans read no further.
+TEST(ShieTop, TracksTheHighestIdUsedSinceTheLastClear) {
+    OwnedShie t(64);
+    ASSERT_EQ(t.init(), VREX_OK);
+    EXPECT_EQ(t->top, 0u);
+    for (uint32_t i = 0; i < 10; i++)
+        ASSERT_EQ(vrex_shie_insert(t.get(), &kZero, 0, 0, 0, i, i, nullptr), VREX_OK);
+    EXPECT_EQ(t->top, 10u);
+    ASSERT_EQ(vrex_shie_remove(t.get(), 9), VREX_OK);
+    ASSERT_EQ(vrex_shie_remove(t.get(), 3), VREX_OK);
+    EXPECT_EQ(t->top, 10u) << "a removal leaves the mark: the scan still covers the ids below it";
+    uint32_t id = 0;
+    ASSERT_EQ(vrex_shie_insert(t.get(), &kZero, 0, 0, 0, 20, 0, &id), VREX_OK);
+    EXPECT_EQ(id, 3u) << "the last freed id first";
+    ASSERT_EQ(vrex_shie_insert(t.get(), &kZero, 0, 0, 0, 21, 0, &id), VREX_OK);
+    EXPECT_EQ(id, 9u);
+    EXPECT_EQ(t->top, 10u);
+    ASSERT_EQ(vrex_shie_insert(t.get(), &kZero, 0, 0, 0, 22, 0, &id), VREX_OK);
+    EXPECT_EQ(t->top, 11u);
+    vrex_shie_clear(t.get());
+    EXPECT_EQ(t->top, 0u);
+}
+
+// Entries at or above the mark are never read by the probes' fallback scan, the batch's group scan
+// or the range scan; the brute-force reference still reads the whole capacity. Shown with an entry
+// planted above the mark by hand (a state the table never reaches itself): only the reference sees it.
+TEST(ShieTop, FallbackAndGroupScansStopAtTheMark) {
+    constexpr uint32_t kCap = 1024;
+    OwnedShie t(kCap);
+    ASSERT_EQ(t.init(), VREX_OK);
+    std::mt19937_64 rng(8);
+    for (uint32_t i = 0; i < 20; i++) {
+        const vrex_fp fp = random_fp(rng);
+        ASSERT_EQ(vrex_shie_insert(t.get(), &fp, 0, 0, 0, i, i, nullptr), VREX_OK);
+    }
+    ASSERT_EQ(t->top, 20u);
+    const vrex_fp planted_fp = random_fp(rng);
+    const uint32_t planted = 700;
+    vrex_shie_entry& e = t->e[planted];
+    e.fp = planted_fp;
+    e.frame = 99;
+    e.valid = 1;
+    // The dense copy the scans stream (shie_internal.h: right after the entry array, aligned).
+    const std::size_t entries = (std::size_t{kCap} * sizeof(vrex_shie_entry) + 63) / 64 * 64;
+    auto* fps = reinterpret_cast<vrex_fp*>(reinterpret_cast<std::byte*>(t->e) + entries);
+    fps[planted] = planted_fp;
+    // Every lookup falls back to the scan at once (a probe costs more than the whole budget).
+    t->fallback_pct = 1;
+    t->probe_cost = kCap;
+    vrex_shie_paths paths{};
+    t->paths = &paths;
+    const vrex_shie_query q = make_query(planted_fp, 0, 0, 0, 8);
+    uint32_t d = 0;
+    EXPECT_EQ(vrex_shie_find_similar_bruteforce(t.get(), &q, &d), planted)
+        << "the reference reads everything";
+    EXPECT_EQ(vrex_shie_find_similar(t.get(), &q, &d), VREX_NIL);
+    EXPECT_EQ(paths.budget_scan + paths.crowd_scan, 1u) << "answered by the fallback scan";
+    vrex_shie_query batch[4] = {q, q, q, q};
+    uint32_t ids[4];
+    EXPECT_EQ(vrex_shie_find_similar_batch(t.get(), batch, 4, ids, nullptr), 0u);
+    EXPECT_EQ(paths.group_scan, 4u) << "answered by the shared group scan";
+    uint32_t out[4];
+    EXPECT_EQ(vrex_shie_find_range_bruteforce(t.get(), &q, out, 4), 1u);
+    EXPECT_EQ(vrex_shie_find_range(t.get(), &q, out, 4), 0u);
+}
+
 class ShieSimilar : public ::testing::Test {
 protected:
     void SetUp() override { ASSERT_EQ(t_.init(), VREX_OK); }

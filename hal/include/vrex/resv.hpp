@@ -92,6 +92,29 @@ class VREX_API ResvHead {
     std::uint32_t tokens_ = 0;
 };
 
+// Keys hashed where they are inserted, without a device head: the HCU's hash (lib/resv.c) of each
+// key, quantised as append() does, over the +-1 planes @seed expands to. @keys holds out.size() keys
+// of @dim values. EINVAL for dim 0 or above 256, or sizes that do not match.
+VREX_API Result<void> resv_hash(std::uint64_t seed, std::uint32_t dim, std::span<const float> keys,
+                                std::span<std::uint32_t> out);
+
+// Position-aware WiCSum over blocks (docs/hw/resv.md §8.2; lib/resv.c vrex_resv_select_blocks):
+// token i weighs lut[Hamming(hashes[i], qhash)] x position[i] (the position table's exp(bias) of
+// the token, 0..1, Q16 on the device), a block of @tokens_per_block tokens the sum of its tokens;
+// the heaviest blocks (ties: the lower) until their sum reaches @ratio of the total, in that order,
+// as indices of blocks in @hashes. EINVAL for spans of different lengths, no tokens, more than
+// 32768, not whole blocks, a lut not of 33 entries, a position weight or @ratio outside 0..1.
+VREX_API Result<std::vector<std::uint32_t>> resv_select_blocks(std::span<const std::uint32_t> hashes,
+                                                               std::span<const float> position,
+                                                               std::uint32_t qhash,
+                                                               std::span<const std::uint16_t> lut,
+                                                               double ratio, std::uint32_t tokens_per_block);
+
+// The WTU's MASS table for a logit scale |q| |k| / sqrt(dim) of @scale (docs/hw/resv.md §2.3): per
+// Hamming distance d, round(65535 exp(scale (cos(pi d / 32) - 1))), at least 1 so that every key
+// keeps a weight. EINVAL for a negative or non-finite scale.
+VREX_API Result<std::vector<std::uint16_t>> resv_mass_lut(double scale);
+
 // Device-wide ReSV counters (docs/hw/resv.md), all users of the device.
 struct ResvStats {
     std::uint64_t keys = 0;

@@ -158,5 +158,85 @@ TEST_F(Policy, NeverTrustsABlockItDidNotSeeComputed) {
     EXPECT_EQ(b->counters().unknown, b->counters().candidates);
 }
 
+// A scene that comes back after a cut, past the age cap: the device offers nothing (the temporal
+// entry is the other scene's, the SHIE's old entries are out of the age cap), the index does.
+TEST_F(Policy, RecallFindsABlockPastTheAgeCapWhenTheViewComesBack) {
+    ReuseOptions o{.max_age = 2, .recall = true, .recall_radius = 8, .recall_guard_bits = 0};
+    auto p = ReusePolicy::create(o, kRegions);
+    ASSERT_TRUE(p);
+    frame(*p, 50, hashes(7));                               // frame 0: scene A computed
+    for (int i = 0; i < 4; i++) frame(*p, 200, hashes(9));  // frames 1-4: scene B
+    const std::vector<KvBlock> scene_a(pinned_.begin(), pinned_.begin() + kRegions);
+    // Frame 4 already recalled frame 1 (scene B past the age cap; the helper computed it anyway).
+    EXPECT_EQ(p->counters().recalled, kRegions);
+    auto h = hashes(7);
+    h[5] = 6;  // one region's keys changed meanwhile: its hash is 1 bit away, refused at 0 bits
+    const Fingerprint fp = begin(50);
+    auto choice = p->choose(*st_, fp, h, t_);
+    ASSERT_TRUE(choice) << choice.error_message();
+    const auto& rec = p->recalled();
+    for (std::uint32_t r = 0; r < kRegions; r++) {
+        EXPECT_FALSE((*choice)[r].has_value()) << r;  // nothing on the device passes
+        if (r == 5) {
+            EXPECT_FALSE(rec[r].has_value());
+            continue;
+        }
+        ASSERT_TRUE(rec[r].has_value()) << r;
+        EXPECT_EQ(rec[r]->id, scene_a[r].id);
+        EXPECT_EQ(rec[r]->generation, scene_a[r].generation);
+        EXPECT_EQ(rec[r]->frame, 0u);
+        EXPECT_EQ(rec[r]->hash_distance, 0u);
+    }
+    EXPECT_EQ(p->counters().recalled, 2 * kRegions - 1);
+    // The engine fills new blocks from the recalled ones: they are candidates for the next frame.
+    auto f = apply_choice(*st_, *choice);
+    ASSERT_TRUE(f) << f.error_message();
+    std::vector<KvBlock> inst;
+    std::vector<std::uint64_t> src;
+    std::vector<KvBlock> comp;
+    std::vector<std::uint32_t> ch;
+    for (std::size_t i = 0; i < f->fresh.size(); i++) {
+        const std::uint32_t r = f->fresh[i];
+        if (rec[r]) {
+            inst.push_back(f->fresh_blocks[i]);
+            src.push_back((std::uint64_t{rec[r]->id} << 32) | rec[r]->generation);
+        } else {
+            comp.push_back(f->fresh_blocks[i]);
+            ch.push_back(h[r]);
+        }
+        pinned_.push_back(f->fresh_blocks[i]);
+    }
+    ASSERT_TRUE(p->installed(inst, src, t_));
+    ASSERT_TRUE(p->computed(comp, ch, t_));
+    EXPECT_TRUE(st_->end_frame());
+    t_++;
+    EXPECT_EQ(count(frame(*p, 50, h)), kRegions);  // aliases the installed and computed blocks
+    EXPECT_EQ(p->installed(inst, std::vector<std::uint64_t>(inst.size(), 0), t_).error(),
+              std::errc::no_such_file_or_directory);
+}
+
+TEST_F(Policy, ForgottenBlocksAreNotRecalled) {
+    auto p = ReusePolicy::create({.max_age = 1, .recall = true}, kRegions);
+    ASSERT_TRUE(p);
+    frame(*p, 50, hashes(7));
+    frame(*p, 200, hashes(9));
+    frame(*p, 200, hashes(9));
+    std::vector<std::uint64_t> gone;
+    for (std::uint32_t r = 0; r < kRegions; r++) gone.push_back(block_key(pinned_[r]));
+    p->forget(gone);
+    EXPECT_EQ(p->index_size(), kRegions);  // scene B's first frame (the second reused it)
+    const Fingerprint fp = begin(50);
+    ASSERT_TRUE(p->choose(*st_, fp, hashes(7), t_));
+    for (const auto& r : p->recalled()) EXPECT_FALSE(r.has_value());
+    EXPECT_TRUE(st_->end_frame());
+}
+
+TEST_F(Policy, RefusesRecallOptionsOutOfRange) {
+    EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_radius = 97}, kRegions).error(),
+              std::errc::invalid_argument);
+    EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_guard_bits = 33}, kRegions).error(),
+              std::errc::invalid_argument);
+}
+
 }  // namespace
 }  // namespace vrex::lcp

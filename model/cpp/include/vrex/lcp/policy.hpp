@@ -15,6 +15,18 @@
 // trusted), at most max_age frames ago, and the hash of the keys it holds is within guard_bits of
 // this frame's. docs/model.md "The policy".
 //
+// Recall (options.recall): the device's SHIE retires a block's entry once the block goes cold (zombie
+// release) and the age cap refuses older candidates, so reuse never reaches past the last frames. The
+// policy keeps its own index of every block it saw computed -- region, the frame's fingerprint, the
+// key hash, the frame -- in host memory, whatever tier the block's bytes are in (the memory hierarchy
+// demotes them to host memory instead of dropping them: docs/model.md). A region the device offers
+// no accepted candidate for is looked up there: entries older than max_age within recall_radius of
+// the frame's fingerprint (its 96 appearance bits: a view that comes back after a cut arrives with
+// the cut's motion bits) and recall_guard_bits of its key hash, the closest hash first (then the
+// closest fingerprint, then the newest). recalled() names them; the engine fetches the bytes back
+// into a new block (the region is not computed) and calls installed(). forget() drops entries whose
+// bytes are gone.
+//
 // A long stream's cache keeps every frame readable: apply_choice() pins every block it allocates, so the
 // device's zombie rule retires only the block's SHIE entry (it stops being a candidate), never its
 // memory; unpin_all() lets the device free them when the engine closes the stream. A Stream is
@@ -32,13 +44,32 @@
 namespace vrex::lcp {
 
 inline constexpr std::uint32_t kKeyHashBits = 32;
+inline constexpr std::uint32_t kAppearanceBits = 96;  // of the FCC fingerprint (bits 32..127)
+
+// The ledger key of a block handle: (id << 32) | generation.
+inline std::uint64_t block_key(const KvBlock& b) noexcept {
+    return (std::uint64_t{b.id} << 32) | b.generation;
+}
 
 struct ReuseOptions {
-    bool fcc = true;               // filter the temporal candidate by the fingerprint radius
-    std::uint32_t radius = 20;     // fingerprint Hamming radius, 0..31
-    std::uint32_t guard_bits = 1;  // max Hamming distance of the key hashes, 0..32
-    std::uint32_t max_age = 2;     // frames after its computation a block may be reused (0: no cap)
-    bool similar = true;           // also ask the similarity lookup (needs fcc)
+    bool fcc = true;                      // filter the temporal candidate by the fingerprint radius
+    std::uint32_t radius = 20;            // fingerprint Hamming radius, 0..31
+    std::uint32_t guard_bits = 1;         // max Hamming distance of the key hashes, 0..32
+    std::uint32_t max_age = 2;            // frames after its computation a block may be reused (0: no cap)
+    bool similar = true;                  // also ask the similarity lookup (needs fcc)
+    bool recall = false;                  // also look up the policy's index of older blocks (see above)
+    std::uint32_t recall_radius = 8;      // appearance-bit Hamming radius of a recall, 0..96
+    std::uint32_t recall_guard_bits = 0;  // max key-hash distance of a recall, 0..32
+};
+
+// A block of the policy's index the engine should fetch back for a region (it is past the device's
+// candidates: demoted to host memory, or SHIE-retired while pinned).
+struct Recalled {
+    std::uint32_t id = 0;  // the handle it was computed under (a key of the engine's own tiers)
+    std::uint32_t generation = 0;
+    std::uint32_t frame = 0;          // frame that computed it
+    std::uint32_t hash_distance = 0;  // to this frame's key hash
+    std::uint32_t fp_distance = 0;    // of its frame's fingerprint to this frame's
 };
 
 // Per region: the earlier block the frame aliases, or nullopt (the region is computed).
@@ -51,6 +82,8 @@ struct ReuseCounters {
     std::uint64_t too_old = 0;     // refused: older than max_age
     std::uint64_t hash_far = 0;    // refused: key hashes farther than guard_bits
     std::uint64_t reused = 0;      // regions that alias a block
+    std::uint64_t recalled = 0;    // regions recalled from the index (recall)
+    std::uint64_t installed = 0;   // blocks the engine filled from another block (installed())
 };
 
 class ReusePolicy {
@@ -62,30 +95,64 @@ class ReusePolicy {
     // @key_hashes: per region, the hash of the frame's layer-0 keys. One retrieve_batch.
     Result<FrameChoice> choose(Stream& stream, const Fingerprint& fp,
                                std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
+    // choose() in its two halves, for an engine that times the HAL's lookup batch apart from the
+    // decision (the C++ runner's per-stage clock): the frame's queries, then the decision on the
+    // retrieve_batch() of exactly those queries. choose() == decide(queries(fp), retrieve_batch).
+    std::span<const Query> queries(const Fingerprint& fp);
+    Result<FrameChoice> decide(std::span<const Retrieval> got, const Fingerprint& fp,
+                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
 
     // @blocks[i] was computed in @frame from keys hashing to @key_hashes[i]. EINVAL when the
     // spans differ in length.
     Result<void> computed(std::span<const KvBlock> blocks, std::span<const std::uint32_t> key_hashes,
                           std::uint32_t frame);
 
+    // Per region, the index entry to fetch back for the frame choose() decided last (recall on; a
+    // region choose() gave a candidate to has none).
+    const std::vector<std::optional<Recalled>>& recalled() const noexcept { return recalled_; }
+
+    // The engine filled @blocks (of frame @frame) from the blocks keyed @sources ((id << 32) |
+    // generation: a candidate choose() gave, or a recalled() entry) instead of computing them: they
+    // hold the source's KV, so the guard compares against the source's key hash; their age counts
+    // from @frame. They are not indexed for recall (the source is). ENOENT for a source the policy
+    // does not know, EINVAL when the spans differ in length.
+    Result<void> installed(std::span<const KvBlock> blocks, std::span<const std::uint64_t> sources,
+                           std::uint32_t frame);
+
+    // The bytes of the blocks keyed @keys are gone (dropped, not demoted): never recall them.
+    void forget(std::span<const std::uint64_t> keys);
+
     const ReuseOptions& options() const noexcept { return opts_; }
     const ReuseCounters& counters() const noexcept { return counters_; }
     std::uint32_t regions() const noexcept { return regions_; }
     std::size_t ledger_size() const noexcept { return born_.size(); }
+    std::size_t index_size() const noexcept;
 
   private:
     struct Born {
         std::uint32_t hash = 0;
         std::uint32_t frame = 0;
     };
-    ReusePolicy(const ReuseOptions& options, std::uint32_t regions) : opts_(options), regions_(regions) {}
+    ReusePolicy(const ReuseOptions& options, std::uint32_t regions)
+        : opts_(options), regions_(regions), index_(options.recall ? regions : 0), recalled_(regions) {}
     bool guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame);
     void forget_old(std::uint32_t frame);
+    std::optional<Recalled> lookup(std::uint32_t region, const Fingerprint& fp, std::uint32_t hash,
+                                   std::uint32_t frame) const;
+    struct Indexed {
+        std::uint64_t key = 0;
+        Fingerprint fp;
+        std::uint32_t hash = 0;
+        std::uint32_t frame = 0;
+    };
 
     ReuseOptions opts_;
     std::uint32_t regions_ = 0;
     std::unordered_map<std::uint64_t, Born> born_;  // (id << 32 | generation) -> when and what it holds
     std::vector<Query> queries_;                    // reused per frame
+    std::vector<std::vector<Indexed>> index_;       // recall: per region, every block computed
+    std::vector<std::optional<Recalled>> recalled_;
+    Fingerprint last_fp_;  // of the frame choose() decided last
     ReuseCounters counters_;
 };
 

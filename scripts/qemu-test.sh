@@ -488,9 +488,15 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 		qargs+=(-device pcie-root-port,id=rp1,chassis=1,slot=1
 			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096,test-hooks=on)
 		((debug)) || append+=" intel_iommu=on iommu.strict=1"
-		# Unplug through the root port's native PCIe hot-plug (pciehp), not q35's ACPI hot-plug.
-		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off"
-			-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off)
+		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
+		# The root port's slot belongs to native PCIe hot-plug (pciehp), not to q35's ACPI
+		# hot-plug, for the unplug run (device_del through pciehp) and on the debug kernel, which
+		# has no ACPI: under ACPI hot-plug QEMU never sets the slot's Presence Detect State for a
+		# function present at boot, so pciehp finds the slot empty and powers it off, and the
+		# function's BARs then read 0 ("no V-Rex 1.x at the register window").
+		if [[ $front == unplug ]] || ((debug)); then
+			qargs+=(-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off)
+		fi
 		;;
 	dt)
 		# virt: the engine on the platform bus, its banks a 64 MiB carve-out at the top of the

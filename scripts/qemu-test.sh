@@ -488,7 +488,7 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 		# The debug kernel has no ACPI, hence no intel-iommu: its DMA is direct.
 		qemu=$qemu_model_dir/bin/qemu-system-x86_64
 		qargs+=(-M q35 -vga none -parallel none -net none -L /usr/share/seabios -L /usr/share/qemu)
-		((debug)) || qargs+=(-device intel-iommu,intremap=off)
+		((debug)) || qargs+=(-device "intel-iommu,intremap=off")
 		qargs+=(-device pcie-root-port,id=rp1,chassis=1,slot=1
 			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096,test-hooks=on)
 		((debug)) || append+=" intel_iommu=on iommu.strict=1"

@@ -137,8 +137,6 @@ find "$d/build" -name '*.o' ! -path '*/scripts/*' ! -path '*/tools/*' -delete
 echo $((SECONDS - t0)) >"$d/build-seconds"
 log "built $kver in $((SECONDS - t0)) s"
 touch "$d/done"
-# Older debug kernels (other fragments or source versions) are dead weight.
-for old in "$cache"/kernel-debug-*; do
-	[[ $old == "$d" || ! -d $old ]] || rm -rf "$old"
-done
+# Debug kernels of other fragments stay: branches with another kernel-debug.config build against
+# theirs from the same shared cache at the same time (each is ~1.5 GB; clear stale ones by hand).
 emit "$d"

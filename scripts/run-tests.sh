@@ -50,7 +50,7 @@ if [[ ${VREX_BACKGROUND_BUILDS:-1} != 0 && -f scripts/kernel-debug.sh && -f scri
 	lines=$(bash scripts/qemu-test.sh --print-kernels 2>/dev/null)
 	bg=()
 	grep -q '^debug-' <<<"$lines" && bg+=("bash scripts/kernel-debug.sh")
-	grep -qE '^(pci|dt|unplug)-' <<<"$lines" && [[ -f scripts/qemu-build.sh ]] && bg+=("bash scripts/qemu-build.sh")
+	grep -qE '^(debug-)?(pci|dt|unplug)-' <<<"$lines" && [[ -f scripts/qemu-build.sh ]] && bg+=("bash scripts/qemu-build.sh")
 	if ((${#bg[@]})); then
 		# shellcheck disable=SC2016 # expanded by the inner shell
 		detach background 19 bash -c 't_all=$SECONDS

@@ -30,8 +30,10 @@ std::vector<double> round_ticks(double lo, double hi, int max_ticks, bool whole)
             if (whole && step < 1) continue;
             const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
             if (last - first + 1 > max_ticks) continue;
+            const int n = static_cast<int>(last - first) + 1;
             std::vector<double> t;
-            for (double k = first; k <= last; k++) t.push_back(k * step + 0.0);  // ceil(-1e-9) is -0
+            t.reserve(static_cast<std::size_t>(n));
+            for (int i = 0; i < n; i++) t.push_back((first + i) * step + 0.0);  // ceil(-1e-9) is -0
             return t;
         }
 }

@@ -28,7 +28,7 @@ force=0
 while (($#)); do
 	case $1 in
 	--arch) arches+=("${2:?}") && shift ;;
-	--out) out=${2:?} && shift ;;
+	--out) out=$(realpath -m "${2:?}") && shift ;; # absolute: ccache's CCACHE_BASEDIR must be
 	--no-lintian) lint=0 ;;
 	--force) force=1 ;;
 	-h | --help)

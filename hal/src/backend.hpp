@@ -46,7 +46,7 @@ public:
 
     // "kernel" or "emulated" (registry name, see backend_factories()).
     virtual std::string_view name() const noexcept = 0;
-    // Human-readable node or configuration, e.g. "/dev/accel/accel0" or "emulated (16 x 4 MiB)".
+    // Human-readable node or configuration: "/dev/accel/accel0 (vrex 1.3.0)", "16 banks x 4 MiB, ...".
     virtual std::string description() const = 0;
 
     // DRM_VREX_QUERY with DRM_VREX_QUERY_DEVICE_INFO / DRM_VREX_QUERY_BANKS.

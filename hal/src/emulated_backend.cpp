@@ -72,8 +72,11 @@ EmulatedBackend::~EmulatedBackend()
 
 std::string EmulatedBackend::description() const
 {
-    return "emulated (" + std::to_string(dev_->cfg.nbanks) + " banks x " +
-           std::to_string(dev_->cfg.bank_size >> 10) + " KiB, reference model in-process)";
+    // Without the backend's name: callers print "emulated: <this>" (vrexctl info, the report).
+    const std::uint64_t size = dev_->cfg.bank_size;
+    const bool mib = size % (std::uint64_t{1} << 20) == 0;
+    return std::to_string(dev_->cfg.nbanks) + " banks x " + std::to_string(mib ? size >> 20 : size >> 10) +
+           (mib ? " MiB" : " KiB") + ", reference model in-process";
 }
 
 void EmulatedBackend::simulate_hang(std::uint32_t commands)

@@ -16,6 +16,30 @@ std::string tick_label(double v) {
     return fmt::format("{:.2g}", v);
 }
 
+}  // namespace
+
+// Round ticks: every multiple of 1, 2 or 5 times a power of ten in [lo, hi], the finest such spacing
+// that gives at most @max_ticks (5 equal parts of 0..29 put "6" at 5.8 and "17" at 17.4).
+// @whole: the axis counts things (steps), so no fractional tick.
+std::vector<double> round_ticks(double lo, double hi, int max_ticks, bool whole) {
+    if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi) || max_ticks < 2) return {lo};
+    double mag = std::pow(10.0, std::floor(std::log10((hi - lo) / max_ticks)));
+    for (;; mag *= 10)
+        for (double m : {1.0, 2.0, 5.0}) {
+            const double step = m * mag;
+            if (whole && step < 1) continue;
+            const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
+            if (last - first + 1 > max_ticks) continue;
+            const int n = static_cast<int>(last - first) + 1;
+            std::vector<double> t;
+            t.reserve(static_cast<std::size_t>(n));
+            for (int i = 0; i < n; i++) t.push_back((first + i) * step + 0.0);  // ceil(-1e-9) is -0
+            return t;
+        }
+}
+
+namespace {
+
 std::string frame_open(const std::string& title, const std::string& xl, const std::string& yl) {
     return fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
@@ -100,11 +124,10 @@ std::string line_chart(const LineChart& c) {
             "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
             "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
             kL, kW - kR, Y(v), kL - 4, Y(v) + 4, tick_label(v));
-    for (int i = 0; i <= 5; i++) {
-        const double v = xmin + (xmax - xmin) * i / 5;
+    const bool whole = std::all_of(c.x.begin(), c.x.end(), [](double v) { return v == std::floor(v); });
+    for (double v : round_ticks(xmin, xmax, 7, whole))
         o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", X(v), kH - kB + 16,
-                         tick_label(std::round(v)));
-    }
+                         tick_label(v));
     // Series (at most ~1000 points each).
     int li = 0;
     for (const Series& s : c.series) {
@@ -163,12 +186,20 @@ std::string heat_map(const HeatMap& m) {
         "\n<text x=\"{:.1f}\" y=\"20\" text-anchor=\"end\">0</text>"
         "<text x=\"{:.1f}\" y=\"20\">100 %</text>\n",
         kLegendX - 4, kLegendX + kSteps * kSw + 4);
-    if (!m.x.empty())
-        for (int i = 0; i <= 5; i++) {
-            const std::size_t c = std::min(m.x.size() - 1, (m.x.size() - 1) * i / 5);
+    // A tick under the middle of the first column that holds its value (columns are in x order).
+    const std::size_t nx = std::min(m.x.size(), cols);
+    if (nx) {
+        const bool whole =
+            std::all_of(m.x.begin(), m.x.begin() + nx, [](double v) { return v == std::floor(v); });
+        for (double v : round_ticks(m.x.front(), m.x[nx - 1], 7, whole)) {
+            const auto c =
+                static_cast<std::size_t>(std::lower_bound(m.x.begin(), m.x.begin() + nx, v) - m.x.begin());
+            if (c == nx) continue;
             o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                             kL + (kW - kL - kR) * i / 5.0, kH - kB + 16, tick_label(m.x[c]));
+                             kL + (static_cast<double>(c) + 0.5) / static_cast<double>(per) * cw,
+                             kH - kB + 16, tick_label(m.x[c]));
         }
+    }
     return o + "</svg>\n";
 }
 

@@ -37,6 +37,10 @@ struct HeatMap {
 
 std::string heat_map(const HeatMap& map);
 
+// Round axis ticks in [lo, hi] (steps of 1, 2 or 5 x 10^k; whole numbers only when @whole), at most
+// @max_ticks of them.
+std::vector<double> round_ticks(double lo, double hi, int max_ticks, bool whole);
+
 // Escapes text for XML/HTML.
 std::string escape(const std::string& s);
 

@@ -7,26 +7,14 @@ import torch
 
 import vrex
 from vrex import lcp
-from vrex.decoder import Config, Decoder
+from vrex.decoder import Decoder
+
+from synthetic import decoder, luma, tokens
 
 
 @pytest.fixture()
 def model() -> Decoder:
-    torch.manual_seed(0)
-    m = Decoder(Config()).eval()
-    with torch.no_grad():  # the questions' learned biases start at 0: make them count here
-        for blk in m.blocks:
-            blk.attn.rel.normal_()
-            blk.attn.slot.normal_()
-    return m
-
-
-def tokens(frames: int, seed: int = 1) -> torch.Tensor:
-    return torch.randn(frames, 64, Config().feat_dim, generator=torch.Generator().manual_seed(seed))
-
-
-def luma(seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 256, (96, 128), dtype=np.uint8)
+    return decoder()
 
 
 def no_questions() -> tuple[torch.Tensor, torch.Tensor]:

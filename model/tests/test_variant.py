@@ -12,23 +12,11 @@ import vrex
 from vrex import anchors, train
 from vrex.decoder import VARIANTS, Config, Decoder
 
+from synthetic import decoder, luma, tokens
+
 
 def make(variant: str) -> Decoder:
-    torch.manual_seed(0)  # the same weights for both variants: only the read layer differs
-    m = Decoder(Config(), read_layer=VARIANTS[variant]).eval()
-    with torch.no_grad():  # the questions' learned biases start at 0: make them count here
-        for blk in m.blocks:
-            blk.attn.rel.normal_()
-            blk.attn.slot.normal_()
-    return m
-
-
-def tokens(frames: int, seed: int = 1) -> torch.Tensor:
-    return torch.randn(frames, 64, Config().feat_dim, generator=torch.Generator().manual_seed(seed))
-
-
-def luma(seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 256, (96, 128), dtype=np.uint8)
+    return decoder(VARIANTS[variant])
 
 
 def test_variants_read_layer_zero_or_the_deepest() -> None:

@@ -113,6 +113,13 @@ def tune_recall(streams: int = STREAMS, frames: int = FRAMES) -> dict[str, Any]:
             if best else None}
 
 
+def measured(res: dict[str, Any], name: str) -> dict[str, Any]:
+    """What run.run() measured for the grid point @name: reuse, accuracy and its change, KL, KV bytes."""
+    return {"reuse_rate": res[name]["reuse_rate"], "accuracy": res["task"]["accuracy"][name],
+            "accuracy_change": res["quality"][name]["accuracy_change"], "kl_mean": res["quality"][name]["mean"],
+            "kv_bytes": res[name]["kv_bytes"]}
+
+
 def tune_fcc(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep") -> dict[str, Any]:
     """Guard bits x FCC radius (FCC_GRID, age cap 2) with recall (the recall's key-hash bits = the
     guard's, its radius FCC_RECALL_RADIUS), with refresh and aliasing (no refresh), on cutback streams
@@ -137,10 +144,7 @@ def tune_fcc(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep"
     for refresh in (True, False):
         for g, rad in FCC_GRID:
             name = f"{'refresh' if refresh else 'alias'}_g{g}_r{rad}"
-            rows.append({"refresh": refresh, "guard_bits": g, "max_age": rad, "reuse_rate": res[name]["reuse_rate"],
-                         "accuracy": res["task"]["accuracy"][name],
-                         "accuracy_change": res["quality"][name]["accuracy_change"],
-                         "kl_mean": res["quality"][name]["mean"], "kv_bytes": res[name]["kv_bytes"]})
+            rows.append({"refresh": refresh, "guard_bits": g, "max_age": rad, **measured(res, name)})
     best = choose(rows, TOLERANCE)
     for r in rows:  # choose() breaks ties on max_age: here the radius
         r["radius"] = r.pop("max_age")
@@ -166,10 +170,7 @@ def tune_age(radius: int, streams: int = STREAMS, frames: int = FRAMES, variant:
     rows = []
     for g, a, rec in AGE_GRID:
         name = f"g{g}_a{a}_{'recall' if rec else 'norecall'}"
-        rows.append({"guard_bits": g, "max_age": a, "recall": rec, "reuse_rate": res[name]["reuse_rate"],
-                     "accuracy": res["task"]["accuracy"][name],
-                     "accuracy_change": res["quality"][name]["accuracy_change"],
-                     "kl_mean": res["quality"][name]["mean"], "kv_bytes": res[name]["kv_bytes"]})
+        rows.append({"guard_bits": g, "max_age": a, "recall": rec, **measured(res, name)})
     best = choose(rows, TOLERANCE)
     return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
             "workload": "cutback", "variant": variant, "weights": res["weights"], "radius": radius,

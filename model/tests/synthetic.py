@@ -1,0 +1,26 @@
+"""Synthetic inputs the model tests share: an untrained decoder whose question biases count, random
+encoder tokens and random luma frames (deterministic by seed)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from vrex.decoder import Config, Decoder
+
+
+def decoder(read_layer: int = 0) -> Decoder:
+    torch.manual_seed(0)  # the same weights whatever the read layer: only that differs
+    m = Decoder(Config(), read_layer=read_layer).eval()
+    with torch.no_grad():  # the questions' learned biases start at 0: make them count here
+        for blk in m.blocks:
+            blk.attn.rel.normal_()
+            blk.attn.slot.normal_()
+    return m
+
+
+def tokens(frames: int, seed: int = 1) -> torch.Tensor:
+    return torch.randn(frames, 64, Config().feat_dim, generator=torch.Generator().manual_seed(seed))
+
+
+def luma(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (96, 128), dtype=np.uint8)

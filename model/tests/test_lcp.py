@@ -9,7 +9,7 @@ import vrex
 from vrex import lcp
 from vrex.decoder import Decoder
 
-from synthetic import decoder, luma, tokens
+from synthetic import decoder, luma, streamed_and_reference, tokens
 
 
 @pytest.fixture()
@@ -66,20 +66,14 @@ def test_exact_streaming_equals_full_sequence_reference(model: Decoder) -> None:
     x = tokens(9)
     r = vrex.enable(model, policy="exact").stream()
     rng = np.random.default_rng(0)
-    qt_all, qr_all, qg_all = [], [], []
-    got = []
-    for t in range(9):
-        qr = torch.from_numpy(rng.integers(0, 16, 3))
-        qg = torch.tensor([t, max(0, t - 1), int(rng.integers(0, t + 1))])
-        logits, fs = r.step(luma(t), x[t], qr, qg)
-        assert fs.reused == 0 and fs.tokens == 64
-        got.append(logits)
-        qt_all.append(torch.full((3,), t))
-        qr_all.append(qr)
-        qg_all.append(qg)
-    with torch.no_grad():
-        want = model(x, torch.cat(qt_all), torch.cat(qr_all), torch.cat(qg_all))
-    assert torch.allclose(torch.cat(got), want, atol=1e-4)
+
+    def questions(t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        regions = torch.from_numpy(rng.integers(0, 16, 3))
+        return regions, torch.tensor([t, max(0, t - 1), int(rng.integers(0, t + 1))])
+
+    got, want, stats = streamed_and_reference(model, r, x, questions)
+    assert all(fs.reused == 0 and fs.tokens == 64 for fs in stats)
+    assert torch.allclose(got, want, atol=1e-4)
     assert r.cache_tokens() == 9 * 64
     assert r.distinct_blocks() == 9 * 16
 

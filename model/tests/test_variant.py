@@ -12,7 +12,7 @@ import vrex
 from vrex import anchors, train
 from vrex.decoder import VARIANTS, Config, Decoder
 
-from synthetic import decoder, luma, tokens
+from synthetic import decoder, luma, streamed_and_reference, tokens
 
 
 def make(variant: str) -> Decoder:
@@ -32,18 +32,12 @@ def test_deep_streaming_equals_its_full_sequence_reference() -> None:
     x = tokens(7)
     r = vrex.enable(m, policy="exact").stream()
     rng = np.random.default_rng(0)
-    got, qt, qr, qg = [], [], [], []
-    for t in range(7):
-        r_ = torch.from_numpy(rng.integers(0, 16, 2))
-        g_ = torch.tensor([t, int(rng.integers(0, t + 1))])
-        logits, _ = r.step(luma(t), x[t], r_, g_)
-        got.append(logits)
-        qt.append(torch.full((2,), t))
-        qr.append(r_)
-        qg.append(g_)
-    with torch.no_grad():
-        want = m(x, torch.cat(qt), torch.cat(qr), torch.cat(qg))
-    assert torch.allclose(torch.cat(got), want, atol=1e-4)
+
+    def questions(t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.from_numpy(rng.integers(0, 16, 2)), torch.tensor([t, int(rng.integers(0, t + 1))])
+
+    got, want, _ = streamed_and_reference(m, r, x, questions)
+    assert torch.allclose(got, want, atol=1e-4)
     # The deepest layer's values hold the frame's features (as layer 0's do).
     assert torch.allclose(r.views[6][5][3, 1], m.value0(x[6])[:, 20:24], atol=1e-6)
 

@@ -256,7 +256,8 @@ static int vrex_insert_one(struct vrex_device *vdev, struct vrex_file_stream *st
 	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
 	vrex_write(vdev, VREX_REG_ARG_REGION, it->region);
 	vrex_write(vdev, VREX_REG_ARG_OFFSET, (u32)it->frame_offset);
-	vrex_write(vdev, VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0);
+	vrex_write(vdev, VREX_REG_ARG_FLAGS, (alias ? VREX_ARGF_ALIAS : 0) |
+		   (it->flags & DRM_VREX_INSERT_HOST_TIER ? VREX_ARGF_HOST_TIER : 0));
 	vrex_write_fp(vdev, VREX_REG_ARG_FP(0), it->fp);
 	vrex_write(vdev, VREX_REG_ARG_BLOCK, alias ? it->block : VREX_NIL);
 	/* The device checks the generation too (0: any); validated above already. */

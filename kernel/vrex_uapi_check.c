@@ -80,8 +80,14 @@ static int vrex_frame_offset_ok(__s32 off)
 
 int vrex_check_insert_item(const struct drm_vrex_shie_insert_item *it)
 {
-	if ((it->flags & ~DRM_VREX_INSERT_VALID_FLAGS) || it->region >= DRM_VREX_REGIONS ||
-	    !vrex_frame_offset_ok(it->frame_offset))
+	__u32 host = it->flags & DRM_VREX_INSERT_HOST_TIER;
+
+	if ((it->flags & ~DRM_VREX_INSERT_VALID_FLAGS) || it->region >= DRM_VREX_REGIONS)
+		return -EINVAL;
+	/* A host-tier entry goes under the frame that computed the block: any past frame. */
+	if (host ? it->frame_offset > 0 : !vrex_frame_offset_ok(it->frame_offset))
+		return -EINVAL;
+	if (host && (it->flags & DRM_VREX_INSERT_ALIAS))
 		return -EINVAL;
 	if (it->flags & DRM_VREX_INSERT_ALIAS)
 		return it->handle || it->offset || it->length ? -EINVAL : 0;

@@ -126,6 +126,7 @@ u32 vrex_blocks_alloc(struct vrex_blocks *bl, u16 stream, u8 bank, const struct 
 	b->stream = stream;
 	b->bank = bank;
 	b->live = 1;
+	b->host = 0;
 	b->gen = bl->next_gen++;
 	if (!bl->next_gen)	/* 2^64 allocations: 0 stays "no generation" */
 		bl->next_gen = 1;
@@ -260,6 +261,8 @@ u32 vrex_lifecycle_retire(struct vrex_model *m, u32 stream, u32 zombie_frames)
 		return 0;
 	for (id = bl->stream_head[stream]; id != VREX_NIL; id = next) {
 		next = bl->b[id].next;
+		if (bl->b[id].host)
+			continue;
 		if (s->frame - bl->b[id].last_access > zombie_frames) {
 			vrex_lifecycle_release(m, id, VREX_RELEASE_ZOMBIE, NULL);
 			n++;

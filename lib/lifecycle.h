@@ -6,6 +6,11 @@
  * released together with all their SHIE entries in one step, and a release
  * record is queued so the owner can reuse the memory. A lookup therefore
  * never returns a released block.
+ *
+ * Host-tier blocks (INSERT with VREX_ARGF_HOST_TIER: a demoted block's copy
+ * in external memory) are never zombies: the host owns that memory and
+ * bounds it, so such a block and its entry stay until it is removed or its
+ * stream closes.
  */
 #ifndef VREX_LIFECYCLE_H
 #define VREX_LIFECYCLE_H
@@ -31,6 +36,7 @@ struct vrex_block {
 	u16 stream;
 	u8 bank;
 	u8 live;
+	u8 host;		/* host-tier block: never aged */
 	u64 gen;		/* generation: unique per allocation, never 0 (0 while free) */
 };
 

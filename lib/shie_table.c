@@ -142,15 +142,16 @@ u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 regi
 	return VREX_NIL;
 }
 
-int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
-		     u8 region, u32 frame, u32 block, u32 *entry_out)
+/* @temporal: the entry is keyed by (stream, frame, region) too; else similarity lookups only. */
+static int shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
+		       u8 region, u32 frame, u32 block, int temporal, u32 *entry_out)
 {
 	struct vrex_shie_entry *e;
 	u32 id, h, tb;
 
 	if (region >= VREX_SHIE_REGIONS)
 		return VREX_EINVAL;
-	if (vrex_shie_find_temporal(t, stream, region, frame) != VREX_NIL)
+	if (temporal && vrex_shie_find_temporal(t, stream, region, frame) != VREX_NIL)
 		return VREX_EEXIST;
 	if (t->free_head == VREX_NIL)
 		return VREX_ENOSPC;
@@ -169,12 +170,15 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 	e->region = region;
 	e->valid = 1;
 
-	h = shie_thash(t, stream, region, frame);
 	*link_prev(t, id) = VREX_NIL;
-	*link_next(t, id) = t->thash[h];
-	if (t->thash[h] != VREX_NIL)
-		*link_prev(t, t->thash[h]) = id;
-	t->thash[h] = id;
+	*link_next(t, id) = VREX_NIL;
+	if (temporal) {
+		h = shie_thash(t, stream, region, frame);
+		*link_next(t, id) = t->thash[h];
+		if (t->thash[h] != VREX_NIL)
+			*link_prev(t, t->thash[h]) = id;
+		t->thash[h] = id;
+	}
 
 	for (tb = 0; tb < t->mih_tables; tb++)
 		mih_add(t, tb, id);
@@ -182,6 +186,18 @@ int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 po
 	if (entry_out)
 		*entry_out = id;
 	return VREX_OK;
+}
+
+int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
+		     u8 region, u32 frame, u32 block, u32 *entry_out)
+{
+	return shie_insert(t, fp, pool, stream, region, frame, block, 1, entry_out);
+}
+
+int vrex_shie_insert_host(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
+			  u8 region, u32 frame, u32 block, u32 *entry_out)
+{
+	return shie_insert(t, fp, pool, stream, region, frame, block, 0, entry_out);
 }
 
 int vrex_shie_remove(struct vrex_shie_table *t, u32 entry)
@@ -194,10 +210,15 @@ int vrex_shie_remove(struct vrex_shie_table *t, u32 entry)
 	e = &t->e[entry];
 	next = *link_next(t, entry);
 	prev = *link_prev(t, entry);
-	if (prev != VREX_NIL)
+	if (prev != VREX_NIL) {
 		*link_next(t, prev) = next;
-	else
-		t->thash[shie_thash(t, e->stream, e->region, e->frame)] = next;
+	} else {
+		u32 *head = &t->thash[shie_thash(t, e->stream, e->region, e->frame)];
+
+		/* A host-tier entry is in no chain: the head is another entry's (or NIL). */
+		if (*head == entry)
+			*head = next;
+	}
 	if (next != VREX_NIL)
 		*link_prev(t, next) = prev;
 

@@ -200,6 +200,13 @@ void vrex_shie_clear(struct vrex_shie_table *t);
  */
 int vrex_shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
 		     u8 region, u32 frame, u32 block, u32 *entry_out);
+/*
+ * A host-tier entry: found by similarity lookups only. It has no temporal key,
+ * so it never collides with (stream, frame, region) of another entry (no
+ * VREX_EEXIST) and temporal lookups never return it.
+ */
+int vrex_shie_insert_host(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 pool, u16 stream,
+			  u8 region, u32 frame, u32 block, u32 *entry_out);
 /* Returns VREX_ENOENT for an index that is not a live entry. */
 int vrex_shie_remove(struct vrex_shie_table *t, u32 entry);
 

@@ -154,6 +154,14 @@ int vrex_model_frame(struct vrex_model *m, u32 stream, u64 src, u32 width, u32 h
 int vrex_model_insert(struct vrex_model *m, u32 stream, u32 region, s32 offset,
 		      const struct vrex_fp *fp, const struct vrex_kv_ref *kv, u32 alias_block,
 		      u32 *block_out);
+/*
+ * A host-tier block (lifecycle.h): @kv in external memory (VREX_EINVAL
+ * otherwise), @offset any frame offset <= 0 down to the stream's first frame
+ * (VREX_ERANGE otherwise); never aged by zombie release, and its entry is
+ * for similarity lookups only (vrex_shie_insert_host: no temporal key).
+ */
+int vrex_model_insert_host(struct vrex_model *m, u32 stream, u32 region, s32 offset,
+			   const struct vrex_fp *fp, const struct vrex_kv_ref *kv, u32 *block_out);
 int vrex_model_lookup_temporal(struct vrex_model *m, u32 stream, u32 region, s32 offset,
 			       struct vrex_lookup_result *res);
 int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,

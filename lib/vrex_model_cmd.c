@@ -85,7 +85,9 @@ static int cmd_insert(struct vrex_model *m)
 	u64 gen;
 	int ret;
 
-	if (flags & ~VREX_ARGF_ALIAS)
+	if (flags & ~(VREX_ARGF_ALIAS | VREX_ARGF_HOST_TIER))
+		return VREX_EINVAL;
+	if ((flags & VREX_ARGF_ALIAS) && (flags & VREX_ARGF_HOST_TIER))
 		return VREX_EINVAL;
 	if (flags & VREX_ARGF_ALIAS) {
 		alias = m->REG(VREX_REG_ARG_BLOCK);
@@ -102,7 +104,10 @@ static int cmd_insert(struct vrex_model *m)
 	kv.addr = arg64(m, VREX_REG_ARG_KV_ADDR_LO, VREX_REG_ARG_KV_ADDR_HI);
 	kv.length = m->REG(VREX_REG_ARG_KV_LEN);
 	kv.tag = m->REG(VREX_REG_ARG_KV_TAG);
-	ret = vrex_model_insert(m, stream, region, offset, &fp, &kv, alias, &block);
+	if (flags & VREX_ARGF_HOST_TIER)
+		ret = vrex_model_insert_host(m, stream, region, offset, &fp, &kv, &block);
+	else
+		ret = vrex_model_insert(m, stream, region, offset, &fp, &kv, alias, &block);
 	if (ret)
 		return ret;
 	m->REG(VREX_REG_RES_BLOCK) = block;

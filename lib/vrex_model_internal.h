@@ -41,6 +41,17 @@ static inline int frame_at(const struct vrex_stream *s, s32 offset, u32 *frame)
 	return 0;
 }
 
+/* A host-tier entry's frame: any frame of the stream up to the current one. */
+static inline int host_frame_at(const struct vrex_stream *s, s32 offset, u32 *frame)
+{
+	s64 f = (s64)s->frame + offset;
+
+	if (offset > 0 || f < 0)
+		return VREX_ERANGE;
+	*frame = (u32)f;
+	return 0;
+}
+
 /* A device range of @len bytes at @addr, aligned to @align, or NULL. */
 static inline u8 *dev_mem(struct vrex_model *m, u64 addr, u64 len, u32 align)
 {

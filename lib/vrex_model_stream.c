@@ -161,6 +161,46 @@ int vrex_model_insert(struct vrex_model *m, u32 stream, u32 region, s32 offset,
 	return 0;
 }
 
+int vrex_model_insert_host(struct vrex_model *m, u32 stream, u32 region, s32 offset,
+			   const struct vrex_fp *fp, const struct vrex_kv_ref *kv, u32 *block_out)
+{
+	struct vrex_stream *s = framed_stream(m, stream);
+	u32 frame, block, entry;
+	u8 bank;
+	int ret;
+
+	if (!s || !fp || !kv)
+		return VREX_EINVAL;
+	if (region >= VREX_SHIE_REGIONS)
+		return VREX_ERANGE;
+	ret = host_frame_at(s, offset, &frame);
+	if (ret)
+		return ret;
+	ret = kv_bank(m, kv, &bank);
+	if (ret)
+		return ret;
+	/* Device memory is aged by zombie release: only the host's own memory is a host tier. */
+	if (bank != VREX_BANK_NONE)
+		return VREX_EINVAL;
+	block = vrex_blocks_alloc(&m->blocks, (u16)stream, bank, kv, s->frame);
+	if (block == VREX_NIL)
+		return VREX_ENOSPC;
+	ret = vrex_shie_insert_host(&m->shie, fp, s->pool, (u16)stream, (u8)region, frame, block,
+				    &entry);
+	if (ret) {
+		vrex_blocks_undo_alloc(&m->blocks, block);
+		return ret;
+	}
+	m->blocks.b[block].host = 1;
+	vrex_lifecycle_account(m, &m->blocks.b[block], 1);
+	vrex_blocks_link_entry(&m->blocks, block, entry);
+	m->cnt[VREX_CNT_INSERTS]++;
+	sync_live(m);
+	if (block_out)
+		*block_out = block;
+	return 0;
+}
+
 int vrex_model_remove(struct vrex_model *m, u32 block, struct vrex_released *rec)
 {
 	if (!vrex_blocks_is_live(&m->blocks, block))

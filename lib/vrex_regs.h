@@ -156,7 +156,13 @@ typedef uint8_t vrex_u8;
 #define VREX_ARGF_PAST_ONLY		VREX_BIT(1)	/* LOOKUP_SIMILAR: frames before current */
 #define VREX_ARGF_ALIAS			VREX_BIT(2)	/* INSERT: point at existing ARG_BLOCK */
 #define VREX_ARGF_RESV_BLOCKS		VREX_BIT(3)	/* RESV_SELECT: block ranges */
-#define VREX_ARGF_VALID_MASK		0xfu
+/*
+ * INSERT (not with ALIAS): a host-tier block, external memory only; OFFSET
+ * may reach back to the stream's first frame and zombie release never ages
+ * the block (lifecycle.h).
+ */
+#define VREX_ARGF_HOST_TIER		VREX_BIT(4)
+#define VREX_ARGF_VALID_MASK		0x1fu
 
 /* Result registers */
 #define VREX_REG_RES_FLAGS		0x180	/* VREX_RESF_* */

@@ -93,4 +93,33 @@ vrex_hal_status vrex_hal_index_imported(vrex_hal_stream* s, const vrex_hal_impor
     });
 }
 
+vrex_hal_status vrex_hal_index_host_tier(vrex_hal_stream* s, const vrex_hal_imported* mem,
+                                         const vrex_hal_host_tier_request* req, vrex_hal_block* block) {
+    return guarded(__func__, s, [&]() -> vrex::Error {
+        vrex::Stream* st = vrex::capi::stream_of(s);
+        if (auto e = vrex::capi::non_null({{"stream", st}, {"mem", mem}, {"req", req}, {"block", block}}))
+            return e;
+        const std::size_t size = req->struct_size;
+        if (size < sizeof(vrex_hal_host_tier_request))
+            return invalid("host-tier request: struct_size " + std::to_string(size) + " is below the " +
+                           std::to_string(sizeof(vrex_hal_host_tier_request)) + " bytes of this ABI");
+        if (!zero_tail(req, sizeof(vrex_hal_host_tier_request), size))
+            return invalid("host-tier request: bytes past the known struct are not zero (valid: zero)");
+        if (req->block_size < sizeof(vrex_hal_block))
+            return invalid("host-tier request: block_size " + std::to_string(req->block_size) +
+                           " is below the " + std::to_string(sizeof(vrex_hal_block)) + " bytes of this ABI");
+        if (req->flags || req->pad)
+            return invalid("host-tier request: flags " + std::to_string(req->flags) + ", pad " +
+                           std::to_string(req->pad) + " (valid: 0 and 0)");
+        vrex::Fingerprint fp;
+        fp.w[0] = req->fp[0];
+        fp.w[1] = req->fp[1];
+        auto b = st->index_host_tier(*mem->mem, req->offset, req->region, req->frame, fp);
+        if (!b) return b.error_info();
+        std::memset(block, 0, req->block_size);
+        vrex::capi::block_to_c(*b, block);
+        return {};
+    });
+}
+
 }  // extern "C"

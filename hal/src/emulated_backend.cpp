@@ -356,8 +356,12 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
         return err(std::errc::invalid_argument);
     // Validate the whole batch before applying anything.
     for (const drm_vrex_shie_insert_item& it : items) {
+        // As vrex.ko (kernel/vrex_uapi_check.c): a host-tier entry goes under any past frame.
+        const bool host = it.flags & DRM_VREX_INSERT_HOST_TIER;
         if ((it.flags & ~DRM_VREX_INSERT_VALID_FLAGS) || it.region >= DRM_VREX_REGIONS ||
-            it.frame_offset < DRM_VREX_OFFSET_MIN || it.frame_offset > DRM_VREX_OFFSET_MAX)
+            (host ? it.frame_offset > 0
+                  : it.frame_offset < DRM_VREX_OFFSET_MIN || it.frame_offset > DRM_VREX_OFFSET_MAX) ||
+            (host && (it.flags & DRM_VREX_INSERT_ALIAS)))
             return err(std::errc::invalid_argument);
         if (it.flags & DRM_VREX_INSERT_ALIAS) {
             if (it.handle || it.offset || it.length)
@@ -398,7 +402,8 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
         r.write(VREX_REG_ARG_STREAM, stream);
         r.write(VREX_REG_ARG_REGION, it.region);
         r.write(VREX_REG_ARG_OFFSET, static_cast<std::uint32_t>(it.frame_offset));
-        r.write(VREX_REG_ARG_FLAGS, alias ? VREX_ARGF_ALIAS : 0u);
+        r.write(VREX_REG_ARG_FLAGS, (alias ? VREX_ARGF_ALIAS : 0u) |
+                                        (it.flags & DRM_VREX_INSERT_HOST_TIER ? VREX_ARGF_HOST_TIER : 0u));
         r.write_fp(VREX_REG_ARG_FP(0), it.fp);
         r.write64(VREX_REG_ARG_BLOCK_GEN_LO, VREX_REG_ARG_BLOCK_GEN_HI, alias ? it.block_gen : 0);
         if (alias) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 
 #include "device_impl.hpp"
@@ -80,14 +81,80 @@ Result<KvBlock> Stream::index_imported(const ImportedMemory& memory, std::uint64
     return impl_->index_imported(memory, offset, region, frame_offset);
 }
 
+Result<KvBlock> Stream::index_host_tier(const ImportedMemory& memory, std::uint64_t offset,
+                                        std::uint32_t region, std::uint32_t frame, const Fingerprint& fp) {
+    return impl_->index_host_tier(memory, offset, region, frame, fp);
+}
+
 Result<KvBlock> Stream::Impl::index_imported(const ImportedMemory& memory, std::uint64_t offset,
                                              std::uint32_t region, std::int32_t frame_offset) {
+    const std::string what = "index imported block at offset " + std::to_string(offset) + " of BO " +
+                             std::to_string(memory.handle());
+    if (!in_frame_) return Error{local_error(errc::not_in_frame), "no open frame"}.within(where(what));
+    return insert_imported(memory, offset, region, frame_offset, frame_.fp, 0, what);
+}
+
+namespace {
+std::uint64_t host_slot_key(std::uint32_t handle, std::uint64_t offset) {
+    return (std::uint64_t{handle} << 40) ^ offset;  // offsets of one import stay below 2^40 bytes
+}
+}  // namespace
+
+Result<KvBlock> Stream::Impl::index_host_tier(const ImportedMemory& memory, std::uint64_t offset,
+                                              std::uint32_t region, std::uint32_t frame,
+                                              const Fingerprint& fp) {
+    const std::string what = "index host-tier block of frame " + std::to_string(frame) + ", region " +
+                             std::to_string(region) + " at offset " + std::to_string(offset) + " of BO " +
+                             std::to_string(memory.handle());
+    auto fail = [&](std::error_code ec, const std::string& why) -> Error {
+        return Error{local_error(ec), why}.within(where(what));
+    };
+    if (!in_frame_) return fail(errc::not_in_frame, "no open frame");
+    const auto einval = std::make_error_code(std::errc::invalid_argument);
+    if (frame > frame_.frame)
+        return fail(einval, "frame " + std::to_string(frame) + " is past the current frame " +
+                                std::to_string(frame_.frame));
+    if (memory.alloc_ != alloc_) return fail(einval, "the memory was imported by another allocator");
+    if (offset >= (std::uint64_t{1} << 40))
+        return fail(einval, "offset is past the 1 TiB a host tier may span");
+    // Slot reuse: the block indexed here before is retired now, so no lookup can find it once its
+    // bytes are overwritten (the caller writes the new block's bytes before this call).
+    const std::uint64_t slot = host_slot_key(memory.handle(), offset);
+    std::optional<std::uint32_t> old;
+    {
+        std::lock_guard lock(alloc_->impl_->mu);
+        if (auto it = host_slots_.find(slot); it != host_slots_.end()) {
+            if (const BlockRec* r = alloc_->impl_->blocks->find(it->second); r && r->device_live)
+                old = r->id;
+            else
+                host_slots_.erase(it);
+        }
+        if (!old && alloc_->impl_->blocks->slot_taken(memory.handle(), offset))
+            return fail(std::make_error_code(std::errc::device_or_resource_busy),
+                        "a block that is not this stream's host-tier block is indexed there");
+    }
+    if (old) {
+        const std::uint32_t ids[1] = {*old};
+        auto recs = retire(ids);
+        if (!recs) return recs.error_info().within(where(what + ": retire the slot's previous block"));
+        apply_releases(*recs, false);
+        host_slots_.erase(slot);
+    }
+    const auto off = static_cast<std::int32_t>(static_cast<std::int64_t>(frame) - frame_.frame);
+    auto b = insert_imported(memory, offset, region, off, fp, DRM_VREX_INSERT_HOST_TIER, what);
+    if (!b) return b;
+    host_slots_[slot] = BlockTable::key(b->id, b->generation);
+    return b;
+}
+
+Result<KvBlock> Stream::Impl::insert_imported(const ImportedMemory& memory, std::uint64_t offset,
+                                              std::uint32_t region, std::int32_t frame_offset,
+                                              const Fingerprint& fp, std::uint32_t flags,
+                                              const std::string& what) {
     const std::uint64_t bytes = alloc_->block_bytes();
     auto fail = [&](std::error_code ec, const std::string& why) -> Error {
-        return Error{ec, why}.within(where("index imported block at offset " + std::to_string(offset) +
-                                           " of BO " + std::to_string(memory.handle())));
+        return Error{ec, why}.within(where(what));
     };
-    if (!in_frame_) return fail(local_error(errc::not_in_frame), "no open frame");
     const auto einval = std::make_error_code(std::errc::invalid_argument);
     if (memory.alloc_ != alloc_)
         return fail(local_error(einval), "the memory was imported by another allocator");
@@ -100,15 +167,17 @@ Result<KvBlock> Stream::Impl::index_imported(const ImportedMemory& memory, std::
                                              "-byte buffer");
 
     drm_vrex_shie_insert_item it{};
-    it.fp[0] = frame_.fp.w[0];
-    it.fp[1] = frame_.fp.w[1];
+    it.fp[0] = fp.w[0];
+    it.fp[1] = fp.w[1];
     it.handle = memory.handle();
+    it.flags = flags;
     it.offset = offset;
     it.length = bytes;
     it.region = region;
     it.frame_offset = frame_offset;
     if (auto ec = backend_of(alloc_->device()).shie_insert(id_, std::span(&it, 1)))
-        return fail(ec, "SHIE insert");
+        return fail(ec, (flags & DRM_VREX_INSERT_HOST_TIER) ? "SHIE insert (host tier: needs vrex uAPI 1.4)"
+                                                            : "SHIE insert");
     if (it.result)
         return fail(std::error_code(-it.result, std::generic_category()),
                     "SHIE insert (frame offset " + std::to_string(frame_offset) + ", region " +

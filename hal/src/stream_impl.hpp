@@ -42,6 +42,12 @@ struct VREX_LOCAL Stream::Impl {
     Result<int> do_export_dmabuf(const KvBlock& block);
     Result<KvBlock> index_imported(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
                                    std::int32_t frame_offset);
+    Result<KvBlock> index_host_tier(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
+                                    std::uint32_t frame, const Fingerprint& fp);
+    // The SHIE insert of a block at @offset of @memory, and its record (imported, unpublished).
+    Result<KvBlock> insert_imported(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
+                                    std::int32_t frame_offset, const Fingerprint& fp, std::uint32_t flags,
+                                    const std::string& what);
     void on_release(ReleaseCallback cb);
     Result<int> release_event_fd();
     // "<what> (stream S, frame F)": the context every error of this stream starts with.
@@ -78,6 +84,9 @@ struct VREX_LOCAL Stream::Impl {
     // Blocks this stream made and has not published (BlockTable keys): end_frame() publishes them
     // with publish_at_end_frame_.
     std::vector<std::uint64_t> unpublished_;
+    // Host-tier blocks of this stream by (import handle, offset): the slot's current block, retired
+    // before another block is indexed there (index_host_tier).
+    std::unordered_map<std::uint64_t, std::uint64_t> host_slots_;
     bool in_frame_ = false;
     FrameInfo frame_;
     std::uint32_t staging_handle_ = 0;

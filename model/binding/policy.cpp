@@ -7,6 +7,8 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +105,42 @@ void bind_policy(py::module_& m) {
                 p.forget(k);
             },
             py::arg("keys"), "the blocks (id, generation) @keys are gone: never recall them")
+        .def(
+            "attach_host_tier",
+            [](lcp::ReusePolicy& p, const std::shared_ptr<PyStream>& s, std::uint32_t slots) {
+                check(p.attach_host_tier(*s->alloc, slots), "reuse policy");
+            },
+            py::arg("stream"), py::arg("slots"),
+            "recall's host tier: @slots blocks of host memory imported by @stream's allocator")
+        .def(
+            "demote",
+            [](lcp::ReusePolicy& p, const std::shared_ptr<PyStream>& s,
+               const std::pair<std::uint32_t, std::uint32_t>& source, const py::buffer& bytes) {
+                const py::buffer_info info = bytes.request();
+                py::ssize_t stride = info.itemsize;
+                bool contiguous = true;
+                for (py::ssize_t d = info.ndim - 1; d >= 0; d--) {
+                    contiguous = contiguous && (info.shape[d] == 1 || info.strides[d] == stride);
+                    stride *= info.shape[d];
+                }
+                if (!contiguous)
+                    throw std::invalid_argument("demote: the block's bytes must be C-contiguous");
+                const std::span<const std::byte> span(static_cast<const std::byte*>(info.ptr),
+                                                      static_cast<std::size_t>(info.size * info.itemsize));
+                const std::uint64_t key = (std::uint64_t{source.first} << 32) | source.second;
+                return PyBlock{take(p.demote(*s->stream, key, span), "reuse policy"), s};
+            },
+            py::arg("stream"), py::arg("source"), py::arg("bytes"),
+            "block @source (id, generation) was demoted: its @bytes go to the next host-tier slot, "
+            "indexed in the SHIE for @stream's open frame -> the host-tier block")
+        .def(
+            "recallable",
+            [](const lcp::ReusePolicy& p, const std::pair<std::uint32_t, std::uint32_t>& source) {
+                return p.recallable((std::uint64_t{source.first} << 32) | source.second);
+            },
+            py::arg("source"), "whether demote() knows block @source (id, generation)")
+        .def_property_readonly("host_slots", &lcp::ReusePolicy::host_slots)
+        .def_property_readonly("hosted", &lcp::ReusePolicy::hosted)
         .def_property_readonly("index_size", &lcp::ReusePolicy::index_size)
         .def_property_readonly("ledger_size", &lcp::ReusePolicy::ledger_size)
         .def_property_readonly("counters", [](const lcp::ReusePolicy& p) {

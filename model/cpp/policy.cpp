@@ -5,6 +5,8 @@
 #include <string>
 #include <system_error>
 
+#include "host_memory.hpp"
+
 namespace vrex::lcp {
 
 namespace {
@@ -15,11 +17,16 @@ std::uint64_t key_of(const KvBlock& b) {
 
 // The FCC fingerprint's bits 0..31 are motion against the previous frame (thermometer codes), the
 // other 96 a SimHash of the frame's appearance (docs/hw/fcc.md). A view that comes back after a cut
-// arrives with the cut's motion, so a recall compares appearance only.
-std::uint32_t appearance_distance(const Fingerprint& a, const Fingerprint& b) {
-    return static_cast<std::uint32_t>(std::popcount((a.w[0] ^ b.w[0]) >> 32) +
-                                      std::popcount(a.w[1] ^ b.w[1]));
+// arrives with the cut's motion, so host-tier entries and recall lookups carry appearance only.
+Fingerprint appearance(const Fingerprint& fp) {
+    Fingerprint a = fp;
+    a.w[0] &= ~std::uint64_t{0xffff'ffff};
+    return a;
 }
+
+// Without a host tier, recall reaches only blocks the device still indexes: no cold block outlives
+// the device's longest zombie rule (255 frames, lib/vrex_model.h) by much, so older records go.
+constexpr std::uint32_t kDeviceReach = 256;
 
 Error bad(std::string what) {
     return {std::errc::invalid_argument, "lcp policy: " + std::move(what)};
@@ -32,8 +39,9 @@ Result<ReusePolicy> ReusePolicy::create(const ReuseOptions& o, std::uint32_t reg
     if (o.radius > 31) return bad("radius " + std::to_string(o.radius) + " is not in 0..31");
     if (o.guard_bits > kKeyHashBits)
         return bad("guard_bits " + std::to_string(o.guard_bits) + " is not in 0..32");
-    if (o.recall_radius > kAppearanceBits)
-        return bad("recall_radius " + std::to_string(o.recall_radius) + " is not in 0..96");
+    if (o.recall_radius > 31)
+        return bad("recall_radius " + std::to_string(o.recall_radius) +
+                   " is not in 0..31 (a recall is a SHIE similarity lookup)");
     if (o.recall_guard_bits > kKeyHashBits)
         return bad("recall_guard_bits " + std::to_string(o.recall_guard_bits) + " is not in 0..32");
     return ReusePolicy(o, regions);
@@ -64,6 +72,8 @@ std::span<const Query> ReusePolicy::queries(const Fingerprint& fp) {
     for (std::uint32_t r = 0; r < regions_; r++) {
         queries_.push_back(Query::temporal(r, -1));
         if (similar) queries_.push_back(Query::similar(r, fp, opts_.radius, Scope::stream, true));
+        if (recall_on())
+            queries_.push_back(Query::similar(r, appearance(fp), opts_.recall_radius, Scope::stream, true));
     }
     return queries_;
 }
@@ -84,7 +94,7 @@ Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fi
         return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
                    " regions");
     const bool similar = opts_.similar && opts_.fcc;
-    const std::size_t per = similar ? 2 : 1;
+    const std::size_t per = 1 + (similar ? 1 : 0) + (recall_on() ? 1 : 0);
     last_fp_ = fp;
     std::fill(recalled_.begin(), recalled_.end(), std::nullopt);
     if (got.size() != std::size_t{regions_} * per)
@@ -108,36 +118,28 @@ Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fi
                 break;
             }
         }
-        if (!out[r] && opts_.recall) {
-            recalled_[r] = lookup(r, fp, key_hashes[r], frame);
+        if (!out[r] && recall_on()) {
+            recalled_[r] = recall(got[r * per + per - 1], key_hashes[r], frame);
             if (recalled_[r]) counters_.recalled++;
         }
     }
     return out;
 }
 
-std::optional<Recalled> ReusePolicy::lookup(std::uint32_t region, const Fingerprint& fp, std::uint32_t hash,
+std::optional<Recalled> ReusePolicy::recall(const Retrieval& got, std::uint32_t hash,
                                             std::uint32_t frame) const {
+    if (!got.hit) return std::nullopt;
+    std::uint64_t source = block_key(got.block);
+    if (const auto h = hosted_.find(source); h != hosted_.end()) source = h->second;
+    const auto it = recallable_.find(source);
+    if (it == recallable_.end()) return std::nullopt;  // forgotten, or never computed here
+    const Computed& c = it->second;
     // Past the age cap only: younger blocks are the device's candidates, which the guard has judged.
-    std::optional<Recalled> best;
-    for (const Indexed& e : index_[region]) {
-        if (frame - e.frame <= opts_.max_age) continue;
-        const auto hd = static_cast<std::uint32_t>(std::popcount(e.hash ^ hash));
-        if (hd > opts_.recall_guard_bits) continue;
-        const std::uint32_t fd = appearance_distance(fp, e.fp);
-        if (fd > opts_.recall_radius) continue;
-        // Closest hash, then closest fingerprint, then the newest (entries are in frame order).
-        if (!best || hd < best->hash_distance || (hd == best->hash_distance && fd <= best->fp_distance))
-            best = Recalled{static_cast<std::uint32_t>(e.key >> 32), static_cast<std::uint32_t>(e.key),
-                            e.frame, hd, fd};
-    }
-    return best;
-}
-
-std::size_t ReusePolicy::index_size() const noexcept {
-    std::size_t n = 0;
-    for (const auto& v : index_) n += v.size();
-    return n;
+    if (frame - c.frame <= opts_.max_age) return std::nullopt;
+    const auto hd = static_cast<std::uint32_t>(std::popcount(c.hash ^ hash));
+    if (hd > opts_.recall_guard_bits) return std::nullopt;
+    return Recalled{static_cast<std::uint32_t>(source >> 32), static_cast<std::uint32_t>(source), c.frame, hd,
+                    got.distance};
 }
 
 Result<void> ReusePolicy::installed(std::span<const KvBlock> blocks, std::span<const std::uint64_t> sources,
@@ -147,13 +149,10 @@ Result<void> ReusePolicy::installed(std::span<const KvBlock> blocks, std::span<c
                    " sources");
     for (std::size_t i = 0; i < blocks.size(); i++) {
         std::optional<std::uint32_t> hash;
-        if (const auto it = born_.find(sources[i]); it != born_.end()) hash = it->second.hash;
-        for (std::size_t r = 0; !hash && r < index_.size(); r++)
-            for (const Indexed& e : index_[r])
-                if (e.key == sources[i]) {
-                    hash = e.hash;
-                    break;
-                }
+        if (const auto it = born_.find(sources[i]); it != born_.end())
+            hash = it->second.hash;
+        else if (const auto rc = recallable_.find(sources[i]); rc != recallable_.end())
+            hash = rc->second.hash;
         if (!hash)
             return Error{std::errc::no_such_file_or_directory,
                          "lcp policy: installed from block " + std::to_string(sources[i] >> 32) + "/" +
@@ -165,15 +164,70 @@ Result<void> ReusePolicy::installed(std::span<const KvBlock> blocks, std::span<c
 }
 
 void ReusePolicy::forget(std::span<const std::uint64_t> keys) {
-    for (auto& v : index_)
-        std::erase_if(
-            v, [&](const Indexed& e) { return std::find(keys.begin(), keys.end(), e.key) != keys.end(); });
+    // A host-tier copy of a forgotten block may still be found until its slot is reused: recall()
+    // then knows no source for it.
+    for (std::uint64_t k : keys) recallable_.erase(k);
 }
 
 void ReusePolicy::forget_old(std::uint32_t frame) {
+    if (!host_mem_ && frame > opts_.max_age + kDeviceReach)
+        std::erase_if(recallable_,
+                      [&](const auto& kv) { return frame - kv.second.frame > opts_.max_age + kDeviceReach; });
     // Entries past the age cap can never pass the guard again.
     if (opts_.max_age == 0 || born_.size() <= std::size_t{4} * regions_ * (opts_.max_age + 2)) return;
     std::erase_if(born_, [&](const auto& kv) { return frame - kv.second.frame > opts_.max_age; });
+}
+
+Result<void> ReusePolicy::attach_host_tier(KvAllocator& alloc, std::uint32_t slots) {
+    if (!recall_on()) return bad("a host tier serves recall, which is off (recall needs fcc)");
+    if (slots == 0) return bad("a host tier needs at least one slot");
+    if (host_mem_) return bad("a host tier is attached already");
+    const std::uint64_t bytes = alloc.block_bytes();
+    auto fd = host_tier_dmabuf(std::uint64_t{slots} * bytes);
+    if (!fd) return fd.error_info().within("lcp policy: host tier of " + std::to_string(slots) + " blocks");
+    auto mem = alloc.import_memory(fd->get());
+    if (!mem) return mem.error_info().within("lcp policy: import the host tier");
+    host_mem_ = std::move(*mem);
+    slot_bytes_ = bytes;
+    slots_.assign(slots, Slot{});
+    next_slot_ = 0;
+    return {};
+}
+
+Result<KvBlock> ReusePolicy::demote(Stream& stream, std::uint64_t source, std::span<const std::byte> bytes) {
+    const auto name = [&] {
+        return "block " + std::to_string(source >> 32) + "/" + std::to_string(source & 0xffff'ffffu);
+    };
+    if (!host_mem_) return bad("demote " + name() + ": no host tier (attach_host_tier)");
+    const auto it = recallable_.find(source);
+    if (it == recallable_.end())
+        return Error{std::errc::no_such_file_or_directory,
+                     "lcp policy: demote " + name() + ", which it did not see computed (or forgot)"};
+    const std::uint64_t block_bytes = slot_bytes_;
+    const std::uint32_t slot = next_slot_;
+    const std::uint64_t offset = std::uint64_t{slot} * block_bytes;
+    if (bytes.size() != block_bytes || offset + block_bytes > host_mem_->host_view().size())
+        return bad("demote " + name() + ": " + std::to_string(bytes.size()) + " bytes for a " +
+                   std::to_string(block_bytes) + "-byte slot");
+    // The slot's previous block: forgotten here, its entry retired by index_host_tier before the
+    // new one goes in (no lookup runs in between: a policy and its stream are used by one thread).
+    Slot& s = slots_[slot];
+    if (s.used) {
+        hosted_.erase(s.host);
+        recallable_.erase(s.source);
+        s.used = false;
+    }
+    const Computed c = it->second;
+    std::span<std::byte> dst = host_mem_->host_view().subspan(offset, block_bytes);
+    std::copy(bytes.begin(), bytes.end(), dst.begin());
+    auto host = stream.index_host_tier(*host_mem_, offset, c.region, c.frame, c.fp);
+    if (!host)
+        return host.error_info().within("lcp policy: demote " + name() + " to host-tier slot " +
+                                        std::to_string(slot));
+    s = Slot{true, source, block_key(*host)};
+    hosted_[s.host] = source;
+    next_slot_ = (slot + 1) % static_cast<std::uint32_t>(slots_.size());
+    return host;
 }
 
 Result<void> ReusePolicy::computed(std::span<const KvBlock> blocks, std::span<const std::uint32_t> key_hashes,
@@ -183,10 +237,10 @@ Result<void> ReusePolicy::computed(std::span<const KvBlock> blocks, std::span<co
                    std::to_string(key_hashes.size()) + " key hashes");
     for (std::size_t i = 0; i < blocks.size(); i++) {
         born_[key_of(blocks[i])] = Born{key_hashes[i], frame};
-        if (opts_.recall) {
+        if (recall_on()) {
             const std::uint32_t r = blocks[i].region;
             if (r >= regions_) return bad("computed block of region " + std::to_string(r));
-            index_[r].push_back(Indexed{key_of(blocks[i]), last_fp_, key_hashes[i], frame});
+            recallable_[key_of(blocks[i])] = Computed{key_hashes[i], frame, r, appearance(last_fp_)};
         }
     }
     forget_old(frame);

@@ -191,6 +191,7 @@ class Managed(lcp.Policy):
             self.prefill.install_recalls = False
             core = self.prefill.core
             self.tiers.on_drop = lambda key: core.forget([key])
+            self.tiers.on_demote = self.prefill.host_put  # recall finds it through the SHIE's host tier
         self.gen = torch.Generator().manual_seed(int(ex.get("seed", 0)))
         blk = runner.s.model.blocks[0]
         # Selection signals: layer-0 keys rotated to their frames (per frame [64, KVH*hd]), region
@@ -229,8 +230,8 @@ class Managed(lcp.Policy):
         for r, b in out.items():
             self.frame_blocks[r] = b
         if isinstance(self.prefill, lcp.VrexPolicy) and self.run.s.opts.recall:
-            # Blocks past the device's candidates, found in the policy's index: fetched back from
-            # whatever tier holds them (dropped ones were forgotten: tiers.on_drop).
+            # Blocks past the device's candidates, found by the SHIE in its host tier: fetched back
+            # from whatever tier holds them (dropped ones were forgotten: tiers.on_drop).
             for r, (key, _frame, _hd, _fd) in self.prefill.recalled().items():
                 key = (int(key[0]), int(key[1]))
                 if key in self.tiers.entries and self.tiers.readable(key):
@@ -575,10 +576,11 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
 
     more = resident + frames_per_fetch
     return {
-        # No FCC: the temporal candidate whatever the fingerprints say, no similarity lookup, and the
-        # recall matches key hashes only (its appearance radius opened to all 96 bits).
-        "no_fcc": m({"fcc": False, "recall_radius": 96}),
-        # No SHIE similarity: neither the device's lookup nor the recall from the host tier.
+        # No FCC: the temporal candidate whatever the fingerprints say; without fingerprints no SHIE
+        # similarity lookup either, so neither the device's nor the recall through the host tier.
+        "no_fcc": m({"fcc": False}),
+        # No SHIE similarity lookup, the FCC kept: the temporal candidate alone (no similar
+        # candidate from the device tier, no recall from the host tier: both are that lookup).
         "temporal_only": m({"similar": False, "recall": False}),
         "no_guard": m({"guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
         "no_zombie": m(coldness="fifo"),
@@ -588,14 +590,15 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "resv_qk_only": m(read="resv"),
         # No frame reuse (every region computed): the memory hierarchy and its reads alone.
         "no_reuse": m(prefill="exact"),
-        # Reuse only from the device's candidates (the last max_age frames).
+        # No host-tier entries: the SHIE's similarity lookup over the device tier only (the last
+        # frames; demoted blocks are not indexed).
         "no_recall": m({"recall": False}),
         # The recall on where V-Rex's frozen knobs have it off (the deep variant: anchors.DEEP_REUSE).
         "recall_on": m({"recall": True}),
         # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
         "no_refresh": m(al),
         # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).
-        "alias_no_fcc": m({**al, "fcc": False, "recall_radius": 96}),
+        "alias_no_fcc": m({**al, "fcc": False}),
         "alias_no_guard": m({**al, "guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
         # Zombie release and the similarity lookup where reused blocks are aliased (referenced by later
         # frames: coldness is not creation age) -- with refresh no_zombie is V-Rex itself.

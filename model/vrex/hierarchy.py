@@ -3,7 +3,9 @@
 The device tier is the HAL's block memory (the runner's block views, pinned). A cold block is
 DEMOTED instead of dropped: its bytes are copied to host memory (beyond `host_blocks`, to a file on
 disk), the runner's views of it are swapped to the copy, and its pin is dropped, so the device's
-zombie rule gives its memory back. A question that selects it reads it back through `fetch` into a
+zombie rule gives its memory back. With recall, `on_demote` also hands the copy to the policy,
+which indexes it in the SHIE's host tier (a fixed pool of host memory the HAL imported: vrex/lcp.py,
+model/cpp policy.hpp) so that a similarity lookup finds it again. A question that selects it reads it back through `fetch` into a
 device staging area of at most `fetch_blocks` blocks (the emulation has no DMA engine the binding
 exposes: staging is a host tensor counted as device bytes). A block the device still holds (its
 SHIE entry is live) and a new frame reuses is re-pinned: promoted without a copy.
@@ -92,6 +94,7 @@ class KvTiers:
         self._disk_used = 0
         self._free_disk: list[int] = []
         self.on_drop: Any = None                   # called with the key of every dropped block
+        self.on_demote: Any = None                 # called with (key, host copy) of every demoted block
 
     # ---- frames -------------------------------------------------------------------------------
     def add_frame(self, t: int, blocks: list[Any]) -> None:
@@ -171,6 +174,8 @@ class KvTiers:
         e.host = None if self.drop else copy
         if self.drop and self.on_drop is not None:
             self.on_drop(key)
+        if not self.drop and self.on_demote is not None:
+            self.on_demote(key, copy)  # the SHIE's host tier indexes a copy (recall: vrex/lcp.py)
         self.run.st.unpin(e.block)
         del self.run.pinned[key]
         if not self.drop and self.host_blocks and self.count("host") > self.host_blocks:

@@ -70,8 +70,9 @@ class Options:
     guard_bits: int = 1         # max Hamming distance of the key hashes (frozen on validation: vrex.tune)
     max_age: int = 2            # reuse a block at most this many frames after it was computed (0: no cap)
     similar: bool = True        # also ask the similarity lookup
-    recall: bool = False        # also recall blocks past the device's candidates (policy index; needs tiers)
-    recall_radius: int = 8      # FCC appearance-bit radius of a recall (0..96)
+    recall: bool = False        # also recall blocks past the device's candidates (the SHIE's host tier)
+    recall_radius: int = 8      # FCC appearance-bit radius of a recall (0..31: a SHIE similarity lookup)
+    host_slots: int = 4096      # blocks of host memory recall's host tier holds (its bound; oldest reused)
     recall_guard_bits: int = 0  # key-hash distance of a recall (0..32)
     refresh: bool = False       # reused regions get a new block with layer 0 written fresh (see above)
     backend: str = "emulated"
@@ -229,6 +230,34 @@ class VrexPolicy(Policy):
                                     recall=o.recall, recall_radius=o.recall_radius,
                                     recall_guard_bits=o.recall_guard_bits)
         self.install_recalls = True  # anchors.Managed installs them from its tiers instead
+        # Recall's host tier: blocks demoted to host memory stay findable by the SHIE (their copies
+        # are indexed there). The HAL indexes within an open frame: demotions wait for begin().
+        self.hosting = o.recall and o.fcc
+        if self.hosting:
+            self.core.attach_host_tier(runner.st, o.host_slots)
+        self.to_host: list[tuple[tuple[int, int], Any]] = []
+        self.by_frame: list[list[tuple[int, int]]] = []  # plain runner: computed keys per frame
+
+    def host_put(self, key: tuple[int, int], data: torch.Tensor) -> None:
+        """Block @key was demoted, its bytes are @data: indexed in the host tier at the next begin()."""
+        if self.hosting and self.core.recallable(key):
+            self.to_host.append((key, data))
+
+    def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
+        if not self.hosting:
+            return
+        old = self.run.t - self.run.s.opts.max_age - 1
+        if self.install_recalls and self.run.s.opts.max_age and 0 <= old < len(self.by_frame):
+            # The plain runner keeps every block on the device: a block past the age cap, which only
+            # recall can reach, gets its host-tier copy (the device's zombie rule retires its entry).
+            for key in self.by_frame[old]:
+                b = self.run.pinned.get(key)
+                if b is not None:
+                    self.host_put(key, self.run.s.view(b))
+            self.by_frame[old] = []
+        for key, data in self.to_host:
+            self.core.demote(self.run.st, key, data.contiguous().numpy())
+        self.to_host.clear()
 
     def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, Any]:
         out = self.core.choose(self.run.st, fp, hashes, self.run.t)
@@ -246,13 +275,15 @@ class VrexPolicy(Policy):
 
     def computed_frame(self, regions: list[int], blocks: list["hal.KvBlock"], hashes: list[int]) -> None:
         self.core.computed(blocks, [hashes[r] for r in regions], self.run.t)
+        if self.hosting and self.install_recalls:
+            self.by_frame.append([(b.id, b.generation) for b in blocks])
 
     def installed(self, regions: list[int], blocks: list["hal.KvBlock"], sources: list[tuple[int, int]]) -> None:
         self.core.installed(blocks, sources, self.run.t)
 
     def recalled(self) -> dict[int, tuple[tuple[int, int], int, int, int]]:
         """region -> ((id, generation), frame, hash distance, appearance distance) of the blocks the
-        last choose() recalled from the policy's index (Options.recall)."""
+        last choose() recalled through the SHIE's host tier (Options.recall)."""
         return self.core.recalled()
 
 

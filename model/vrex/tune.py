@@ -30,7 +30,9 @@ from . import lcp, run, task
 
 GRID = [(g, a) for g in (1, 2, 4) for a in (2, 4)]
 REFRESH_GRID = [(g, a) for g in (1, 2, 4, 8) for a in (2, 4)]
-RECALL_GRID = [(rad, g) for rad in (8, 24, 96) for g in (2, 8)]
+# Radii up to 31: a recall is a SHIE similarity lookup (session 10; 96, all appearance bits, was the
+# policy's own index).
+RECALL_GRID = [(rad, g) for rad in (8, 24, 31) for g in (2, 8)]
 FCC_GRID = [(g, rad) for g in (0, 1, 2, 8) for rad in (4, 12, 20)]
 AGE_GRID = [(g, a, rec) for g in (0, 1) for a in (1, 2) for rec in (True, False)]
 FCC_RECALL_RADIUS = 24  # the recall's appearance radius frozen by --recall; its key-hash bits follow the guard's

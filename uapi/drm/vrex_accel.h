@@ -52,9 +52,10 @@ extern "C" {
  * insert items and of release records), -ESTALE on ReSV heads emptied by a
  * reset, the wedged state. 1.3: block generations (@block_gen of insert items,
  * lookup items and release records; an ALIAS insert naming a generation).
+ * 1.4: host-tier blocks (DRM_VREX_INSERT_HOST_TIER).
  */
 #define DRM_VREX_VERSION_MAJOR 1
-#define DRM_VREX_VERSION_MINOR 3
+#define DRM_VREX_VERSION_MINOR 4
 
 /**
  * enum drm_vrex_ioctl_id - ioctl numbers, offsets from DRM_COMMAND_BASE
@@ -350,7 +351,8 @@ struct drm_vrex_frame_submit {
 #define DRM_VREX_MAX_RADIUS	31
 
 #define DRM_VREX_INSERT_ALIAS		(1u << 0)	/* point at existing @block */
-#define DRM_VREX_INSERT_VALID_FLAGS	DRM_VREX_INSERT_ALIAS
+#define DRM_VREX_INSERT_HOST_TIER	(1u << 1)	/* a demoted block in host memory */
+#define DRM_VREX_INSERT_VALID_FLAGS	(DRM_VREX_INSERT_ALIAS | DRM_VREX_INSERT_HOST_TIER)
 
 /**
  * struct drm_vrex_shie_insert_item - one SHIE entry (and, unless ALIAS, one
@@ -364,7 +366,9 @@ struct drm_vrex_frame_submit {
  * @length: bytes of the KV range, > 0; the range must not overflow and must
  *          lie inside the BO (must be 0 with ALIAS)
  * @region: 0..15
- * @frame_offset: relative to the stream's current frame, -3..+2
+ * @frame_offset: relative to the stream's current frame, -3..+2; with
+ *                HOST_TIER any offset <= 0 that stays at or after the
+ *                stream's first frame (-ERANGE before it)
  * @block: in: with ALIAS, an existing block of this file; out: the block id
  * @result: out: 0 or a negative errno for this item (-EEXIST, -ENOSPC, ...)
  * @bo_gen: out: generation of the BO the block points into (as
@@ -378,6 +382,13 @@ struct drm_vrex_frame_submit {
  *             1.3). Must be 0 without ALIAS. out: the generation of the block
  *             (new or aliased): unique per device and never reused, never 0.
  *             Appended in vrex 1.3 (elem_size 64 before).
+ *
+ * HOST_TIER (vrex 1.4, not with ALIAS): the block is a copy of a demoted
+ * block in host memory, @handle an imported BO (in no bank: -EINVAL for a
+ * BO of device memory), indexed under the frame that computed it. Zombie
+ * release never ages it: its entry stays findable until the block is
+ * removed (SHIE_RETIRE's remove list) or the stream is destroyed, so the
+ * host tier bounds itself by the memory it imports.
  */
 struct drm_vrex_shie_insert_item {
 	__u64 fp[2];

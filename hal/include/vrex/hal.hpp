@@ -164,7 +164,7 @@ class VREX_API Device {
 // sharing blocks how to read them. fp8: the OCP 8-bit floats E4M3 (bias 7, no infinities) and E5M2.
 enum class DType : std::uint32_t { fp16 = 0, bf16 = 1, fp32 = 2, int8 = 3, fp8_e4m3 = 4, fp8_e5m2 = 5 };
 
-VREX_API std::uint32_t dtype_size(DType t) noexcept;  // 0 for an unknown value
+VREX_API std::uint32_t dtype_size(DType t) noexcept;     // 0 for an unknown value
 VREX_API std::string_view dtype_name(DType t) noexcept;  // "fp16", ..., "fp8_e5m2"; "" for an unknown value
 
 // Quantisation scales stored in every block after its KV (8-bit dtypes: int8, fp8_*): one fp32 (host
@@ -517,6 +517,18 @@ class VREX_API Stream {
     // block past the buffer's end, or memory imported by another allocator.
     Result<KvBlock> index_imported(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
                                    std::int32_t frame_offset = 0);
+    // The host tier (docs/hal.md "Host-tier entries"): indexes the block_bytes() at @offset of
+    // @memory -- the copy of a block demoted to host memory -- for (@frame, @region) under @fp (the
+    // fingerprint the engine chooses: that of the frame which computed the block), so similarity
+    // lookups keep finding it. @frame is any frame of the stream up to the current one. The device
+    // never ages such a block (no zombie release): it stays until this stream indexes another
+    // block at the same offset -- the old one is retired first, its entry gone before the new one
+    // is inserted, so the tier holds at most memory.size() / block_bytes() entries -- or releases
+    // it, or ends. EINVAL (with context) as index_imported, and for @frame past the current one;
+    // EBUSY when a block that is not this stream's host-tier block sits at @offset; not_in_frame
+    // outside a frame; EINVAL from a vrex.ko before uAPI 1.4.
+    Result<KvBlock> index_host_tier(const ImportedMemory& memory, std::uint64_t offset, std::uint32_t region,
+                                    std::uint32_t frame, const Fingerprint& fp);
     // A segment for non-visual tokens from position @first_position on (vrex/segment.hpp).
     Result<Segment> open_segment(SegmentKind kind, std::uint32_t first_position = 0);
 

@@ -24,7 +24,7 @@ extern "C" {
  * with it the SONAME (libvrex-hal.so.<major>) and the CMake package version (find_package(vrex
  * <major>.<minor>)). docs/hal.md "ABI policy". */
 #define VREX_HAL_VERSION_MAJOR 1
-#define VREX_HAL_VERSION_MINOR 0
+#define VREX_HAL_VERSION_MINOR 1
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -393,6 +393,28 @@ struct vrex_hal_index_request {
 };
 vrex_hal_status vrex_hal_index_imported(vrex_hal_stream *stream, const vrex_hal_imported *mem,
 					const struct vrex_hal_index_request *req, struct vrex_hal_block *block);
+
+/*
+ * The host tier (C++: Stream::index_host_tier): indexes the block at @offset of @mem -- the copy
+ * of a block demoted to host memory -- for (frame, region) under @fp, frame any frame of the
+ * stream up to the open one. The device never ages it; the block indexed at @offset before by this
+ * stream is retired first (slot reuse), so @mem bounds the tier. VREX_HAL_ERR_INVALID for a bad
+ * offset or frame, another allocator's memory, a vrex.ko before uAPI 1.4; VREX_HAL_ERR_BUSY when
+ * another kind of block sits at @offset. Size-prefixed like vrex_hal_index_request; flags 0.
+ */
+struct vrex_hal_host_tier_request {
+	uint32_t struct_size;
+	uint32_t block_size;
+	uint64_t offset;
+	uint64_t fp[2];
+	uint32_t region;
+	uint32_t frame;
+	uint32_t flags;		/* 0 */
+	uint32_t pad;		/* 0 */
+};
+vrex_hal_status vrex_hal_index_host_tier(vrex_hal_stream *stream, const vrex_hal_imported *mem,
+					 const struct vrex_hal_host_tier_request *req,
+					 struct vrex_hal_block *block);
 
 /* ---- ReSV: key hashing and WiCSum selection (docs/hw/resv.md, C++: vrex/resv.hpp) -------------- */
 

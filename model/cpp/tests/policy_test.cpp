@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -50,10 +51,23 @@ class Policy : public ::testing::Test {
         return fi ? fi->fp : Fingerprint{};
     }
 
+    // With a host tier: the engine demotes the blocks computed max_age + 1 frames ago (from now on
+    // only recall reaches them), within the frame just begun.
+    void demote_due(ReusePolicy& p) {
+        const std::uint32_t age = p.options().max_age + 1;
+        if (!p.host_slots() || t_ < age || t_ - age >= by_frame_.size()) return;
+        for (const KvBlock& b : by_frame_[t_ - age]) {
+            if (!p.recallable(block_key(b))) continue;  // another policy's (tests that run two)
+            auto h = p.demote(*st_, block_key(b), b.view);
+            EXPECT_TRUE(h) << h.error_message();
+        }
+    }
+
     // One frame under @p: choose, apply, record the fresh blocks; returns the regions reused.
     std::vector<bool> frame(ReusePolicy& p, std::uint8_t scene,
                             const std::array<std::uint32_t, kRegions>& h) {
         const Fingerprint fp = begin(scene);
+        demote_due(p);
         auto choice = p.choose(*st_, fp, h, t_);
         EXPECT_TRUE(choice) << choice.error_message();
         auto f = apply_choice(*st_, *choice);
@@ -62,6 +76,7 @@ class Policy : public ::testing::Test {
         for (std::uint32_t r : f->fresh) fh.push_back(h[r]);
         EXPECT_TRUE(p.computed(f->fresh_blocks, fh, t_));
         for (const KvBlock& b : f->fresh_blocks) pinned_.push_back(b);
+        by_frame_.push_back(f->fresh_blocks);
         EXPECT_TRUE(st_->end_frame());
         t_++;
         std::vector<bool> reused(kRegions);
@@ -83,6 +98,7 @@ class Policy : public ::testing::Test {
     std::unique_ptr<Stream> st_;
     std::vector<std::uint8_t> luma_;
     std::vector<KvBlock> pinned_;
+    std::vector<std::vector<KvBlock>> by_frame_;  // blocks computed per frame
     std::uint32_t t_ = 0;
 };
 
@@ -159,12 +175,14 @@ TEST_F(Policy, NeverTrustsABlockItDidNotSeeComputed) {
 }
 
 // A scene that comes back after a cut, past the age cap: the device offers nothing (the temporal
-// entry is the other scene's, the SHIE's old entries are out of the age cap), the index does.
+// entry is the other scene's, the SHIE's old entries are out of the age cap); the SHIE finds the
+// demoted copy in its host tier.
 TEST_F(Policy, RecallFindsABlockPastTheAgeCapWhenTheViewComesBack) {
     ReuseOptions o{.max_age = 2, .recall = true, .recall_radius = 8, .recall_guard_bits = 0};
     auto p = ReusePolicy::create(o, kRegions);
     ASSERT_TRUE(p);
-    frame(*p, 50, hashes(7));                               // frame 0: scene A computed
+    ASSERT_TRUE(p->attach_host_tier(*alloc_, 4 * kRegions));
+    frame(*p, 50, hashes(7));                               // frame 0: scene A computed (demoted at 3)
     for (int i = 0; i < 4; i++) frame(*p, 200, hashes(9));  // frames 1-4: scene B
     const std::vector<KvBlock> scene_a(pinned_.begin(), pinned_.begin() + kRegions);
     // Frame 4 already recalled frame 1 (scene B past the age cap; the helper computed it anyway).
@@ -172,6 +190,7 @@ TEST_F(Policy, RecallFindsABlockPastTheAgeCapWhenTheViewComesBack) {
     auto h = hashes(7);
     h[5] = 6;  // one region's keys changed meanwhile: its hash is 1 bit away, refused at 0 bits
     const Fingerprint fp = begin(50);
+    demote_due(*p);
     auto choice = p->choose(*st_, fp, h, t_);
     ASSERT_TRUE(choice) << choice.error_message();
     const auto& rec = p->recalled();
@@ -218,6 +237,7 @@ TEST_F(Policy, RecallFindsABlockPastTheAgeCapWhenTheViewComesBack) {
 TEST_F(Policy, ForgottenBlocksAreNotRecalled) {
     auto p = ReusePolicy::create({.max_age = 1, .recall = true}, kRegions);
     ASSERT_TRUE(p);
+    ASSERT_TRUE(p->attach_host_tier(*alloc_, 4 * kRegions));
     frame(*p, 50, hashes(7));
     frame(*p, 200, hashes(9));
     frame(*p, 200, hashes(9));
@@ -231,8 +251,87 @@ TEST_F(Policy, ForgottenBlocksAreNotRecalled) {
     EXPECT_TRUE(st_->end_frame());
 }
 
+// Recall is the SHIE's: without host-tier entries a view that comes back after the device's zombie
+// rule retired its blocks' entries is not found (the policy keeps no index of its own).
+TEST_F(Policy, WithoutAHostTierNothingPastZombieReleaseIsRecalled) {
+    ReuseOptions o{.max_age = 2, .recall = true, .recall_radius = 8, .recall_guard_bits = 0};
+    const std::uint32_t zombie = alloc_->device().info().zombie_frames;
+    auto with = ReusePolicy::create(o, kRegions);
+    ASSERT_TRUE(with);
+    ASSERT_TRUE(with->attach_host_tier(*alloc_, (zombie + 5) * kRegions));  // room for every frame
+    auto without = ReusePolicy::create(o, kRegions);
+    ASSERT_TRUE(without);
+    for (ReusePolicy* p : {&*without, &*with}) {
+        // Scene A once, then scene B (its key hashes change every frame by >= 4 bits: every frame
+        // computed) past the zombie rule; then A again.
+        frame(*p, 50, hashes(7));
+        for (std::uint32_t i = 0; i < zombie + 3; i++) frame(*p, 200, hashes(0x0101'0101u * (i + 1)));
+        const std::uint64_t before = p->counters().recalled;
+        frame(*p, 50, hashes(7));
+        const std::uint64_t got = p->counters().recalled - before;
+        if (p == &*with)
+            EXPECT_EQ(got, kRegions);
+        else
+            EXPECT_EQ(got, 0u);
+    }
+}
+
+// The host tier holds host_slots() blocks: each demotion takes the next slot in turn, the block it
+// held before is forgotten and its entry retired, so the oldest demoted view is no longer recalled
+// (RecallFindsABlockPastTheAgeCapWhenTheViewComesBack recalls the same view with room for it).
+TEST_F(Policy, TheHostTierIsBoundedByItsSlots) {
+    ReuseOptions o{.max_age = 1, .recall = true, .recall_radius = 8, .recall_guard_bits = 0};
+    auto p = ReusePolicy::create(o, kRegions);
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(p->attach_host_tier(*alloc_, kRegions));  // one frame's blocks
+    EXPECT_EQ(p->host_slots(), kRegions);
+    frame(*p, 50, hashes(7));   // 0: scene A, demoted at 2
+    frame(*p, 120, hashes(8));  // 1: scene B, demoted at 3 into A's slots
+    frame(*p, 120, hashes(8));  // 2: B again (reuses 1: nothing computed)
+    EXPECT_EQ(p->hosted(), kRegions);
+    EXPECT_EQ(p->index_size(), 2 * kRegions);
+    const std::uint64_t before = p->counters().recalled;
+    frame(*p, 50, hashes(7));  // 3: A comes back; B's demotion took its slots first
+    EXPECT_EQ(p->counters().recalled - before, 0u);
+    EXPECT_EQ(p->hosted(), kRegions);
+    EXPECT_EQ(p->index_size(), 2 * kRegions) << "B's copies and A's new blocks: A's first ones are forgotten";
+}
+
+TEST_F(Policy, HostTierErrorsSayWhy) {
+    auto off = ReusePolicy::create({}, kRegions);
+    ASSERT_TRUE(off);
+    EXPECT_EQ(off->attach_host_tier(*alloc_, 4).error(), std::errc::invalid_argument);
+    auto blind = ReusePolicy::create({.fcc = false, .recall = true}, kRegions);
+    ASSERT_TRUE(blind);
+    auto e = blind->attach_host_tier(*alloc_, 4);
+    EXPECT_EQ(e.error(), std::errc::invalid_argument);
+    EXPECT_NE(e.error_message().find("recall needs fcc"), std::string::npos) << e.error_message();
+    auto p = ReusePolicy::create({.recall = true}, kRegions);
+    ASSERT_TRUE(p);
+    begin(10);
+    std::vector<std::byte> bytes(alloc_->block_bytes());
+    EXPECT_EQ(p->demote(*st_, 1, bytes).error(), std::errc::invalid_argument);  // no tier
+    EXPECT_EQ(p->attach_host_tier(*alloc_, 0).error(), std::errc::invalid_argument);
+    ASSERT_TRUE(p->attach_host_tier(*alloc_, 4));
+    EXPECT_EQ(p->attach_host_tier(*alloc_, 4).error(), std::errc::invalid_argument);
+    EXPECT_EQ(p->demote(*st_, 1, bytes).error(), std::errc::no_such_file_or_directory);
+    auto f = apply_choice(*st_, FrameChoice(kRegions));
+    ASSERT_TRUE(f) << f.error_message();
+    for (const KvBlock& b : f->fresh_blocks) pinned_.push_back(b);
+    ASSERT_TRUE(p->computed(f->fresh_blocks, hashes(3), 0));
+    const std::vector<std::byte> short_bytes(16);
+    auto shortd = p->demote(*st_, block_key(f->fresh_blocks[0]), short_bytes);
+    EXPECT_EQ(shortd.error(), std::errc::invalid_argument);
+    EXPECT_NE(shortd.error_message().find("16 bytes for a"), std::string::npos) << shortd.error_message();
+    auto ok = p->demote(*st_, block_key(f->fresh_blocks[0]), f->fresh_blocks[0].view);
+    ASSERT_TRUE(ok) << ok.error_message();
+    EXPECT_EQ(ok->bank, kNoBank);
+    EXPECT_EQ(std::memcmp(ok->view.data(), f->fresh_blocks[0].view.data(), ok->view.size()), 0);
+    EXPECT_TRUE(st_->end_frame());
+}
+
 TEST_F(Policy, RefusesRecallOptionsOutOfRange) {
-    EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_radius = 97}, kRegions).error(),
+    EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_radius = 32}, kRegions).error(),
               std::errc::invalid_argument);
     EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_guard_bits = 33}, kRegions).error(),
               std::errc::invalid_argument);

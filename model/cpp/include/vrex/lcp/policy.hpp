@@ -16,16 +16,20 @@
 // this frame's. docs/model.md "The policy".
 //
 // Recall (options.recall): the device's SHIE retires a block's entry once the block goes cold (zombie
-// release) and the age cap refuses older candidates, so reuse never reaches past the last frames. The
-// policy keeps its own index of every block it saw computed -- region, the frame's fingerprint, the
-// key hash, the frame -- in host memory, whatever tier the block's bytes are in (the memory hierarchy
-// demotes them to host memory instead of dropping them: docs/model.md). A region the device offers
-// no accepted candidate for is looked up there: entries older than max_age within recall_radius of
-// the frame's fingerprint (its 96 appearance bits: a view that comes back after a cut arrives with
-// the cut's motion bits) and recall_guard_bits of its key hash, the closest hash first (then the
-// closest fingerprint, then the newest). recalled() names them; the engine fetches the bytes back
-// into a new block (the region is not computed) and calls installed(). forget() drops entries whose
-// bytes are gone.
+// release) and the age cap refuses older candidates, so the device's candidates never reach past the
+// last frames. Recall reaches further through the SHIE's host tier: the engine demotes a cold block
+// with demote(), which copies its bytes into the next slot of the policy's host-tier pool (host
+// memory the HAL imported: attach_host_tier()) and indexes the copy in the SHIE (the HAL's
+// index_host_tier) under the fingerprint of the frame that computed it, its region and frame. The
+// pool has a fixed number of slots, used in turn: reusing a slot retires its old entry first, so the
+// tier bounds itself. Per region, choose() asks one more similarity lookup for past frames within
+// recall_radius: a view that comes back after a cut arrives with the cut's motion bits, so host-tier
+// entries are indexed, and recall lookups ask, with the fingerprint's 32 motion bits cleared (the
+// SHIE compares the 96 appearance bits). A hit older than max_age whose key hash is within
+// recall_guard_bits of this frame's is recalled (what the lookup found younger is the device
+// candidates' to judge). recalled() names the block it is the copy of; the engine fetches the bytes
+// back into a new block (the region is not computed) and calls installed(). forget() drops blocks
+// whose bytes are gone. Recall needs the FCC (fcc): it is a similarity lookup.
 //
 // A long stream's cache keeps every frame readable: apply_choice() pins every block it allocates, so the
 // device's zombie rule retires only the block's SHIE entry (it stops being a candidate), never its
@@ -33,13 +37,16 @@
 // used by one thread at a time (libvrex-hal's rule), and so is a ReusePolicy.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "vrex/hal.hpp"
+#include "vrex/imported_memory.hpp"
 
 namespace vrex::lcp {
 
@@ -52,18 +59,18 @@ inline std::uint64_t block_key(const KvBlock& b) noexcept {
 }
 
 struct ReuseOptions {
-    bool fcc = true;                      // filter the temporal candidate by the fingerprint radius
-    std::uint32_t radius = 20;            // fingerprint Hamming radius, 0..31
-    std::uint32_t guard_bits = 1;         // max Hamming distance of the key hashes, 0..32
-    std::uint32_t max_age = 2;            // frames after its computation a block may be reused (0: no cap)
-    bool similar = true;                  // also ask the similarity lookup (needs fcc)
-    bool recall = false;                  // also look up the policy's index of older blocks (see above)
-    std::uint32_t recall_radius = 8;      // appearance-bit Hamming radius of a recall, 0..96
+    bool fcc = true;                  // filter the temporal candidate by the fingerprint radius
+    std::uint32_t radius = 20;        // fingerprint Hamming radius, 0..31
+    std::uint32_t guard_bits = 1;     // max Hamming distance of the key hashes, 0..32
+    std::uint32_t max_age = 2;        // frames after its computation a block may be reused (0: no cap)
+    bool similar = true;              // also ask the similarity lookup (needs fcc)
+    bool recall = false;              // also recall demoted blocks through the SHIE (see above; needs fcc)
+    std::uint32_t recall_radius = 8;  // appearance-bit Hamming radius of a recall, 0..31 (the SHIE's)
     std::uint32_t recall_guard_bits = 0;  // max key-hash distance of a recall, 0..32
 };
 
-// A block of the policy's index the engine should fetch back for a region (it is past the device's
-// candidates: demoted to host memory, or SHIE-retired while pinned).
+// A block the engine should fetch back for a region (it is past the device's candidates: demoted to
+// host memory; the SHIE found its host-tier copy).
 struct Recalled {
     std::uint32_t id = 0;  // the handle it was computed under (a key of the engine's own tiers)
     std::uint32_t generation = 0;
@@ -82,7 +89,7 @@ struct ReuseCounters {
     std::uint64_t too_old = 0;     // refused: older than max_age
     std::uint64_t hash_far = 0;    // refused: key hashes farther than guard_bits
     std::uint64_t reused = 0;      // regions that alias a block
-    std::uint64_t recalled = 0;    // regions recalled from the index (recall)
+    std::uint64_t recalled = 0;    // regions recalled through the SHIE's host tier (recall)
     std::uint64_t installed = 0;   // blocks the engine filled from another block (installed())
 };
 
@@ -107,8 +114,8 @@ class ReusePolicy {
     Result<void> computed(std::span<const KvBlock> blocks, std::span<const std::uint32_t> key_hashes,
                           std::uint32_t frame);
 
-    // Per region, the index entry to fetch back for the frame choose() decided last (recall on; a
-    // region choose() gave a candidate to has none).
+    // Per region, the block to fetch back for the frame choose() decided last (recall on; a region
+    // choose() gave a candidate to has none).
     const std::vector<std::optional<Recalled>>& recalled() const noexcept { return recalled_; }
 
     // The engine filled @blocks (of frame @frame) from the blocks keyed @sources ((id << 32) |
@@ -122,11 +129,27 @@ class ReusePolicy {
     // The bytes of the blocks keyed @keys are gone (dropped, not demoted): never recall them.
     void forget(std::span<const std::uint64_t> keys);
 
+    // The host tier of recall: a pool of @slots blocks of host memory (a memfd, turned into a dma-buf
+    // by /dev/udmabuf where there is one) imported by @alloc. EINVAL when recall is off, @slots is 0
+    // or a tier is attached already; the HAL's errors (with context) otherwise.
+    Result<void> attach_host_tier(KvAllocator& alloc, std::uint32_t slots);
+    // Block @source (a key of computed(): (id << 32) | generation) was demoted: @bytes (its
+    // block_bytes()) go to the next slot of the host tier, indexed in the SHIE for @stream's open
+    // frame. The slot's previous block is forgotten (its entry retired by the HAL). Returns the
+    // host-tier block. EINVAL without a tier or for a size mismatch, ENOENT for a block the policy
+    // did not see computed (or forgot), the HAL's errors with context.
+    Result<KvBlock> demote(Stream& stream, std::uint64_t source, std::span<const std::byte> bytes);
+    // Whether demote() knows @source (computed under this policy, not forgotten).
+    bool recallable(std::uint64_t source) const noexcept { return recallable_.contains(source); }
+    std::uint32_t host_slots() const noexcept { return static_cast<std::uint32_t>(slots_.size()); }
+    std::size_t hosted() const noexcept { return hosted_.size(); }
+
     const ReuseOptions& options() const noexcept { return opts_; }
     const ReuseCounters& counters() const noexcept { return counters_; }
     std::uint32_t regions() const noexcept { return regions_; }
     std::size_t ledger_size() const noexcept { return born_.size(); }
-    std::size_t index_size() const noexcept;
+    // Blocks recall may still name: computed ones not forgotten (host-tier slot reused, or dropped).
+    std::size_t index_size() const noexcept { return recallable_.size(); }
 
   private:
     struct Born {
@@ -134,23 +157,33 @@ class ReusePolicy {
         std::uint32_t frame = 0;
     };
     ReusePolicy(const ReuseOptions& options, std::uint32_t regions)
-        : opts_(options), regions_(regions), index_(options.recall ? regions : 0), recalled_(regions) {}
+        : opts_(options), regions_(regions), recalled_(regions) {}
+    bool recall_on() const noexcept { return opts_.recall && opts_.fcc; }
     bool guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame);
     void forget_old(std::uint32_t frame);
-    std::optional<Recalled> lookup(std::uint32_t region, const Fingerprint& fp, std::uint32_t hash,
-                                   std::uint32_t frame) const;
-    struct Indexed {
-        std::uint64_t key = 0;
-        Fingerprint fp;
+    std::optional<Recalled> recall(const Retrieval& got, std::uint32_t hash, std::uint32_t frame) const;
+    struct Computed {  // what recall needs of a block computed under this policy
         std::uint32_t hash = 0;
         std::uint32_t frame = 0;
+        std::uint32_t region = 0;
+        Fingerprint fp;  // of its frame, motion bits cleared
+    };
+    struct Slot {
+        bool used = false;
+        std::uint64_t source = 0;  // the block it holds a copy of
+        std::uint64_t host = 0;    // the host-tier block's key
     };
 
     ReuseOptions opts_;
     std::uint32_t regions_ = 0;
     std::unordered_map<std::uint64_t, Born> born_;  // (id << 32 | generation) -> when and what it holds
     std::vector<Query> queries_;                    // reused per frame
-    std::vector<std::vector<Indexed>> index_;       // recall: per region, every block computed
+    std::unordered_map<std::uint64_t, Computed> recallable_;   // recall: computed, not forgotten
+    std::unordered_map<std::uint64_t, std::uint64_t> hosted_;  // host-tier block -> its source
+    std::shared_ptr<ImportedMemory> host_mem_;                 // the host tier's pool
+    std::vector<Slot> slots_;
+    std::uint64_t slot_bytes_ = 0;
+    std::uint32_t next_slot_ = 0;
     std::vector<std::optional<Recalled>> recalled_;
     Fingerprint last_fp_;  // of the frame choose() decided last
     ReuseCounters counters_;

@@ -389,7 +389,8 @@ def test_cutback_streams_return_to_each_shot_where_they_left_it() -> None:
 
 def test_recall_in_the_hierarchy_fetches_demoted_blocks_back(model: Decoder) -> None:
     """V-Rex with its memory hierarchy: a scene that comes back after its blocks were DEMOTED to the
-    host tier is installed from the host copies (fetched back); without demotion (dropped) it is not."""
+    host tier is found by the SHIE in its host tier and installed from the host copies (fetched back);
+    without demotion (dropped) it is not, nor when the host tier's slots went to later blocks."""
     a, b = frames(2, seed=9)
     plan = [a] + [b] * 8 + [a]
     lumas = [luma(200)] + [luma(201)] * 8 + [luma(200)]
@@ -397,7 +398,8 @@ def test_recall_in_the_hierarchy_fetches_demoted_blocks_back(model: Decoder) -> 
     kw = dict(prefill="vrex", memory="tiers", resident=5, read="resv_pos", fetch=4)
     on = managed(model, opts, **kw)
     gone = managed(model, opts, **{**kw, "drop": True, "read": "device", "fetch": 0})
-    for r in (on, gone):
+    small = managed(model, {**opts, "host_slots": 16}, **kw)  # one frame's blocks: B's take A's slots
+    for r in (on, gone, small):
         run(r, plan, lumas=lumas)
     pon, pgone = on.policy, gone.policy
     # (scene B's own frames past the age cap are recalled from B's first frame too)
@@ -406,5 +408,9 @@ def test_recall_in_the_hierarchy_fetches_demoted_blocks_back(model: Decoder) -> 
     assert pon.tiers.entries[pon.tiers.slot_key[0][0]].tier == "host"  # scene A's blocks were demoted
     assert all(torch.equal(on.views[9][r], pon.tiers.entries[pon.tiers.slot_key[0][r]].host) for r in range(16))
     assert pgone.fresh[-1] == 16  # dropped: forgotten, computed again
-    for r in (on, gone):
+    # Recall is the SHIE's lookup over its host tier: A's device entries went with zombie release
+    # (resident 5 < 9 frames), its copies were indexed there; a tier too small to keep them loses A.
+    assert pon.prefill.core.hosted >= 16 and pon.prefill.core.host_slots == lcp.Options().host_slots
+    assert small.policy.prefill.core.host_slots == 16 and small.policy.fresh[-1] == 16
+    for r in (on, gone, small):
         r.close()

@@ -217,3 +217,6 @@ def test_recall_fetches_a_block_back_when_a_view_comes_back_after_a_cut(model: D
         assert torch.equal(on.views[6][reg], on.views[0][reg])
         assert on.views[6][reg].data_ptr() != on.views[0][reg].data_ptr()  # a new block, filled
     assert on.policy.core.counters["recalled"] >= 16 and on.policy.core.counters["installed"] >= 16
+    # Found by the SHIE in its host tier: the runner indexed a copy of every block past the age cap
+    # there (the device's zombie rule retired A's own entries by frame 6).
+    assert on.policy.core.hosted >= 16 and runs["off"].policy.core.host_slots == 0

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "handles.hpp"
 #include "luma.hpp"
 #include "vrex/hal.hpp"
+#include "vrex/imported_memory.hpp"
 #include "vrex/lcp/geometry.hpp"
 
 namespace py = pybind11;
@@ -65,6 +67,13 @@ Fingerprint fp_from(const py::tuple& t) {
 
 }  // namespace vrex::py_binding
 
+// Host memory the HAL imported (vrex/imported_memory.hpp): the host tier's pool. Its blocks keep the
+// import alive by the HAL's own rule; this keeps the allocator.
+struct PyImported {
+    std::shared_ptr<KvAllocator> alloc;
+    std::shared_ptr<ImportedMemory> mem;
+};
+
 PYBIND11_MODULE(_vrexhal, m) {
     m.doc() = "libvrex-hal engine API (KV blocks as zero-copy buffers)";
 
@@ -105,6 +114,12 @@ PYBIND11_MODULE(_vrexhal, m) {
                  s->stream = take(a->create_stream(), "create stream");
                  return s;
              })
+        .def(
+            "import_memory",
+            [](const std::shared_ptr<KvAllocator>& a, int fd) {
+                return PyImported{a, take(a->import_memory(fd), "import memory")};
+            },
+            py::arg("fd"), "host memory (a dma-buf; the emulation takes a memfd) for the host tier")
         .def("stats", [](KvAllocator& a) {
             const Stats s = take(a.stats(), "allocator stats");
             py::dict d;
@@ -176,7 +191,28 @@ PYBIND11_MODULE(_vrexhal, m) {
         .def(
             "unpin", [](PyStream& s, const PyBlock& b) { check(s.stream->unpin(b.b), "unpin"); },
             py::arg("block"))
+        .def(
+            "index_host_tier",
+            [](const std::shared_ptr<PyStream>& s, const PyImported& mem, std::uint64_t offset,
+               std::uint32_t region, std::uint32_t frame, const py::tuple& fp) {
+                return PyBlock{take(s->stream->index_host_tier(*mem.mem, offset, region, frame, fp_from(fp)),
+                                    "index_host_tier"),
+                               s};
+            },
+            py::arg("memory"), py::arg("offset"), py::arg("region"), py::arg("frame"), py::arg("fp"),
+            "the block at @offset of @memory (a demoted block's copy) for (@frame, @region) under @fp: "
+            "found by similarity lookups, never aged; the slot's previous host-tier block is retired")
         .def("end_frame", [](PyStream& s) { return take(s.stream->end_frame(), "end_frame").count; });
+
+    py::class_<PyImported>(m, "ImportedMemory", py::buffer_protocol())
+        .def_property_readonly("handle", [](const PyImported& i) { return i.mem->handle(); })
+        .def_property_readonly("size", [](const PyImported& i) { return i.mem->size(); })
+        .def_property_readonly("blocks", [](const PyImported& i) { return i.mem->blocks(); })
+        .def_buffer([](PyImported& i) {
+            const std::span<std::byte> v = i.mem->host_view();
+            return py::buffer_info(v.data(), 1, py::format_descriptor<std::uint8_t>::format(), 1,
+                                   {static_cast<py::ssize_t>(v.size())}, {1}, false);
+        });
 
     py::class_<PyBlock>(m, "KvBlock", py::buffer_protocol())
         .def_property_readonly("id", [](const PyBlock& b) { return b.b.id; })

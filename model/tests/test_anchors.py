@@ -89,6 +89,45 @@ def test_mass_lut_is_monotone_and_keeps_every_cluster() -> None:
     assert lut[0] == 65535 and all(a >= b for a, b in zip(lut, lut[1:])) and min(lut) >= 1
 
 
+def test_host_tier_entry_is_found_after_a_cut_and_bad_input_says_why() -> None:
+    """The binding's host tier (hal.KvAllocator.import_memory, Stream.index_host_tier): a block
+    copied to host memory and indexed under its frame's fingerprint (motion bits cleared) is found
+    by a similarity lookup after a cut, long past zombie release; bad input raises with context."""
+    import os
+    dev = hal.Device.open("emulated")
+    alloc = hal.KvAllocator(dev, 4, 4, 32, 4)
+    fd = os.memfd_create("host-tier")
+    os.ftruncate(fd, 4 * alloc.block_bytes)
+    mem = alloc.import_memory(fd)
+    os.close(fd)
+    st = alloc.create_stream()
+    rng = np.random.default_rng(3)
+    scene_a, scene_b = (rng.integers(0, 255, (96, 128), dtype=np.uint8) for _ in range(2))
+    appearance = lambda fp: (fp[0] & ~0xFFFFFFFF, fp[1])  # noqa: E731
+    fa = st.begin_frame(scene_a)["fp"]
+    blk = st.allocate(3)
+    np.frombuffer(blk, dtype=np.uint8)[:] = 7
+    want = bytes(blk)  # the device block goes with zombie release below
+    st.end_frame()
+    st.begin_frame(scene_b)
+    np.frombuffer(mem, dtype=np.uint8)[alloc.block_bytes:2 * alloc.block_bytes] = np.frombuffer(blk, dtype=np.uint8)
+    host = st.index_host_tier(mem, alloc.block_bytes, 3, 0, appearance(fa))
+    assert host.frame == 0 and host.region == 3 and mem.blocks == 1
+    with pytest.raises(RuntimeError, match="index_host_tier.*past the current frame 1"):
+        st.index_host_tier(mem, 0, 3, 2, appearance(fa))
+    with pytest.raises(RuntimeError, match="not a multiple of 64"):
+        st.index_host_tier(mem, 32, 3, 0, appearance(fa))
+    st.end_frame()
+    for _ in range(dev.zombie_frames + 3):
+        st.begin_frame(scene_b)
+        st.end_frame()
+    back = st.begin_frame(scene_a)
+    hit = st.retrieve_similar(3, appearance(back["fp"]), 8)
+    assert hit is not None and hit["block"].id == host.id and hit["frame"] == 0 and hit["distance"] == 0
+    assert bytes(hit["block"]) == want == b"\x07" * alloc.block_bytes
+    st.end_frame()
+
+
 def test_resv_head_selects_the_block_of_a_matching_key() -> None:
     """The HAL's ReSV head (the device's hash and WiCSum) picks the block whose keys match the query."""
     dev = hal.Device.open("emulated")

@@ -7,6 +7,7 @@
  * inside the object, and the duplicate-id check must agree with a quadratic
  * scan. The first input byte picks the check; the rest fills the struct.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,30 +144,38 @@ static void check_insert(struct fuzz_input *in)
 {
 	struct drm_vrex_shie_insert_item it;
 	int want = 0, r;
+	bool alias, host;
 
 	take_bytes(in, &it, sizeof(it));
 	if (fuzz_take(in, 1) & 1) {
-		it.flags &= 1;
+		it.flags &= DRM_VREX_INSERT_ALIAS | DRM_VREX_INSERT_HOST_TIER;
 		it.region %= 17;
 		it.frame_offset = (int32_t)(it.frame_offset % 8) - 4;
-		if (it.flags)
+		if (it.flags & DRM_VREX_INSERT_ALIAS)
 			it.handle = it.offset = it.length = 0;
 		else
 			it.block_gen = 0;
 	}
-	if (it.flags > 1 || it.region > 15 || it.frame_offset < -3 || it.frame_offset > 2)
+	alias = it.flags & DRM_VREX_INSERT_ALIAS;
+	host = it.flags & DRM_VREX_INSERT_HOST_TIER;
+	if ((it.flags & ~(DRM_VREX_INSERT_ALIAS | DRM_VREX_INSERT_HOST_TIER)) || it.region > 15)
 		want = -EINVAL;
-	else if (it.flags && (it.handle || it.offset || it.length))
+	/* uAPI 1.4: a host-tier entry may name any past frame, never a future one */
+	else if (host ? it.frame_offset > 0 : it.frame_offset < -3 || it.frame_offset > 2)
 		want = -EINVAL;
-	else if (!it.flags && it.block_gen)	/* uAPI 1.3: only an alias names a generation */
+	else if (host && alias)
 		want = -EINVAL;
-	else if (!it.flags && (it.length == 0 || it.length > 0xffffffffull ||
-			       (u128)it.offset + it.length > (u128)UINT64_MAX))
+	else if (alias && (it.handle || it.offset || it.length))
+		want = -EINVAL;
+	else if (!alias && it.block_gen)	/* uAPI 1.3: only an alias names a generation */
+		want = -EINVAL;
+	else if (!alias && (it.length == 0 || it.length > 0xffffffffull ||
+			    (u128)it.offset + it.length > (u128)UINT64_MAX))
 		want = -EINVAL;
 	r = vrex_check_insert_item(&it);
 	EXPECT(r == want);
 	/* What the driver then does with an accepted item must not wrap. */
-	if (!r && !it.flags) {
+	if (!r && !alias) {
 		uint64_t bo_size = fuzz_take(in, 8);
 
 		EXPECT(vrex_check_range(it.offset, it.length, bo_size) ==

@@ -102,5 +102,13 @@ def test_a_rerun_at_the_same_budget_merges_and_a_differing_one_is_refused() -> N
     assert m["task"]["by_segment"]["correct"]["quest"] == [55]
     with pytest.raises(ValueError, match="differ in rekv"):
         anchors_report.merge_rerun(a, record(84, {"rekv": (30, -0.19)}))
+    # A run that moved with the runs beside it (the DTD anchor): the rerun with per-segment answers wins.
+    c = record(84, {"rekv": (30, -0.2), "dtd": (20, -0.43)})
+    d = record(84, {"rekv": (30, -0.2), "dtd": (20, -0.42)}, segments=[100])
+    for m in (anchors_report.merge_rerun(c, d), anchors_report.merge_rerun(d, c)):
+        assert m["anchors"]["dtd"]["accuracy_change"]["mean"] == -0.42 and m["task"]["by_segment"]["correct"]["dtd"] == [43]
+        assert m["merge_notes"] and "dtd" in m["merge_notes"][0]
+    text = anchors_report.sweep_report(c, [d, record(164, {"rekv": (60, 0.0)})])
+    assert "note: budget 84: dtd -43.0 vs -42.0 points" in text
     with pytest.raises(ValueError, match="no record at budget 84"):
         anchors_report.sweep_report(a, [record(164, {"rekv": (60, 0.0)}, seed=22)])

@@ -46,6 +46,14 @@ def test_the_first_budget_within_vrex_ci_is_reported_and_a_flat_anchor_is_not_re
     assert "not reached up to budget 640" in text and "5.0x V-Rex" in text
 
 
+def test_vrex_above_the_full_cache_makes_the_full_cache_the_threshold() -> None:
+    main = record(84, {"rekv": (30, -0.2)}, vrex=(40, 0.003))  # V-Rex's CI +0.3 [-0.1, +0.7]: floor -0.1
+    assert anchors_report.equal_accuracy(main, [])["threshold"] == pytest.approx(-0.001)
+    main = record(84, {"rekv": (30, -0.2)}, vrex=(40, 0.006))  # [+0.2, +1.0] lies above the full cache
+    e = anchors_report.equal_accuracy(main, [record(164, {"rekv": (60, 0.0)})])
+    assert e["threshold"] == 0.0 and e["anchors"]["rekv"]["reached"]["budget"] == 164
+
+
 def test_a_sweep_on_other_streams_is_refused() -> None:
     with pytest.raises(ValueError, match="same streams"):
         anchors_report.equal_accuracy(record(84, {"rekv": (30, -0.2)}), [record(164, {"rekv": (60, 0.0)}, exact=0.80)])

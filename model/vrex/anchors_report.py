@@ -7,7 +7,8 @@ Usage: python3 model/vrex/anchors_report.py JSON [--svg FILE] [--markdown] [--sw
 --sweep: the anchors at equal ACCURACY. JSON is the record at the frozen budget, the others the same
 streams and questions at other budgets (`--budget B --anchor-runs ...`): per anchor, the device KV it
 needs to come within V-Rex's CI of the full cache (its mean accuracy change no worse than the lower
-end of V-Rex's CI), or the largest budget measured when none does. The sweep records may span several
+end of V-Rex's CI, or than the full cache where V-Rex's whole CI lies above it), or the largest budget
+measured when none does. The sweep records may span several
 workloads, stream seeds and model variants (with, for each, a record at JSON's budget): one table per
 (model variant, workload, seed); records of one budget twice (a rerun) are merged after checking that the
 runs they share agree. Where a (variant, workload) has several seeds, a pooled table: accuracy change
@@ -163,13 +164,21 @@ def summary(j: dict[str, Any], markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
+def threshold(vrex_change: dict[str, Any]) -> float:
+    """The mean accuracy change vs the full cache an anchor needs to be at V-Rex's accuracy: the lower
+    end of V-Rex's CI; where V-Rex's whole CI lies above the full cache (it reads fewer, better
+    blocks), the full cache's accuracy itself (an anchor cannot beat the full cache by reading more)."""
+    return min(vrex_change["ci95"][0], 0.0)
+
+
 def equal_accuracy(main: dict[str, Any], sweeps: list[dict[str, Any]]) -> dict[str, Any]:
     """Per anchor of @main and @sweeps (records of the same streams and questions at other budgets):
     its points (budget, device bytes, accuracy change vs the full cache) by budget, and the first
     that comes within V-Rex's CI of the full cache (mean change >= the lower end of V-Rex's change
-    CI in @main), None when no budget measured does."""
+    CI in @main, or >= 0 where that CI lies above the full cache: see threshold()), None when no
+    budget measured does."""
     v = main["anchors"]["vrex_hierarchy"]
-    floor = v["accuracy_change"]["ci95"][0]
+    floor = threshold(v["accuracy_change"])
     exact = main["task"]["accuracy"]["exact"]["mean"]
     pts: dict[str, list[dict[str, Any]]] = {}
     for j in [main, *sweeps]:
@@ -300,7 +309,7 @@ def pool_seeds(seeds: dict[int, dict[int, dict[str, Any]]], main_budget: int) ->
                 for s in order}
     names = sorted({n for m in mains for n in m["anchors"]} - {"full_cache", "vrex_hierarchy"})
     out: dict[str, Any] = {"seeds": order, "vrex": {"accuracy_change": v, "device_bytes_peak": vdev},
-                           "threshold": v["ci95"][0] if v else None, "anchors": {}}
+                           "threshold": threshold(v) if v else None, "anchors": {}}
     for name in names:
         pts = []
         budgets = sorted(set.intersection(*(set(b for b, r in seeds[s].items() if name in r["anchors"])

@@ -307,7 +307,8 @@ def pool_seeds(seeds: dict[int, dict[int, dict[str, Any]]], main_budget: int) ->
     vdev = [m["anchors"]["vrex_hierarchy"]["device_bytes_peak"] for m in mains]
     per_seed = {s: equal_accuracy(seeds[s][main_budget], [r for b, r in seeds[s].items() if b != main_budget])
                 for s in order}
-    names = sorted({n for m in mains for n in m["anchors"]} - {"full_cache", "vrex_hierarchy"})
+    found = {n for m in mains for n in m["anchors"]} - {"full_cache", "vrex_hierarchy"}
+    names = [n for n in CURVES if n in found] + sorted(found - set(CURVES))
     out: dict[str, Any] = {"seeds": order, "vrex": {"accuracy_change": v, "device_bytes_peak": vdev},
                            "threshold": threshold(v) if v else None, "anchors": {}}
     for name in names:
@@ -327,7 +328,9 @@ def pool_seeds(seeds: dict[int, dict[int, dict[str, Any]]], main_budget: int) ->
                                 "reached_per_seed": [None if r is None else {"budget": r["budget"],
                                                                              "device_bytes_peak": r["device_bytes_peak"]}
                                                      for r in own],
-                                "x_vrex_per_seed": [per_seed[s]["anchors"].get(name, {}).get("x_vrex") for s in order]}
+                                "x_vrex_per_seed": [per_seed[s]["anchors"].get(name, {}).get("x_vrex") for s in order],
+                                "max_budget_per_seed": [max(b for b, r in seeds[s].items() if name in r["anchors"])
+                                                        for s in order]}
     return out
 
 
@@ -358,18 +361,20 @@ def pooled_lines(key: tuple[str, str], p: dict[str, Any], markdown: bool) -> str
         r = a["reached"]
         pooled = f"{spread([b / MiB for b in r['device_bytes_peak']], '{:.2f}')} MiB (budget {r['budget']})" if r else \
             ("not reached" + (f" up to budget {a['points'][-1]['budget']}" if a["points"] else ""))
-        own = [x for x in a["reached_per_seed"] if x]
+        own = a["reached_per_seed"]
         xs = [x for x in a["x_vrex_per_seed"] if x is not None]
-        per = (f"{spread([x['device_bytes_peak'] / MiB for x in own], '{:.2f}')} MiB = "
-               f"{spread(xs, '{:.1f}')}x V-Rex" if own else "not reached") + \
-            (f" ({len(own)} of {len(a['reached_per_seed'])} seeds)" if 0 < len(own) < len(a["reached_per_seed"]) else "")
+        per = (f"{spread([x['device_bytes_peak'] / MiB for x in own], '{:.2f}')} MiB = {spread(xs, '{:.1f}')}x V-Rex"
+               if all(own) else "; ".join(
+                   f"seed {sd}: " + (f"{x['device_bytes_peak'] / MiB:.2f} MiB = {xv:.1f}x" if x else
+                                     f"not reached up to budget {a['max_budget_per_seed'][i]}")
+                   for i, (sd, x, xv) in enumerate(zip(p["seeds"], own, a["x_vrex_per_seed"]))))
         rows.append((name, pts, pooled, per))
     cols = ("anchor", "budget: device MiB (min..max over seeds), pooled change points [CI]",
             "pooled: memory to reach V-Rex's CI", "each seed's own sweep: memory to reach its V-Rex CI")
     if markdown:
         body = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(r) + " |" for r in rows]
     else:
-        body = [f"  {r[0]:14s} pooled {r[2]}; per seed {r[3]}   [{r[1]}]" for r in rows]
+        body = [f"  {r[0]:14s} pooled {r[2]}; each seed vs its own V-Rex: {r[3]}   [{r[1]}]" for r in rows]
     return "\n".join([head, *body])
 
 

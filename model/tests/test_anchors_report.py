@@ -120,3 +120,20 @@ def test_a_rerun_at_the_same_budget_merges_and_a_differing_one_is_refused() -> N
     assert "note: budget 84: dtd -43.0 vs -42.0 points" in text
     with pytest.raises(ValueError, match="no record at budget 84"):
         anchors_report.sweep_report(a, [record(164, {"rekv": (60, 0.0)}, seed=22)])
+
+
+def test_the_demos_report_reads_every_committed_record(capsys: pytest.CaptureFixture[str]) -> None:
+    """What `make demo` prints first (scripts/demo.sh): the committed records group into one table per
+    variant, workload and seed, each with its record at budget 84, and reruns agree."""
+    import re
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[1]
+    line = re.search(r"anchors_report\.py (model/\S+) --svg \S+ \\\n\s+--sweep ([^\n]+)",
+                     (model.parent / "scripts" / "demo.sh").read_text())
+    assert line, "scripts/demo.sh no longer runs anchors_report --sweep"
+    sweeps = [p for pat in line.group(2).split() for p in sorted(model.parent.glob(pat))]
+    assert anchors_report.main([str(model.parent / line.group(1)), "--sweep", *map(str, sweeps)]) == 0
+    out = capsys.readouterr().out
+    for wl in ("edited", "cutback"):
+        assert f"[builtin model, {wl} streams, seed 21] At equal accuracy" in out

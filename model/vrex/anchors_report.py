@@ -359,7 +359,8 @@ def pooled_lines(key: tuple[str, str], p: dict[str, Any], markdown: bool) -> str
         pts = "; ".join(f"{x['budget']}: {spread([b / MiB for b in x['device_bytes_peak']], '{:.2f}')} MiB, "
                         f"{chg(x['accuracy_change'])}" for x in a["points"])
         r = a["reached"]
-        pooled = f"{spread([b / MiB for b in r['device_bytes_peak']], '{:.2f}')} MiB (budget {r['budget']})" if r else \
+        pooled = (f"{spread([b / MiB for b in r['device_bytes_peak']], '{:.2f}')} MiB (budget {r['budget']}) = "
+                  f"{spread([b / x for b, x in zip(r['device_bytes_peak'], v['device_bytes_peak'])], '{:.1f}')}x V-Rex") if r else \
             ("not reached" + (f" up to budget {a['points'][-1]['budget']}" if a["points"] else ""))
         own = a["reached_per_seed"]
         xs = [x for x in a["x_vrex_per_seed"] if x is not None]

@@ -376,7 +376,7 @@ def pooled_lines(key: tuple[str, str], p: dict[str, Any], markdown: bool) -> str
         body = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(r) + " |" for r in rows]
     else:
         body = [f"  {r[0]:14s} pooled {r[2]}; each seed vs its own V-Rex: {r[3]}   [{r[1]}]" for r in rows]
-    return "\n".join([head, *body])
+    return "\n".join([head, *([""] if markdown else []), *body])
 
 
 def sweep_report(main: dict[str, Any], records: list[dict[str, Any]], markdown: bool = False) -> str:

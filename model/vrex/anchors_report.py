@@ -8,13 +8,12 @@ Usage: python3 model/vrex/anchors_report.py JSON [--svg FILE] [--markdown] [--sw
 streams and questions at other budgets (`--budget B --anchor-runs ...`): per anchor, the device KV it
 needs to come within V-Rex's CI of the full cache (its mean accuracy change no worse than the lower
 end of V-Rex's CI, or than the full cache where V-Rex's whole CI lies above it), or the largest budget
-measured when none does. The sweep records may span several
-workloads, stream seeds and model variants (with, for each, a record at JSON's budget): one table per
-(model variant, workload, seed); records of one budget twice (a rerun) are merged after checking that the
-runs they share agree. Where a (variant, workload) has several seeds, a pooled table: accuracy change
-with a CI by bootstrap over the segments of all seeds (the records' task.by_segment), the spread
-(min..max over the seeds) of each run's device KV peak and of the memory each anchor needs to reach
-its own seed's V-Rex CI.
+measured when none does. The sweep records may span several workloads, stream seeds and model
+variants (with, for each, a record at JSON's budget): one table per (model variant, workload, seed);
+two records of one budget (a rerun) are merged (merge_rerun: the runs they share must agree, but for
+the DTD anchor's order dependence). Where a (variant, workload) has several seeds, a pooled table:
+accuracy change with a CI by bootstrap over the segments of all seeds (the records' task.by_segment),
+device KV peak min..max over the seeds, the pooled equal-accuracy point and each seed's own.
 
 Standard library only (no torch, no HAL): it runs before anything is built.
 """

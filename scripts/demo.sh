@@ -115,7 +115,7 @@ fi
 # each needs, from the budget sweeps on the same streams): edited and cutback streams, the deep
 # variant, the other stream seeds and the seeds pooled (docs/model.md "Session 10"), recorded by the
 # commands in model/anchors-test-s9-*.json's and model/anchors-test-s10-*.json's "command" (plot:
-# accuracy and KV bytes against stream length, $out-anchors.svg). Records only, no run (~1.5 s).
+# accuracy and KV bytes against stream length, $out-anchors.svg). Records only, no run (~2 s CPU).
 # VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
 python3 model/vrex/anchors_report.py model/anchors-test-s9-edited.json --svg "$out-anchors.svg" \
 	--sweep model/anchors-test-s9-sweep-*.json model/anchors-test-s9-cutback.json model/anchors-test-s10-*.json

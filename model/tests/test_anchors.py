@@ -380,6 +380,12 @@ def test_run_anchors_json_sections(footage_env: dict[str, str], monkeypatch: pyt
     from vrex import anchors_report
     assert len(r["task"]["by_length"]["frames"]) == 4 and set(r["task"]["by_clip"]) <= {"VTEST", "MIRE"}
     assert r["anchors"]["full_cache"]["device_bytes_by_length"][-1] == full
+    # Per segment (what anchors_report pools over seeds): the same questions and answers as the means.
+    seg = r["task"]["by_segment"]
+    assert sum(seg["questions"]) == r["questions"] and len(seg["groups"]) == len(seg["questions"]) >= 1
+    for name, correct in seg["correct"].items():
+        assert all(0 <= k <= n for k, n in zip(correct, seg["questions"]))
+        assert sum(correct) / r["questions"] == pytest.approx(r["task"]["accuracy"][name]["mean"]), name
     assert all(len(row["device_bytes_by_length"]) == 4 for row in r["anchors"].values())
     text = anchors_report.summary(r)
     assert all(name in text for name in (*ablations.ANCHORS, *ablations.ABLATIONS))

@@ -104,3 +104,26 @@ def test_anchors_records_judge_vrex_only() -> None:
     assert w["anchors/ablations.no_resv: device KV peak vs the full cache"]["target"] is None
     assert w["anchors/resv: attention-mass recall on the past questions"]["met"] is True
     assert w["anchors/resv: recall minus Quest's at the same bytes (control: Quest page bounds)"]["met"] is True
+
+
+def test_anchors_equal_accuracy_point_runs_at_its_budget_and_is_recorded_against_vrex() -> None:
+    from vrex import ablations, anchors_bench, run
+
+    runs = {k: v for k, v in run.RUNS.items() if k != "control_radius0"}
+    runs.update(ablations.runs(anchors_bench.BUDGET, anchors_bench.RESIDENT, anchors_bench.RATIO))
+    eq = anchors_bench.equal_accuracy_runs(len(runs) + 1)
+    assert set(eq) == {"rekv@164", "quest@164", "random@164"}
+    fetch = anchors_bench.EQUAL_ACCURACY_BUDGET - anchors_bench.RESIDENT * 16
+    assert all(kw["extra"]["fetch"] == fetch == 84 for kw in eq.values())
+    devices = [kw["extra"]["device"] for kw in [*runs.values(), *eq.values()] if "extra" in kw]
+    assert len(devices) == len(set(devices))  # each run on its own emulated device
+    reps = []
+    for change, dev in ((0.0, 0.03), (-0.004, 0.04)):
+        r = anchors_rep(change, dev)
+        r["anchors"]["vrex_hierarchy"]["device_bytes_peak"] = 100
+        r["equal_accuracy"] = {"rekv": {"budget": 164, "accuracy_change": ci(change), "device_bytes_peak": 170}}
+        reps.append(r)
+    w = {r["name"]: r for r in anchors_bench.records(reps, [1, 2], model_bench.record)}
+    acc = w["anchors/equal_accuracy.rekv: task accuracy change vs the full cache at 164 blocks/stream"]
+    assert acc["ours_spread"]["min"] == pytest.approx(-0.004) and acc["ours_spread"]["max"] == 0.0
+    assert w["anchors/equal_accuracy.rekv: device KV peak vs V-Rex's at 164 blocks/stream"]["ours"] == pytest.approx(1.7)

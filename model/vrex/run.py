@@ -300,6 +300,13 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                       **{k: acc(np.concatenate(v), m) for k, v in base.items()}}
                for kind, m in (("present", pres), ("past", ~pres))}
     ok = {name: (answers[name] == y).astype(float) for name in runs}
+    # Questions and correct answers per bootstrap group (stream, segment) of every run: records of
+    # other seeds pool with a bootstrap over all their segments (vrex/anchors_report.py --sweep).
+    seg_ids, seg_of_q = np.unique(g, return_inverse=True)
+    by_segment = {"groups": [[int(i // 10000), int(i % 10000)] for i in seg_ids],
+                  "questions": np.bincount(seg_of_q, minlength=len(seg_ids)).tolist(),
+                  "correct": {name: np.bincount(seg_of_q, weights=ok[name], minlength=len(seg_ids)).round().astype(int).tolist()
+                              for name in runs}}
 
     def kl_stats(name: str) -> dict[str, Any]:
         le, lr = logp["exact"], logp[name]
@@ -420,6 +427,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         "task": {"question": "which code did region r have k frames ago (k = 0: the present frame)",
                  "accuracy": accuracy, "by_kind": by_kind, "by_length": by_length,
                  "by_clip": by_clip,
+                 "by_segment": by_segment,
                  "ci": "95 % bootstrap over stream segments (2000 resamples)"},
         "exact_cache_tokens_peak": max(r.cache_tokens for r in recs["exact"]),
         "kv_bytes": {"exact_peak": exact_blocks * block_bytes,

@@ -170,7 +170,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
     if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES or kw.get("refresh") or kw.get("recall")
-                             for kw in runs.values()):
+                             or kw.get("motion_gate") is not None for kw in runs.values()):
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
@@ -322,6 +322,9 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                                "accuracy_change": task.ci_dict(ok[name] - ok["exact"], g)}
         if "vrex_hierarchy" in ok and name != "vrex_hierarchy":  # an ablation against V-Rex, paired per question
             out["accuracy_change_vs_vrex"] = task.ci_dict(ok[name] - ok["vrex_hierarchy"], g)
+        other = runs[name].get("extra", {}).get("paired_with")
+        if other in ok:  # a grid point against its named reference (vrex.tune), paired per question
+            out["accuracy_change_vs_paired"] = {"run": other, **task.ci_dict(ok[name] - ok[other], g)}
         if "no_refresh" in ok and name.startswith("alias_"):  # an aliasing ablation against aliasing V-Rex
             out["accuracy_change_vs_alias"] = task.ci_dict(ok[name] - ok["no_refresh"], g)
         splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}

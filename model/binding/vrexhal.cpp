@@ -9,9 +9,9 @@
 
 #include <array>
 #include <memory>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "errors.hpp"
 #include "handles.hpp"

@@ -114,3 +114,9 @@ def test_pan_workload_streams_one_rendered_shot_per_clip(vtest_avi: Path, footag
     assert clips[0].pop() == "VTEST#0/pan0" and clips[1].pop().endswith("#1/pan1")
     assert all(s["cuts"] == 0 and len(s["moves"]) == len(s["segments"]) for s in r["streams"])
     check_ci(r["task"]["accuracy"]["vrex"])
+
+
+def test_vrex_knobs_must_be_options_fields(vtest_avi: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main(["--anchors", "--vrex-knobs", '{"guard_bits": 2, "nope": 1}', str(vtest_avi)]) == 1
+    assert "not lcp.Options fields: nope" in capsys.readouterr().err
+    assert run.main(["--anchors", "--vrex-knobs", "[2]", str(vtest_avi)]) == 1

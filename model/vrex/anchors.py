@@ -582,6 +582,9 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # No SHIE similarity: neither the device's lookup nor the recall from the host tier.
         "temporal_only": m({"similar": False, "recall": False}),
         "no_guard": m({"guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
+        # The FCC's region motion gate alone off (its fingerprint filter stays), where V-Rex's knobs
+        # have it on (vrex.run --vrex-knobs '{"motion_gate": ...}'); no_fcc turns both off.
+        "no_gate": m({"motion_gate": None}),
         "no_zombie": m(coldness="fifo"),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),

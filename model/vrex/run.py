@@ -496,6 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
     ap.add_argument("--no-resv-recall", action="store_true",
                     help="--anchors: leave out the resv.* recall measurement (CPU off the step's clock)")
+    ap.add_argument("--vrex-knobs", default="", metavar="JSON",
+                    help="--anchors: lcp.Options fields that override V-Rex's frozen knobs (and so every "
+                         "ablation's), e.g. '{\"guard_bits\": 2, \"motion_gate\": 0}'")
     ap.add_argument("--anchor-runs", default="",
                     help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
     ap.add_argument("--variant", choices=tuple(VARIANTS), default="builtin",
@@ -526,6 +529,12 @@ def main(argv: list[str] | None = None) -> int:
             only = tuple(args.anchor_runs.split(",")) if args.anchor_runs else None
             from .anchors import REUSE
             vrex_knobs, alias_knobs = REUSE[args.variant]
+            if args.vrex_knobs:
+                over = json.loads(args.vrex_knobs)
+                unknown = set(over) - set(lcp.Options.__dataclass_fields__) if isinstance(over, dict) else {"(not an object)"}
+                if unknown:
+                    raise ValueError(f"--vrex-knobs: not lcp.Options fields: {', '.join(sorted(unknown))}")
+                vrex_knobs = {**vrex_knobs, **over}
             runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
                                        vrex=vrex_knobs, alias=alias_knobs, measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
@@ -533,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                   split=args.split, workload=args.workload, variant=args.variant)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
+            res["args"]["vrex_knobs"] = {k: v for k, v in vrex_knobs.items()}
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

@@ -219,9 +219,11 @@ def gate_name(g: int, rad: int | None, gate: int | None) -> str:
     return f"g{g}_" + ("nofcc" if rad is None else f"r{rad}") + ("" if gate is None else f"_gate{gate}")
 
 
-def tune_gate(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep") -> dict[str, Any]:
-    """GATE_GRID at anchors.DEEP_REUSE's other knobs on pan streams of the validation clip, by
-    choose()'s rule (ties: the stricter guard); each row also paired against the FCC off."""
+def tune_gate(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep",
+              workload: str = "pan") -> dict[str, Any]:
+    """GATE_GRID at anchors.DEEP_REUSE's other knobs on @workload streams (pan, or cutback for the
+    joint view) of the validation clip, by choose()'s rule (ties: the stricter guard); each row also
+    paired against the FCC off."""
     from . import anchors
     paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
     o = lcp.Options()
@@ -232,7 +234,7 @@ def tune_gate(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep
             "policy": "vrex", **base, "guard_bits": g, "fcc": rad is not None, "radius": rad or 0,
             "motion_gate": gate, "extra": {"device": len(runs), "paired_with": gate_name(g, None, None)}}
     res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val",
-                  workload="pan", variant=variant)
+                  workload=workload, variant=variant)
     rows = []
     for g, rad, gate in GATE_GRID:
         name = gate_name(g, rad, gate)
@@ -243,7 +245,7 @@ def tune_gate(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep
     for r in rows:
         del r["max_age"]
     return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
-            "workload": "pan", "variant": variant, "weights": res["weights"], "knobs": base,
+            "workload": workload, "variant": variant, "weights": res["weights"], "knobs": base,
             "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
             "chosen": {k: best[k] for k in ("guard_bits", "radius", "motion_gate")} if best else None}
 
@@ -262,12 +264,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="guard bits x FCC filter at the deep knobs on pan streams (camera motion)")
     ap.add_argument("--gate", action="store_true",
                     help="the FCC region motion gate x guard bits x radius at the deep knobs on pan streams")
+    ap.add_argument("--workload", choices=("pan", "cutback"), default="pan", help="--gate: the streams")
     ap.add_argument("--variant", choices=("builtin", "deep"), default="builtin", help="the model (decoder.VARIANTS)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if args.gate:
-        res = tune_gate(args.streams, args.frames, args.variant)
+        res = tune_gate(args.streams, args.frames, args.variant, args.workload)
         print(json.dumps(res) if args.json else json.dumps(res, indent=1))
         return 0
     if args.pan:

@@ -142,11 +142,13 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     clips = identify(paths, split)
     names = [f"{cl.key}#{i}" for i, cl in enumerate(clips)]
     feats = {n: torch.from_numpy(footage.encode_clip(p, step=cl.step)) for n, p, cl in zip(names, paths, clips)}
-    lumas = {n: np.stack(list(footage.frames(p, "gray", LUMA_SIZE, None, cl.step)))
-             for n, p, cl in zip(names, paths, clips)}
-    for n in names:
-        if len(lumas[n]) != len(feats[n]):
-            raise ValueError(f"{n}: {len(lumas[n])} luma frames but {len(feats[n])} encoder frames")
+    lumas: dict[str, np.ndarray] = {}
+    if workload not in workloads.RENDERED:  # a rendered workload makes its own luma (below)
+        lumas = {n: np.stack(list(footage.frames(p, "gray", LUMA_SIZE, None, cl.step)))
+                 for n, p, cl in zip(names, paths, clips)}
+        for n in names:
+            if len(lumas[n]) != len(feats[n]):
+                raise ValueError(f"{n}: {len(lumas[n])} luma frames but {len(feats[n])} encoder frames")
     rng = np.random.default_rng(seed)
     rendered: list[workloads.Rendered] = []
     if workload in workloads.RENDERED:  # the workload makes its frames (a crop per frame): virtual clips

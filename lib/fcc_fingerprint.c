@@ -322,6 +322,32 @@ void vrex_fcc_features(const struct vrex_fcc_motion *mv, struct vrex_fcc_feature
 	f->roi_dy = energy ? ey * 1000 / ((s32)energy * (VREX_FCC_H / 2)) : 0;
 }
 
+void vrex_fcc_region_motion(const struct vrex_fcc_motion *mv, u8 motion[VREX_FCC_REGIONS])
+{
+	int r;
+
+	for (r = 0; r < VREX_FCC_REGIONS; r++) {
+		int bx0 = (r % 4) * VREX_FCC_REGION_MBX, by0 = (r / 4) * VREX_FCC_REGION_MBY;
+		u32 sum = 0;
+		int bx, by;
+
+		for (by = by0; by < by0 + VREX_FCC_REGION_MBY; by++) {
+			for (bx = bx0; bx < bx0 + VREX_FCC_REGION_MBX; bx++) {
+				int m = by * VREX_FCC_MBX + bx;
+				int dx = mv->dx[m], dy = mv->dy[m];
+
+				dx = dx < -VREX_FCC_SEARCH ? -VREX_FCC_SEARCH :
+				     dx > VREX_FCC_SEARCH ? VREX_FCC_SEARCH : dx;
+				dy = dy < -VREX_FCC_SEARCH ? -VREX_FCC_SEARCH :
+				     dy > VREX_FCC_SEARCH ? VREX_FCC_SEARCH : dy;
+				sum += fcc_mag16[dx * dx + dy * dy];
+			}
+		}
+		/* The smallest magnitude is 16 > 12 blocks: one moving block reads >= 1. */
+		motion[r] = (u8)(sum / (VREX_FCC_REGION_MBX * VREX_FCC_REGION_MBY));
+	}
+}
+
 static void fcc_set_bit(struct vrex_fp *fp, u32 bit)
 {
 	fp->w[bit / 64] |= 1ull << (bit % 64);

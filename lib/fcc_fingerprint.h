@@ -36,6 +36,14 @@ struct vrex_fcc_motion {
 	u16 sad[VREX_FCC_NMB];
 };
 
+/*
+ * Region motion: the 16 SHIE regions are a 4 x 4 grid over the frame, region
+ * r = (r / 4, r % 4); each covers 4 x 3 macroblocks of the working grid.
+ */
+#define VREX_FCC_REGIONS 16
+#define VREX_FCC_REGION_MBX (VREX_FCC_MBX / 4)
+#define VREX_FCC_REGION_MBY (VREX_FCC_MBY / 4)
+
 struct vrex_fcc_features {
 	u32 centre_motion;	/* mean |mv| of centre macroblocks, 1/16 px units */
 	u32 static_ratio;	/* background macroblocks without motion, per mille */
@@ -57,6 +65,14 @@ void vrex_fcc_motion(const struct vrex_fcc_image *cur, const struct vrex_fcc_ima
 		     struct vrex_fcc_motion *mv);
 
 void vrex_fcc_features(const struct vrex_fcc_motion *mv, struct vrex_fcc_features *f);
+
+/*
+ * Per SHIE region, the mean vector magnitude of its 12 macroblocks in 1/16 grid
+ * px (the unit of centre_motion), rounded down: 0 iff no block of the region
+ * moved, at most 90 (|(4, 4)|). What a consumer compares a threshold against
+ * to keep a moving region from reusing an older frame's KV.
+ */
+void vrex_fcc_region_motion(const struct vrex_fcc_motion *mv, u8 motion[VREX_FCC_REGIONS]);
 
 /* Encodes the features and @cur's appearance into @fp. Deterministic. */
 void vrex_fcc_encode(const struct vrex_fcc_image *cur, const struct vrex_fcc_features *f,

@@ -7,10 +7,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "errors.hpp"
 #include "handles.hpp"
@@ -18,6 +20,10 @@
 #include "vrex/hal.hpp"
 #include "vrex/imported_memory.hpp"
 #include "vrex/lcp/geometry.hpp"
+
+extern "C" {
+#include "fcc_fingerprint.h"
+}
 
 namespace py = pybind11;
 using namespace vrex;
@@ -231,6 +237,25 @@ PYBIND11_MODULE(_vrexhal, m) {
                                    py::format_descriptor<std::uint8_t>::format(), 1,
                                    {static_cast<py::ssize_t>(b.b.view.size())}, {1}, b.b.shared);
         });
+
+    // The FCC reference model's region motion (lib/fcc_fingerprint.c) of @cur against @prev, for
+    // measuring a region gate before the device reports it (docs/model.md, session 10).
+    m.def(
+        "fcc_region_motion",
+        [](py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> cur,
+           py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> prev) {
+            const LumaView c = py_binding::luma_view(cur), p = py_binding::luma_view(prev);
+            auto grid = std::make_unique<struct vrex_fcc_image[]>(2);
+            auto mv = std::make_unique<struct vrex_fcc_motion>();
+            if (vrex_fcc_downscale(c.data, c.width, c.height, c.stride, &grid[0]) ||
+                vrex_fcc_downscale(p.data, p.width, p.height, p.stride, &grid[1]))
+                throw std::invalid_argument("fcc_region_motion: luma must be 64..8192 pixels a side");
+            vrex_fcc_motion(&grid[0], &grid[1], mv.get());
+            std::array<u8, VREX_FCC_REGIONS> out{};
+            vrex_fcc_region_motion(mv.get(), out.data());
+            return std::vector<int>(out.begin(), out.end());
+        },
+        py::arg("cur"), py::arg("prev"));
 
     m.def("fingerprint_distance",
           [](const py::tuple& a, const py::tuple& b) { return fp_from(a).distance(fp_from(b)); });

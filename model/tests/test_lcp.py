@@ -220,3 +220,27 @@ def test_recall_fetches_a_block_back_when_a_view_comes_back_after_a_cut(model: D
     # Found by the SHIE in its host tier: the runner indexed a copy of every block past the age cap
     # there (the device's zombie rule retired A's own entries by frame 6).
     assert on.policy.core.hosted >= 16 and runs["off"].policy.core.host_slots == 0
+
+
+def test_motion_gate_refuses_the_region_the_fcc_saw_move(model: Decoder) -> None:
+    """Options.motion_gate: the same tokens (the guard accepts every region), but the luma of region 5
+    (grid x 32..63, y 24..47 of the FCC's 128x96 grid) moved 2 px right: with the gate that region is
+    computed, the other 15 reused; without it (or with the FCC off) all 16 are reused."""
+    x = tokens(1)[0]
+    a = luma(0)
+    b = a.copy()
+    b[24:48, 34:62] = a[24:48, 32:60]
+    got = {}
+    for name, kw in (("gate", {"motion_gate": 0}), ("loose", {"motion_gate": 90}), ("off", {}),
+                     ("no_fcc", {"motion_gate": 0, "fcc": False})):
+        r = vrex.enable(model, radius=31, **kw).stream()
+        r.step(a, x, *no_questions())
+        _, fs = r.step(b, x, *no_questions())
+        got[name] = fs.reused_region
+        if name == "gate":
+            assert r.policy.motion[5] >= 2 * 32 // 12 and sum(r.policy.motion) == r.policy.motion[5]
+            assert r.policy.stats() == {"gated": 1}
+    assert got["gate"] == [r != 5 for r in range(16)]
+    assert all(got["loose"]) and all(got["off"]) and all(got["no_fcc"])
+    with pytest.raises(ValueError, match="motion_gate"):
+        vrex.enable(model, motion_gate=256)

@@ -96,3 +96,27 @@ def test_paired_frames_trims_warmup_and_pairs_with_exact() -> None:
     recs["vrex"][1].emu_s.pop()
     with pytest.raises(ValueError, match="lockstep"):
         run.paired_frames(plan, recs, "vrex", "emu_s", 0)
+
+
+def test_pan_workload_streams_one_rendered_shot_per_clip(vtest_avi: Path, footage_env: dict[str, str],
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """--workload pan: stream s is clip s's rendered camera moves (no cut); ground truth and the FCC's
+    luma come from the crops."""
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    mire = footage_env["VREX_MIRE_PATH"]
+    assert run.main(["--json", "--streams", "2", "--frames", "24", "--warmup", "2", "--workload", "pan",
+                     "--no-control", "--no-resv-read", str(vtest_avi), mire]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["args"]["workload"] == "pan" and r["questions"] == 2 * 24 * 4
+    clips = [{sg[0] for sg in s["segments"]} for s in r["streams"]]
+    assert len(clips[0]) == len(clips[1]) == 1
+    assert clips[0].pop() == "VTEST#0/pan0" and clips[1].pop().endswith("#1/pan1")
+    assert all(s["cuts"] == 0 and len(s["moves"]) == len(s["segments"]) for s in r["streams"])
+    check_ci(r["task"]["accuracy"]["vrex"])
+
+
+def test_vrex_knobs_must_be_options_fields(vtest_avi: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main(["--anchors", "--vrex-knobs", '{"guard_bits": 2, "nope": 1}', str(vtest_avi)]) == 1
+    assert "not lcp.Options fields: nope" in capsys.readouterr().err
+    assert run.main(["--anchors", "--vrex-knobs", "[2]", str(vtest_avi)]) == 1

@@ -505,7 +505,8 @@ class Managed(lcp.Policy):
         return {"device_bytes_peak": b.device_peak, "total_bytes_peak": b.total_peak, "host_bytes_peak": b.host_peak,
                 "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
                 "fetched": b.fetched, "promoted": b.promoted, "recalled": b.recalled,
-                "policy_counters": dict(self.prefill.core.counters) if isinstance(self.prefill, lcp.VrexPolicy) else {}, "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
+                "policy_counters": ({**dict(self.prefill.core.counters), "gated": self.prefill.gated}
+                                    if isinstance(self.prefill, lcp.VrexPolicy) else {}), "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
                 "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:
@@ -583,6 +584,9 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # candidate from the device tier, no recall from the host tier: both are that lookup).
         "temporal_only": m({"similar": False, "recall": False}),
         "no_guard": m({"guard_bits": lcp.HASH_BITS, "recall_guard_bits": lcp.HASH_BITS}),
+        # The FCC's region motion gate alone off (its fingerprint filter stays), where V-Rex's knobs
+        # have it on (vrex.run --vrex-knobs '{"motion_gate": ...}'); no_fcc turns both off.
+        "no_gate": m({"motion_gate": None}),
         "no_zombie": m(coldness="fifo"),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),

@@ -75,6 +75,10 @@ class Options:
     host_slots: int = 4096      # blocks of host memory recall's host tier holds (its bound; oldest reused)
     recall_guard_bits: int = 0  # key-hash distance of a recall (0..32)
     refresh: bool = False       # reused regions get a new block with layer 0 written fresh (see above)
+    # Region motion gate (session 10, measured here before the device reports it): a region whose
+    # FCC region motion (lib vrex_fcc_region_motion of this frame's luma against the previous one,
+    # 1/16 grid px) exceeds this takes no earlier block. None: off. Python path only; needs fcc.
+    motion_gate: int | None = None
     backend: str = "emulated"
     extra: dict[str, Any] = field(default_factory=dict)  # a plugged-in policy's own parameters (vrex/anchors.py)
 
@@ -118,6 +122,8 @@ class Session:
             raise ValueError(f"unknown policy '{opts.policy}' ({', '.join(POLICIES)})")
         if not 0 <= opts.radius <= 31 or not 0 <= opts.guard_bits <= HASH_BITS or opts.max_age < 0:
             raise ValueError("radius must be 0..31, guard_bits 0..32 and max_age >= 0")
+        if opts.motion_gate is not None and not 0 <= opts.motion_gate <= 255:
+            raise ValueError(f"motion_gate must be 0..255 (1/16 grid px) or None, not {opts.motion_gate}")
         c = model.c
         self.model = model
         self.opts = opts
@@ -237,6 +243,10 @@ class VrexPolicy(Policy):
             self.core.attach_host_tier(runner.st, o.host_slots)
         self.to_host: list[tuple[tuple[int, int], Any]] = []
         self.by_frame: list[list[tuple[int, int]]] = []  # plain runner: computed keys per frame
+        self.gate = o.motion_gate if o.fcc else None
+        self.prev_luma: np.ndarray | None = None
+        self.motion: list[int] = [0] * runner.s.model.c.regions
+        self.gated = 0  # candidates the gate refused
 
     def host_put(self, key: tuple[int, int], data: torch.Tensor) -> None:
         """Block @key was demoted, its bytes are @data: indexed in the host tier at the next begin()."""
@@ -244,6 +254,11 @@ class VrexPolicy(Policy):
             self.to_host.append((key, data))
 
     def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
+        if self.gate is not None:
+            # A stream's first frame has no predecessor: no motion (as the FCC's own first frame).
+            self.motion = ([0] * len(self.motion) if self.prev_luma is None
+                           else hal.fcc_region_motion(luma, self.prev_luma))
+            self.prev_luma = luma
         if not self.hosting:
             return
         old = self.run.t - self.run.s.opts.max_age - 1
@@ -261,6 +276,10 @@ class VrexPolicy(Policy):
 
     def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, Any]:
         out = self.core.choose(self.run.st, fp, hashes, self.run.t)
+        if self.gate is not None:
+            kept = {r: b for r, b in out.items() if self.motion[r] <= self.gate}
+            self.gated += len(out) - len(kept)
+            out = kept
         if self.run.s.opts.recall and self.install_recalls:
             # The runner keeps every block pinned (the whole cache on the device): a recalled block's
             # bytes are its own memory (a policy with a memory hierarchy fetches them: anchors.Managed).
@@ -272,6 +291,9 @@ class VrexPolicy(Policy):
 
     def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
         self.core.computed([block], [key_hash], self.run.t)
+
+    def stats(self) -> dict[str, Any]:
+        return {"gated": self.gated} if self.gate is not None else {}
 
     def computed_frame(self, regions: list[int], blocks: list["hal.KvBlock"], hashes: list[int]) -> None:
         self.core.computed(blocks, [hashes[r] for r in regions], self.run.t)

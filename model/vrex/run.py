@@ -126,8 +126,9 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection)."""
     if path is None:
         path = "cpp" if cpp_path.available() else "python"
-    if workload not in workloads.WORKLOADS:
-        raise ValueError(f"workload must be one of {', '.join(workloads.WORKLOADS)}, not '{workload}'")
+    if workload not in workloads.WORKLOADS and workload not in workloads.RENDERED:
+        raise ValueError(f"workload must be one of {', '.join([*workloads.WORKLOADS, *workloads.RENDERED])}, "
+                         f"not '{workload}'")
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not '{path}'")
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
@@ -141,25 +142,37 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     clips = identify(paths, split)
     names = [f"{cl.key}#{i}" for i, cl in enumerate(clips)]
     feats = {n: torch.from_numpy(footage.encode_clip(p, step=cl.step)) for n, p, cl in zip(names, paths, clips)}
-    lumas = {n: np.stack(list(footage.frames(p, "gray", LUMA_SIZE, None, cl.step)))
-             for n, p, cl in zip(names, paths, clips)}
-    for n in names:
-        if len(lumas[n]) != len(feats[n]):
-            raise ValueError(f"{n}: {len(lumas[n])} luma frames but {len(feats[n])} encoder frames")
-    codes = {n: task.codes(f, extra["mean"], extra["std"], extra["codebook"]).numpy() for n, f in feats.items()}
+    lumas: dict[str, np.ndarray] = {}
+    if workload not in workloads.RENDERED:  # a rendered workload makes its own luma (below)
+        lumas = {n: np.stack(list(footage.frames(p, "gray", LUMA_SIZE, None, cl.step)))
+                 for n, p, cl in zip(names, paths, clips)}
+        for n in names:
+            if len(lumas[n]) != len(feats[n]):
+                raise ValueError(f"{n}: {len(lumas[n])} luma frames but {len(feats[n])} encoder frames")
     rng = np.random.default_rng(seed)
+    rendered: list[workloads.Rendered] = []
+    if workload in workloads.RENDERED:  # the workload makes its frames (a crop per frame): virtual clips
+        sources = [(n, p, cl.step, len(feats[n])) for n, p, cl in zip(names, paths, clips)]
+        rendered = [workloads.RENDERED[workload](sources, s, frames, rng, LUMA_SIZE) for s in range(streams)]
+        feats = {r.name: torch.from_numpy(r.feats) for r in rendered}
+        lumas = {r.name: r.luma for r in rendered}
+    codes = {n: task.codes(f, extra["mean"], extra["std"], extra["codebook"]).numpy() for n, f in feats.items()}
     plan = []
     for s in range(streams):
-        segs = workloads.WORKLOADS[workload]({n: len(feats[n]) for n in names}, frames, rng)
+        if rendered:
+            segs = rendered[s].segments
+        else:
+            segs = workloads.WORKLOADS[workload]({n: len(feats[n]) for n in names}, frames, rng)
         idx = task.stream_frames(segs)
         seg_of = np.concatenate([np.full(sg.length, i) for i, sg in enumerate(segs)])
         qt, qr, qg = task.questions(len(idx), questions, rng)
         plan.append({"segments": segs, "idx": idx, "seg_of": seg_of, "q": (qt, qr, qg),
-                     "code": np.stack([codes[n][i] for n, i in idx]), "cuts": task.cut_frames(segs)})
+                     "code": np.stack([codes[n][i] for n, i in idx]), "cuts": set() if rendered else task.cut_frames(segs),
+                     "moves": rendered[s].moves if rendered else None})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
     if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES or kw.get("refresh") or kw.get("recall")
-                             for kw in runs.values()):
+                             or kw.get("motion_gate") is not None for kw in runs.values()):
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
@@ -318,6 +331,9 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                                "accuracy_change": task.ci_dict(ok[name] - ok["exact"], g)}
         if "vrex_hierarchy" in ok and name != "vrex_hierarchy":  # an ablation against V-Rex, paired per question
             out["accuracy_change_vs_vrex"] = task.ci_dict(ok[name] - ok["vrex_hierarchy"], g)
+        other = runs[name].get("extra", {}).get("paired_with")
+        if other in ok:  # a grid point against its named reference (vrex.tune), paired per question
+            out["accuracy_change_vs_paired"] = {"run": other, **task.ci_dict(ok[name] - ok[other], g)}
         if "no_refresh" in ok and name.startswith("alias_"):  # an aliasing ablation against aliasing V-Rex
             out["accuracy_change_vs_alias"] = task.ci_dict(ok[name] - ok["no_refresh"], g)
         splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}
@@ -422,7 +438,7 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         "clips": [{"path": str(p), "key": cl.key, "split": cl.split, "step": cl.step} for p, cl in zip(paths, clips)],
         "args": args,
         "streams": [{"frames": len(p["idx"]), "segments": [[s.clip, s.start, s.length] for s in p["segments"]],
-                     "cuts": len(p["cuts"])} for p in plan],
+                     "cuts": len(p["cuts"]), **({"moves": p["moves"]} if p["moves"] else {})} for p in plan],
         "questions": int(len(y)),
         "task": {"question": "which code did region r have k frames ago (k = 0: the present frame)",
                  "accuracy": accuracy, "by_kind": by_kind, "by_length": by_length,
@@ -471,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None,
                     help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
     ap.add_argument("--seed", type=int, default=SEED)
-    ap.add_argument("--workload", choices=tuple(workloads.WORKLOADS), default="edited",
+    ap.add_argument("--workload", choices=(*workloads.WORKLOADS, *workloads.RENDERED), default="edited",
                     help="how streams are cut from the clips (vrex/workloads.py)")
     ap.add_argument("--path", choices=PATHS, default=None,
                     help="cpp: the scripted decoder under libtorch with the C++ policy (the default when built); "
@@ -490,11 +506,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resv-ratio", type=float, default=0.5, help="--anchors: WiCSum mass ratio")
     ap.add_argument("--no-resv-recall", action="store_true",
                     help="--anchors: leave out the resv.* recall measurement (CPU off the step's clock)")
+    ap.add_argument("--vrex-knobs", default="", metavar="JSON",
+                    help="--anchors: lcp.Options fields that override V-Rex's frozen knobs (and so every "
+                         "ablation's), e.g. '{\"guard_bits\": 2, \"motion_gate\": 0}'")
     ap.add_argument("--anchor-runs", default="",
                     help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
     ap.add_argument("--variant", choices=tuple(VARIANTS), default="builtin",
                     help="the model: builtin (the answer reads layer 0) or deep (it reads the deepest layer; "
                          "--anchors: V-Rex with the variant's knobs, anchors.REUSE)")
+    ap.add_argument("--split", choices=("test", "val"), default="test",
+                    help="the clips' split: test (scored figures) or val (knobs are frozen on the validation clip)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -518,13 +539,20 @@ def main(argv: list[str] | None = None) -> int:
             only = tuple(args.anchor_runs.split(",")) if args.anchor_runs else None
             from .anchors import REUSE
             vrex_knobs, alias_knobs = REUSE[args.variant]
+            if args.vrex_knobs:
+                over = json.loads(args.vrex_knobs)
+                unknown = set(over) - set(lcp.Options.__dataclass_fields__) if isinstance(over, dict) else {"(not an object)"}
+                if unknown:
+                    raise ValueError(f"--vrex-knobs: not lcp.Options fields: {', '.join(sorted(unknown))}")
+                vrex_knobs = {**vrex_knobs, **over}
             runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
                                        vrex=vrex_knobs, alias=alias_knobs, measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
-                  workload=args.workload, variant=args.variant)
+                  split=args.split, workload=args.workload, variant=args.variant)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
+            res["args"]["vrex_knobs"] = {k: v for k, v in vrex_knobs.items()}
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

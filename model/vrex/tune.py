@@ -16,6 +16,12 @@ and aliasing, over cutback streams: on a model whose answer depends on the
 reused deeper layers (--variant deep) the two filters in series decide what stale KV reaches an answer.
 --age (after --fcc): at --fcc's radius, guard bits x age cap x recall on/off (AGE_GRID) with refresh,
 over cutback streams: what bounds how old the reused deeper layers may be.
+--pan (session 10, deep variant): at anchors.DEEP_REUSE's knobs, guard bits x the FCC fingerprint
+filter on/off (PAN_GRID) over pan streams of the validation clip (vrex/workloads.py: camera motion, no
+cuts): whether stale KV under camera motion gets past the key-hash guard, and whether the FCC stops it.
+--gate (session 10, deep variant): the FCC's region motion gate (lcp.Options.motion_gate: a region
+the FCC saw move takes no earlier block) x guard bits x fingerprint radius (GATE_GRID) on pan streams of
+the validation clip; every row paired per question against the FCC off at the same guard bits.
 --variant: the model (decoder.VARIANTS); the knobs frozen for the deep variant are anchors.DEEP_REUSE.
 """
 from __future__ import annotations
@@ -34,6 +40,9 @@ REFRESH_GRID = [(g, a) for g in (1, 2, 4, 8) for a in (2, 4)]
 # policy's own index).
 RECALL_GRID = [(rad, g) for rad in (8, 24, 31) for g in (2, 8)]
 FCC_GRID = [(g, rad) for g in (0, 1, 2, 8) for rad in (4, 12, 20)]
+PAN_GRID = [(g, fcc) for g in (0, 1, 2, 32) for fcc in (True, False)]
+# (guard bits, FCC radius or None for the FCC off, region motion gate or None)
+GATE_GRID = [(g, rad, gate) for g in (0, 1, 2) for rad, gate in ((4, None), (None, None), (4, 0), (31, 0), (31, 16))]
 AGE_GRID = [(g, a, rec) for g in (0, 1) for a in (1, 2) for rec in (True, False)]
 FCC_RECALL_RADIUS = 24  # the recall's appearance radius frozen by --recall; its key-hash bits follow the guard's
 TOLERANCE = 0.01
@@ -181,6 +190,68 @@ def tune_age(radius: int, streams: int = STREAMS, frames: int = FRAMES, variant:
             "chosen": {k: best[k] for k in ("guard_bits", "max_age", "recall")} if best else None}
 
 
+def tune_pan(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep") -> dict[str, Any]:
+    """Guard bits x FCC filter (PAN_GRID) at anchors.DEEP_REUSE's other knobs on pan streams of the
+    validation clip; choose()'s rule over the grid (ties: the stricter guard)."""
+    from . import anchors
+    paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
+    o = lcp.Options()
+    base = {k: v for k, v in anchors.DEEP_REUSE.items() if k != "guard_bits"}
+    runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
+    for g, fcc in PAN_GRID:
+        runs[f"g{g}_{'fcc' if fcc else 'nofcc'}"] = {"policy": "vrex", **base, "guard_bits": g, "fcc": fcc,
+                                                     "extra": {"device": len(runs)}}
+    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val",
+                  workload="pan", variant=variant)
+    rows = []
+    for g, fcc in PAN_GRID:
+        name = f"g{g}_{'fcc' if fcc else 'nofcc'}"
+        rows.append({"guard_bits": g, "fcc": fcc, "max_age": 0, **measured(res, name),
+                     "reused_targets": res["quality"][name]["split"]["reused"]})
+    best = choose(rows, TOLERANCE)
+    for r in rows:
+        del r["max_age"]
+    return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
+            "workload": "pan", "variant": variant, "weights": res["weights"], "knobs": base,
+            "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
+            "chosen": {k: best[k] for k in ("guard_bits", "fcc")} if best else None}
+
+
+def gate_name(g: int, rad: int | None, gate: int | None) -> str:
+    return f"g{g}_" + ("nofcc" if rad is None else f"r{rad}") + ("" if gate is None else f"_gate{gate}")
+
+
+def tune_gate(streams: int = STREAMS, frames: int = FRAMES, variant: str = "deep",
+              workload: str = "pan") -> dict[str, Any]:
+    """GATE_GRID at anchors.DEEP_REUSE's other knobs on @workload streams (pan, or cutback for the
+    joint view) of the validation clip, by choose()'s rule (ties: the stricter guard); each row also
+    paired against the FCC off."""
+    from . import anchors
+    paths = list(task.clip_paths([c.key for c in task.clips_of("val")]).values())
+    o = lcp.Options()
+    base = {k: v for k, v in anchors.DEEP_REUSE.items() if k not in ("guard_bits", "radius")}
+    runs: dict[str, dict[str, Any]] = {"exact": {"policy": "exact"}, "vrex": {"policy": "vrex"}}
+    for g, rad, gate in GATE_GRID:
+        runs[gate_name(g, rad, gate)] = {
+            "policy": "vrex", **base, "guard_bits": g, "fcc": rad is not None, "radius": rad or 0,
+            "motion_gate": gate, "extra": {"device": len(runs), "paired_with": gate_name(g, None, None)}}
+    res = run.run(paths, streams, frames, 4, o.radius, o.guard_bits, o.max_age, runs=runs, split="val",
+                  workload=workload, variant=variant)
+    rows = []
+    for g, rad, gate in GATE_GRID:
+        name = gate_name(g, rad, gate)
+        q = res["quality"][name]
+        rows.append({"guard_bits": g, "radius": rad, "motion_gate": gate, "max_age": 0, **measured(res, name),
+                     "vs_fcc_off": q.get("accuracy_change_vs_paired"), "reused_targets": q["split"]["reused"]})
+    best = choose(rows, TOLERANCE)
+    for r in rows:
+        del r["max_age"]
+    return {"clips": [str(p) for p in paths], "streams": streams, "frames": frames, "tolerance": TOLERANCE,
+            "workload": workload, "variant": variant, "weights": res["weights"], "knobs": base,
+            "exact_accuracy": res["task"]["accuracy"]["exact"], "grid": rows,
+            "chosen": {k: best[k] for k in ("guard_bits", "radius", "motion_gate")} if best else None}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m vrex.tune", description=__doc__.split("\n")[0])
     ap.add_argument("--streams", type=int, default=STREAMS)
@@ -191,10 +262,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="tune the guard bits x FCC radius with refresh and aliasing (cutback streams)")
     ap.add_argument("--age", type=int, metavar="RADIUS", default=None,
                     help="tune guard bits x age cap x recall with refresh at this FCC radius (cutback streams)")
+    ap.add_argument("--pan", action="store_true",
+                    help="guard bits x FCC filter at the deep knobs on pan streams (camera motion)")
+    ap.add_argument("--gate", action="store_true",
+                    help="the FCC region motion gate x guard bits x radius at the deep knobs on pan streams")
+    ap.add_argument("--workload", choices=("pan", "cutback"), default="pan", help="--gate: the streams")
     ap.add_argument("--variant", choices=("builtin", "deep"), default="builtin", help="the model (decoder.VARIANTS)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.gate:
+        res = tune_gate(args.streams, args.frames, args.variant, args.workload)
+        print(json.dumps(res) if args.json else json.dumps(res, indent=1))
+        return 0
+    if args.pan:
+        res = tune_pan(args.streams, args.frames, args.variant)
+        print(json.dumps(res) if args.json else json.dumps(res, indent=1))
+        return 0
     if args.age is not None:
         res = tune_age(args.age, args.streams, args.frames, args.variant)
         print(json.dumps(res) if args.json else json.dumps(res, indent=1))

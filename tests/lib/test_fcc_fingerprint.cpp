@@ -452,6 +452,68 @@ TEST(FccFeatures, ExactValuesFromHandMadeVectors) {
     EXPECT_EQ(f.roi_dy, (16 * -4 + 1 * 4) * 1000 / (17 * 48));
 }
 
+TEST(FccRegionMotion, HandMadeVectorsGiveEachRegionItsMeanMagnitude) {
+    struct vrex_fcc_motion mv {};
+    // Region 0 (macroblocks 0..3 x 0..2): one block (1, 0); region 6 (8..11 x 3..5): all 12 (3, 4);
+    // region 15 (12..15 x 9..11): one block (4, 4) and one out-of-range vector clamped to (4, -4).
+    mv.dx[0 * VREX_FCC_MBX + 2] = 1;
+    for (int by = 3; by < 6; by++)
+        for (int bx = 8; bx < 12; bx++) {
+            mv.dx[by * VREX_FCC_MBX + bx] = 3;
+            mv.dy[by * VREX_FCC_MBX + bx] = 4;
+        }
+    mv.dx[11 * VREX_FCC_MBX + 15] = 4;
+    mv.dy[11 * VREX_FCC_MBX + 15] = 4;
+    mv.dx[9 * VREX_FCC_MBX + 12] = 9;
+    mv.dy[9 * VREX_FCC_MBX + 12] = -7;
+    u8 m[VREX_FCC_REGIONS];
+    std::memset(m, 0xee, sizeof(m));
+    vrex_fcc_region_motion(&mv, m);
+    for (int r = 0; r < VREX_FCC_REGIONS; r++) {
+        if (r == 0) {
+            EXPECT_EQ(m[r], 16 / 12);  // one block moving 1 px: the smallest non-zero reading
+        } else if (r == 6) {
+            EXPECT_EQ(m[r], 80);  // |(3, 4)| = 5 px = 80/16 in every block
+        } else if (r == 15) {
+            EXPECT_EQ(m[r], 2 * 91 / 12);  // two blocks of |(4, 4)| (the clamp): table value 91
+        } else {
+            EXPECT_EQ(m[r], 0) << r;
+        }
+    }
+}
+
+TEST(FccRegionMotion, ObjectMovingInOneRegionMarksThatRegionOnly) {
+    // 24x16 grid-px object in region 5 (grid x 32..63, y 24..47) moving 2 px right; the background
+    // is static, so only the regions the object's blocks lie in read motion.
+    const MovingObjectScene scene{.w = 24, .h = 16};
+    const FrameResult r = scene.run(36, 28, 2);
+    u8 m[VREX_FCC_REGIONS];
+    vrex_fcc_region_motion(&r.mv, m);
+    EXPECT_GE(m[5], 2 * 32 / 12);  // at least the 2 blocks the object fully covers see 2 px
+    for (int reg = 0; reg < VREX_FCC_REGIONS; reg++) {
+        if (reg != 5) {
+            EXPECT_EQ(m[reg], 0) << reg;
+        }
+    }
+}
+
+TEST(FccRegionMotion, GlobalPanMovesEveryRegionAndAStillFrameNone) {
+    const Texture tex(33);
+    const vrex_fcc_image prev = textured_grid(tex), panned = textured_grid(tex, 3, 1);
+    struct vrex_fcc_motion mv {};
+    u8 m[VREX_FCC_REGIONS];
+    vrex_fcc_motion(&panned, &prev, &mv);
+    vrex_fcc_region_motion(&mv, m);
+    // |(3, 1)| = 3.16 px = 51/16 where the search found it; edge blocks whose window leaves the grid
+    // may stay at zero, so every region reads motion and interior ones the full shift.
+    for (int r = 0; r < VREX_FCC_REGIONS; r++) EXPECT_GT(m[r], 0) << r;
+    EXPECT_EQ(m[5], 51);
+    EXPECT_EQ(m[10], 51);
+    vrex_fcc_motion(&prev, &prev, &mv);
+    vrex_fcc_region_motion(&mv, m);
+    for (int r = 0; r < VREX_FCC_REGIONS; r++) EXPECT_EQ(m[r], 0) << r;
+}
+
 TEST(FccEncode, ScalarFieldsAreThermometerCodes) {
     const vrex_fcc_image img = textured_grid(Texture(8));
     struct vrex_fcc_features base {};

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "native_load.hpp"
 #include "vrex/lcp/geometry.hpp"
 #include "vrex/resv.hpp"
 
@@ -83,6 +84,13 @@ ScriptedModel::ScriptedModel(const std::string& path)
     geo_ = {u(0), u(1), u(2), u(3), u(4), u(5), u(6), u(7)};
     if (geo_.regions * geo_.tokens_per_region != geo_.visual)
         throw std::runtime_error("vrex runner: " + path + ": regions x tokens_per_region != visual tokens");
+    native_ = std::make_unique<NativeDecoder>(native_weights(impl_->m));
+    const NativeConfig& c = native_->config();
+    if (c.layers != geo_.layers || c.kv_heads != geo_.kv_heads || c.head_dim != geo_.head_dim ||
+        c.tokens_per_region != geo_.tokens_per_region || c.regions != geo_.regions ||
+        c.visual() != geo_.visual || c.feat_dim != geo_.feat_dim || c.codes != geo_.codes)
+        throw std::runtime_error("vrex runner: " + path +
+                                 ": the module's config differs from its geometry()");
 }
 
 ScriptedModel::~ScriptedModel() = default;
@@ -90,6 +98,7 @@ ScriptedModel::~ScriptedModel() = default;
 struct StreamRunner::Impl {
     Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o);
     ~Impl();
+    static float* block_data(const KvBlock& b);
     torch::Tensor view(const KvBlock& b) const;
     void reserve();
     std::vector<float> step(const LumaView& luma, std::span<const float> tokens_in,
@@ -110,7 +119,11 @@ struct StreamRunner::Impl {
     std::optional<ReusePolicy> policy_;
     std::unique_ptr<FccProbe> fcc_;  // RunnerOptions::profile_fcc
     std::vector<KvBlock> pinned_;
-    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    bool native_ = true;          // RunnerOptions::kernels
+    NativeScratch scratch_;       // the native kernels' working memory
+    std::vector<float> vis_;      // the frame's embeddings (native kernels)
+    std::vector<float*> blocks_;  // the frame's block memory per region (native kernels)
+    torch::Tensor k_, v_;         // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
     bool closed_ = false;
 };
@@ -125,6 +138,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
                                  std::to_string(alloc_->block_bytes()) + " B, the model needs " +
                                  std::to_string(need));
     st_ = take(alloc_->create_stream(), "create stream");
+    native_ = o.kernels == Kernels::native;
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
     read_ = o.read;
@@ -171,12 +185,17 @@ void StreamRunner::Impl::close() {
     k_ = v_ = torch::Tensor();
 }
 
-torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
-    const Geometry& g = model_.geometry();
+float* StreamRunner::Impl::block_data(const KvBlock& b) {
     // A published or shared block is read-only (hal.hpp): Decoder.step only reads reused blocks and
     // writes only the fresh ones this stream just allocated (their @data is set).
     auto* p = b.data.empty() ? const_cast<std::byte*>(b.view.data()) : b.data.data();  // NOLINT
-    return torch::from_blob(p, {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim}, torch::kFloat32);
+    return reinterpret_cast<float*>(p);  // NOLINT: the block holds fp32 (Geometry::hal())
+}
+
+torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
+    const Geometry& g = model_.geometry();
+    return torch::from_blob(block_data(b), {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim},
+                            torch::kFloat32);
 }
 
 void StreamRunner::Impl::reserve() {
@@ -308,7 +327,16 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     st[0] = e0 - t0;
     torch::Tensor vis;
     std::vector<std::uint32_t> hashes(g.regions, 0);
-    if (policy_) {
+    if (native_) {  // the same embedding and guard hashes on plain buffers; vis views them
+        vis_.resize(std::size_t{g.visual} * model_.native().config().d_model);
+        if (policy_)
+            model_.native().prepare(scratch_, tokens_in, vis_, hashes);
+        else
+            model_.native().embed(tokens_in, vis_);
+        vis = torch::from_blob(vis_.data(),
+                               {g.visual, static_cast<std::int64_t>(model_.native().config().d_model)},
+                               torch::kFloat32);
+    } else if (policy_) {
         auto out = m.run_method("prepare", tokens).toTuple();
         vis = out->elements()[0].toTensor();
         const torch::Tensor h = out->elements()[1].toTensor().contiguous();
@@ -333,19 +361,41 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     double e1 = thread_cpu_s();
     st[3] = e1 - e0;
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
-    c10::List<torch::Tensor> cur;
-    for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
-    c10::List<std::int64_t> fresh;
-    for (std::uint32_t r : fb.fresh) fresh.push_back(r);
     reserve();
     stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
-    m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+    const KvCacheView cache{k_.data_ptr<float>(), v_.data_ptr<float>(), static_cast<std::size_t>(k_.size(2))};
+    if (native_) {
+        blocks_.clear();
+        for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
+        model_.native().prefill(scratch_, tokens_in, vis_, fb.fresh, blocks_, cache, t_);
+    } else {
+        c10::List<torch::Tensor> cur;
+        for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
+        c10::List<std::int64_t> fresh;
+        for (std::uint32_t r : fb.fresh) fresh.push_back(r);
+        m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+    }
     const double a0 = thread_cpu_s();
     const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
-    torch::Tensor logits =
-        m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read).toTensor();
+    std::vector<float> out_logits(static_cast<std::size_t>(nq) * g.codes);
+    if (native_) {
+        QuestionRead qr;
+        if (q_read.isTensor()) {
+            const torch::Tensor r = q_read.toTensor().contiguous();
+            qr = {{r.data_ptr<std::int64_t>(), static_cast<std::size_t>(r.numel())},
+                  static_cast<std::size_t>(r.size(1))};
+        }
+        model_.native().ask(scratch_, cache, t_, q_region_in, q_target_in, q_read.isTensor() ? &qr : nullptr,
+                            out_logits);
+    } else {
+        const torch::Tensor logits =
+            m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read)
+                .toTensor()
+                .contiguous();
+        std::memcpy(out_logits.data(), logits.data_ptr<float>(), sizeof(float) * out_logits.size());
+    }
     stats.ask_s = thread_cpu_s() - a0;
     if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
@@ -372,10 +422,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
             stats.reused++;
         }
     t_++;
-    const torch::Tensor out = logits.contiguous();
-    std::vector<float> v(static_cast<std::size_t>(out.numel()));
-    std::memcpy(v.data(), out.data_ptr<float>(), sizeof(float) * v.size());
-    return v;
+    return out_logits;
 }
 
 StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc,

@@ -19,7 +19,7 @@ struct NativeScratch::Impl {
     // RoPE tables of positions 0 .. rope_pos - 1: cos then sin, head_dim / 2 each, per position.
     std::vector<float> rope;
     std::size_t rope_pos = 0;
-    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0;
+    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0, kt;
     std::vector<std::int64_t> key_tok;    // the questions' keys: cache row (frame * visual + slot)
     std::vector<std::uint32_t> key_bias;  // per key: bucket | slot << 8
     std::vector<std::size_t> key_count;
@@ -202,7 +202,8 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
     }
     const std::size_t w0 = t + 1 >= c.window ? t + 1 - c.window : 0;  // first frame of the visual window
     const std::size_t nkeys = (std::size_t{t} + 1 - w0) * n;
-    s.scores.resize(std::max(s.scores.size(), nkeys));
+    s.scores.resize(std::max(s.scores.size(), nf * nkeys));
+    s.kt.resize(std::max(s.kt.size(), hd * nkeys));
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     for (std::size_t l = 0; l < c.layers; l++) {
         const NativeWeights::Layer& lw = w_.layers[l];
@@ -234,18 +235,19 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
                 for (std::size_t e = 0; e < hd; e++) qj[e] *= scale;
                 nk::rotate(qj, cs, sn, half);
             }
-        std::fill(s.o.begin(), s.o.end(), 0.0F);
-        for (std::size_t hh = 0; hh < c.heads; hh++) {
-            const std::size_t kv = hh / rep;
+        // Per KV head its window's keys transposed once ([head_dim, keys]): the scores and the
+        // weighted sum are then two products of the same kernel as the projections, so a
+        // multiply-add costs the same wherever it is.
+        for (std::size_t kv = 0; kv < kvh; kv++) {
             const float* kw = cache_row(cache.k, l, kv, w0 * n);
             const float* vw = cache_row(cache.v, l, kv, w0 * n);
-            for (std::size_t j = 0; j < nf; j++) {
-                const float* qj = s.q.data() + j * a + hh * hd;
-                float* sc = s.scores.data();
-                for (std::size_t m = 0; m < nkeys; m++) sc[m] = nk::dot(qj, kw + m * hd, hd);
-                nk::softmax(sc, nkeys);
-                float* oj = s.o.data() + j * a + hh * hd;
-                for (std::size_t m = 0; m < nkeys; m++) nk::axpy(sc[m], vw + m * hd, oj, hd);
+            for (std::size_t m = 0; m < nkeys; m++)
+                for (std::size_t e = 0; e < hd; e++) s.kt[e * nkeys + m] = kw[m * hd + e];
+            for (std::size_t hh = kv * rep; hh < (kv + 1) * rep; hh++) {
+                nk::matmul(s.q.data() + hh * hd, a, nf, s.kt.data(), hd, nkeys, s.scores.data(), nkeys,
+                           false);
+                for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
+                nk::matmul(s.scores.data(), nkeys, nf, vw, nkeys, hd, s.o.data() + hh * hd, a, false);
             }
         }
         nk::matmul(s.o.data(), a, nf, lw.wo.data(), a, d, s.x.data(), d, true);

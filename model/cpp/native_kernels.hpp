@@ -6,6 +6,15 @@
 #include <cstddef>
 #include <cstdint>
 
+// x86-64: the hot kernels are also compiled for x86-64-v3 (AVX2, FMA) and picked at load time by
+// the CPU (GCC/clang function multiversioning, an ifunc); the package keeps the baseline build for
+// older CPUs and other architectures compile the plain version. The math is the same loops.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define VREX_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VREX_NATIVE_CLONES
+#endif
+
 namespace vrex::lcp::native {
 
 // y[m, :] (=|+=) x[m, :] @ w for m < rows: @x [rows, k] with row stride @ldx, @w [k, n] row-major,

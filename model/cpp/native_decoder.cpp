@@ -378,4 +378,61 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
         if (s.key_count[i] == 0) std::fill_n(logits.data() + i * c.codes, c.codes, 0.0F);
 }
 
+void NativeDecoder::selector(NativeScratch& ss, std::span<const std::int64_t> q_region,
+                             std::span<const std::int64_t> q_target, std::uint32_t t, std::span<float> query,
+                             std::span<std::int64_t> frames, std::span<float> weights) const {
+    const NativeConfig& c = w_.c;
+    auto& s = *ss.impl_;
+    const std::size_t nq = q_region.size(), n = c.visual(), d = c.d_model, hd = c.head_dim, half = hd / 2,
+                      a = std::size_t{c.heads} * hd, span = 2 * std::size_t{c.question_reach} + 1,
+                      nb = w_.rel_buckets;
+    need(q_target.size() == nq && query.size() == nq * a && frames.size() == nq * span &&
+             weights.size() == nq * span * n,
+         "selector: query [Q, heads*head_dim], frames [Q, 2*reach+1], weights [Q, (2*reach+1)*visual]");
+    for (std::size_t i = 0; i < nq; i++)
+        need(q_region[i] >= 0 && q_region[i] < c.regions && q_target[i] >= 0,
+             "selector: question regions 0 .. regions - 1 about frames >= 0");
+    const NativeWeights::Layer& l0 = w_.layers[0];
+    s.x.resize(nq * d);
+    s.h.resize(nq * d);
+    for (std::size_t i = 0; i < nq; i++)
+        std::memcpy(s.x.data() + i * d, w_.question_embed.data() + static_cast<std::size_t>(q_region[i]) * d,
+                    d * sizeof(float));
+    nk::rms_norm(s.x.data(), d, nq, l0.norm1.data(), d, c.norm_eps, s.h.data(), d);
+    nk::matmul(s.h.data(), d, nq, l0.wq.data(), d, a, query.data(), a, false);
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    const float inv_heads = 1.0F / static_cast<float>(c.heads);
+    for (std::size_t i = 0; i < nq; i++) {
+        const float* rope = s.rope_at(c, static_cast<std::size_t>(q_target[i]));
+        for (std::size_t hh = 0; hh < c.heads; hh++) {
+            float* qi = query.data() + i * a + hh * hd;
+            for (std::size_t e = 0; e < hd; e++) qi[e] *= scale;
+            nk::rotate(qi, rope, rope + half, half);
+        }
+        // The learned bias averaged over the heads, past frames of the reach only, exp(b - max b).
+        const auto region = static_cast<std::size_t>(q_region[i]);
+        float* wi = weights.data() + i * span * n;
+        float best = -INFINITY;
+        for (std::size_t j = 0; j < span; j++) {
+            const std::int64_t fr =
+                q_target[i] - static_cast<std::int64_t>(c.question_reach) + static_cast<std::int64_t>(j);
+            const bool past = fr >= 0 && fr < static_cast<std::int64_t>(t);
+            frames[i * span + j] = past ? fr : -1;
+            const std::uint32_t bucket = nk::rel_bucket(fr - q_target[i]);
+            for (std::size_t sl = 0; sl < n; sl++) {
+                float b = -INFINITY;
+                if (past) {
+                    b = 0;
+                    for (std::size_t hh = 0; hh < c.heads; hh++)
+                        b += l0.rel[hh * nb + bucket] + l0.slot[(hh * c.regions + region) * n + sl];
+                    b *= inv_heads;
+                    best = std::max(best, b);
+                }
+                wi[j * n + sl] = b;
+            }
+        }
+        for (std::size_t m = 0; m < span * n; m++) wi[m] = std::isinf(wi[m]) ? 0.0F : std::exp(wi[m] - best);
+    }
+}
+
 }  // namespace vrex::lcp

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "native_load.hpp"
@@ -106,6 +107,8 @@ struct StreamRunner::Impl {
                             std::span<const std::int64_t> q_target_in, StepStats& stats);
     void close();
     torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
+    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
+                                                                     const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
     double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
@@ -119,11 +122,13 @@ struct StreamRunner::Impl {
     std::optional<ReusePolicy> policy_;
     std::unique_ptr<FccProbe> fcc_;  // RunnerOptions::profile_fcc
     std::vector<KvBlock> pinned_;
-    bool native_ = true;          // RunnerOptions::kernels
-    NativeScratch scratch_;       // the native kernels' working memory
-    std::vector<float> vis_;      // the frame's embeddings (native kernels)
-    std::vector<float*> blocks_;  // the frame's block memory per region (native kernels)
-    torch::Tensor k_, v_;         // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    bool native_ = true;                // RunnerOptions::kernels
+    NativeScratch scratch_;             // the native kernels' working memory
+    std::vector<float> vis_;            // the frame's embeddings (native kernels)
+    std::vector<float*> blocks_;        // the frame's block memory per region (native kernels)
+    std::vector<float> sel_q_, sel_w_;  // the native selector's outputs (selector())
+    std::vector<std::int64_t> sel_fr_;
+    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
     bool closed_ = false;
 };
@@ -147,8 +152,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
             throw std::invalid_argument("vrex runner: the ReSV read's ratio must be in (0, 1]");
         torch::NoGradGuard no_grad;
         const auto all = torch::arange(static_cast<std::int64_t>(g.regions));
-        const auto sel = model_.impl_->m.run_method("selector", all, torch::zeros_like(all), std::int64_t{0});
-        qnorm_ = sel.toTuple()->elements()[0].toTensor().norm(2, 1).median().item<double>();
+        qnorm_ = std::get<0>(selector(all, torch::zeros_like(all))).norm(2, 1).median().item<double>();
     }
     if (o.profile_fcc) fcc_ = std::make_unique<FccProbe>();
 }
@@ -213,15 +217,36 @@ void StreamRunner::Impl::reserve() {
     v_ = std::move(v);
 }
 
+// ReSV's inputs from layer 0 (StepModule.selector: query, reach frames, position weights), at frame t_:
+// the native kernels write them into buffers the returned tensors view, or the scripted method runs.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> StreamRunner::Impl::selector(
+    const torch::Tensor& q_region, const torch::Tensor& q_target) {
+    if (!native_) {
+        const auto out =
+            model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
+        const auto& el = out.toTuple()->elements();
+        return {el[0].toTensor().contiguous(), el[1].toTensor().contiguous(), el[2].toTensor().contiguous()};
+    }
+    const NativeConfig& c = model_.native().config();
+    const std::int64_t nq = q_region.size(0), a = std::int64_t{c.heads} * c.head_dim,
+                       span = 2 * std::int64_t{c.question_reach} + 1;
+    sel_q_.resize(static_cast<std::size_t>(nq * a));
+    sel_fr_.resize(static_cast<std::size_t>(nq * span));
+    sel_w_.resize(static_cast<std::size_t>(nq * span * c.visual()));
+    const torch::Tensor qr = q_region.contiguous(), qt = q_target.contiguous();
+    model_.native().selector(scratch_, {qr.data_ptr<std::int64_t>(), static_cast<std::size_t>(nq)},
+                             {qt.data_ptr<std::int64_t>(), static_cast<std::size_t>(nq)}, t_, sel_q_, sel_fr_,
+                             sel_w_);
+    return {torch::from_blob(sel_q_.data(), {nq, a}, torch::kFloat32),
+            torch::from_blob(sel_fr_.data(), {nq, span}, torch::kInt64),
+            torch::from_blob(sel_w_.data(), {nq, span * c.visual()}, torch::kFloat32)};
+}
+
 // The tokens each question reads (see ReadOptions), as the decoder's q_read [Q, M] (-1 padding).
 torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const torch::Tensor& q_target,
                                          StepStats& stats) {
     const Geometry& g = model_.geometry();
-    const auto out =
-        model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
-    const auto& el = out.toTuple()->elements();
-    const torch::Tensor q = el[0].toTensor().contiguous(), fr = el[1].toTensor().contiguous(),
-                        w = el[2].toTensor().contiguous();
+    const auto [q, fr, w] = selector(q_region, q_target);
     const auto nq = static_cast<std::size_t>(q.size(0)), dim = static_cast<std::size_t>(q.size(1));
     const auto span_frames = static_cast<std::size_t>(fr.size(1));
     const auto reach = static_cast<std::int64_t>(span_frames / 2);

@@ -207,8 +207,10 @@ void StreamRunner::Impl::reserve() {
     const std::int64_t n0 = std::int64_t{t_} * g.visual, n1 = n0 + g.visual;
     if (k_.defined() && k_.size(2) >= n1) return;
     const std::int64_t cap = std::max<std::int64_t>(64 * g.visual, 2 * n1);
-    auto k = torch::empty({g.layers, g.kv_heads, cap, g.head_dim});
-    auto v = torch::empty_like(k);
+    // Zeroed, so its pages are mapped here, when it grows, not faulted in one frame's rows at a time
+    // inside every step (a fixed cost per frame that exact and V-Rex pay alike).
+    auto k = torch::zeros({g.layers, g.kv_heads, cap, g.head_dim});
+    auto v = torch::zeros_like(k);
     if (k_.defined()) {
         k.narrow(2, 0, n0).copy_(k_.narrow(2, 0, n0));
         v.narrow(2, 0, n0).copy_(v_.narrow(2, 0, n0));

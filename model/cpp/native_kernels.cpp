@@ -13,19 +13,10 @@ namespace {
 // x86-64, 2 NEON registers on arm64) where the auto-vectoriser kept a tile's sums in memory.
 typedef float V8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-using): GCC attribute syntax
 
-inline V8 load8(const float* p) {
-    V8 v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-inline void store8(float* p, V8 v) {
-    std::memcpy(p, &v, sizeof v);
-}
-
-inline V8 splat8(float a) {
-    return V8{a, a, a, a, a, a, a, a};
-}
+// Loads and stores as statements, not functions taking or returning V8: clang refuses a V8 across
+// a call in code built without AVX (its ABI would change), even an inlined one.
+#define VREX_LOAD8(dst, p) std::memcpy(&(dst), (p), sizeof(V8))
+#define VREX_STORE8(p, src) std::memcpy((p), &(src), sizeof(V8))
 
 constexpr std::size_t kCols = 16;  // output columns of a register tile (2 x 8)
 constexpr std::size_t kRows = 4;   // rows of a register tile
@@ -37,18 +28,22 @@ inline __attribute__((always_inline)) void tile(const float* x, std::size_t ldx,
                                                 bool accumulate) {
     V8 acc[R][2];
     for (std::size_t r = 0; r < R; r++)
-        for (std::size_t h = 0; h < 2; h++)
-            acc[r][h] = accumulate ? load8(y + r * ldy + 8 * h) : splat8(0.0F);
+        for (std::size_t h = 0; h < 2; h++) {
+            acc[r][h] = V8{};
+            if (accumulate) VREX_LOAD8(acc[r][h], y + r * ldy + 8 * h);
+        }
     for (std::size_t i = 0; i < k; i++) {
-        const V8 w0 = load8(w + i * n), w1 = load8(w + i * n + 8);
+        V8 w0, w1;
+        VREX_LOAD8(w0, w + i * n);
+        VREX_LOAD8(w1, w + i * n + 8);
         for (std::size_t r = 0; r < R; r++) {
-            const V8 a = splat8(x[r * ldx + i]);
+            const float a = x[r * ldx + i];
             acc[r][0] += a * w0;
             acc[r][1] += a * w1;
         }
     }
     for (std::size_t r = 0; r < R; r++)
-        for (std::size_t h = 0; h < 2; h++) store8(y + r * ldy + 8 * h, acc[r][h]);
+        for (std::size_t h = 0; h < 2; h++) VREX_STORE8(y + r * ldy + 8 * h, acc[r][h]);
 }
 
 // One row (a question's scores or weighted sum): the products over k split four ways, so that eight
@@ -56,22 +51,31 @@ inline __attribute__((always_inline)) void tile(const float* x, std::size_t ldx,
 inline __attribute__((always_inline)) void row_tile(const float* x, const float* w, std::size_t k,
                                                     std::size_t n, float* y, bool accumulate) {
     V8 acc[4][2];
-    for (auto& a : acc) a[0] = a[1] = splat8(0.0F);
+    for (auto& a : acc) a[0] = a[1] = V8{};
     std::size_t i = 0;
     for (; i + 4 <= k; i += 4)
         for (std::size_t u = 0; u < 4; u++) {
-            const V8 a = splat8(x[i + u]);
-            acc[u][0] += a * load8(w + (i + u) * n);
-            acc[u][1] += a * load8(w + (i + u) * n + 8);
+            V8 w0, w1;
+            VREX_LOAD8(w0, w + (i + u) * n);
+            VREX_LOAD8(w1, w + (i + u) * n + 8);
+            acc[u][0] += x[i + u] * w0;
+            acc[u][1] += x[i + u] * w1;
         }
     for (; i < k; i++) {
-        const V8 a = splat8(x[i]);
-        acc[0][0] += a * load8(w + i * n);
-        acc[0][1] += a * load8(w + i * n + 8);
+        V8 w0, w1;
+        VREX_LOAD8(w0, w + i * n);
+        VREX_LOAD8(w1, w + i * n + 8);
+        acc[0][0] += x[i] * w0;
+        acc[0][1] += x[i] * w1;
     }
     for (std::size_t h = 0; h < 2; h++) {
         const V8 sum = (acc[0][h] + acc[1][h]) + (acc[2][h] + acc[3][h]);
-        store8(y + 8 * h, accumulate ? load8(y + 8 * h) + sum : sum);
+        V8 out = sum;
+        if (accumulate) {
+            VREX_LOAD8(out, y + 8 * h);
+            out += sum;
+        }
+        VREX_STORE8(y + 8 * h, out);
     }
 }
 
@@ -113,9 +117,14 @@ VREX_NATIVE_CLONES void matmul(const float* x, std::size_t ldx, std::size_t rows
 }
 
 VREX_NATIVE_CLONES float dot(const float* a, const float* b, std::size_t n) {
-    V8 acc = splat8(0.0F);
+    V8 acc = {};
     std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) acc += load8(a + i) * load8(b + i);
+    for (; i + 8 <= n; i += 8) {
+        V8 va, vb;
+        VREX_LOAD8(va, a + i);
+        VREX_LOAD8(vb, b + i);
+        acc += va * vb;
+    }
     float s = 0;
     for (; i < n; i++) s += a[i] * b[i];
     for (std::size_t l = 0; l < 8; l++) s += acc[l];
@@ -123,9 +132,14 @@ VREX_NATIVE_CLONES float dot(const float* a, const float* b, std::size_t n) {
 }
 
 VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
-    const V8 sv = splat8(s);
     std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) store8(y + i, load8(y + i) + sv * load8(x + i));
+    for (; i + 8 <= n; i += 8) {
+        V8 vx, vy;
+        VREX_LOAD8(vx, x + i);
+        VREX_LOAD8(vy, y + i);
+        vy += s * vx;
+        VREX_STORE8(y + i, vy);
+    }
     for (; i < n; i++) y[i] += s * x[i];
 }
 

@@ -9,7 +9,9 @@
 // x86-64: the hot kernels are also compiled for x86-64-v3 (AVX2, FMA) and picked at load time by
 // the CPU (GCC/clang function multiversioning, an ifunc); the package keeps the baseline build for
 // older CPUs and other architectures compile the plain version. The math is the same loops.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Sanitizer builds keep one version (an ifunc resolver runs before the sanitizer's runtime is up).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define VREX_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define VREX_NATIVE_CLONES

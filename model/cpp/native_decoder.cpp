@@ -87,6 +87,9 @@ struct NativeScratch::Impl {
 };
 
 NativeScratch::NativeScratch() : impl_(std::make_unique<Impl>()) {}
+void NativeScratch::cache_changed() noexcept {
+    impl_->kt_k = nullptr;  // the next prefill or ask rebuilds what it reads
+}
 NativeScratch::~NativeScratch() = default;
 NativeScratch::NativeScratch(NativeScratch&&) noexcept = default;
 NativeScratch& NativeScratch::operator=(NativeScratch&&) noexcept = default;

@@ -184,5 +184,32 @@ TEST(NativeDecoder, AFullyReusedFrameIsItsBlocksAndABlindQuestionReadsNothing) {
     EXPECT_THROW(dec.ask(s, cache, 1, region, target, &bad, logits), std::invalid_argument);
 }
 
+TEST(NativeDecoder, RewrittenPastRowsAreReadAfterCacheChanged) {
+    const NativeDecoder dec(small_model());
+    const NativeConfig& c = dec.config();
+    const std::size_t n = c.visual(), hd = c.head_dim, cap = 3 * n, block = 2 * 2 * 2 * hd;
+    std::vector<float> k(c.layers * cap * hd, 0.0F), v(k.size(), 0.0F);
+    const KvCacheView cache{k.data(), v.data(), cap};
+    NativeScratch s;
+    std::vector<float> vis(n * c.d_model), b0(block), b1(block);
+    std::vector<float*> blocks = {b0.data(), b1.data()};
+    const std::vector<std::uint32_t> both = {0, 1};
+    for (std::uint32_t t = 0; t < 2; t++) {
+        const auto z = random_values(n * c.feat_dim, 40 + t);
+        dec.embed(z, vis);
+        dec.prefill(s, z, vis, both, blocks, cache, t);
+    }
+    const std::vector<std::int64_t> region = {0, 1}, target = {0, 1};
+    std::vector<float> before(2 * c.codes), after(2 * c.codes), fresh(2 * c.codes);
+    dec.ask(s, cache, 1, region, target, nullptr, before);  // reads (and transposes) frame 0's keys
+    for (std::size_t i = 0; i < n * hd; i++) k[i] *= 3.0F;  // frame 0, layer 0: rewritten
+    s.cache_changed();
+    dec.ask(s, cache, 1, region, target, nullptr, after);
+    NativeScratch other;
+    dec.ask(other, cache, 1, region, target, nullptr, fresh);
+    EXPECT_EQ(after, fresh);
+    EXPECT_NE(after, before);
+}
+
 }  // namespace
 }  // namespace vrex::lcp

@@ -78,9 +78,13 @@ struct QuestionRead {
 };
 
 // Per-stream working memory: activations, the RoPE tables of the positions seen (computed once
-// each, in double as decoder.rope_tables does), the questions' key lists.
+// each, in double as decoder.rope_tables does), the questions' key lists, and each frame's keys
+// transposed, made when first read. Those copies assume what a stream does: frames prefilled in
+// order into one cache, a past frame's rows never rewritten. Another cache, or a frame out of order,
+// drops them by itself; code that rewrites past rows of the same cache must call cache_changed().
 class NativeScratch {
   public:
+    void cache_changed() noexcept;
     NativeScratch();
     ~NativeScratch();
     NativeScratch(NativeScratch&&) noexcept;

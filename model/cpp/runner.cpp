@@ -8,8 +8,10 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
+#include "native_load.hpp"
 #include "vrex/lcp/geometry.hpp"
 #include "vrex/resv.hpp"
 
@@ -83,6 +85,13 @@ ScriptedModel::ScriptedModel(const std::string& path)
     geo_ = {u(0), u(1), u(2), u(3), u(4), u(5), u(6), u(7)};
     if (geo_.regions * geo_.tokens_per_region != geo_.visual)
         throw std::runtime_error("vrex runner: " + path + ": regions x tokens_per_region != visual tokens");
+    native_ = std::make_unique<NativeDecoder>(native_weights(impl_->m));
+    const NativeConfig& c = native_->config();
+    if (c.layers != geo_.layers || c.kv_heads != geo_.kv_heads || c.head_dim != geo_.head_dim ||
+        c.tokens_per_region != geo_.tokens_per_region || c.regions != geo_.regions ||
+        c.visual() != geo_.visual || c.feat_dim != geo_.feat_dim || c.codes != geo_.codes)
+        throw std::runtime_error("vrex runner: " + path +
+                                 ": the module's config differs from its geometry()");
 }
 
 ScriptedModel::~ScriptedModel() = default;
@@ -90,6 +99,7 @@ ScriptedModel::~ScriptedModel() = default;
 struct StreamRunner::Impl {
     Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o);
     ~Impl();
+    static float* block_data(const KvBlock& b);
     torch::Tensor view(const KvBlock& b) const;
     void reserve();
     std::vector<float> step(const LumaView& luma, std::span<const float> tokens_in,
@@ -97,6 +107,8 @@ struct StreamRunner::Impl {
                             std::span<const std::int64_t> q_target_in, StepStats& stats);
     void close();
     torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
+    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
+                                                                     const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
     double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
@@ -110,6 +122,12 @@ struct StreamRunner::Impl {
     std::optional<ReusePolicy> policy_;
     std::unique_ptr<FccProbe> fcc_;  // RunnerOptions::profile_fcc
     std::vector<KvBlock> pinned_;
+    bool native_ = true;                // RunnerOptions::kernels
+    NativeScratch scratch_;             // the native kernels' working memory
+    std::vector<float> vis_;            // the frame's embeddings (native kernels)
+    std::vector<float*> blocks_;        // the frame's block memory per region (native kernels)
+    std::vector<float> sel_q_, sel_w_;  // the native selector's outputs (selector())
+    std::vector<std::int64_t> sel_fr_;
     torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
     bool closed_ = false;
@@ -125,6 +143,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
                                  std::to_string(alloc_->block_bytes()) + " B, the model needs " +
                                  std::to_string(need));
     st_ = take(alloc_->create_stream(), "create stream");
+    native_ = o.kernels == Kernels::native;
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
     read_ = o.read;
@@ -133,8 +152,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
             throw std::invalid_argument("vrex runner: the ReSV read's ratio must be in (0, 1]");
         torch::NoGradGuard no_grad;
         const auto all = torch::arange(static_cast<std::int64_t>(g.regions));
-        const auto sel = model_.impl_->m.run_method("selector", all, torch::zeros_like(all), std::int64_t{0});
-        qnorm_ = sel.toTuple()->elements()[0].toTensor().norm(2, 1).median().item<double>();
+        qnorm_ = std::get<0>(selector(all, torch::zeros_like(all))).norm(2, 1).median().item<double>();
     }
     if (o.profile_fcc) fcc_ = std::make_unique<FccProbe>();
 }
@@ -171,12 +189,17 @@ void StreamRunner::Impl::close() {
     k_ = v_ = torch::Tensor();
 }
 
-torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
-    const Geometry& g = model_.geometry();
+float* StreamRunner::Impl::block_data(const KvBlock& b) {
     // A published or shared block is read-only (hal.hpp): Decoder.step only reads reused blocks and
     // writes only the fresh ones this stream just allocated (their @data is set).
     auto* p = b.data.empty() ? const_cast<std::byte*>(b.view.data()) : b.data.data();  // NOLINT
-    return torch::from_blob(p, {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim}, torch::kFloat32);
+    return reinterpret_cast<float*>(p);  // NOLINT: the block holds fp32 (Geometry::hal())
+}
+
+torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
+    const Geometry& g = model_.geometry();
+    return torch::from_blob(block_data(b), {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim},
+                            torch::kFloat32);
 }
 
 void StreamRunner::Impl::reserve() {
@@ -184,8 +207,10 @@ void StreamRunner::Impl::reserve() {
     const std::int64_t n0 = std::int64_t{t_} * g.visual, n1 = n0 + g.visual;
     if (k_.defined() && k_.size(2) >= n1) return;
     const std::int64_t cap = std::max<std::int64_t>(64 * g.visual, 2 * n1);
-    auto k = torch::empty({g.layers, g.kv_heads, cap, g.head_dim});
-    auto v = torch::empty_like(k);
+    // Zeroed, so its pages are mapped here, when it grows, not faulted in one frame's rows at a time
+    // inside every step (a fixed cost per frame that exact and V-Rex pay alike).
+    auto k = torch::zeros({g.layers, g.kv_heads, cap, g.head_dim});
+    auto v = torch::zeros_like(k);
     if (k_.defined()) {
         k.narrow(2, 0, n0).copy_(k_.narrow(2, 0, n0));
         v.narrow(2, 0, n0).copy_(v_.narrow(2, 0, n0));
@@ -194,15 +219,36 @@ void StreamRunner::Impl::reserve() {
     v_ = std::move(v);
 }
 
+// ReSV's inputs from layer 0 (StepModule.selector: query, reach frames, position weights), at frame t_:
+// the native kernels write them into buffers the returned tensors view, or the scripted method runs.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> StreamRunner::Impl::selector(
+    const torch::Tensor& q_region, const torch::Tensor& q_target) {
+    if (!native_) {
+        const auto out =
+            model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
+        const auto& el = out.toTuple()->elements();
+        return {el[0].toTensor().contiguous(), el[1].toTensor().contiguous(), el[2].toTensor().contiguous()};
+    }
+    const NativeConfig& c = model_.native().config();
+    const std::int64_t nq = q_region.size(0), a = std::int64_t{c.heads} * c.head_dim,
+                       span = 2 * std::int64_t{c.question_reach} + 1;
+    sel_q_.resize(static_cast<std::size_t>(nq * a));
+    sel_fr_.resize(static_cast<std::size_t>(nq * span));
+    sel_w_.resize(static_cast<std::size_t>(nq * span * c.visual()));
+    const torch::Tensor qr = q_region.contiguous(), qt = q_target.contiguous();
+    model_.native().selector(scratch_, {qr.data_ptr<std::int64_t>(), static_cast<std::size_t>(nq)},
+                             {qt.data_ptr<std::int64_t>(), static_cast<std::size_t>(nq)}, t_, sel_q_, sel_fr_,
+                             sel_w_);
+    return {torch::from_blob(sel_q_.data(), {nq, a}, torch::kFloat32),
+            torch::from_blob(sel_fr_.data(), {nq, span}, torch::kInt64),
+            torch::from_blob(sel_w_.data(), {nq, span * c.visual()}, torch::kFloat32)};
+}
+
 // The tokens each question reads (see ReadOptions), as the decoder's q_read [Q, M] (-1 padding).
 torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const torch::Tensor& q_target,
                                          StepStats& stats) {
     const Geometry& g = model_.geometry();
-    const auto out =
-        model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
-    const auto& el = out.toTuple()->elements();
-    const torch::Tensor q = el[0].toTensor().contiguous(), fr = el[1].toTensor().contiguous(),
-                        w = el[2].toTensor().contiguous();
+    const auto [q, fr, w] = selector(q_region, q_target);
     const auto nq = static_cast<std::size_t>(q.size(0)), dim = static_cast<std::size_t>(q.size(1));
     const auto span_frames = static_cast<std::size_t>(fr.size(1));
     const auto reach = static_cast<std::int64_t>(span_frames / 2);
@@ -308,7 +354,16 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     st[0] = e0 - t0;
     torch::Tensor vis;
     std::vector<std::uint32_t> hashes(g.regions, 0);
-    if (policy_) {
+    if (native_) {  // the same embedding and guard hashes on plain buffers; vis views them
+        vis_.resize(std::size_t{g.visual} * model_.native().config().d_model);
+        if (policy_)
+            model_.native().prepare(scratch_, tokens_in, vis_, hashes);
+        else
+            model_.native().embed(tokens_in, vis_);
+        vis = torch::from_blob(vis_.data(),
+                               {g.visual, static_cast<std::int64_t>(model_.native().config().d_model)},
+                               torch::kFloat32);
+    } else if (policy_) {
         auto out = m.run_method("prepare", tokens).toTuple();
         vis = out->elements()[0].toTensor();
         const torch::Tensor h = out->elements()[1].toTensor().contiguous();
@@ -333,19 +388,41 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     double e1 = thread_cpu_s();
     st[3] = e1 - e0;
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
-    c10::List<torch::Tensor> cur;
-    for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
-    c10::List<std::int64_t> fresh;
-    for (std::uint32_t r : fb.fresh) fresh.push_back(r);
     reserve();
     stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
-    m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+    const KvCacheView cache{k_.data_ptr<float>(), v_.data_ptr<float>(), static_cast<std::size_t>(k_.size(2))};
+    if (native_) {
+        blocks_.clear();
+        for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
+        model_.native().prefill(scratch_, tokens_in, vis_, fb.fresh, blocks_, cache, t_);
+    } else {
+        c10::List<torch::Tensor> cur;
+        for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
+        c10::List<std::int64_t> fresh;
+        for (std::uint32_t r : fb.fresh) fresh.push_back(r);
+        m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+    }
     const double a0 = thread_cpu_s();
     const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
-    torch::Tensor logits =
-        m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read).toTensor();
+    std::vector<float> out_logits(static_cast<std::size_t>(nq) * g.codes);
+    if (native_) {
+        QuestionRead qr;
+        if (q_read.isTensor()) {
+            const torch::Tensor r = q_read.toTensor().contiguous();
+            qr = {{r.data_ptr<std::int64_t>(), static_cast<std::size_t>(r.numel())},
+                  static_cast<std::size_t>(r.size(1))};
+        }
+        model_.native().ask(scratch_, cache, t_, q_region_in, q_target_in, q_read.isTensor() ? &qr : nullptr,
+                            out_logits);
+    } else {
+        const torch::Tensor logits =
+            m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read)
+                .toTensor()
+                .contiguous();
+        std::memcpy(out_logits.data(), logits.data_ptr<float>(), sizeof(float) * out_logits.size());
+    }
     stats.ask_s = thread_cpu_s() - a0;
     if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
@@ -372,10 +449,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
             stats.reused++;
         }
     t_++;
-    const torch::Tensor out = logits.contiguous();
-    std::vector<float> v(static_cast<std::size_t>(out.numel()));
-    std::memcpy(v.data(), out.data_ptr<float>(), sizeof(float) * v.size());
-    return v;
+    return out_logits;
 }
 
 StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc,

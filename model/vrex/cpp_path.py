@@ -21,6 +21,9 @@ except ImportError:  # pragma: no cover - libtorch-dev missing at build time
     _vrexrun = None
 
 POLICIES = ("exact", "vrex")
+# What runs the decoder's per-frame work (vrex::lcp::Kernels): "native" (NativeDecoder: the same math
+# on plain buffers, no aten dispatch) or "scripted" (the TorchScript methods under libtorch).
+KERNELS = ("native", "scripted")
 READS = ("reach", "resv")  # Options.extra["read"]: what the questions read (vrex::lcp::ReadOptions)
 
 
@@ -41,9 +44,10 @@ class _Alloc:
 class Session:
     """lcp.Session's face (stream(), alloc.block_bytes) over a C++ session of its own emulated device."""
 
-    def __init__(self, model: Decoder, opts: lcp.Options, module: Path, profile: bool = False):
+    def __init__(self, model: Decoder, opts: lcp.Options, module: Path, profile: bool = False,
+                 kernels: str = "native"):
         """@profile: also time the FCC's own work per frame (FrameStats.fcc_s; the product figure's
-        breakdown, bench/emu_cost.py)."""
+        breakdown, bench/emu_cost.py). @kernels: one of KERNELS."""
         if _vrexrun is None:
             raise RuntimeError("vrex: the C++ path needs the _vrexrun extension (built with libtorch-dev into "
                                "build/model); run with --path python")
@@ -54,12 +58,16 @@ class Session:
         self.read = str(opts.extra.get("read", "reach"))
         if self.read not in READS:
             raise ValueError(f"the C++ path's question read is one of {READS}, not '{self.read}'")
+        if kernels not in KERNELS:
+            raise ValueError(f"the C++ path's kernels are one of {KERNELS}, not '{kernels}'")
         self.model = model
         self.opts = opts
+        self.kernels = kernels
         _vrexrun.set_num_threads(torch.get_num_threads())
         self.s = _vrexrun.Session(str(module), opts.policy, opts.fcc, opts.radius, opts.guard_bits, opts.max_age,
                                   opts.similar, lcp.EMU_BANKS, lcp.EMU_BANK_MIB + int(opts.extra.get("device", 0)),
-                                  self.read, float(opts.extra.get("ratio", 0.5)), profile_fcc=profile)
+                                  self.read, float(opts.extra.get("ratio", 0.5)), profile_fcc=profile,
+                                  kernels=kernels)
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":

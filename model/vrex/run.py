@@ -117,13 +117,15 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
         split: str = "test", path: str | None = None, resv_read: bool = False,
-        workload: str = "edited", profile: bool = False, variant: str = "builtin") -> dict[str, Any]:
+        workload: str = "edited", profile: bool = False, variant: str = "builtin",
+        kernels: str = "native") -> dict[str, Any]:
     """@profile: the C++ path also times the FCC's own work per frame (the product figure's
     breakdown: emulation.stages). @path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
     extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
     (vrex/anchors.py) take the Python path. The JSON's args.path says which ran. @resv_read: on the
-    C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection)."""
+    C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection).
+    @kernels: what runs the decoder on the C++ path (cpp_path.KERNELS), every run alike."""
     if path is None:
         path = "cpp" if cpp_path.available() else "python"
     if workload not in workloads.WORKLOADS and workload not in workloads.RENDERED:
@@ -185,7 +187,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
         with cpp_path.tempdir() as d:
             module = cpp_path.scripted(model, d)
             sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module,
-                                                               profile=profile and name == "vrex")
+                                                               profile=profile and name == "vrex", kernels=kernels)
                                         for name, kw in runs.items()}
     else:
         sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
@@ -234,7 +236,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
                       "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path,
-                      "runs": list(runs), "workload": workload})
+                      "runs": list(runs), "workload": workload,
+                      **({"kernels": kernels} if path == "cpp" else {})})
 
 
 def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: str,
@@ -269,6 +272,25 @@ def step_fit(fresh: np.ndarray, step_s: np.ndarray, exact_step_s: float) -> dict
     slope, fixed = np.polyfit(fresh.astype(float), step_s, 1)
     return {"fixed_ms": float(fixed * 1e3), "per_region_ms": float(slope * 1e3),
             "time_floor": float(fixed / exact_step_s)}
+
+
+def time_fit(recs: dict[str, list[Rec]], warmup: int, engine: bool = False) -> dict[str, Any]:
+    """Least-squares step time = fixed + per_mflop x step FLOPs over the timed frames of every run
+    (the configurations of one record: exact, vrex, ...), with R^2: how far time follows FLOPs.
+    @engine: the step minus its vrex-layer calls (emu_s)."""
+    fl, ts = [], []
+    for rs in recs.values():
+        for r in rs:
+            sl = slice(min(warmup, len(r.step_s)), len(r.step_s))
+            fl.extend(r.flops[sl])
+            ts.extend((np.array(r.step_s[sl]) - (np.array(r.emu_s[sl]) if engine else 0.0)).tolist())
+    x, y = np.array(fl, dtype=float) / 1e6, np.array(ts, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return {"fixed_ms": None, "ms_per_mflop": None, "r2": None, "frames": int(len(x))}
+    slope, fixed = np.polyfit(x, y, 1)
+    r2 = 1.0 - float(np.sum((y - (fixed + slope * x)) ** 2) / np.sum((y - y.mean()) ** 2))
+    return {"fixed_ms": float(fixed * 1e3), "ms_per_mflop": float(slope * 1e3), "r2": r2, "frames": int(len(x)),
+            "mflop_range": [float(x.min()), float(x.max())]}
 
 
 def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
@@ -358,7 +380,12 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         floor = paired(name, lambda r: [r.flops[t] - step_flops(c, r.fresh[t], t, 0, guard)
                                         + step_flops(c, 0, t, 0, guard) for t in range(len(r.flops))])[0]
         tr = task.ci_dict(nn_, gg, ratio_of=dd)
-        return {"time_ratio": tr, "flops_ratio": float(fn.sum() / fd.sum()),
+        # The engine alone: the step minus its vrex-layer calls (emu_s: the FCC, SHIE lookups and
+        # block calls the emulation runs on the CPU, hardware on a board), paired the same way.
+        en = nn_ - paired(name, "emu_s")[0]
+        ed = dd - paired("exact", "emu_s")[0]
+        return {"time_ratio": tr, "engine_time_ratio": task.ci_dict(en, gg, ratio_of=ed),
+                "flops_ratio": float(fn.sum() / fd.sum()),
                 "flops_floor": float(np.sum(floor) / fd.sum()),
                 "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
@@ -377,10 +404,12 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         guard = runs[name].get("policy") != "exact"
         vn, _, gg = paired(name, vis)
         vd = paired("exact", vis)[0]
+        ven, ved = vn - paired(name, "emu_s")[0], vd - paired("exact", "emu_s")[0]
         an, ad = paired(name, ask)[0], paired("exact", ask)[0]
         fv = paired(name, lambda r: [step_flops(c, r.fresh[t], t, 0, guard) for t in range(len(r.fresh))])[0]
         fe = paired("exact", lambda r: [step_flops(c, c.regions, t, 0, False) for t in range(len(r.fresh))])[0]
-        return {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "flops_ratio": float(fv.sum() / fe.sum()),
+        return {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "engine_time_ratio": task.ci_dict(ven, gg, ratio_of=ved),
+                "flops_ratio": float(fv.sum() / fe.sum()),
                 "flops_ratio_ci": task.ci_dict(fv, gg, ratio_of=fe),
                 "step_fit": step_fit(paired(name, "fresh")[0], vn, float(vd.mean())),
                 "ms_mean": float(vn.mean() * 1e3), "exact_ms_mean": float(vd.mean() * 1e3),
@@ -455,6 +484,9 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                              "(device = total)"} if "vrex" in runs else {"exact_peak": exact_blocks * block_bytes},
         "prefill": timing("vrex") if "vrex" in runs else {},
         "prefill_clock": "thread CPU time of the whole step (FCC, lookups, guard, allocation, decoder, end_frame)",
+        "time_fit": {"step": time_fit(recs, args["warmup"]), "engine": time_fit(recs, args["warmup"], engine=True),
+                     "what": "least squares over every run's timed frames: step time = fixed + per MFLOP x "
+                             "decoder.step_flops; engine: the step minus its vrex-layer calls (emu_s)"},
         "reuse_rate": reuse_rate("vrex") if "vrex" in runs else 0.0,
         "emulation": emulation("vrex") if "vrex" in runs else {},
     }
@@ -492,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--path", choices=PATHS, default=None,
                     help="cpp: the scripted decoder under libtorch with the C++ policy (the default when built); "
                          "python: torch in Python driving the same C++ policy (--anchors runs take the python path)")
+    ap.add_argument("--kernels", choices=cpp_path.KERNELS, default="native",
+                    help="C++ path: the decoder's per-frame work as native kernels or the scripted module's methods")
     ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
     ap.add_argument("--no-resv-read", action="store_true",
                     help="leave out vrex_resv (C++ path: questions read what ReSV selects, not their whole reach)")
@@ -549,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
                                        vrex=vrex_knobs, alias=alias_knobs, measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
-                  split=args.split, workload=args.workload, variant=args.variant)
+                  split=args.split, workload=args.workload, variant=args.variant, kernels=args.kernels)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
             res["args"]["vrex_knobs"] = {k: v for k, v in vrex_knobs.items()}

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "vrex/hal.hpp"
+#include "vrex/lcp/native_decoder.hpp"
 #include "vrex/lcp/policy.hpp"
 
 namespace vrex::lcp {
@@ -42,12 +43,15 @@ class ScriptedModel {
     ScriptedModel(const ScriptedModel&) = delete;
     ScriptedModel& operator=(const ScriptedModel&) = delete;
     const Geometry& geometry() const noexcept { return geo_; }
+    // The same decoder on plain buffers (its weights copied from the module when it was loaded).
+    const NativeDecoder& native() const noexcept { return *native_; }
 
   private:
     friend class StreamRunner;
     struct Impl;
     std::unique_ptr<Impl> impl_;
     Geometry geo_;
+    std::unique_ptr<NativeDecoder> native_;
 };
 
 enum class Policy { exact, vrex };
@@ -63,8 +67,14 @@ struct ReadOptions {
     std::uint64_t seed = 22;  // HCU seed of the key and query hashes
 };
 
+// What runs the decoder's per-frame work (embedding, guard hash, prefill, questions): the module's
+// scripted methods through libtorch, or NativeDecoder (the same math on plain buffers, no aten
+// dispatch: its cost is its arithmetic). ReSV's selector stays scripted either way.
+enum class Kernels { scripted, native };
+
 struct RunnerOptions {
     Policy policy = Policy::vrex;
+    Kernels kernels = Kernels::native;
     ReuseOptions reuse;
     ReadOptions read;
     // Also time the FCC's own work on every frame (StepStats::fcc_s): the reference model's

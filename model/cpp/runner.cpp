@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
 #include <utility>
 
 #include "vrex/lcp/geometry.hpp"
@@ -97,12 +98,25 @@ struct StreamRunner::Impl {
                             std::span<const std::int64_t> q_target_in, StepStats& stats);
     void close();
     torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
+    torch::IValue select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                StepStats& stats);
     void hash_frame(StepStats& stats);
+    // The regions this frame fills from another block's bytes instead of computing them.
+    struct Install {
+        std::uint32_t region = 0;
+        std::span<const std::byte> bytes;  // the source's KV (device memory or its host copy)
+        std::uint64_t source = 0;          // its block_key
+    };
+    std::vector<Install> installs(const FrameChoice& choice, StepStats& stats);
+    void fill(const Install& in, const KvBlock& dst, const torch::Tensor& k0,
+              std::span<const float> tokens) const;
+    void end_tiers(std::span<const KvBlock> blocks);
     double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
     ScriptedModel& model_;
     ReadOptions read_;
     double qnorm_ = 0;                  // median |query| of the model's region questions (LUT calibration)
+    torch::Tensor qnorm_t_;             // the same, as the scripted query_norm() gave it
     std::vector<std::uint16_t> lut_;    // MASS table, calibrated when the first frame is hashed
     std::vector<std::uint32_t> khash_;  // per frame, its tokens' layer-0 key hashes (hashed once)
     std::shared_ptr<KvAllocator> alloc_;
@@ -110,6 +124,9 @@ struct StreamRunner::Impl {
     std::optional<ReusePolicy> policy_;
     std::unique_ptr<FccProbe> fcc_;  // RunnerOptions::profile_fcc
     std::vector<KvBlock> pinned_;
+    bool refresh_ = false;
+    std::optional<KvTiers> tiers_;          // RunnerOptions::tiers
+    std::uint32_t window_ = 0, reach_ = 0;  // the decoder's visual window and question reach (frames)
     torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
     bool closed_ = false;
@@ -128,13 +145,25 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
     read_ = o.read;
+    const auto cfg = model_.impl_->m.attr("d").toModule().attr("c").toObject();
+    window_ = static_cast<std::uint32_t>(cfg->getAttr("window").toInt());
+    reach_ = static_cast<std::uint32_t>(cfg->getAttr("question_reach").toInt());
     if (read_.resv) {
         if (!(read_.ratio > 0.0 && read_.ratio <= 1.0))
             throw std::invalid_argument("vrex runner: the ReSV read's ratio must be in (0, 1]");
         torch::NoGradGuard no_grad;
-        const auto all = torch::arange(static_cast<std::int64_t>(g.regions));
-        const auto sel = model_.impl_->m.run_method("selector", all, torch::zeros_like(all), std::int64_t{0});
-        qnorm_ = sel.toTuple()->elements()[0].toTensor().norm(2, 1).median().item<double>();
+        qnorm_t_ = model_.impl_->m.run_method("query_norm").toTensor();
+        qnorm_ = qnorm_t_.item<double>();
+    }
+    refresh_ = o.refresh;
+    if ((refresh_ || o.reuse.recall) && o.policy != Policy::vrex)
+        throw std::invalid_argument("vrex runner: refresh and recall are V-Rex's (policy vrex)");
+    if (o.tiers) {
+        if (!read_.resv)
+            throw std::invalid_argument(
+                "vrex runner: the memory hierarchy's read is ReSV's (demoted blocks are read only when a "
+                "question selects them; fetch_blocks 0: never)");
+        tiers_.emplace(take(KvTiers::create(*o.tiers, alloc_->block_bytes(), g.regions, window_), "tiers"));
     }
     if (o.profile_fcc) fcc_ = std::make_unique<FccProbe>();
 }
@@ -266,7 +295,174 @@ void StreamRunner::Impl::hash_frame(StepStats& stats) {
     khash_.insert(khash_.end(), h.begin(), h.end());
     stats.hashed += g.visual;
     if (lut_.empty())  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the same)
-        lut_ = take(resv_mass_lut(qnorm_ * k.norm(2, 1).median().item<double>()), "ReSV MASS table");
+        lut_ = take(resv_mass_lut(static_cast<double>((qnorm_t_ * k.norm(2, 1).median()).item<float>())),
+                    "ReSV MASS table");
+}
+
+// The regions of this frame filled from bytes instead of computed (lcp.StreamRunner._split and
+// anchors.Managed.choose): with refresh every candidate the policy accepted (its own device memory:
+// a candidate is at most max_age frames old, never demoted); with recall the policy's recalled()
+// entries for the regions it found no candidate for, from whatever tier holds them (the whole
+// cache pinned: the pinned block; with the hierarchy: device memory or the host copy).
+std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const FrameChoice& choice,
+                                                                      StepStats& stats) {
+    std::vector<Install> out;
+    if (!policy_) return out;
+    const bool recall = policy_->options().recall;
+    for (std::uint32_t r = 0; r < choice.size(); r++) {
+        if (choice[r]) {
+            if (refresh_) out.push_back({r, choice[r]->view, block_key(*choice[r])});
+            continue;
+        }
+        const auto& rec = policy_->recalled()[r];
+        if (!recall || !rec) continue;
+        const std::uint64_t key = (std::uint64_t{rec->id} << 32) | rec->generation;
+        std::span<const std::byte> bytes;
+        if (tiers_) {
+            bytes = tiers_->fetch_prefill(key);
+        } else {
+            const auto it = std::find_if(pinned_.begin(), pinned_.end(),
+                                         [&](const KvBlock& b) { return block_key(b) == key; });
+            if (it != pinned_.end()) bytes = it->view;
+        }
+        if (bytes.empty()) continue;  // its bytes are gone: the region is computed
+        out.push_back({r, bytes, key});
+        stats.recalled++;
+    }
+    return out;
+}
+
+// A new block of @in.region from @in.bytes; with refresh its layer 0 is the frame's own: K = the
+// guard's layer-0 keys @k0 [KVH, 64, hd], V = the frame's standardised features @tokens [64,
+// feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout [L][K, V][KVH][T][hd] fp32.
+void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, const torch::Tensor& k0,
+                              std::span<const float> tokens) const {
+    const Geometry& g = model_.geometry();
+    std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
+    if (!refresh_) return;
+    auto* out = reinterpret_cast<float*>(dst.data.data());  // NOLINT: the block holds fp32 KV
+    const float* k = k0.data_ptr<float>();
+    const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
+    const std::size_t first = std::size_t{in.region} * tpr;
+    for (std::size_t h = 0; h < kvh; h++)
+        for (std::size_t i = 0; i < tpr; i++) {
+            float* kd = out + (h * tpr + i) * hd;
+            float* vd = out + ((kvh + h) * tpr + i) * hd;
+            std::memcpy(kd, k + (h * g.visual + first + i) * hd, hd * sizeof(float));
+            for (std::size_t d = 0; d < hd; d++) {
+                const std::size_t c = h * hd + d;
+                vd[d] = c < g.feat_dim ? tokens[(first + i) * g.feat_dim + c] : 0.0f;
+            }
+        }
+}
+
+// After the frame: it enters the hierarchy (hierarchy.KvTiers.add_frame), its keys are hashed for
+// the reads, the step's bytes are recorded (metadata: a 4-byte hash per token, anchors.Managed's
+// resv_pos) and cold blocks are demoted (unpinned: no longer the runner's).
+void StreamRunner::Impl::end_tiers(std::span<const KvBlock> blocks) {
+    KvTiers& tiers = *tiers_;
+    const Geometry& g = model_.geometry();
+    if (tiers.options().coldness == Coldness::fifo) tiers.stage_window(t_);
+    std::vector<KvBlock> repinned;
+    check(tiers.add_frame(*st_, t_, blocks, repinned), "tiers: add frame");
+    pinned_.insert(pinned_.end(), repinned.begin(), repinned.end());
+    tiers.account(std::uint64_t{t_ + 1} * g.visual * 4);
+    std::vector<std::uint64_t> demoted;
+    check(tiers.age(*st_, t_ + 1, demoted), "tiers: age");
+    if (!demoted.empty())
+        std::erase_if(pinned_, [&](const KvBlock& b) {
+            return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
+        });
+}
+
+// V-Rex's read of record over the hierarchy (anchors.Managed.question_bias with resv_pos): per
+// question, the tokens of its reach whose blocks are on the device, the current frame's, and the
+// demoted blocks the position-aware WiCSum ranks first among the reach's blocks, staged back up to
+// fetch_blocks. IValue() (the reach, as exact reads it) when no question's reach holds a demoted
+// block: then the read is the same.
+torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                                StepStats& stats) {
+    const Geometry& g = model_.geometry();
+    const std::int64_t t = t_, reach = reach_, R = g.regions;
+    const auto nq = static_cast<std::size_t>(q_target.size(0));
+    const std::int64_t* tg = q_target.data_ptr<std::int64_t>();
+    const auto codes = tiers_->slot_tiers();
+    std::vector<bool> demoted_in_reach(nq, false);
+    bool any = false;
+    for (std::size_t i = 0; i < nq; i++) {
+        const std::int64_t lo = std::max<std::int64_t>(0, tg[i] - reach), hi = std::min(t - 1, tg[i] + reach);
+        for (std::int64_t s = lo * R; s < (hi + 1) * R && !demoted_in_reach[i]; s++)
+            demoted_in_reach[i] = codes[static_cast<std::size_t>(s)] != Tier::device;
+        any = any || demoted_in_reach[i];
+    }
+    if (!any) {
+        for (std::size_t i = 0; i < nq; i++) {
+            tiers_->end_read();
+            stats.question_keys += static_cast<std::uint64_t>(
+                (std::min(t, tg[i] + reach) - std::max<std::int64_t>(0, tg[i] - reach) + 1) * g.visual);
+        }
+        return {};
+    }
+    const auto out = model_.impl_->m.run_method("selector", q_region, q_target, t);
+    const auto& el = out.toTuple()->elements();
+    const torch::Tensor q = el[0].toTensor().contiguous(), w = el[2].toTensor().contiguous();
+    const auto dim = static_cast<std::size_t>(q.size(1));
+    const auto span_frames = static_cast<std::size_t>(el[1].toTensor().size(1));
+    std::vector<std::uint32_t> qh(nq);
+    check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data_ptr<float>(), nq * dim}, qh),
+          "hash the questions' queries");
+    stats.hashed += nq;
+    const float* wp = w.data_ptr<float>();
+    std::vector<std::vector<std::int64_t>> rows(nq);
+    std::vector<bool> allow;
+    std::unordered_set<std::uint64_t> taken;
+    for (std::size_t i = 0; i < nq; i++) {
+        const std::int64_t g0 = tg[i], lo = std::max<std::int64_t>(0, g0 - reach),
+                           hi = std::min(t - 1, g0 + reach);
+        allow.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, hi - lo + 1) * R), false);
+        for (std::size_t s = 0; s < allow.size(); s++)
+            allow[s] = codes[static_cast<std::size_t>(lo * R) + s] == Tier::device;
+        if (demoted_in_reach[i]) {
+            // Column j of the question's row is frame g0 - reach + j: the reach's past frames lo .. hi.
+            const auto j0 = static_cast<std::size_t>(lo - (g0 - reach));
+            const std::size_t n = allow.size() / R * g.visual;
+            const std::span<const std::uint32_t> hashes(khash_.data() + lo * g.visual, n);
+            const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
+            const auto blocks = take(
+                resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            stats.weighed += n;
+            stats.selected_blocks += blocks.size();
+            taken.clear();
+            for (const std::uint32_t b : blocks) {
+                const auto slot = static_cast<std::size_t>(lo * R) + b;
+                if (codes[slot] == Tier::device) continue;  // read anyway
+                const std::uint64_t key = tiers_->slot_key(slot);
+                if (!taken.count(key)) {
+                    if (taken.size() >= read_.fetch_blocks) continue;  // capped
+                    taken.insert(key);
+                    tiers_->fetch(key);
+                }
+                allow[b] = true;
+            }
+        }
+        tiers_->end_read();
+        for (std::size_t s = 0; s < allow.size(); s++)
+            if (allow[s])
+                for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
+                    rows[i].push_back(lo * g.visual + static_cast<std::int64_t>(s * g.tokens_per_region + k));
+        if (t - g0 <= reach)  // the current frame: computed in this step
+            for (std::uint32_t k = 0; k < g.visual; k++) rows[i].push_back(t * g.visual + k);
+        stats.question_keys += rows[i].size();
+    }
+    std::size_t m = 0;
+    for (const auto& r : rows) m = std::max(m, r.size());
+    torch::Tensor q_read =
+        torch::full({static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)}, -1, torch::kInt64);
+    auto acc = q_read.accessor<std::int64_t, 2>();
+    for (std::size_t i = 0; i < nq; i++)
+        for (std::size_t j = 0; j < rows[i].size(); j++)
+            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
+    return q_read;
 }
 
 std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,
@@ -306,12 +502,13 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double e0 = thread_cpu_s();
     st[0] = e0 - t0;
-    torch::Tensor vis;
+    torch::Tensor vis, k0;
     std::vector<std::uint32_t> hashes(g.regions, 0);
     if (policy_) {
         auto out = m.run_method("prepare", tokens).toTuple();
         vis = out->elements()[0].toTensor();
         const torch::Tensor h = out->elements()[1].toTensor().contiguous();
+        k0 = out->elements()[2].toTensor().contiguous();
         for (std::uint32_t r = 0; r < g.regions; r++)
             hashes[r] = static_cast<std::uint32_t>(h[r].item<std::int64_t>());
     } else {
@@ -329,37 +526,68 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         e0 = thread_cpu_s();
         st[2] = e0 - e1;
     }
-    const FrameBlocks fb = take(apply_choice(*st_, choice), "apply");
+    stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
+    stats.recalled = 0;
+    const std::vector<Install> ins = installs(choice, stats);
+    // Installed regions get blocks of their own: with refresh nothing is aliased.
+    const FrameBlocks fb = take(apply_choice(*st_, refresh_ ? FrameChoice(g.regions) : choice), "apply");
     double e1 = thread_cpu_s();
     st[3] = e1 - e0;
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
+    std::vector<bool> installed(g.regions, false);
+    for (const Install& in : ins) {
+        fill(in, fb.blocks[in.region], k0, tokens_in);
+        installed[in.region] = true;
+    }
     c10::List<torch::Tensor> cur;
     for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
     c10::List<std::int64_t> fresh;
-    for (std::uint32_t r : fb.fresh) fresh.push_back(r);
+    std::vector<KvBlock> computed_blocks;
+    std::vector<std::uint32_t> computed_hashes;
+    for (std::size_t i = 0; i < fb.fresh.size(); i++) {
+        const std::uint32_t r = fb.fresh[i];
+        if (installed[r]) continue;
+        fresh.push_back(r);
+        computed_blocks.push_back(fb.fresh_blocks[i]);
+        computed_hashes.push_back(hashes[r]);
+    }
     reserve();
-    stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
     m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
     const double a0 = thread_cpu_s();
-    const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
+    torch::IValue q_read;
+    if (read_.resv && nq > 0 && !tiers_)
+        q_read = select(q_region, q_target, stats);
+    else if (read_.resv && nq > 0 && t_ > 0)
+        q_read = select_tiered(q_region, q_target, stats);
+    else if (read_.resv)  // frame 0: its questions read frame 0, as exact's do
+        stats.question_keys = static_cast<std::uint64_t>(nq) * g.visual;
     torch::Tensor logits =
         m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read).toTensor();
     stats.ask_s = thread_cpu_s() - a0;
     if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
     if (policy_) {
-        std::vector<std::uint32_t> fh;
-        fh.reserve(fb.fresh.size());
-        for (std::uint32_t r : fb.fresh) fh.push_back(hashes[r]);
-        check(policy_->computed(fb.fresh_blocks, fh, t_), "computed");
+        check(policy_->computed(computed_blocks, computed_hashes, t_), "computed");
+        if (!ins.empty()) {
+            std::vector<KvBlock> blocks;
+            std::vector<std::uint64_t> sources;
+            for (const Install& in : ins) {
+                blocks.push_back(fb.blocks[in.region]);
+                sources.push_back(in.source);
+            }
+            check(policy_->installed(blocks, sources, t_), "installed");
+        }
     }
     e1 = thread_cpu_s();
     st[4] = e1 - e0;
     (void)take(st_->end_frame(), "end_frame");
+    e0 = thread_cpu_s();
+    st[5] = e0 - e1;
+    // The hierarchy's moves (demotion copies) are part of V-Rex's step time, not of the vrex layer's.
+    if (tiers_) end_tiers(fb.blocks);
     const double t1 = thread_cpu_s();
-    st[5] = t1 - e1;
     stats.emu_s = 0;
     for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;
@@ -367,7 +595,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     stats.reused_region.assign(g.regions, false);
     stats.reused = 0;
     for (std::uint32_t r = 0; r < g.regions; r++)
-        if (choice[r]) {
+        if (choice[r] || installed[r]) {
             stats.reused_region[r] = true;
             stats.reused++;
         }
@@ -404,6 +632,10 @@ std::uint32_t StreamRunner::frames() const noexcept {
 
 const ReuseCounters* StreamRunner::counters() const noexcept {
     return impl_->policy_ ? &impl_->policy_->counters() : nullptr;
+}
+
+const KvTiers* StreamRunner::tiers() const noexcept {
+    return impl_->tiers_ ? &*impl_->tiers_ : nullptr;
 }
 
 void StreamRunner::close() {

@@ -158,14 +158,13 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                      "code": np.stack([codes[n][i] for n, i in idx]), "cuts": task.cut_frames(segs)})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES or kw.get("refresh") or kw.get("recall")
-                             for kw in runs.values()):
+    if path == "cpp" and any(cpp_path.why_not(kw) is not None for kw in runs.values()):
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
     # The C++ runner's question read "resv" (cpp_path.READS); anchors.py's managed runs name their own
     # reads, one of them also "resv" (resv_qk_only), and those do run in Python.
-    if path == "python" and any(kw.get("policy", "vrex") in cpp_path.POLICIES and kw.get("extra", {}).get("read") == "resv"
+    if path == "python" and any(kw.get("policy", "vrex") in ("exact", "vrex") and kw.get("extra", {}).get("read") == "resv"
                                 for kw in runs.values()):
         raise ValueError("the ReSV question read (vrex_resv) runs on the C++ path only")
     if path == "cpp":

@@ -338,7 +338,28 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "flops_floor": float(np.sum(floor) / fd.sum()),
                 "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
-                "frames_timed": int(len(nn_)), "visual": visual_timing(name)}
+                "frames_timed": int(len(nn_)), "visual": visual_timing(name), "engine": engine_timing(name)}
+
+    def engine_timing(name: str) -> dict[str, Any]:
+        """The step without the vrex layer's calls (emu_s: FCC, SHIE lookups, the policy, block calls --
+        on a board the FCC and SHIE are hardware), paired per frame with exact's step without its own,
+        against the same FLOP ratios; and the visual prefill without them (also minus the questions'
+        half), when the halves were timed apart."""
+        def eng(r: Rec) -> list[float]:
+            return [s - e for s, e in zip(r.step_s, r.emu_s)]
+        en, _, gg = paired(name, eng)
+        ed = paired("exact", eng)[0]
+        out: dict[str, Any] = {"time_ratio": task.ci_dict(en, gg, ratio_of=ed), "ms_mean": float(en.mean() * 1e3),
+                               "exact_ms_mean": float(ed.mean() * 1e3),
+                               "clock": "thread CPU time of the step minus emu_s (the vrex layer's calls)"}
+        if not any(a is None for r in recs[name] + recs["exact"] for a in r.ask_s):
+            def vis(r: Rec) -> list[float]:
+                return [s - e - a for s, e, a in zip(r.step_s, r.emu_s, r.ask_s)]
+            vn, vd = paired(name, vis)[0], paired("exact", vis)[0]
+            out["visual"] = {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "ms_mean": float(vn.mean() * 1e3),
+                             "exact_ms_mean": float(vd.mean() * 1e3),
+                             "clock": "thread CPU time of the step minus emu_s and minus the questions' half"}
+        return out
 
     def visual_timing(name: str) -> dict[str, Any] | None:
         """The visual prefill alone (the step without its questions' half: Rec.ask_s), paired per frame

@@ -126,6 +126,10 @@ PYBIND11_MODULE(_vrexrun, m) {
                 for (std::size_t i = 0; i < lcp::kStageNames.size(); i++)
                     stages[lcp::kStageNames[i]] = st.stage_s[i];
                 d["stages"] = stages;
+                py::dict engine;
+                for (std::size_t i = 0; i < lcp::kEngineNames.size(); i++)
+                    engine[lcp::kEngineNames[i]] = st.engine_s[i];
+                d["engine"] = engine;
                 if (st.fcc_s >= 0) d["fcc_s"] = st.fcc_s;
                 d["reused"] = st.reused;
                 d["recalled"] = st.recalled;

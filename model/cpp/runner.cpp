@@ -497,7 +497,9 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     torch::NoGradGuard no_grad;
     torch::jit::Module& m = model_.impl_->m;
     auto& st = stats.stage_s;
+    auto& en = stats.engine_s;
     st.fill(0);
+    en.fill(0);
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double e0 = thread_cpu_s();
@@ -515,7 +517,9 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         vis = m.run_method("embed", tokens).toTensor();
     }
     // choose() in its halves, so the lookup batch is timed apart from the guard.
-    e0 = thread_cpu_s();
+    double e1 = thread_cpu_s();
+    en[0] = e1 - e0;
+    e0 = e1;
     FrameChoice choice(g.regions);
     if (policy_) {
         auto got = st_->retrieve_batch(policy_->queries(fi.fp));
@@ -528,11 +532,11 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     }
     stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
     stats.recalled = 0;
-    const std::vector<Install> ins = installs(choice, stats);
     // Installed regions get blocks of their own: with refresh nothing is aliased.
     const FrameBlocks fb = take(apply_choice(*st_, refresh_ ? FrameChoice(g.regions) : choice), "apply");
-    double e1 = thread_cpu_s();
+    e1 = thread_cpu_s();
     st[3] = e1 - e0;
+    const std::vector<Install> ins = installs(choice, stats);
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
     std::vector<bool> installed(g.regions, false);
     for (const Install& in : ins) {
@@ -552,10 +556,13 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         computed_hashes.push_back(hashes[r]);
     }
     reserve();
+    e0 = thread_cpu_s();
+    en[1] = e0 - e1;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
     m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
     const double a0 = thread_cpu_s();
+    en[2] = a0 - e0;
     torch::IValue q_read;
     if (read_.resv && nq > 0 && !tiers_)
         q_read = select(q_region, q_target, stats);
@@ -563,11 +570,17 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         q_read = select_tiered(q_region, q_target, stats);
     else if (read_.resv)  // frame 0: its questions read frame 0, as exact's do
         stats.question_keys = static_cast<std::uint64_t>(nq) * g.visual;
+    e1 = thread_cpu_s();
+    en[3] = e1 - a0;
     torch::Tensor logits =
         m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read).toTensor();
-    stats.ask_s = thread_cpu_s() - a0;
-    if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
+    stats.ask_s = e0 - a0;
+    en[4] = e0 - e1;
+    if (read_.resv) hash_frame(stats);
+    e1 = thread_cpu_s();
+    en[5] = e1 - e0;
+    e0 = e1;
     if (policy_) {
         check(policy_->computed(computed_blocks, computed_hashes, t_), "computed");
         if (!ins.empty()) {
@@ -588,6 +601,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     // The hierarchy's moves (demotion copies) are part of V-Rex's step time, not of the vrex layer's.
     if (tiers_) end_tiers(fb.blocks);
     const double t1 = thread_cpu_s();
+    en[5] += t1 - e0;
     stats.emu_s = 0;
     for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;

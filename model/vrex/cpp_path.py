@@ -143,7 +143,7 @@ class StreamRunner:
         self.fresh.append(c.regions - reused)
         fs = lcp.FrameStats(step_s=st["step_s"], emu_s=st["emu_s"], regions=c.regions, reused=reused,
                             reused_region=list(st["reused_region"]), stages=dict(st["stages"]),
-                            fcc_s=st.get("fcc_s"), ask_s=st["ask_s"],
+                            fcc_s=st.get("fcc_s"), ask_s=st["ask_s"], engine=dict(st["engine"]),
                             tokens=(c.regions - reused) * c.tokens_per_region, flops=flops)
         self.t += 1
         return torch.from_numpy(logits), fs

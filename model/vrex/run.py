@@ -62,6 +62,7 @@ class Rec:
     step_s: list[float] = field(default_factory=list)
     emu_s: list[float] = field(default_factory=list)  # of step_s: inside the vrex layer's calls (lcp.FrameStats)
     stages: list[dict[str, float]] = field(default_factory=list)  # emu_s per stage (C++ path)
+    engine: list[dict[str, float]] = field(default_factory=list)  # the rest of step_s per part (C++ path)
     fcc_s: list[float | None] = field(default_factory=list)  # the FCC's own work (C++ path, profile)
     ask_s: list[float | None] = field(default_factory=list)  # of step_s: the questions' half (Python path)
     flops: list[int] = field(default_factory=list)
@@ -201,6 +202,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                 r.step_s.append(fs.step_s)
                 r.emu_s.append(fs.emu_s)
                 r.stages.append(fs.stages)
+                r.engine.append(fs.engine)
                 r.fcc_s.append(fs.fcc_s)
                 r.ask_s.append(fs.ask_s)
                 r.flops.append(fs.flops)
@@ -359,6 +361,13 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
             out["visual"] = {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "ms_mean": float(vn.mean() * 1e3),
                              "exact_ms_mean": float(vd.mean() * 1e3),
                              "clock": "thread CPU time of the step minus emu_s and minus the questions' half"}
+        first = recs[name][0]
+        if first.engine and first.engine[0]:  # the C++ runner's parts (vrex/lcp/runner.hpp kEngineNames)
+            parts: dict[str, Any] = {}
+            for k in first.engine[0]:
+                pn, pd = (paired(n, lambda r, k=k: [e[k] for e in r.engine])[0] for n in (name, "exact"))
+                parts[k] = {"ms_per_frame": float(pn.mean() * 1e3), "exact_ms_per_frame": float(pd.mean() * 1e3)}
+            out["parts"] = parts
         return out
 
     def visual_timing(name: str) -> dict[str, Any] | None:

@@ -95,10 +95,19 @@ struct RunnerOptions {
 inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "lookup",   "decide",
                                                            "apply",       "computed", "end_frame"};
 
+// The engine's parts of a step, outside the vrex layer's calls (StepStats::engine_s; with emu_s they
+// add up to step_s): prepare (embedding, the guard's keys and hashes), install (refresh and recall
+// fills, the frame's block views), prefill (the scripted visual prefill), select (the questions'
+// read selection and its staging), ask (the scripted questions), after (the frame's key hashes for
+// ReSV, the hierarchy's accounting and demotions).
+inline constexpr std::array<const char*, 6> kEngineNames = {"prepare", "install", "prefill",
+                                                            "select",  "ask",     "after"};
+
 struct StepStats {
     double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, selection, decoder)
     double emu_s = 0;   // of which inside the vrex layer: begin_frame, choose, apply, computed, end_frame
-    std::array<double, kStageNames.size()> stage_s{};  // emu_s per stage (kStageNames), same clock
+    std::array<double, kStageNames.size()> stage_s{};    // emu_s per stage (kStageNames), same clock
+    std::array<double, kEngineNames.size()> engine_s{};  // the rest of step_s per part (kEngineNames)
     double fcc_s = -1;           // RunnerOptions::profile_fcc: the FCC's own work in begin_frame (else < 0)
     double ask_s = 0;            // of step_s: the questions' half (ReSV's selection, the scripted ask())
     std::uint32_t reused = 0;    // regions not computed: aliased, refreshed or recalled

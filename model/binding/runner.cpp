@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,21 @@ struct Session {
     std::shared_ptr<KvAllocator> alloc;
     lcp::RunnerOptions opts;
 };
+
+// The native decoder of a scripted module, alone (model/tests/test_native.py holds it equal to
+// decoder.py): arrays in, arrays out, the caller's cache and blocks written in place.
+struct Native {
+    std::shared_ptr<lcp::ScriptedModel> model;
+    lcp::NativeScratch scratch;
+};
+
+template <class T>
+std::span<T> writable(py::array_t<T, py::array::c_style>& a, std::size_t n, const char* what) {
+    if (!a.writeable() || static_cast<std::size_t>(a.size()) != n)
+        throw std::invalid_argument(std::string(what) + " must be a writable C-contiguous array of " +
+                                    std::to_string(n) + " values");
+    return {a.mutable_data(), n};
+}
 
 struct Runner {
     std::shared_ptr<Session> s;
@@ -56,8 +72,13 @@ PYBIND11_MODULE(_vrexrun, m) {
                         std::uint32_t bank_mib, const std::string& read, double read_ratio, bool profile_fcc,
                         bool refresh, bool recall, std::uint32_t recall_radius,
                         std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
-                        std::uint32_t fetch) {
+                        std::uint32_t fetch, const std::string& kernels) {
                 auto s = std::make_shared<Session>();
+                if (kernels == "scripted")
+                    s->opts.kernels = lcp::Kernels::scripted;
+                else if (kernels != "native")
+                    throw std::invalid_argument("the C++ path's kernels are 'native' or 'scripted', not '" +
+                                                kernels + "'");
                 if (policy == "exact")
                     s->opts.policy = lcp::Policy::exact;
                 else if (policy != "vrex")
@@ -97,11 +118,81 @@ PYBIND11_MODULE(_vrexrun, m) {
             py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
             py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
             py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
-            py::arg("fetch") = 4)
+            py::arg("fetch") = 4, py::arg("kernels") = "native")
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
         });
+
+    using F32 = py::array_t<float, py::array::c_style>;
+    using CF32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
+    using CI64 = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+    py::class_<Native>(m, "NativeDecoder")
+        .def(py::init([](const std::string& module) {
+                 return Native{std::make_shared<lcp::ScriptedModel>(module), {}};
+             }),
+             py::arg("module"))
+        .def("embed",
+             [](const Native& n, const CF32& tokens) {
+                 const auto& c = n.model->native().config();
+                 F32 vis({static_cast<py::ssize_t>(c.visual()), static_cast<py::ssize_t>(c.d_model)});
+                 n.model->native().embed(values(tokens, 2, "tokens"),
+                                         {vis.mutable_data(), std::size_t(vis.size())});
+                 return vis;
+             })
+        .def("prepare",
+             [](Native& n, const CF32& tokens) {
+                 const auto& c = n.model->native().config();
+                 F32 vis({static_cast<py::ssize_t>(c.visual()), static_cast<py::ssize_t>(c.d_model)});
+                 std::vector<std::uint32_t> h(c.regions);
+                 n.model->native().prepare(n.scratch, values(tokens, 2, "tokens"),
+                                           {vis.mutable_data(), std::size_t(vis.size())}, h);
+                 return py::make_tuple(
+                     vis, py::array_t<std::uint32_t>(static_cast<py::ssize_t>(h.size()), h.data()));
+             })
+        .def(
+            "prefill",
+            [](Native& n, const CF32& z, const CF32& vis, const std::vector<std::uint32_t>& fresh,
+               F32& blocks, F32& k, F32& v, std::uint32_t t) {
+                const auto& c = n.model->native().config();
+                const std::size_t block =
+                    std::size_t{c.layers} * 2 * c.kv_heads * c.tokens_per_region * c.head_dim;
+                if (k.ndim() != 4)
+                    throw std::invalid_argument("k must be [layers, kv_heads, capacity, head_dim]");
+                const auto cap = static_cast<std::size_t>(k.shape(2));
+                const std::size_t cache = std::size_t{c.layers} * c.kv_heads * cap * c.head_dim;
+                auto b = writable(blocks, c.regions * block, "blocks");
+                std::vector<float*> per(c.regions);
+                for (std::size_t r = 0; r < c.regions; r++) per[r] = b.data() + r * block;
+                const lcp::KvCacheView view{writable(k, cache, "k").data(), writable(v, cache, "v").data(),
+                                            cap};
+                n.model->native().prefill(n.scratch, values(z, 2, "z"), values(vis, 2, "vis"), fresh, per,
+                                          view, t);
+            },
+            py::arg("z"), py::arg("vis"), py::arg("fresh"), py::arg("blocks").noconvert(),
+            py::arg("k").noconvert(), py::arg("v").noconvert(), py::arg("t"))
+        .def(
+            "ask",
+            [](Native& n, F32& k, F32& v, std::uint32_t t, const CI64& q_region, const CI64& q_target,
+               std::optional<CI64> q_read) {
+                const auto& c = n.model->native().config();
+                if (k.ndim() != 4)
+                    throw std::invalid_argument("k must be [layers, kv_heads, capacity, head_dim]");
+                const auto cap = static_cast<std::size_t>(k.shape(2));
+                const std::size_t cache = std::size_t{c.layers} * c.kv_heads * cap * c.head_dim;
+                const lcp::KvCacheView view{writable(k, cache, "k").data(), writable(v, cache, "v").data(),
+                                            cap};
+                const auto qr = values(q_region, 1, "q_region");
+                lcp::QuestionRead read;
+                if (q_read) read = {values(*q_read, 2, "q_read"), static_cast<std::size_t>(q_read->shape(1))};
+                F32 out({static_cast<py::ssize_t>(qr.size()), static_cast<py::ssize_t>(c.codes)});
+                n.model->native().ask(n.scratch, view, t, qr, values(q_target, 1, "q_target"),
+                                      q_read ? &read : nullptr,
+                                      {out.mutable_data(), std::size_t(out.size())});
+                return out;
+            },
+            py::arg("k").noconvert(), py::arg("v").noconvert(), py::arg("t"), py::arg("q_region"),
+            py::arg("q_target"), py::arg("q_read") = py::none());
 
     py::class_<Runner>(m, "StreamRunner")
         .def(

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "native_load.hpp"
 #include "vrex/lcp/geometry.hpp"
 #include "vrex/resv.hpp"
 
@@ -84,6 +85,13 @@ ScriptedModel::ScriptedModel(const std::string& path)
     geo_ = {u(0), u(1), u(2), u(3), u(4), u(5), u(6), u(7)};
     if (geo_.regions * geo_.tokens_per_region != geo_.visual)
         throw std::runtime_error("vrex runner: " + path + ": regions x tokens_per_region != visual tokens");
+    native_ = std::make_unique<NativeDecoder>(native_weights(impl_->m));
+    const NativeConfig& c = native_->config();
+    if (c.layers != geo_.layers || c.kv_heads != geo_.kv_heads || c.head_dim != geo_.head_dim ||
+        c.tokens_per_region != geo_.tokens_per_region || c.regions != geo_.regions ||
+        c.visual() != geo_.visual || c.feat_dim != geo_.feat_dim || c.codes != geo_.codes)
+        throw std::runtime_error("vrex runner: " + path +
+                                 ": the module's config differs from its geometry()");
 }
 
 ScriptedModel::~ScriptedModel() = default;
@@ -91,6 +99,7 @@ ScriptedModel::~ScriptedModel() = default;
 struct StreamRunner::Impl {
     Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc, const RunnerOptions& o);
     ~Impl();
+    static float* block_data(const KvBlock& b);
     torch::Tensor view(const KvBlock& b) const;
     void reserve();
     std::vector<float> step(const LumaView& luma, std::span<const float> tokens_in,
@@ -108,8 +117,7 @@ struct StreamRunner::Impl {
         std::uint64_t source = 0;          // its block_key
     };
     std::vector<Install> installs(const FrameChoice& choice, StepStats& stats);
-    void fill(const Install& in, const KvBlock& dst, const torch::Tensor& k0,
-              std::span<const float> tokens) const;
+    void fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const;
     void end_tiers(std::span<const KvBlock> blocks);
     double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
@@ -127,7 +135,12 @@ struct StreamRunner::Impl {
     bool refresh_ = false;
     std::optional<KvTiers> tiers_;          // RunnerOptions::tiers
     std::uint32_t window_ = 0, reach_ = 0;  // the decoder's visual window and question reach (frames)
-    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    bool native_ = true;                    // RunnerOptions::kernels
+    NativeScratch scratch_;                 // the native kernels' working memory
+    std::vector<float> vis_;                // the frame's embeddings (native kernels)
+    std::vector<float> k0_;       // the frame's layer-0 keys per region [regions, KVH, T, hd] (refresh)
+    std::vector<float*> blocks_;  // the frame's block memory per region (native kernels)
+    torch::Tensor k_, v_;         // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
     bool closed_ = false;
 };
@@ -142,6 +155,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
                                  std::to_string(alloc_->block_bytes()) + " B, the model needs " +
                                  std::to_string(need));
     st_ = take(alloc_->create_stream(), "create stream");
+    native_ = o.kernels == Kernels::native;
     if (o.policy == Policy::vrex)
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
     read_ = o.read;
@@ -200,12 +214,17 @@ void StreamRunner::Impl::close() {
     k_ = v_ = torch::Tensor();
 }
 
-torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
-    const Geometry& g = model_.geometry();
+float* StreamRunner::Impl::block_data(const KvBlock& b) {
     // A published or shared block is read-only (hal.hpp): Decoder.step only reads reused blocks and
     // writes only the fresh ones this stream just allocated (their @data is set).
     auto* p = b.data.empty() ? const_cast<std::byte*>(b.view.data()) : b.data.data();  // NOLINT
-    return torch::from_blob(p, {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim}, torch::kFloat32);
+    return reinterpret_cast<float*>(p);  // NOLINT: the block holds fp32 (Geometry::hal())
+}
+
+torch::Tensor StreamRunner::Impl::view(const KvBlock& b) const {
+    const Geometry& g = model_.geometry();
+    return torch::from_blob(block_data(b), {g.layers, 2, g.kv_heads, g.tokens_per_region, g.head_dim},
+                            torch::kFloat32);
 }
 
 void StreamRunner::Impl::reserve() {
@@ -333,25 +352,23 @@ std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const Fram
 }
 
 // A new block of @in.region from @in.bytes; with refresh its layer 0 is the frame's own: K = the
-// guard's layer-0 keys @k0 [KVH, 64, hd], V = the frame's standardised features @tokens [64,
+// guard's layer-0 keys (k0_, from prepare), V = the frame's standardised features @tokens [64,
 // feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout [L][K, V][KVH][T][hd] fp32.
-void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, const torch::Tensor& k0,
-                              std::span<const float> tokens) const {
+void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const {
     const Geometry& g = model_.geometry();
     std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
     if (!refresh_) return;
     auto* out = reinterpret_cast<float*>(dst.data.data());  // NOLINT: the block holds fp32 KV
-    const float* k = k0.data_ptr<float>();
     const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
     const std::size_t first = std::size_t{in.region} * tpr;
+    // Layer 0's K is the block's first KVH x T x hd values, k0_'s per-region layout.
+    std::memcpy(out, k0_.data() + in.region * kvh * tpr * hd, kvh * tpr * hd * sizeof(float));
     for (std::size_t h = 0; h < kvh; h++)
         for (std::size_t i = 0; i < tpr; i++) {
-            float* kd = out + (h * tpr + i) * hd;
             float* vd = out + ((kvh + h) * tpr + i) * hd;
-            std::memcpy(kd, k + (h * g.visual + first + i) * hd, hd * sizeof(float));
             for (std::size_t d = 0; d < hd; d++) {
                 const std::size_t c = h * hd + d;
-                vd[d] = c < g.feat_dim ? tokens[(first + i) * g.feat_dim + c] : 0.0f;
+                vd[d] = c < g.feat_dim ? tokens[(first + i) * g.feat_dim + c] : 0.0F;
             }
         }
 }
@@ -504,13 +521,32 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double e0 = thread_cpu_s();
     st[0] = e0 - t0;
-    torch::Tensor vis, k0;
+    torch::Tensor vis;
     std::vector<std::uint32_t> hashes(g.regions, 0);
-    if (policy_) {
+    if (native_) {  // the same embedding and guard hashes on plain buffers; vis views them
+        vis_.resize(std::size_t{g.visual} * model_.native().config().d_model);
+        k0_.resize(refresh_ ? std::size_t{g.visual} * g.kv_heads * g.head_dim : 0);
+        if (policy_)
+            model_.native().prepare(scratch_, tokens_in, vis_, hashes, k0_);
+        else
+            model_.native().embed(tokens_in, vis_);
+        vis = torch::from_blob(vis_.data(),
+                               {g.visual, static_cast<std::int64_t>(model_.native().config().d_model)},
+                               torch::kFloat32);
+    } else if (policy_) {
         auto out = m.run_method("prepare", tokens).toTuple();
         vis = out->elements()[0].toTensor();
         const torch::Tensor h = out->elements()[1].toTensor().contiguous();
-        k0 = out->elements()[2].toTensor().contiguous();
+        if (refresh_) {  // [KVH, visual, hd] -> per region [KVH, T, hd], a block's layer-0 K layout
+            k0_.resize(std::size_t{g.visual} * g.kv_heads * g.head_dim);
+            const torch::Tensor k0 = out->elements()[2].toTensor().contiguous();
+            const float* kp = k0.data_ptr<float>();
+            const std::size_t tpr = g.tokens_per_region, hd = g.head_dim;
+            for (std::size_t r = 0; r < g.regions; r++)
+                for (std::size_t h = 0; h < g.kv_heads; h++)
+                    std::memcpy(k0_.data() + ((r * g.kv_heads + h) * tpr) * hd,
+                                kp + (h * g.visual + r * tpr) * hd, tpr * hd * sizeof(float));
+        }
         for (std::uint32_t r = 0; r < g.regions; r++)
             hashes[r] = static_cast<std::uint32_t>(h[r].item<std::int64_t>());
     } else {
@@ -540,12 +576,10 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
     std::vector<bool> installed(g.regions, false);
     for (const Install& in : ins) {
-        fill(in, fb.blocks[in.region], k0, tokens_in);
+        fill(in, fb.blocks[in.region], tokens_in);
         installed[in.region] = true;
     }
-    c10::List<torch::Tensor> cur;
-    for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
-    c10::List<std::int64_t> fresh;
+    std::vector<std::uint32_t> fresh;
     std::vector<KvBlock> computed_blocks;
     std::vector<std::uint32_t> computed_hashes;
     for (std::size_t i = 0; i < fb.fresh.size(); i++) {
@@ -560,7 +594,18 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     en[1] = e0 - e1;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
-    m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+    const KvCacheView cache{k_.data_ptr<float>(), v_.data_ptr<float>(), static_cast<std::size_t>(k_.size(2))};
+    if (native_) {
+        blocks_.clear();
+        for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
+        model_.native().prefill(scratch_, tokens_in, vis_, fresh, blocks_, cache, t_);
+    } else {
+        c10::List<torch::Tensor> cur;
+        for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
+        c10::List<std::int64_t> fresh_list;
+        for (std::uint32_t r : fresh) fresh_list.push_back(r);
+        m.run_method("prefill", tokens, vis, fresh_list, cur, k_, v_, static_cast<std::int64_t>(t_));
+    }
     const double a0 = thread_cpu_s();
     en[2] = a0 - e0;
     torch::IValue q_read;
@@ -572,8 +617,23 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         stats.question_keys = static_cast<std::uint64_t>(nq) * g.visual;
     e1 = thread_cpu_s();
     en[3] = e1 - a0;
-    torch::Tensor logits =
-        m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read).toTensor();
+    std::vector<float> out_logits(static_cast<std::size_t>(nq) * g.codes);
+    if (native_) {
+        QuestionRead qr;
+        if (q_read.isTensor()) {
+            const torch::Tensor r = q_read.toTensor().contiguous();
+            qr = {{r.data_ptr<std::int64_t>(), static_cast<std::size_t>(r.numel())},
+                  static_cast<std::size_t>(r.size(1))};
+        }
+        model_.native().ask(scratch_, cache, t_, q_region_in, q_target_in, q_read.isTensor() ? &qr : nullptr,
+                            out_logits);
+    } else {
+        const torch::Tensor logits =
+            m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read)
+                .toTensor()
+                .contiguous();
+        std::memcpy(out_logits.data(), logits.data_ptr<float>(), sizeof(float) * out_logits.size());
+    }
     e0 = thread_cpu_s();
     stats.ask_s = e0 - a0;
     en[4] = e0 - e1;
@@ -614,10 +674,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
             stats.reused++;
         }
     t_++;
-    const torch::Tensor out = logits.contiguous();
-    std::vector<float> v(static_cast<std::size_t>(out.numel()));
-    std::memcpy(v.data(), out.data_ptr<float>(), sizeof(float) * v.size());
-    return v;
+    return out_logits;
 }
 
 StreamRunner::StreamRunner(ScriptedModel& model, std::shared_ptr<KvAllocator> alloc,

@@ -80,14 +80,18 @@ def record(cutback: list[tuple[np.ndarray, torch.Tensor]], tmp_path_factory: pyt
     mp.undo()
 
 
-def cpp_trace(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]], **opts: Any) -> dict[str, Any]:
+def cpp_trace(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]], kernels: str = "native",
+              **opts: Any) -> dict[str, Any]:
     model, extra, module, _ = record
-    return trace(cpp_path.Session(model, lcp.Options(**opts), module).stream(), cutback, extra)
+    return trace(cpp_path.Session(model, lcp.Options(**opts), module, kernels=kernels).stream(), cutback, extra)
 
 
-def test_cpp_vrex_of_record_equals_the_python_path(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]]) -> None:
+@pytest.mark.parametrize("kernels", cpp_path.KERNELS)
+def test_cpp_vrex_of_record_equals_the_python_path(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]],
+                                                   kernels: str) -> None:
+    """With the native kernels and with the scripted module's methods."""
     py = record[3]
-    cpp = cpp_trace(record, cutback, **vrex_of_record())
+    cpp = cpp_trace(record, cutback, kernels, **vrex_of_record())
     assert mismatches(py, cpp) == []
     # Every mechanism was exercised, not only computation: refreshed reuse, the recall of the view
     # that came back (its 16 regions at least), demotion, and reads staging demoted blocks back.

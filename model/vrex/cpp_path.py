@@ -24,6 +24,9 @@ except ImportError:  # pragma: no cover - libtorch-dev missing at build time
     _vrexrun = None
 
 POLICIES = ("exact", "vrex", "managed")
+# What runs the decoder's per-frame work (vrex::lcp::Kernels): "native" (NativeDecoder: the same math
+# on plain buffers, no aten dispatch) or "scripted" (the TorchScript methods under libtorch).
+KERNELS = ("native", "scripted")
 READS = ("reach", "resv")  # Options.extra["read"]: what the questions read (vrex::lcp::ReadOptions)
 # The one managed (vrex/anchors.py) configuration the C++ runner runs: V-Rex of record (vrex_hierarchy).
 HIERARCHY = {"prefill": "vrex", "memory": "tiers", "read": "resv_pos"}
@@ -69,9 +72,10 @@ class _Alloc:
 class Session:
     """lcp.Session's face (stream(), alloc.block_bytes) over a C++ session of its own emulated device."""
 
-    def __init__(self, model: Decoder, opts: lcp.Options, module: Path, profile: bool = False):
+    def __init__(self, model: Decoder, opts: lcp.Options, module: Path, profile: bool = False,
+                 kernels: str = "native"):
         """@profile: also time the FCC's own work per frame (FrameStats.fcc_s; the product figure's
-        breakdown, bench/emu_cost.py)."""
+        breakdown, bench/emu_cost.py). @kernels: one of KERNELS."""
         if _vrexrun is None:
             raise RuntimeError("vrex: the C++ path needs the _vrexrun extension (built with libtorch-dev into "
                                "build/model); run with --path python")
@@ -85,8 +89,11 @@ class Session:
         # V-Rex of record: the vrex prefill, the hierarchy (resident frames, coldness) and ReSV's read
         # over it (anchors.Managed's resv_pos: the runner's "resv" read with tiers).
         self.read = "resv" if self.hierarchy else str(ex.get("read", "reach"))
+        if kernels not in KERNELS:
+            raise ValueError(f"the C++ path's kernels are one of {KERNELS}, not '{kernels}'")
         self.model = model
         self.opts = opts
+        self.kernels = kernels
         _vrexrun.set_num_threads(torch.get_num_threads())
         self.s = _vrexrun.Session(str(module), "vrex" if self.hierarchy else opts.policy, opts.fcc, opts.radius,
                                   opts.guard_bits, opts.max_age, opts.similar, lcp.EMU_BANKS,
@@ -94,7 +101,8 @@ class Session:
                                   profile_fcc=profile, refresh=opts.refresh, recall=opts.recall,
                                   recall_radius=opts.recall_radius, recall_guard_bits=opts.recall_guard_bits,
                                   resident=int(ex.get("resident", 0)) if self.hierarchy else 0,
-                                  coldness=str(ex.get("coldness", "zombie")), fetch=int(ex.get("fetch", 4)))
+                                  coldness=str(ex.get("coldness", "zombie")), fetch=int(ex.get("fetch", 4)),
+                                  kernels=kernels)
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":

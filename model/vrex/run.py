@@ -118,13 +118,15 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
 def run(paths: list[Path], streams: int, frames: int, questions: int, radius: int, guard_bits: int, max_age: int,
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
         split: str = "test", path: str | None = None, resv_read: bool = False,
-        workload: str = "edited", profile: bool = False, variant: str = "builtin") -> dict[str, Any]:
+        workload: str = "edited", profile: bool = False, variant: str = "builtin",
+        kernels: str = "native") -> dict[str, Any]:
     """@profile: the C++ path also times the FCC's own work per frame (the product figure's
     breakdown: emulation.stages). @path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
     extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
     (vrex/anchors.py) take the Python path. The JSON's args.path says which ran. @resv_read: on the
-    C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection)."""
+    C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection).
+    @kernels: what runs the decoder on the C++ path (cpp_path.KERNELS), every run alike."""
     if path is None:
         path = "cpp" if cpp_path.available() else "python"
     if workload not in workloads.WORKLOADS:
@@ -172,7 +174,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
         with cpp_path.tempdir() as d:
             module = cpp_path.scripted(model, d)
             sessions: dict[str, Any] = {name: cpp_path.Session(model, lcp.Options(**{**base_opts, **kw}), module,
-                                                               profile=profile and name == "vrex")
+                                                               profile=profile and name == "vrex", kernels=kernels)
                                         for name, kw in runs.items()}
     else:
         sessions = {name: lcp.Session(model, lcp.Options(**{**base_opts, **kw})) for name, kw in runs.items()}
@@ -222,7 +224,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
                       "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path,
-                      "runs": list(runs), "workload": workload})
+                      "runs": list(runs), "workload": workload,
+                      **({"kernels": kernels} if path == "cpp" else {})})
 
 
 def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: str,
@@ -497,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--path", choices=PATHS, default=None,
                     help="cpp: the scripted decoder under libtorch with the C++ policy (the default when built); "
                          "python: torch in Python driving the same C++ policy (--anchors runs take the python path)")
+    ap.add_argument("--kernels", choices=cpp_path.KERNELS, default="native",
+                    help="C++ path: the decoder's per-frame work as native kernels or the scripted module's methods")
     ap.add_argument("--no-control", action="store_true", help="leave out the radius-0 control run")
     ap.add_argument("--no-resv-read", action="store_true",
                     help="leave out vrex_resv (C++ path: questions read what ReSV selects, not their whole reach)")
@@ -543,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
                                        vrex=vrex_knobs, alias=alias_knobs, measure_resv=not args.no_resv_recall))
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
-                  workload=args.workload, variant=args.variant)
+                  workload=args.workload, variant=args.variant, kernels=args.kernels)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
     except (ValueError, RuntimeError, FileNotFoundError) as e:

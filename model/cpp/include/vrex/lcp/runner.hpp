@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "vrex/hal.hpp"
+#include "vrex/lcp/native_decoder.hpp"
 #include "vrex/lcp/policy.hpp"
 #include "vrex/lcp/tiers.hpp"
 
@@ -44,12 +45,15 @@ class ScriptedModel {
     ScriptedModel(const ScriptedModel&) = delete;
     ScriptedModel& operator=(const ScriptedModel&) = delete;
     const Geometry& geometry() const noexcept { return geo_; }
+    // The same decoder on plain buffers (its weights copied from the module when it was loaded).
+    const NativeDecoder& native() const noexcept { return *native_; }
 
   private:
     friend class StreamRunner;
     struct Impl;
     std::unique_ptr<Impl> impl_;
     Geometry geo_;
+    std::unique_ptr<NativeDecoder> native_;
 };
 
 enum class Policy { exact, vrex };
@@ -71,8 +75,14 @@ struct ReadOptions {
     std::uint32_t fetch_blocks = 4;  // with tiers: demoted blocks a question may stage back
 };
 
+// What runs the decoder's per-frame work (embedding, guard hash, prefill, questions): the module's
+// scripted methods through libtorch, or NativeDecoder (the same math on plain buffers, no aten
+// dispatch: its cost is its arithmetic). ReSV's selector stays scripted either way.
+enum class Kernels { scripted, native };
+
 struct RunnerOptions {
     Policy policy = Policy::vrex;
+    Kernels kernels = Kernels::native;
     ReuseOptions reuse;
     ReadOptions read;
     // Layer-0 refresh (lcp.Options.refresh): a reused region gets a block of its own holding the

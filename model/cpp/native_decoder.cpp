@@ -1,0 +1,385 @@
+// vrex::lcp::NativeDecoder (see its header): decoder.py's embed_frame, layer0_keys + key hash,
+// prefill and ask as loops over the kernels of native_kernels.hpp.
+#include "vrex/lcp/native_decoder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "native_kernels.hpp"
+
+namespace vrex::lcp {
+
+namespace nk = native;
+
+struct NativeScratch::Impl {
+    // RoPE tables of positions 0 .. rope_pos - 1: cos then sin, head_dim / 2 each, per position.
+    std::vector<float> rope;
+    std::size_t rope_pos = 0;
+    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0, kt;
+    std::vector<std::int64_t> key_tok;    // the questions' keys: cache row (frame * visual + slot)
+    std::vector<std::uint32_t> key_bias;  // per key: bucket | slot << 8
+    std::vector<std::size_t> key_count;
+    std::vector<char> fresh;
+
+    const float* rope_at(const NativeConfig& c, std::size_t pos) {
+        const std::size_t half = c.head_dim / 2;
+        if (pos >= rope_pos) {
+            const std::size_t want = std::max(pos + 1, 2 * rope_pos);
+            rope.resize(want * 2 * half);
+            for (std::size_t p = rope_pos; p < want; p++)
+                for (std::size_t i = 0; i < half; i++) {
+                    // decoder.rope_tables: base ** (-(2i) / d), angle in double, then fp32.
+                    const double inv = std::pow(c.rope_base, -static_cast<double>(i) * 2.0 / c.head_dim);
+                    const double ang = static_cast<double>(p) * inv;
+                    rope[p * 2 * half + i] = static_cast<float>(std::cos(ang));
+                    rope[p * 2 * half + half + i] = static_cast<float>(std::sin(ang));
+                }
+            rope_pos = want;
+        }
+        return rope.data() + pos * 2 * half;
+    }
+};
+
+NativeScratch::NativeScratch() : impl_(std::make_unique<Impl>()) {}
+NativeScratch::~NativeScratch() = default;
+NativeScratch::NativeScratch(NativeScratch&&) noexcept = default;
+NativeScratch& NativeScratch::operator=(NativeScratch&&) noexcept = default;
+
+namespace {
+
+void need(bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("vrex native decoder: " + what);
+}
+
+void sized(const std::vector<float>& v, std::size_t n, const char* what) {
+    need(v.size() == n,
+         std::string(what) + " has " + std::to_string(v.size()) + " values, not " + std::to_string(n));
+}
+
+}  // namespace
+
+NativeDecoder::NativeDecoder(NativeWeights weights) : w_(std::move(weights)) {
+    const NativeConfig& c = w_.c;
+    need(c.feat_dim && c.d_model && c.layers && c.heads && c.kv_heads && c.head_dim && c.ffn && c.regions &&
+             c.tokens_per_region && c.codes && c.window && c.hash_bits && c.hash_bits <= 32,
+         "a geometry field is 0 (or the hash is wider than 32 bits)");
+    need(c.heads % c.kv_heads == 0 && c.head_dim % 2 == 0,
+         "heads must group over kv_heads, head_dim be even");
+    need(c.read_layer < c.layers, "read_layer past the last layer");
+    need(c.kv_heads * c.head_dim >= c.feat_dim,
+         "layer-0 values hold the features: kv_heads x head_dim >= feat_dim");
+    need(w_.rel_buckets == 17, "the distance bias has 17 buckets (decoder.REL_BUCKETS)");
+    const std::size_t d = c.d_model, a = std::size_t{c.heads} * c.head_dim,
+                      kva = std::size_t{c.kv_heads} * c.head_dim;
+    sized(w_.embed_w, std::size_t{c.feat_dim} * d, "embed.weight");
+    sized(w_.embed_b, d, "embed.bias");
+    sized(w_.slot_embed, std::size_t{c.visual()} * d, "slot_embed");
+    sized(w_.question_embed, std::size_t{c.regions} * d, "question_embed");
+    need(w_.layers.size() == c.layers, "one weight set per layer");
+    for (const auto& l : w_.layers) {
+        sized(l.norm1, d, "norm1");
+        sized(l.norm2, d, "norm2");
+        sized(l.wq, d * a, "wq");
+        sized(l.wk, d * kva, "wk");
+        sized(l.wv, d * kva, "wv");
+        sized(l.wo, a * d, "wo");
+        sized(l.w13, d * 2 * c.ffn, "w1|w3");
+        sized(l.w2, std::size_t{c.ffn} * d, "w2");
+        sized(l.rel, std::size_t{c.heads} * w_.rel_buckets, "rel");
+        sized(l.slot, std::size_t{c.heads} * c.regions * c.visual(), "slot");
+    }
+    sized(w_.norm, d, "norm");
+    sized(w_.head_w, d * c.feat_dim, "head.weight");
+    sized(w_.head_b, c.feat_dim, "head.bias");
+    sized(w_.codebook_t, std::size_t{c.feat_dim} * c.codes, "codebook");
+    sized(w_.planes_t, kva * c.tokens_per_region * c.hash_bits, "planes");
+}
+
+void NativeDecoder::embed(std::span<const float> tokens, std::span<float> vis) const {
+    const NativeConfig& c = w_.c;
+    const std::size_t n = c.visual(), d = c.d_model;
+    need(tokens.size() == n * c.feat_dim && vis.size() == n * d,
+         "embed: tokens [visual, feat_dim] -> [visual, d_model]");
+    nk::matmul(tokens.data(), c.feat_dim, n, w_.embed_w.data(), c.feat_dim, d, vis.data(), d, false);
+    for (std::size_t r = 0; r < n; r++) {
+        float* y = vis.data() + r * d;
+        const float* se = w_.slot_embed.data() + r * d;
+        for (std::size_t i = 0; i < d; i++) y[i] = y[i] + w_.embed_b[i] + se[i];
+    }
+}
+
+void NativeDecoder::prepare(NativeScratch& ss, std::span<const float> tokens, std::span<float> vis,
+                            std::span<std::uint32_t> hashes, std::span<float> k0) const {
+    const NativeConfig& c = w_.c;
+    auto& s = *ss.impl_;
+    need(hashes.size() == c.regions, "prepare: one hash per region");
+    embed(tokens, vis);
+    const std::size_t n = c.visual(), d = c.d_model, hd = c.head_dim, kva = std::size_t{c.kv_heads} * hd,
+                      tpr = c.tokens_per_region, per = kva * tpr;
+    s.h.resize(n * d);
+    s.k.resize(n * kva);
+    s.q.resize(c.regions * per);
+    s.o.resize(c.regions * c.hash_bits);
+    nk::rms_norm(vis.data(), d, n, w_.layers[0].norm1.data(), d, c.norm_eps, s.h.data(), d);
+    nk::matmul(s.h.data(), d, n, w_.layers[0].wk.data(), d, kva, s.k.data(), kva, false);
+    // script.key_hashes: a region's keys as [kv_heads, tokens, head_dim], flattened.
+    for (std::size_t r = 0; r < c.regions; r++)
+        for (std::size_t kv = 0; kv < c.kv_heads; kv++)
+            for (std::size_t i = 0; i < tpr; i++)
+                std::memcpy(s.q.data() + r * per + (kv * tpr + i) * hd,
+                            s.k.data() + (r * tpr + i) * kva + kv * hd, hd * sizeof(float));
+    if (!k0.empty()) {
+        need(k0.size() == s.q.size(), "prepare: k0 [regions, kv_heads, tokens_per_region, head_dim]");
+        std::memcpy(k0.data(), s.q.data(), s.q.size() * sizeof(float));
+    }
+    nk::matmul(s.q.data(), per, c.regions, w_.planes_t.data(), per, c.hash_bits, s.o.data(), c.hash_bits,
+               false);
+    for (std::size_t r = 0; r < c.regions; r++) {
+        std::uint32_t hv = 0;
+        for (std::size_t b = 0; b < c.hash_bits; b++)
+            if (s.o[r * c.hash_bits + b] > 0) hv |= std::uint32_t{1} << b;
+        hashes[r] = hv;
+    }
+}
+
+void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::span<const float> vis,
+                            std::span<const std::uint32_t> fresh, std::span<float* const> blocks,
+                            const KvCacheView& cache, std::uint32_t t) const {
+    const NativeConfig& c = w_.c;
+    auto& s = *ss.impl_;
+    const std::size_t n = c.visual(), d = c.d_model, hd = c.head_dim, half = hd / 2, kvh = c.kv_heads,
+                      kva = kvh * hd, a = std::size_t{c.heads} * hd, tpr = c.tokens_per_region,
+                      rep = c.heads / c.kv_heads, cap = cache.capacity, f = c.ffn;
+    need(z.size() == n * c.feat_dim && vis.size() == n * d,
+         "prefill: z [visual, feat_dim], vis [visual, d_model]");
+    need(blocks.size() == c.regions, "prefill: one block per region");
+    need(cache.k && cache.v && cap >= (std::size_t{t} + 1) * n,
+         "prefill: the cache holds fewer than t + 1 frames");
+    s.fresh.assign(c.regions, 0);
+    for (std::size_t i = 0; i < fresh.size(); i++) {
+        need(fresh[i] < c.regions && (i == 0 || fresh[i] > fresh[i - 1]),
+             "prefill: fresh regions ascending, < regions");
+        s.fresh[fresh[i]] = 1;
+    }
+    const float* rope = s.rope_at(c, t);
+    const float *cs = rope, *sn = rope + half;
+    const std::size_t row0 = std::size_t{t} * n;
+    auto cache_row = [&](float* base, std::size_t l, std::size_t kv, std::size_t row) {
+        return base + ((l * kvh + kv) * cap + row) * hd;
+    };
+    auto block_row = [&](float* b, std::size_t l, std::size_t kv_or_v, std::size_t kv, std::size_t i) {
+        return b + (((l * 2 + kv_or_v) * kvh + kv) * tpr + i) * hd;
+    };
+    // The reused regions' K/V of every layer, as their blocks hold them (K rotated to position t).
+    for (std::size_t r = 0; r < c.regions; r++) {
+        if (s.fresh[r]) continue;
+        for (std::size_t l = 0; l < c.layers; l++)
+            for (std::size_t kv = 0; kv < kvh; kv++)
+                for (std::size_t i = 0; i < tpr; i++) {
+                    float* kd = cache_row(cache.k, l, kv, row0 + r * tpr + i);
+                    std::memcpy(kd, block_row(blocks[r], l, 0, kv, i), hd * sizeof(float));
+                    nk::rotate(kd, cs, sn, half);
+                    std::memcpy(cache_row(cache.v, l, kv, row0 + r * tpr + i),
+                                block_row(blocks[r], l, 1, kv, i), hd * sizeof(float));
+                }
+    }
+    const std::size_t nf = fresh.size() * tpr;
+    if (nf == 0) return;
+    s.x.resize(nf * d);
+    s.h.resize(nf * d);
+    s.q.resize(nf * a);
+    s.k.resize(nf * kva);
+    s.v.resize(nf * kva);
+    s.o.resize(nf * a);
+    s.g.resize(nf * 2 * f);
+    s.gg.resize(nf * f);
+    s.zf.assign(nf * kva, 0.0F);
+    for (std::size_t j = 0; j < nf; j++) {
+        const std::size_t tok = fresh[j / tpr] * tpr + j % tpr;
+        std::memcpy(s.x.data() + j * d, vis.data() + tok * d, d * sizeof(float));
+        std::memcpy(s.zf.data() + j * kva, z.data() + tok * c.feat_dim,
+                    c.feat_dim * sizeof(float));  // value0
+    }
+    const std::size_t w0 = t + 1 >= c.window ? t + 1 - c.window : 0;  // first frame of the visual window
+    const std::size_t nkeys = (std::size_t{t} + 1 - w0) * n;
+    s.scores.resize(std::max(s.scores.size(), nf * nkeys));
+    s.kt.resize(std::max(s.kt.size(), hd * nkeys));
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    for (std::size_t l = 0; l < c.layers; l++) {
+        const NativeWeights::Layer& lw = w_.layers[l];
+        nk::rms_norm(s.x.data(), d, nf, lw.norm1.data(), d, c.norm_eps, s.h.data(), d);
+        nk::matmul(s.h.data(), d, nf, lw.wk.data(), d, kva, s.k.data(), kva, false);
+        const bool value0 = l == 0 || l == c.read_layer;
+        if (!value0) nk::matmul(s.h.data(), d, nf, lw.wv.data(), d, kva, s.v.data(), kva, false);
+        const float* vsrc = value0 ? s.zf.data() : s.v.data();
+        for (std::size_t j = 0; j < nf; j++) {
+            const std::size_t r = fresh[j / tpr], i = j % tpr, row = row0 + r * tpr + i;
+            for (std::size_t kv = 0; kv < kvh; kv++) {
+                const float* kj = s.k.data() + j * kva + kv * hd;
+                const float* vj = vsrc + j * kva + kv * hd;
+                std::memcpy(block_row(blocks[r], l, 0, kv, i), kj,
+                            hd * sizeof(float));  // fresh block: pre-rotation
+                std::memcpy(block_row(blocks[r], l, 1, kv, i), vj, hd * sizeof(float));
+                float* kd = cache_row(cache.k, l, kv, row);
+                std::memcpy(kd, kj, hd * sizeof(float));
+                nk::rotate(kd, cs, sn, half);
+                std::memcpy(cache_row(cache.v, l, kv, row), vj, hd * sizeof(float));
+            }
+        }
+        if (l + 1 == c.layers) break;  // the last layer's visual outputs feed nothing
+        // Windowed attention over frames w0 .. t (every key visible), grouped-query.
+        nk::matmul(s.h.data(), d, nf, lw.wq.data(), d, a, s.q.data(), a, false);
+        for (std::size_t j = 0; j < nf; j++)
+            for (std::size_t hh = 0; hh < c.heads; hh++) {
+                float* qj = s.q.data() + j * a + hh * hd;
+                for (std::size_t e = 0; e < hd; e++) qj[e] *= scale;
+                nk::rotate(qj, cs, sn, half);
+            }
+        // Per KV head its window's keys transposed once ([head_dim, keys]): the scores and the
+        // weighted sum are then two products of the same kernel as the projections, so a
+        // multiply-add costs the same wherever it is.
+        for (std::size_t kv = 0; kv < kvh; kv++) {
+            const float* kw = cache_row(cache.k, l, kv, w0 * n);
+            const float* vw = cache_row(cache.v, l, kv, w0 * n);
+            for (std::size_t m = 0; m < nkeys; m++)
+                for (std::size_t e = 0; e < hd; e++) s.kt[e * nkeys + m] = kw[m * hd + e];
+            for (std::size_t hh = kv * rep; hh < (kv + 1) * rep; hh++) {
+                nk::matmul(s.q.data() + hh * hd, a, nf, s.kt.data(), hd, nkeys, s.scores.data(), nkeys,
+                           false);
+                for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
+                nk::matmul(s.scores.data(), nkeys, nf, vw, nkeys, hd, s.o.data() + hh * hd, a, false);
+            }
+        }
+        nk::matmul(s.o.data(), a, nf, lw.wo.data(), a, d, s.x.data(), d, true);
+        // SwiGLU MLP, residual.
+        nk::rms_norm(s.x.data(), d, nf, lw.norm2.data(), d, c.norm_eps, s.h.data(), d);
+        nk::matmul(s.h.data(), d, nf, lw.w13.data(), d, 2 * f, s.g.data(), 2 * f, false);
+        nk::swiglu(s.g.data(), nf, f, s.gg.data());
+        nk::matmul(s.gg.data(), f, nf, lw.w2.data(), f, d, s.x.data(), d, true);
+    }
+}
+
+void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32_t t,
+                        std::span<const std::int64_t> q_region, std::span<const std::int64_t> q_target,
+                        const QuestionRead* read, std::span<float> logits) const {
+    const NativeConfig& c = w_.c;
+    auto& s = *ss.impl_;
+    const std::size_t nq = q_region.size(), n = c.visual(), d = c.d_model, hd = c.head_dim, half = hd / 2,
+                      kvh = c.kv_heads, a = std::size_t{c.heads} * hd, rep = c.heads / c.kv_heads,
+                      cap = cache.capacity, f = c.ffn, fd = c.feat_dim;
+    need(q_target.size() == nq && logits.size() == nq * c.codes,
+         "ask: one target per question, [Q, codes] logits");
+    need(cache.k && cache.v && cap >= (std::size_t{t} + 1) * n,
+         "ask: the cache holds fewer than t + 1 frames");
+    for (std::size_t i = 0; i < nq; i++)
+        need(q_region[i] >= 0 && q_region[i] < c.regions && q_target[i] >= 0 && q_target[i] <= t,
+             "ask: question regions 0 .. regions - 1 about frames 0 .. t");
+    // The keys each question reads, with their bias indices (bucket of the frame distance, slot).
+    const std::size_t span = 2 * std::size_t{c.question_reach} + 1;
+    const std::size_t cols = read ? read->cols : span * n;
+    if (read)
+        need(read->tokens.size() == nq * read->cols,
+             "ask: q_read: one row per question, tokens of frames 0 .. t");
+    s.key_tok.resize(nq * cols);
+    s.key_bias.resize(nq * cols);
+    s.key_count.assign(nq, 0);
+    for (std::size_t i = 0; i < nq; i++) {
+        std::int64_t* kt = s.key_tok.data() + i * cols;
+        std::uint32_t* kb = s.key_bias.data() + i * cols;
+        std::size_t m = 0;
+        if (read) {
+            for (std::size_t j = 0; j < cols; j++) {
+                const std::int64_t tok = read->tokens[i * cols + j];
+                need(tok < static_cast<std::int64_t>((std::size_t{t} + 1) * n),
+                     "ask: q_read: one row per question, tokens of frames 0 .. t");
+                if (tok < 0) continue;
+                const std::int64_t fr = tok / static_cast<std::int64_t>(n);
+                kt[m] = tok;
+                kb[m++] = nk::rel_bucket(fr - q_target[i]) | static_cast<std::uint32_t>(tok % n) << 8;
+            }
+        } else {
+            const std::int64_t reach = c.question_reach;
+            for (std::int64_t fr = q_target[i] - reach; fr <= q_target[i] + reach; fr++) {
+                if (fr < 0 || fr > t) continue;
+                const std::uint32_t b = nk::rel_bucket(fr - q_target[i]);
+                for (std::size_t sl = 0; sl < n; sl++) {
+                    kt[m] = fr * static_cast<std::int64_t>(n) + static_cast<std::int64_t>(sl);
+                    kb[m++] = b | static_cast<std::uint32_t>(sl) << 8;
+                }
+            }
+        }
+        s.key_count[i] = m;
+    }
+    s.x.resize(nq * d);
+    s.h.resize(nq * d);
+    s.q.resize(nq * a);
+    s.o.resize(nq * a);
+    s.read0.resize(nq * a);
+    s.g.resize(nq * 2 * f);
+    s.gg.resize(nq * f);
+    s.scores.resize(std::max(s.scores.size(), cols));
+    for (std::size_t i = 0; i < nq; i++)
+        std::memcpy(s.x.data() + i * d, w_.question_embed.data() + static_cast<std::size_t>(q_region[i]) * d,
+                    d * sizeof(float));
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    const std::size_t nb = w_.rel_buckets;
+    for (std::size_t l = 0; l < c.layers; l++) {
+        const NativeWeights::Layer& lw = w_.layers[l];
+        nk::rms_norm(s.x.data(), d, nq, lw.norm1.data(), d, c.norm_eps, s.h.data(), d);
+        nk::matmul(s.h.data(), d, nq, lw.wq.data(), d, a, s.q.data(), a, false);
+        std::fill(s.o.begin(), s.o.end(), 0.0F);
+        for (std::size_t i = 0; i < nq; i++) {
+            const float* rope = s.rope_at(c, static_cast<std::size_t>(q_target[i]));
+            const std::size_t m = s.key_count[i];
+            const std::int64_t* kt = s.key_tok.data() + i * cols;
+            const std::uint32_t* kb = s.key_bias.data() + i * cols;
+            const auto region = static_cast<std::size_t>(q_region[i]);
+            for (std::size_t hh = 0; hh < c.heads; hh++) {
+                float* qi = s.q.data() + i * a + hh * hd;
+                for (std::size_t e = 0; e < hd; e++) qi[e] *= scale;
+                nk::rotate(qi, rope, rope + half, half);
+                if (m == 0) continue;  // blind: nothing to read (its logits are set to 0 below)
+                const std::size_t kv = hh / rep;
+                const float* kbase = cache.k + (l * kvh + kv) * cap * hd;
+                const float* vbase = cache.v + (l * kvh + kv) * cap * hd;
+                const float* rel = lw.rel.data() + hh * nb;
+                const float* slot = lw.slot.data() + (hh * c.regions + region) * n;
+                float* sc = s.scores.data();
+                for (std::size_t j = 0; j < m; j++)
+                    sc[j] = nk::dot(qi, kbase + static_cast<std::size_t>(kt[j]) * hd, hd) +
+                            rel[kb[j] & 0xff] + slot[kb[j] >> 8];
+                nk::softmax(sc, m);
+                float* oi = s.o.data() + i * a + hh * hd;
+                for (std::size_t j = 0; j < m; j++)
+                    nk::axpy(sc[j], vbase + static_cast<std::size_t>(kt[j]) * hd, oi, hd);
+            }
+        }
+        if (l == c.read_layer) std::copy(s.o.begin(), s.o.end(), s.read0.begin());
+        nk::matmul(s.o.data(), a, nq, lw.wo.data(), a, d, s.x.data(), d, true);
+        nk::rms_norm(s.x.data(), d, nq, lw.norm2.data(), d, c.norm_eps, s.h.data(), d);
+        nk::matmul(s.h.data(), d, nq, lw.w13.data(), d, 2 * f, s.g.data(), 2 * f, false);
+        nk::swiglu(s.g.data(), nq, f, s.gg.data());
+        nk::matmul(s.gg.data(), f, nq, lw.w2.data(), f, d, s.x.data(), d, true);
+    }
+    // Decoder.answer: the cosine of (what read_layer read + gate x head(norm(x))) with the codebook.
+    s.zf.resize(nq * fd);
+    nk::rms_norm(s.x.data(), d, nq, w_.norm.data(), d, c.norm_eps, s.h.data(), d);
+    nk::matmul(s.h.data(), d, nq, w_.head_w.data(), d, fd, s.zf.data(), fd, false);
+    for (std::size_t i = 0; i < nq; i++) {
+        float* vi = s.zf.data() + i * fd;
+        const float* ri = s.read0.data() + i * a;
+        for (std::size_t e = 0; e < fd; e++) vi[e] = ri[e] + w_.gate * (vi[e] + w_.head_b[e]);
+        const float norm = std::sqrt(nk::dot(vi, vi, fd));
+        const float inv = std::exp(w_.logit_scale) / std::max(norm, 1e-12F);
+        for (std::size_t e = 0; e < fd; e++) vi[e] *= inv;
+    }
+    nk::matmul(s.zf.data(), fd, nq, w_.codebook_t.data(), fd, c.codes, logits.data(), c.codes, false);
+    for (std::size_t i = 0; i < nq; i++)
+        if (s.key_count[i] == 0) std::fill_n(logits.data() + i * c.codes, c.codes, 0.0F);
+}
+
+}  // namespace vrex::lcp

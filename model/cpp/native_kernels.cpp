@@ -1,0 +1,156 @@
+#include "native_kernels.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace vrex::lcp::native {
+
+namespace {
+
+// 8 floats as one value: GCC/clang lower it to the target's vectors (2 SSE or 1 AVX register on
+// x86-64, 2 NEON registers on arm64) where the auto-vectoriser kept a tile's sums in memory.
+typedef float V8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-using): GCC attribute syntax
+
+inline V8 load8(const float* p) {
+    V8 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline void store8(float* p, V8 v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+inline V8 splat8(float a) {
+    return V8{a, a, a, a, a, a, a, a};
+}
+
+constexpr std::size_t kCols = 16;  // output columns of a register tile (2 x 8)
+constexpr std::size_t kRows = 4;   // rows of a register tile
+
+// One tile: R rows x 16 columns of y, the 2R accumulators in registers.
+template <std::size_t R>
+inline __attribute__((always_inline)) void tile(const float* x, std::size_t ldx, const float* w,
+                                                std::size_t k, std::size_t n, float* y, std::size_t ldy,
+                                                bool accumulate) {
+    V8 acc[R][2];
+    for (std::size_t r = 0; r < R; r++)
+        for (std::size_t h = 0; h < 2; h++)
+            acc[r][h] = accumulate ? load8(y + r * ldy + 8 * h) : splat8(0.0F);
+    for (std::size_t i = 0; i < k; i++) {
+        const V8 w0 = load8(w + i * n), w1 = load8(w + i * n + 8);
+        for (std::size_t r = 0; r < R; r++) {
+            const V8 a = splat8(x[r * ldx + i]);
+            acc[r][0] += a * w0;
+            acc[r][1] += a * w1;
+        }
+    }
+    for (std::size_t r = 0; r < R; r++)
+        for (std::size_t h = 0; h < 2; h++) store8(y + r * ldy + 8 * h, acc[r][h]);
+}
+
+// Columns past the last full tile (none for this model's widths, all multiples of 16).
+void tail_columns(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t k,
+                  std::size_t n, std::size_t j0, float* y, std::size_t ldy, bool accumulate) {
+    for (std::size_t r = 0; r < rows; r++)
+        for (std::size_t j = j0; j < n; j++) {
+            float s = accumulate ? y[r * ldy + j] : 0.0F;
+            for (std::size_t i = 0; i < k; i++) s += x[r * ldx + i] * w[i * n + j];
+            y[r * ldy + j] = s;
+        }
+}
+
+}  // namespace
+
+VREX_NATIVE_CLONES void matmul(const float* x, std::size_t ldx, std::size_t rows, const float* w,
+                               std::size_t k, std::size_t n, float* y, std::size_t ldy, bool accumulate) {
+    const std::size_t full = n - n % kCols;
+    for (std::size_t j = 0; j < full; j += kCols) {
+        std::size_t r = 0;
+        for (; r + kRows <= rows; r += kRows)
+            tile<kRows>(x + r * ldx, ldx, w + j, k, n, y + r * ldy + j, ldy, accumulate);
+        switch (rows - r) {
+            case 3:
+                tile<3>(x + r * ldx, ldx, w + j, k, n, y + r * ldy + j, ldy, accumulate);
+                break;
+            case 2:
+                tile<2>(x + r * ldx, ldx, w + j, k, n, y + r * ldy + j, ldy, accumulate);
+                break;
+            case 1:
+                tile<1>(x + r * ldx, ldx, w + j, k, n, y + r * ldy + j, ldy, accumulate);
+                break;
+            default:
+                break;
+        }
+    }
+    if (full < n) tail_columns(x, ldx, rows, w, k, n, full, y, ldy, accumulate);
+}
+
+VREX_NATIVE_CLONES float dot(const float* a, const float* b, std::size_t n) {
+    V8 acc = splat8(0.0F);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) acc += load8(a + i) * load8(b + i);
+    float s = 0;
+    for (; i < n; i++) s += a[i] * b[i];
+    for (std::size_t l = 0; l < 8; l++) s += acc[l];
+    return s;
+}
+
+VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
+    const V8 sv = splat8(s);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) store8(y + i, load8(y + i) + sv * load8(x + i));
+    for (; i < n; i++) y[i] += s * x[i];
+}
+
+VREX_NATIVE_CLONES void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w,
+                                 std::size_t d, float eps, float* y, std::size_t ldy) {
+    for (std::size_t r = 0; r < rows; r++) {
+        const float* xr = x + r * ldx;
+        const float ms = dot(xr, xr, d) / static_cast<float>(d);
+        const float inv = 1.0F / std::sqrt(ms + eps);
+        float* yr = y + r * ldy;
+        for (std::size_t i = 0; i < d; i++) yr[i] = xr[i] * inv * w[i];
+    }
+}
+
+void rotate(float* x, const float* cos, const float* sin, std::size_t half) {
+    float* x2 = x + half;
+    for (std::size_t i = 0; i < half; i++) {
+        const float a = x[i], b = x2[i];
+        x[i] = a * cos[i] - b * sin[i];
+        x2[i] = a * sin[i] + b * cos[i];
+    }
+}
+
+VREX_NATIVE_CLONES void softmax(float* s, std::size_t n) {
+    const float m = *std::max_element(s, s + n);
+    float sum = 0;
+    for (std::size_t i = 0; i < n; i++) {
+        s[i] = std::exp(s[i] - m);
+        sum += s[i];
+    }
+    const float inv = 1.0F / sum;
+    for (std::size_t i = 0; i < n; i++) s[i] *= inv;
+}
+
+VREX_NATIVE_CLONES void swiglu(const float* g, std::size_t rows, std::size_t f, float* out) {
+    for (std::size_t r = 0; r < rows; r++) {
+        const float* a = g + r * 2 * f;
+        const float* b = a + f;
+        float* o = out + r * f;
+        for (std::size_t i = 0; i < f; i++) o[i] = a[i] / (1.0F + std::exp(-a[i])) * b[i];
+    }
+}
+
+std::uint32_t rel_bucket(std::int64_t d) {
+    if (d == 0) return 0;
+    const std::uint64_t mag = static_cast<std::uint64_t>(d < 0 ? -d : d);
+    // floor(log2 |d|) clamped to 7, plus 1: 1 .. 8 after the target, 9 .. 16 before it.
+    const auto b = static_cast<std::uint32_t>(std::min<int>(std::bit_width(mag) - 1, 7)) + 1;
+    return d > 0 ? b : b + 8;
+}
+
+}  // namespace vrex::lcp::native

@@ -1,0 +1,48 @@
+// The arithmetic of vrex::lcp::NativeDecoder: dense kernels over contiguous fp32 rows, written so
+// the compiler vectorises them for whatever target the build has (no intrinsics, no -march: the
+// arm64 cross build and the Debian package compile the same code). Internal to model/cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+// x86-64: the hot kernels are also compiled for x86-64-v3 (AVX2, FMA) and picked at load time by
+// the CPU (GCC/clang function multiversioning, an ifunc); the package keeps the baseline build for
+// older CPUs and other architectures compile the plain version. The math is the same loops.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define VREX_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VREX_NATIVE_CLONES
+#endif
+
+namespace vrex::lcp::native {
+
+// y[m, :] (=|+=) x[m, :] @ w for m < rows: @x [rows, k] with row stride @ldx, @w [k, n] row-major,
+// @y [rows, n] with row stride @ldy. Tiles of 4 rows x 16 columns kept in registers: every weight
+// loaded is used for 4 rows, so the cost per multiply-add barely depends on the shape.
+void matmul(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t k, std::size_t n,
+            float* y, std::size_t ldy, bool accumulate);
+
+// @a . @b over @n values (8 partial sums: vectorised without reassociating the caller's math).
+float dot(const float* a, const float* b, std::size_t n);
+
+// y[:] += s * x[:] over @n values.
+void axpy(float s, const float* x, float* y, std::size_t n);
+
+// RMSNorm of @rows rows of @x [rows, d] (stride @ldx) by @w [d] -> @y [rows, d] (stride @ldy).
+void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t d, float eps,
+              float* y, std::size_t ldy);
+
+// decoder.rotate of one head's row @x [2*half] by @cos/@sin [half], in place.
+void rotate(float* x, const float* cos, const float* sin, std::size_t half);
+
+// Softmax of @s [n] in place (n >= 1, at least one finite value).
+void softmax(float* s, std::size_t n);
+
+// SwiGLU's gate: @g [rows, 2*f] = (w1 | w3) products -> @out [rows, f] = silu(w1) * w3.
+void swiglu(const float* g, std::size_t rows, std::size_t f, float* out);
+
+// decoder.rel_bucket of a frame distance.
+std::uint32_t rel_bucket(std::int64_t d);
+
+}  // namespace vrex::lcp::native

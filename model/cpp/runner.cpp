@@ -5,7 +5,10 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <unordered_set>
@@ -138,7 +141,16 @@ struct StreamRunner::Impl {
     bool native_ = true;                    // RunnerOptions::kernels
     NativeScratch scratch_;                 // the native kernels' working memory
     std::vector<float> vis_;                // the frame's embeddings (native kernels)
-    std::vector<float> k0_;       // the frame's layer-0 keys per region [regions, KVH, T, hd] (refresh)
+    std::vector<float> k0_;  // the frame's layer-0 keys per region [regions, KVH, T, hd] (refresh)
+    // The position-aware read's inputs without libtorch (select_tiered): the region queries [regions,
+    // heads*hd] before rotation, the position table (the questions' distance and slot biases averaged
+    // over the heads: [buckets], [regions, visual]), RoPE cos/sin per position seen.
+    std::vector<float> q0_, rel_mean_, slot_mean_, rope_;
+    double rope_base_ = 0;
+    double resv_s_ = 0;  // this step's time in the ReSV unit's emulated work (StepStats::engine_s "resv")
+    const float* rope_at(std::size_t pos);
+    std::vector<float> position_weights(std::int64_t region, std::int64_t target, std::int64_t lo,
+                                        std::int64_t hi) const;
     std::vector<float*> blocks_;  // the frame's block memory per region (native kernels)
     torch::Tensor k_, v_;         // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
@@ -168,6 +180,15 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
         torch::NoGradGuard no_grad;
         qnorm_t_ = model_.impl_->m.run_method("query_norm").toTensor();
         qnorm_ = qnorm_t_.item<double>();
+        auto flat = [](const torch::Tensor& x) {
+            const torch::Tensor c = x.contiguous();
+            return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+        };
+        q0_ = flat(model_.impl_->m.run_method("region_queries").toTensor());
+        const auto tables = model_.impl_->m.run_method("position_tables").toTuple();
+        rel_mean_ = flat(tables->elements()[0].toTensor());
+        slot_mean_ = flat(tables->elements()[1].toTensor());
+        rope_base_ = cfg->getAttr("rope_base").toDouble();
     }
     refresh_ = o.refresh;
     if ((refresh_ || o.reuse.recall) && o.policy != Policy::vrex)
@@ -255,8 +276,10 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
     const auto span_frames = static_cast<std::size_t>(fr.size(1));
     const auto reach = static_cast<std::int64_t>(span_frames / 2);
     std::vector<std::uint32_t> qh(nq);
+    const double h0 = thread_cpu_s();
     check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data_ptr<float>(), nq * dim}, qh),
           "hash the questions' queries");
+    resv_s_ += thread_cpu_s() - h0;
     stats.hashed += nq;
     std::vector<std::vector<std::int64_t>> rows(nq);
     const std::int64_t* frp = fr.data_ptr<std::int64_t>();
@@ -275,8 +298,10 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
             const std::size_t n = (j1 - j0 + 1) * g.visual;
             const std::span<const std::uint32_t> hashes(khash_.data() + f0 * g.visual, n);
             const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
+            const double s0 = thread_cpu_s();
             const auto blocks = take(
                 resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            resv_s_ += thread_cpu_s() - s0;
             stats.weighed += n;
             stats.selected_blocks += blocks.size();
             for (const std::uint32_t b : blocks)
@@ -302,20 +327,71 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
 // Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted.
 void StreamRunner::Impl::hash_frame(StepStats& stats) {
     const Geometry& g = model_.geometry();
-    const torch::Tensor k = k_[0]
-                                .narrow(1, static_cast<std::int64_t>(t_) * g.visual, g.visual)
-                                .permute({1, 0, 2})
-                                .reshape({g.visual, g.kv_heads * g.head_dim})
-                                .contiguous();
-    std::vector<std::uint32_t> h(g.visual);
-    check(resv_hash(read_.seed, g.kv_heads * g.head_dim,
-                    {k.data_ptr<float>(), std::size_t{g.visual} * g.kv_heads * g.head_dim}, h),
-          "hash the frame's keys");
+    const std::size_t n = g.visual, hd = g.head_dim, dim = std::size_t{g.kv_heads} * hd,
+                      cap = static_cast<std::size_t>(k_.size(2));
+    const float* k0 = k_.data_ptr<float>();  // layer 0: [KVH, capacity, hd]
+    std::vector<float> k(n * dim);
+    for (std::size_t j = 0; j < n; j++)
+        for (std::size_t h = 0; h < g.kv_heads; h++)
+            std::memcpy(k.data() + j * dim + h * hd, k0 + (h * cap + std::size_t{t_} * n + j) * hd,
+                        hd * sizeof(float));
+    std::vector<std::uint32_t> h(n);
+    const double h0 = thread_cpu_s();
+    check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), k, h), "hash the frame's keys");
+    resv_s_ += thread_cpu_s() - h0;
     khash_.insert(khash_.end(), h.begin(), h.end());
-    stats.hashed += g.visual;
-    if (lut_.empty())  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the same)
-        lut_ = take(resv_mass_lut(static_cast<double>((qnorm_t_ * k.norm(2, 1).median()).item<float>())),
+    stats.hashed += n;
+    if (lut_.empty()) {  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the
+                         // same)
+        const torch::Tensor kt = torch::from_blob(
+            k.data(), {static_cast<std::int64_t>(n), static_cast<std::int64_t>(dim)}, torch::kFloat32);
+        lut_ = take(resv_mass_lut(static_cast<double>((qnorm_t_ * kt.norm(2, 1).median()).item<float>())),
                     "ReSV MASS table");
+    }
+}
+
+// decoder.rope_tables at @pos: cos then sin [head_dim / 2] each, the angle in double, then fp32.
+const float* StreamRunner::Impl::rope_at(std::size_t pos) {
+    const std::size_t half = model_.geometry().head_dim / 2;
+    const std::size_t have = rope_.size() / (2 * half);
+    if (pos >= have) {
+        const std::size_t want = std::max(pos + 1, 2 * have);
+        rope_.resize(want * 2 * half);
+        for (std::size_t p = have; p < want; p++)
+            for (std::size_t i = 0; i < half; i++) {
+                const double inv =
+                    std::pow(rope_base_, -static_cast<double>(i) * 2.0 / static_cast<double>(2 * half));
+                const double ang = static_cast<double>(p) * inv;
+                rope_[p * 2 * half + i] = static_cast<float>(std::cos(ang));
+                rope_[p * 2 * half + half + i] = static_cast<float>(std::sin(ang));
+            }
+    }
+    return rope_.data() + pos * 2 * half;
+}
+
+// anchors.Managed's position weights of question (@region, @target) over frames @lo .. @hi: b =
+// the distance table at the frame's bucket + the slot table at (region, slot), in fp32; exp(b -
+// max b) in double, then fp32 ([frames x visual]).
+std::vector<float> StreamRunner::Impl::position_weights(std::int64_t region, std::int64_t target,
+                                                        std::int64_t lo, std::int64_t hi) const {
+    const std::size_t n = model_.geometry().visual;
+    std::vector<float> b(static_cast<std::size_t>(hi - lo + 1) * n);
+    const float* slot = slot_mean_.data() + static_cast<std::size_t>(region) * n;
+    float top = -std::numeric_limits<float>::infinity();
+    for (std::int64_t f = lo; f <= hi; f++) {
+        const std::int64_t d =
+            f - target;  // decoder.rel_bucket: 0, then log2 buckets 1..8 after, 9..16 before
+        const auto mag =
+            std::min<std::uint64_t>(std::bit_width(static_cast<std::uint64_t>(d < 0 ? -d : d)), 8);
+        const std::size_t bucket = d == 0 ? 0 : d > 0 ? mag : mag + 8;
+        for (std::size_t s = 0; s < n; s++) {
+            const float v = rel_mean_[bucket] + slot[s];
+            b[static_cast<std::size_t>(f - lo) * n + s] = v;
+            top = std::max(top, v);
+        }
+    }
+    for (float& v : b) v = static_cast<float>(std::exp(static_cast<double>(v) - static_cast<double>(top)));
+    return b;
 }
 
 // The regions of this frame filled from bytes instead of computed (lcp.StreamRunner._split and
@@ -420,16 +496,36 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
         }
         return {};
     }
-    const auto out = model_.impl_->m.run_method("selector", q_region, q_target, t);
-    const auto& el = out.toTuple()->elements();
-    const torch::Tensor q = el[0].toTensor().contiguous(), w = el[2].toTensor().contiguous();
-    const auto dim = static_cast<std::size_t>(q.size(1));
-    const auto span_frames = static_cast<std::size_t>(el[1].toTensor().size(1));
+    // The questions' layer-0 queries as anchors.Managed.queries() computes them: the region's query
+    // rotated to the frame asked about, then scaled, the heads concatenated.
+    const std::int64_t* qr = q_region.data_ptr<std::int64_t>();
+    const std::size_t dim = q0_.size() / R, hd = g.head_dim, half = hd / 2;
+    const auto scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
+    std::vector<float> q(nq * dim);
+    for (std::size_t i = 0; i < nq; i++) {
+        if (!demoted_in_reach[i]) continue;
+        const float* rope = rope_at(static_cast<std::size_t>(tg[i]));
+        for (std::size_t h = 0; h < dim / hd; h++) {
+            const float* x = q0_.data() + static_cast<std::size_t>(qr[i]) * dim + h * hd;
+            float* y = q.data() + i * dim + h * hd;
+            for (std::size_t j = 0; j < half; j++) {
+                const float a = x[j] * rope[j], b = x[half + j] * rope[half + j];
+                const float c = x[j] * rope[half + j], d = x[half + j] * rope[j];
+                y[j] = (a - b) * scale;
+                y[half + j] = (c + d) * scale;
+            }
+        }
+    }
     std::vector<std::uint32_t> qh(nq);
-    check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data_ptr<float>(), nq * dim}, qh),
-          "hash the questions' queries");
-    stats.hashed += nq;
-    const float* wp = w.data_ptr<float>();
+    const double h0 = thread_cpu_s();
+    for (std::size_t i = 0; i < nq; i++)
+        if (demoted_in_reach[i]) {
+            check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data() + i * dim, dim},
+                            {&qh[i], 1}),
+                  "hash the questions' queries");
+            stats.hashed++;
+        }
+    resv_s_ += thread_cpu_s() - h0;
     std::vector<std::vector<std::int64_t>> rows(nq);
     std::vector<bool> allow;
     std::unordered_set<std::uint64_t> taken;
@@ -440,13 +536,13 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
         for (std::size_t s = 0; s < allow.size(); s++)
             allow[s] = codes[static_cast<std::size_t>(lo * R) + s] == Tier::device;
         if (demoted_in_reach[i]) {
-            // Column j of the question's row is frame g0 - reach + j: the reach's past frames lo .. hi.
-            const auto j0 = static_cast<std::size_t>(lo - (g0 - reach));
             const std::size_t n = allow.size() / R * g.visual;
             const std::span<const std::uint32_t> hashes(khash_.data() + lo * g.visual, n);
-            const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
+            const std::vector<float> pos = position_weights(qr[i], g0, lo, hi);
+            const double s0 = thread_cpu_s();
             const auto blocks = take(
                 resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            resv_s_ += thread_cpu_s() - s0;
             stats.weighed += n;
             stats.selected_blocks += blocks.size();
             taken.clear();
@@ -517,6 +613,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     auto& en = stats.engine_s;
     st.fill(0);
     en.fill(0);
+    resv_s_ = 0;
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double e0 = thread_cpu_s();
@@ -616,7 +713,8 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     else if (read_.resv)  // frame 0: its questions read frame 0, as exact's do
         stats.question_keys = static_cast<std::uint64_t>(nq) * g.visual;
     e1 = thread_cpu_s();
-    en[3] = e1 - a0;
+    en[3] = e1 - a0 - resv_s_;  // the ReSV unit's part counts apart (en[6])
+    const double resv_read = resv_s_;
     std::vector<float> out_logits(static_cast<std::size_t>(nq) * g.codes);
     if (native_) {
         QuestionRead qr;
@@ -662,6 +760,9 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     if (tiers_) end_tiers(fb.blocks);
     const double t1 = thread_cpu_s();
     en[5] += t1 - e0;
+    en[5] -= resv_s_ - resv_read;
+    en[6] = resv_read;
+    en[7] = resv_s_ - resv_read;
     stats.emu_s = 0;
     for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;

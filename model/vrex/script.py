@@ -123,6 +123,20 @@ class StepModule(nn.Module):
         return q, torch.where(past, fr, torch.full_like(fr, -1)), torch.nan_to_num(w, nan=0.0)
 
     @torch.jit.export
+    def region_queries(self) -> torch.Tensor:
+        """The layer-0 query of every region question before rotation and scaling [regions, H*hd]
+        (anchors.Managed.q0): the C++ runner rotates it to the frame asked about."""
+        c = self.d.c
+        return self.d.blocks[0].attn.wq(self.d.blocks[0].norm1(self.d.question_embed)).reshape(c.regions, -1)
+
+    @torch.jit.export
+    def position_tables(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The position table of ReSV's read (anchors.Managed.pos_rel, pos_slot): the questions'
+        learned distance bias [buckets] and slot bias [regions, visual] of layer 0, averaged over heads."""
+        attn = self.d.blocks[0].attn
+        return attn.rel.mean(0), attn.slot.mean(0)
+
+    @torch.jit.export
     def query_norm(self) -> torch.Tensor:
         """The median |query| of the model's region questions, scaled (the MASS table's calibration,
         as anchors.Managed computes it)."""

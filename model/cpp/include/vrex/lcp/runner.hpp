@@ -107,11 +107,13 @@ inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "looku
 
 // The engine's parts of a step, outside the vrex layer's calls (StepStats::engine_s; with emu_s they
 // add up to step_s): prepare (embedding, the guard's keys and hashes), install (refresh and recall
-// fills, the frame's block views), prefill (the scripted visual prefill), select (the questions'
-// read selection and its staging), ask (the scripted questions), after (the frame's key hashes for
-// ReSV, the hierarchy's accounting and demotions).
-inline constexpr std::array<const char*, 6> kEngineNames = {"prepare", "install", "prefill",
-                                                            "select",  "ask",     "after"};
+// fills, the frame's block views), prefill (the visual prefill), select (the questions' read
+// selection and its staging), ask (the questions), after (the hierarchy's accounting and
+// demotions); and the ReSV unit's emulated work (hardware on a board, like the FCC and the SHIE of
+// emu_s): resv_read (hashing the questions' queries, WiCSum: within the questions' half, ask_s) and
+// resv_insert (hashing the frame's keys as they are inserted).
+inline constexpr std::array<const char*, 8> kEngineNames = {"prepare", "install", "prefill",   "select",
+                                                            "ask",     "after",   "resv_read", "resv_insert"};
 
 struct StepStats {
     double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, selection, decoder)

@@ -192,7 +192,19 @@ PYBIND11_MODULE(_vrexrun, m) {
                 return out;
             },
             py::arg("k").noconvert(), py::arg("v").noconvert(), py::arg("t"), py::arg("q_region"),
-            py::arg("q_target"), py::arg("q_read") = py::none());
+            py::arg("q_target"), py::arg("q_read") = py::none())
+        .def("selector", [](Native& n, const CI64& q_region, const CI64& q_target, std::uint32_t t) {
+            const auto& c = n.model->native().config();
+            const auto qr = values(q_region, 1, "q_region");
+            const auto nq = static_cast<py::ssize_t>(qr.size()), span = 2 * py::ssize_t{c.question_reach} + 1;
+            F32 q({nq, static_cast<py::ssize_t>(c.heads * c.head_dim)});
+            py::array_t<std::int64_t> fr({nq, span});
+            F32 w({nq, span * static_cast<py::ssize_t>(c.visual())});
+            n.model->native().selector(
+                n.scratch, qr, values(q_target, 1, "q_target"), t, {q.mutable_data(), std::size_t(q.size())},
+                {fr.mutable_data(), std::size_t(fr.size())}, {w.mutable_data(), std::size_t(w.size())});
+            return py::make_tuple(q, fr, w);
+        });
 
     py::class_<Runner>(m, "StreamRunner")
         .def(

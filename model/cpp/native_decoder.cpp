@@ -19,11 +19,53 @@ struct NativeScratch::Impl {
     // RoPE tables of positions 0 .. rope_pos - 1: cos then sin, head_dim / 2 each, per position.
     std::vector<float> rope;
     std::size_t rope_pos = 0;
-    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0, kt;
+    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0;
     std::vector<std::int64_t> key_tok;    // the questions' keys: cache row (frame * visual + slot)
     std::vector<std::uint32_t> key_bias;  // per key: bucket | slot << 8
     std::vector<std::size_t> key_count;
     std::vector<char> fresh;
+
+    // The cache's keys per (frame, layer) transposed, [kv_heads, head_dim, visual]: the operand that
+    // lets a query row's scores against a frame be one product of the matmul kernel. Built when a
+    // frame's keys are first read, kept while the cache is the same one, filled frame after frame:
+    // a past frame's rows never change. Anything else (another cache, a frame out of order) drops them.
+    std::vector<float> kt_cache;
+    std::vector<char> kt_built;  // per (frame, layer)
+    const float* kt_k = nullptr;
+    std::size_t kt_capacity = 0;
+    std::int64_t kt_frame = -1;  // the frame the cache was last prefilled (or asked) at
+
+    // Keeps the transposed keys valid for @cache at frame @t: @prefill (frame t's rows are being written)
+    // must follow frame t - 1, an ask must follow frame t's prefill.
+    void track(const NativeConfig& c, const KvCacheView& cache, std::uint32_t t, bool prefill) {
+        const bool same = cache.k == kt_k && cache.capacity == kt_capacity &&
+                          static_cast<std::int64_t>(t) == kt_frame + (prefill ? 1 : 0);
+        const std::size_t frames = cache.capacity / c.visual();
+        if (!same) {
+            kt_built.assign(frames * c.layers, 0);
+            kt_k = cache.k;
+            kt_capacity = cache.capacity;
+        }
+        kt_cache.resize(frames * c.layers * c.kv_heads * c.head_dim * c.visual());
+        if (prefill) std::fill_n(kt_built.begin() + std::ptrdiff_t{t} * c.layers, c.layers, 0);
+        kt_frame = t;
+    }
+
+    // Frame @f's keys of layer @l, transposed ([kv_heads, head_dim, visual]), from @cache.
+    const float* kt(const NativeConfig& c, const KvCacheView& cache, std::size_t f, std::size_t l) {
+        const std::size_t n = c.visual(), hd = c.head_dim, kvh = c.kv_heads;
+        float* out = kt_cache.data() + (f * c.layers + l) * kvh * hd * n;
+        if (!kt_built[f * c.layers + l]) {
+            for (std::size_t kv = 0; kv < kvh; kv++) {
+                const float* rows = cache.k + ((l * kvh + kv) * cache.capacity + f * n) * hd;
+                float* o = out + kv * hd * n;
+                for (std::size_t m = 0; m < n; m++)
+                    for (std::size_t e = 0; e < hd; e++) o[e * n + m] = rows[m * hd + e];
+            }
+            kt_built[f * c.layers + l] = 1;
+        }
+        return out;
+    }
 
     const float* rope_at(const NativeConfig& c, std::size_t pos) {
         const std::size_t half = c.head_dim / 2;
@@ -165,6 +207,7 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
              "prefill: fresh regions ascending, < regions");
         s.fresh[fresh[i]] = 1;
     }
+    s.track(c, cache, t, true);
     const float* rope = s.rope_at(c, t);
     const float *cs = rope, *sn = rope + half;
     const std::size_t row0 = std::size_t{t} * n;
@@ -207,7 +250,6 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
     const std::size_t w0 = t + 1 >= c.window ? t + 1 - c.window : 0;  // first frame of the visual window
     const std::size_t nkeys = (std::size_t{t} + 1 - w0) * n;
     s.scores.resize(std::max(s.scores.size(), nf * nkeys));
-    s.kt.resize(std::max(s.kt.size(), hd * nkeys));
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     for (std::size_t l = 0; l < c.layers; l++) {
         const NativeWeights::Layer& lw = w_.layers[l];
@@ -239,20 +281,17 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
                 for (std::size_t e = 0; e < hd; e++) qj[e] *= scale;
                 nk::rotate(qj, cs, sn, half);
             }
-        // Per KV head its window's keys transposed once ([head_dim, keys]): the scores and the
-        // weighted sum are then two products of the same kernel as the projections, so a
-        // multiply-add costs the same wherever it is.
-        for (std::size_t kv = 0; kv < kvh; kv++) {
-            const float* kw = cache_row(cache.k, l, kv, w0 * n);
-            const float* vw = cache_row(cache.v, l, kv, w0 * n);
-            for (std::size_t m = 0; m < nkeys; m++)
-                for (std::size_t e = 0; e < hd; e++) s.kt[e * nkeys + m] = kw[m * hd + e];
-            for (std::size_t hh = kv * rep; hh < (kv + 1) * rep; hh++) {
-                nk::matmul(s.q.data() + hh * hd, a, nf, s.kt.data(), hd, nkeys, s.scores.data(), nkeys,
-                           false);
-                for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
-                nk::matmul(s.scores.data(), nkeys, nf, vw, nkeys, hd, s.o.data() + hh * hd, a, false);
-            }
+        // The scores against each window frame's transposed keys and the weighted sum over the
+        // window's values are products of the same kernel as the projections: a multiply-add costs
+        // the same wherever it is.
+        for (std::size_t hh = 0; hh < c.heads; hh++) {
+            const std::size_t kv = hh / rep;
+            for (std::size_t f = w0; f <= t; f++)
+                nk::matmul(s.q.data() + hh * hd, a, nf, s.kt(c, cache, f, l) + kv * hd * n, hd, n,
+                           s.scores.data() + (f - w0) * n, nkeys, false);
+            for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
+            nk::matmul(s.scores.data(), nkeys, nf, cache_row(cache.v, l, kv, w0 * n), nkeys, hd,
+                       s.o.data() + hh * hd, a, false);
         }
         nk::matmul(s.o.data(), a, nf, lw.wo.data(), a, d, s.x.data(), d, true);
         // SwiGLU MLP, residual.
@@ -314,6 +353,7 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
         }
         s.key_count[i] = m;
     }
+    s.track(c, cache, t, false);
     s.x.resize(nq * d);
     s.h.resize(nq * d);
     s.q.resize(nq * a);
@@ -349,13 +389,24 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
                 const float* rel = lw.rel.data() + hh * nb;
                 const float* slot = lw.slot.data() + (hh * c.regions + region) * n;
                 float* sc = s.scores.data();
-                for (std::size_t j = 0; j < m; j++)
-                    sc[j] = nk::dot(qi, kbase + static_cast<std::size_t>(kt[j]) * hd, hd) +
-                            rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                nk::softmax(sc, m);
                 float* oi = s.o.data() + i * a + hh * hd;
-                for (std::size_t j = 0; j < m; j++)
-                    nk::axpy(sc[j], vbase + static_cast<std::size_t>(kt[j]) * hd, oi, hd);
+                if (read) {  // scattered tokens: one dot product and one weighted add per key
+                    for (std::size_t j = 0; j < m; j++)
+                        sc[j] = nk::dot(qi, kbase + static_cast<std::size_t>(kt[j]) * hd, hd) +
+                                rel[kb[j] & 0xff] + slot[kb[j] >> 8];
+                    nk::softmax(sc, m);
+                    for (std::size_t j = 0; j < m; j++)
+                        nk::axpy(sc[j], vbase + static_cast<std::size_t>(kt[j]) * hd, oi, hd);
+                    continue;
+                }
+                // The reach: whole consecutive frames, products of the matmul kernel as in prefill.
+                const auto f0 = static_cast<std::size_t>(kt[0]) / n;
+                for (std::size_t fb = 0; fb < m / n; fb++)
+                    nk::matmul(qi, hd, 1, s.kt(c, cache, f0 + fb, l) + kv * hd * n, hd, n, sc + fb * n, n,
+                               false);
+                for (std::size_t j = 0; j < m; j++) sc[j] += rel[kb[j] & 0xff] + slot[kb[j] >> 8];
+                nk::softmax(sc, m);
+                nk::matmul(sc, m, 1, vbase + f0 * n * hd, m, hd, oi, hd, false);
             }
         }
         if (l == c.read_layer) std::copy(s.o.begin(), s.o.end(), s.read0.begin());
@@ -380,6 +431,63 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
     nk::matmul(s.zf.data(), fd, nq, w_.codebook_t.data(), fd, c.codes, logits.data(), c.codes, false);
     for (std::size_t i = 0; i < nq; i++)
         if (s.key_count[i] == 0) std::fill_n(logits.data() + i * c.codes, c.codes, 0.0F);
+}
+
+void NativeDecoder::selector(NativeScratch& ss, std::span<const std::int64_t> q_region,
+                             std::span<const std::int64_t> q_target, std::uint32_t t, std::span<float> query,
+                             std::span<std::int64_t> frames, std::span<float> weights) const {
+    const NativeConfig& c = w_.c;
+    auto& s = *ss.impl_;
+    const std::size_t nq = q_region.size(), n = c.visual(), d = c.d_model, hd = c.head_dim, half = hd / 2,
+                      a = std::size_t{c.heads} * hd, span = 2 * std::size_t{c.question_reach} + 1,
+                      nb = w_.rel_buckets;
+    need(q_target.size() == nq && query.size() == nq * a && frames.size() == nq * span &&
+             weights.size() == nq * span * n,
+         "selector: query [Q, heads*head_dim], frames [Q, 2*reach+1], weights [Q, (2*reach+1)*visual]");
+    for (std::size_t i = 0; i < nq; i++)
+        need(q_region[i] >= 0 && q_region[i] < c.regions && q_target[i] >= 0,
+             "selector: question regions 0 .. regions - 1 about frames >= 0");
+    const NativeWeights::Layer& l0 = w_.layers[0];
+    s.x.resize(nq * d);
+    s.h.resize(nq * d);
+    for (std::size_t i = 0; i < nq; i++)
+        std::memcpy(s.x.data() + i * d, w_.question_embed.data() + static_cast<std::size_t>(q_region[i]) * d,
+                    d * sizeof(float));
+    nk::rms_norm(s.x.data(), d, nq, l0.norm1.data(), d, c.norm_eps, s.h.data(), d);
+    nk::matmul(s.h.data(), d, nq, l0.wq.data(), d, a, query.data(), a, false);
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    const float inv_heads = 1.0F / static_cast<float>(c.heads);
+    for (std::size_t i = 0; i < nq; i++) {
+        const float* rope = s.rope_at(c, static_cast<std::size_t>(q_target[i]));
+        for (std::size_t hh = 0; hh < c.heads; hh++) {
+            float* qi = query.data() + i * a + hh * hd;
+            for (std::size_t e = 0; e < hd; e++) qi[e] *= scale;
+            nk::rotate(qi, rope, rope + half, half);
+        }
+        // The learned bias averaged over the heads, past frames of the reach only, exp(b - max b).
+        const auto region = static_cast<std::size_t>(q_region[i]);
+        float* wi = weights.data() + i * span * n;
+        float best = -INFINITY;
+        for (std::size_t j = 0; j < span; j++) {
+            const std::int64_t fr =
+                q_target[i] - static_cast<std::int64_t>(c.question_reach) + static_cast<std::int64_t>(j);
+            const bool past = fr >= 0 && fr < static_cast<std::int64_t>(t);
+            frames[i * span + j] = past ? fr : -1;
+            const std::uint32_t bucket = nk::rel_bucket(fr - q_target[i]);
+            for (std::size_t sl = 0; sl < n; sl++) {
+                float b = -INFINITY;
+                if (past) {
+                    b = 0;
+                    for (std::size_t hh = 0; hh < c.heads; hh++)
+                        b += l0.rel[hh * nb + bucket] + l0.slot[(hh * c.regions + region) * n + sl];
+                    b *= inv_heads;
+                    best = std::max(best, b);
+                }
+                wi[j * n + sl] = b;
+            }
+        }
+        for (std::size_t m = 0; m < span * n; m++) wi[m] = std::isinf(wi[m]) ? 0.0F : std::exp(wi[m] - best);
+    }
 }
 
 }  // namespace vrex::lcp

@@ -51,6 +51,30 @@ inline __attribute__((always_inline)) void tile(const float* x, std::size_t ldx,
         for (std::size_t h = 0; h < 2; h++) store8(y + r * ldy + 8 * h, acc[r][h]);
 }
 
+// One row (a question's scores or weighted sum): the products over k split four ways, so that eight
+// independent sums, not two dependent chains, hide the multiply-add latency.
+inline __attribute__((always_inline)) void row_tile(const float* x, const float* w, std::size_t k,
+                                                    std::size_t n, float* y, bool accumulate) {
+    V8 acc[4][2];
+    for (auto& a : acc) a[0] = a[1] = splat8(0.0F);
+    std::size_t i = 0;
+    for (; i + 4 <= k; i += 4)
+        for (std::size_t u = 0; u < 4; u++) {
+            const V8 a = splat8(x[i + u]);
+            acc[u][0] += a * load8(w + (i + u) * n);
+            acc[u][1] += a * load8(w + (i + u) * n + 8);
+        }
+    for (; i < k; i++) {
+        const V8 a = splat8(x[i]);
+        acc[0][0] += a * load8(w + i * n);
+        acc[0][1] += a * load8(w + i * n + 8);
+    }
+    for (std::size_t h = 0; h < 2; h++) {
+        const V8 sum = (acc[0][h] + acc[1][h]) + (acc[2][h] + acc[3][h]);
+        store8(y + 8 * h, accumulate ? load8(y + 8 * h) + sum : sum);
+    }
+}
+
 // Columns past the last full tile (none for this model's widths, all multiples of 16).
 void tail_columns(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t k,
                   std::size_t n, std::size_t j0, float* y, std::size_t ldy, bool accumulate) {
@@ -79,7 +103,7 @@ VREX_NATIVE_CLONES void matmul(const float* x, std::size_t ldx, std::size_t rows
                 tile<2>(x + r * ldx, ldx, w + j, k, n, y + r * ldy + j, ldy, accumulate);
                 break;
             case 1:
-                tile<1>(x + r * ldx, ldx, w + j, k, n, y + r * ldy + j, ldy, accumulate);
+                row_tile(x + r * ldx, w + j, k, n, y + r * ldy + j, accumulate);
                 break;
             default:
                 break;

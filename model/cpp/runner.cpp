@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 
@@ -112,6 +113,8 @@ struct StreamRunner::Impl {
     torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
     torch::IValue select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
                                 StepStats& stats);
+    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
+                                                                     const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
     // The regions this frame fills from another block's bytes instead of computing them.
     struct Install {
@@ -151,8 +154,10 @@ struct StreamRunner::Impl {
     const float* rope_at(std::size_t pos);
     std::vector<float> position_weights(std::int64_t region, std::int64_t target, std::int64_t lo,
                                         std::int64_t hi) const;
-    std::vector<float*> blocks_;  // the frame's block memory per region (native kernels)
-    torch::Tensor k_, v_;         // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    std::vector<float*> blocks_;        // the frame's block memory per region (native kernels)
+    std::vector<float> sel_q_, sel_w_;  // the native selector's outputs (selector())
+    std::vector<std::int64_t> sel_fr_;
+    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
     std::uint32_t t_ = 0;
     bool closed_ = false;
 };
@@ -253,8 +258,10 @@ void StreamRunner::Impl::reserve() {
     const std::int64_t n0 = std::int64_t{t_} * g.visual, n1 = n0 + g.visual;
     if (k_.defined() && k_.size(2) >= n1) return;
     const std::int64_t cap = std::max<std::int64_t>(64 * g.visual, 2 * n1);
-    auto k = torch::empty({g.layers, g.kv_heads, cap, g.head_dim});
-    auto v = torch::empty_like(k);
+    // Zeroed, so its pages are mapped here, when it grows, not faulted in one frame's rows at a time
+    // inside every step (a fixed cost per frame that exact and V-Rex pay alike).
+    auto k = torch::zeros({g.layers, g.kv_heads, cap, g.head_dim});
+    auto v = torch::zeros_like(k);
     if (k_.defined()) {
         k.narrow(2, 0, n0).copy_(k_.narrow(2, 0, n0));
         v.narrow(2, 0, n0).copy_(v_.narrow(2, 0, n0));
@@ -263,15 +270,36 @@ void StreamRunner::Impl::reserve() {
     v_ = std::move(v);
 }
 
+// ReSV's inputs from layer 0 (StepModule.selector: query, reach frames, position weights), at frame t_:
+// the native kernels write them into buffers the returned tensors view, or the scripted method runs.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> StreamRunner::Impl::selector(
+    const torch::Tensor& q_region, const torch::Tensor& q_target) {
+    if (!native_) {
+        const auto out =
+            model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
+        const auto& el = out.toTuple()->elements();
+        return {el[0].toTensor().contiguous(), el[1].toTensor().contiguous(), el[2].toTensor().contiguous()};
+    }
+    const NativeConfig& c = model_.native().config();
+    const std::int64_t nq = q_region.size(0), a = std::int64_t{c.heads} * c.head_dim,
+                       span = 2 * std::int64_t{c.question_reach} + 1;
+    sel_q_.resize(static_cast<std::size_t>(nq * a));
+    sel_fr_.resize(static_cast<std::size_t>(nq * span));
+    sel_w_.resize(static_cast<std::size_t>(nq * span * c.visual()));
+    const torch::Tensor qr = q_region.contiguous(), qt = q_target.contiguous();
+    model_.native().selector(scratch_, {qr.data_ptr<std::int64_t>(), static_cast<std::size_t>(nq)},
+                             {qt.data_ptr<std::int64_t>(), static_cast<std::size_t>(nq)}, t_, sel_q_, sel_fr_,
+                             sel_w_);
+    return {torch::from_blob(sel_q_.data(), {nq, a}, torch::kFloat32),
+            torch::from_blob(sel_fr_.data(), {nq, span}, torch::kInt64),
+            torch::from_blob(sel_w_.data(), {nq, span * c.visual()}, torch::kFloat32)};
+}
+
 // The tokens each question reads (see ReadOptions), as the decoder's q_read [Q, M] (-1 padding).
 torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const torch::Tensor& q_target,
                                          StepStats& stats) {
     const Geometry& g = model_.geometry();
-    const auto out =
-        model_.impl_->m.run_method("selector", q_region, q_target, static_cast<std::int64_t>(t_));
-    const auto& el = out.toTuple()->elements();
-    const torch::Tensor q = el[0].toTensor().contiguous(), fr = el[1].toTensor().contiguous(),
-                        w = el[2].toTensor().contiguous();
+    const auto [q, fr, w] = selector(q_region, q_target);
     const auto nq = static_cast<std::size_t>(q.size(0)), dim = static_cast<std::size_t>(q.size(1));
     const auto span_frames = static_cast<std::size_t>(fr.size(1));
     const auto reach = static_cast<std::int64_t>(span_frames / 2);

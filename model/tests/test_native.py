@@ -2,8 +2,8 @@
 against the scripted module they replace (vrex/script.py's StepModule, decoder.py's own methods):
 the same embedding and guard hashes, the same cache rows, blocks and logits within 1e-4 on both
 variants (read_layer 0 and -1), fresh-region counts 0/1/3/16 at every frame t = 0 .. window + 2,
-questions over their reach or over q_read tokens (blind ones included); and a C++-path stream run
-with native kernels decides and answers as one with the scripted kernels."""
+questions over their reach or over q_read tokens (blind ones included), ReSV's selector inputs; and
+a C++-path stream run with native kernels decides and answers as one with the scripted kernels."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -97,6 +97,11 @@ def test_native_kernels_equal_the_scripted_methods(read_layer: int, tmp_path: Pa
                 assert _max_diff(got, want) <= TOL, f"logits, frame {t}, q_read {read is not None}"
                 assert np.array_equal(got.argmax(-1), want.argmax(-1).numpy())
             assert not want[4].any() and not got[4].any(), "a blind question's logits are 0"
+            # ReSV's inputs (the runner's selector): query, reach frames, position weights.
+            with torch.no_grad():
+                sq, sf, sw = sm.selector(q_region, q_target, t)
+            nq_, nf_, nw_ = nat.selector(q_region.numpy(), q_target.numpy(), t)
+            assert _max_diff(nq_, sq) <= TOL and np.array_equal(nf_, sf.numpy()) and _max_diff(nw_, sw) <= TOL
     assert all(checked[k] >= 1 for k in COUNTS), checked
 
 

@@ -262,6 +262,25 @@ def step_fit(fresh: np.ndarray, step_s: np.ndarray, exact_step_s: float) -> dict
             "time_floor": float(fixed / exact_step_s)}
 
 
+def time_fit(recs: dict[str, list[Rec]], warmup: int, engine: bool = False) -> dict[str, Any]:
+    """Least-squares step time = fixed + per_mflop x step FLOPs over the timed frames of every run
+    (the configurations of one record: exact, vrex, ...), with R^2: how far time follows FLOPs.
+    @engine: the step minus its vrex-layer calls (emu_s)."""
+    fl, ts = [], []
+    for rs in recs.values():
+        for r in rs:
+            sl = slice(min(warmup, len(r.step_s)), len(r.step_s))
+            fl.extend(r.flops[sl])
+            ts.extend((np.array(r.step_s[sl]) - (np.array(r.emu_s[sl]) if engine else 0.0)).tolist())
+    x, y = np.array(fl, dtype=float) / 1e6, np.array(ts, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return {"fixed_ms": None, "ms_per_mflop": None, "r2": None, "frames": int(len(x))}
+    slope, fixed = np.polyfit(x, y, 1)
+    r2 = 1.0 - float(np.sum((y - (fixed + slope * x)) ** 2) / np.sum((y - y.mean()) ** 2))
+    return {"fixed_ms": float(fixed * 1e3), "ms_per_mflop": float(slope * 1e3), "r2": r2, "frames": int(len(x)),
+            "mflop_range": [float(x.min()), float(x.max())]}
+
+
 def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict[str, dict[str, Any]], c: Config,
               extra: dict[str, Any], block_bytes: int, clips: list[task.Clip], paths: list[Path],
               args: dict[str, Any]) -> dict[str, Any]:
@@ -339,7 +358,12 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         floor = paired(name, lambda r: [r.flops[t] - step_flops(c, r.fresh[t], t, 0, guard)
                                         + step_flops(c, 0, t, 0, guard) for t in range(len(r.flops))])[0]
         tr = task.ci_dict(nn_, gg, ratio_of=dd)
-        return {"time_ratio": tr, "flops_ratio": float(fn.sum() / fd.sum()),
+        # The engine alone: the step minus its vrex-layer calls (emu_s: the FCC, SHIE lookups and
+        # block calls the emulation runs on the CPU, hardware on a board), paired the same way.
+        en = nn_ - paired(name, "emu_s")[0]
+        ed = dd - paired("exact", "emu_s")[0]
+        return {"time_ratio": tr, "engine_time_ratio": task.ci_dict(en, gg, ratio_of=ed),
+                "flops_ratio": float(fn.sum() / fd.sum()),
                 "flops_floor": float(np.sum(floor) / fd.sum()),
                 "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
@@ -395,10 +419,12 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         guard = runs[name].get("policy") != "exact"
         vn, _, gg = paired(name, vis)
         vd = paired("exact", vis)[0]
+        ven, ved = vn - paired(name, "emu_s")[0], vd - paired("exact", "emu_s")[0]
         an, ad = paired(name, ask)[0], paired("exact", ask)[0]
         fv = paired(name, lambda r: [step_flops(c, r.fresh[t], t, 0, guard) for t in range(len(r.fresh))])[0]
         fe = paired("exact", lambda r: [step_flops(c, c.regions, t, 0, False) for t in range(len(r.fresh))])[0]
-        return {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "flops_ratio": float(fv.sum() / fe.sum()),
+        return {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "engine_time_ratio": task.ci_dict(ven, gg, ratio_of=ved),
+                "flops_ratio": float(fv.sum() / fe.sum()),
                 "flops_ratio_ci": task.ci_dict(fv, gg, ratio_of=fe),
                 "step_fit": step_fit(paired(name, "fresh")[0], vn, float(vd.mean())),
                 "ms_mean": float(vn.mean() * 1e3), "exact_ms_mean": float(vd.mean() * 1e3),
@@ -472,6 +498,9 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                              "(device = total)"} if "vrex" in runs else {"exact_peak": exact_blocks * block_bytes},
         "prefill": timing("vrex") if "vrex" in runs else {},
         "prefill_clock": "thread CPU time of the whole step (FCC, lookups, guard, allocation, decoder, end_frame)",
+        "time_fit": {"step": time_fit(recs, args["warmup"]), "engine": time_fit(recs, args["warmup"], engine=True),
+                     "what": "least squares over every run's timed frames: step time = fixed + per MFLOP x "
+                             "decoder.step_flops; engine: the step minus its vrex-layer calls (emu_s)"},
         "reuse_rate": reuse_rate("vrex") if "vrex" in runs else 0.0,
         "emulation": emulation("vrex") if "vrex" in runs else {},
     }

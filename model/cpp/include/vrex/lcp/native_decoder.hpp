@@ -10,6 +10,7 @@
 //   prepare() = embed_frame + the guard's hash of layer0_keys (script.key_hashes, lcp.hash_planes)
 //   prefill() = Decoder.prefill: fresh regions computed, reused ones read from their blocks
 //   ask()     = Decoder.ask without `keep` (the C++ runner never passes one)
+//   selector() = script.StepModule.selector (ReSV's query, reach frames and position weights)
 //
 // Layouts (row-major fp32, what the runner and the HAL hold): tokens [visual, feat_dim]; embeddings
 // [visual, d_model]; a block [layers, 2 (K, V), kv_heads, tokens_per_region, head_dim], K before
@@ -117,6 +118,13 @@ class NativeDecoder {
     void ask(NativeScratch& s, const KvCacheView& cache, std::uint32_t t,
              std::span<const std::int64_t> q_region, std::span<const std::int64_t> q_target,
              const QuestionRead* read, std::span<float> logits) const;
+
+    // script.StepModule.selector (ReSV's inputs from layer 0): per question its query @query [Q,
+    // heads*head_dim] (scaled, rotated to its target), the frames of its reach @frames [Q, 2*reach+1]
+    // (-1 outside 0 .. t-1) and the position weights @weights [Q, (2*reach+1)*visual] (0 outside).
+    void selector(NativeScratch& s, std::span<const std::int64_t> q_region,
+                  std::span<const std::int64_t> q_target, std::uint32_t t, std::span<float> query,
+                  std::span<std::int64_t> frames, std::span<float> weights) const;
 
   private:
     NativeWeights w_;

@@ -66,46 +66,59 @@ PYBIND11_MODULE(_vrexrun, m) {
     m.def("set_num_threads", [](int n) { lcp::set_num_threads(n); });
 
     py::class_<Session, std::shared_ptr<Session>>(m, "Session")
-        .def(py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
-                         std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
-                         std::uint32_t bank_mib, const std::string& read, double read_ratio, bool profile_fcc,
-                         const std::string& kernels) {
-                 auto s = std::make_shared<Session>();
-                 if (kernels == "scripted")
-                     s->opts.kernels = lcp::Kernels::scripted;
-                 else if (kernels != "native")
-                     throw std::invalid_argument("the C++ path's kernels are 'native' or 'scripted', not '" +
-                                                 kernels + "'");
-                 if (policy == "exact")
-                     s->opts.policy = lcp::Policy::exact;
-                 else if (policy != "vrex")
-                     throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
-                                                 policy + "'");
-                 s->opts.reuse = {fcc, radius, guard_bits, max_age, similar};
-                 if (read == "resv")
-                     s->opts.read = {.resv = true, .ratio = read_ratio};
-                 else if (read != "reach")
-                     throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
-                                                 read + "'");
-                 s->opts.profile_fcc = profile_fcc;
-                 s->model = std::make_shared<lcp::ScriptedModel>(module);
-                 DeviceOptions o;
-                 o.backend = BackendChoice::emulated;
-                 o.backend_options.emu_banks = banks;
-                 o.backend_options.emu_bank_size = std::uint64_t{bank_mib} << 20;
-                 s->device = take(Device::open(o), "open emulated device");
-                 if (max_age > s->device->info().zombie_frames)
-                     throw std::invalid_argument("max_age exceeds the device's zombie threshold");
-                 s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
-                                                     lcp::runner_allocator_options(
-                                                         s->model->geometry(), s->device->info().bank_size)),
-                                 "create KV allocator");
-                 return s;
-             }),
-             py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
-             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
-             py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
-             py::arg("kernels") = "native")
+        .def(
+            py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
+                        std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
+                        std::uint32_t bank_mib, const std::string& read, double read_ratio, bool profile_fcc,
+                        bool refresh, bool recall, std::uint32_t recall_radius,
+                        std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
+                        std::uint32_t fetch, const std::string& kernels) {
+                auto s = std::make_shared<Session>();
+                if (kernels == "scripted")
+                    s->opts.kernels = lcp::Kernels::scripted;
+                else if (kernels != "native")
+                    throw std::invalid_argument("the C++ path's kernels are 'native' or 'scripted', not '" +
+                                                kernels + "'");
+                if (policy == "exact")
+                    s->opts.policy = lcp::Policy::exact;
+                else if (policy != "vrex")
+                    throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" + policy +
+                                                "'");
+                s->opts.reuse = {fcc,     radius, guard_bits,    max_age,
+                                 similar, recall, recall_radius, recall_guard_bits};
+                s->opts.refresh = refresh;
+                if (read == "resv")
+                    s->opts.read = {.resv = true, .ratio = read_ratio, .fetch_blocks = fetch};
+                else if (read != "reach")
+                    throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
+                                                read + "'");
+                if (resident > 0) {
+                    if (coldness != "zombie" && coldness != "fifo")
+                        throw std::invalid_argument("coldness is 'zombie' or 'fifo', not '" + coldness + "'");
+                    s->opts.tiers = lcp::TierOptions{
+                        resident, coldness == "zombie" ? lcp::Coldness::zombie : lcp::Coldness::fifo};
+                }
+                s->opts.profile_fcc = profile_fcc;
+                s->model = std::make_shared<lcp::ScriptedModel>(module);
+                DeviceOptions o;
+                o.backend = BackendChoice::emulated;
+                o.backend_options.emu_banks = banks;
+                o.backend_options.emu_bank_size = std::uint64_t{bank_mib} << 20;
+                s->device = take(Device::open(o), "open emulated device");
+                if (max_age > s->device->info().zombie_frames)
+                    throw std::invalid_argument("max_age exceeds the device's zombie threshold");
+                s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
+                                                    lcp::runner_allocator_options(
+                                                        s->model->geometry(), s->device->info().bank_size)),
+                                "create KV allocator");
+                return s;
+            }),
+            py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
+            py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
+            py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
+            py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
+            py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
+            py::arg("fetch") = 4, py::arg("kernels") = "native")
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -216,8 +229,13 @@ PYBIND11_MODULE(_vrexrun, m) {
                 for (std::size_t i = 0; i < lcp::kStageNames.size(); i++)
                     stages[lcp::kStageNames[i]] = st.stage_s[i];
                 d["stages"] = stages;
+                py::dict engine;
+                for (std::size_t i = 0; i < lcp::kEngineNames.size(); i++)
+                    engine[lcp::kEngineNames[i]] = st.engine_s[i];
+                d["engine"] = engine;
                 if (st.fcc_s >= 0) d["fcc_s"] = st.fcc_s;
                 d["reused"] = st.reused;
+                d["recalled"] = st.recalled;
                 d["reused_region"] = st.reused_region;
                 d["question_keys"] = st.question_keys;
                 d["weighed"] = st.weighed;
@@ -228,5 +246,39 @@ PYBIND11_MODULE(_vrexrun, m) {
             py::arg("luma"), py::arg("tokens"), py::arg("q_region"), py::arg("q_target"))
         .def("distinct_blocks", [](const Runner& r) { return r.r->distinct_blocks(); })
         .def("cache_tokens", [](const Runner& r) { return r.r->cache_tokens(); })
+        // The memory hierarchy's bytes and moves (anchors.Managed.stats' keys), and the policy's
+        // counters; empty without a hierarchy.
+        .def("hierarchy_stats",
+             [](const Runner& r) {
+                 py::dict d;
+                 const lcp::KvTiers* t = r.r->tiers();
+                 if (t == nullptr) return d;
+                 const lcp::TierBytes& b = t->bytes();
+                 d["device_bytes_peak"] = b.device_peak;
+                 d["host_bytes_peak"] = b.host_peak;
+                 d["total_bytes_peak"] = b.total_peak;
+                 d["disk_bytes_peak"] = 0;
+                 d["demoted"] = b.demoted;
+                 d["dropped"] = 0;
+                 d["spilled"] = 0;
+                 d["fetched"] = b.fetched;
+                 d["promoted"] = b.promoted;
+                 d["recalled"] = b.recalled;
+                 d["device_series"] = b.device_series;
+                 d["device_blocks"] = t->device_blocks();
+                 d["host_blocks"] = t->host_blocks();
+                 if (const lcp::ReuseCounters* c = r.r->counters()) {
+                     py::dict pc;
+                     pc["candidates"] = c->candidates;
+                     pc["unknown"] = c->unknown;
+                     pc["too_old"] = c->too_old;
+                     pc["hash_far"] = c->hash_far;
+                     pc["reused"] = c->reused;
+                     pc["recalled"] = c->recalled;
+                     pc["installed"] = c->installed;
+                     d["policy_counters"] = pc;
+                 }
+                 return d;
+             })
         .def("close", [](Runner& r) { r.r->close(); });
 }

@@ -158,7 +158,7 @@ void NativeDecoder::embed(std::span<const float> tokens, std::span<float> vis) c
 }
 
 void NativeDecoder::prepare(NativeScratch& ss, std::span<const float> tokens, std::span<float> vis,
-                            std::span<std::uint32_t> hashes) const {
+                            std::span<std::uint32_t> hashes, std::span<float> k0) const {
     const NativeConfig& c = w_.c;
     auto& s = *ss.impl_;
     need(hashes.size() == c.regions, "prepare: one hash per region");
@@ -177,6 +177,10 @@ void NativeDecoder::prepare(NativeScratch& ss, std::span<const float> tokens, st
             for (std::size_t i = 0; i < tpr; i++)
                 std::memcpy(s.q.data() + r * per + (kv * tpr + i) * hd,
                             s.k.data() + (r * tpr + i) * kva + kv * hd, hd * sizeof(float));
+    if (!k0.empty()) {
+        need(k0.size() == s.q.size(), "prepare: k0 [regions, kv_heads, tokens_per_region, head_dim]");
+        std::memcpy(k0.data(), s.q.data(), s.q.size() * sizeof(float));
+    }
     nk::matmul(s.q.data(), per, c.regions, w_.planes_t.data(), per, c.hash_bits, s.o.data(), c.hash_bits,
                false);
     for (std::size_t r = 0; r < c.regions; r++) {

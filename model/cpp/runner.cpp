@@ -5,10 +5,14 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 
 #include "native_load.hpp"
@@ -107,14 +111,26 @@ struct StreamRunner::Impl {
                             std::span<const std::int64_t> q_target_in, StepStats& stats);
     void close();
     torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
+    torch::IValue select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                StepStats& stats);
     std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
                                                                      const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
+    // The regions this frame fills from another block's bytes instead of computing them.
+    struct Install {
+        std::uint32_t region = 0;
+        std::span<const std::byte> bytes;  // the source's KV (device memory or its host copy)
+        std::uint64_t source = 0;          // its block_key
+    };
+    std::vector<Install> installs(const FrameChoice& choice, StepStats& stats);
+    void fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const;
+    void end_tiers(std::span<const KvBlock> blocks);
     double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
     ScriptedModel& model_;
     ReadOptions read_;
     double qnorm_ = 0;                  // median |query| of the model's region questions (LUT calibration)
+    torch::Tensor qnorm_t_;             // the same, as the scripted query_norm() gave it
     std::vector<std::uint16_t> lut_;    // MASS table, calibrated when the first frame is hashed
     std::vector<std::uint32_t> khash_;  // per frame, its tokens' layer-0 key hashes (hashed once)
     std::shared_ptr<KvAllocator> alloc_;
@@ -122,9 +138,29 @@ struct StreamRunner::Impl {
     std::optional<ReusePolicy> policy_;
     std::unique_ptr<FccProbe> fcc_;  // RunnerOptions::profile_fcc
     std::vector<KvBlock> pinned_;
-    bool native_ = true;                // RunnerOptions::kernels
-    NativeScratch scratch_;             // the native kernels' working memory
-    std::vector<float> vis_;            // the frame's embeddings (native kernels)
+    bool refresh_ = false;
+    // Recall's host tier (policy.hpp: the SHIE indexes demoted copies): demoted blocks wait for the
+    // next frame's open frame (the HAL indexes within one); the plain runner (no tiers) hands over
+    // its computed blocks once they are past the age cap, as lcp.VrexPolicy does.
+    bool hosting_ = false;
+    std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> to_host_;
+    std::vector<std::vector<std::uint64_t>> by_frame_;
+    void host_tier_begin();
+    std::optional<KvTiers> tiers_;          // RunnerOptions::tiers
+    std::uint32_t window_ = 0, reach_ = 0;  // the decoder's visual window and question reach (frames)
+    bool native_ = true;                    // RunnerOptions::kernels
+    NativeScratch scratch_;                 // the native kernels' working memory
+    std::vector<float> vis_;                // the frame's embeddings (native kernels)
+    std::vector<float> k0_;  // the frame's layer-0 keys per region [regions, KVH, T, hd] (refresh)
+    // The position-aware read's inputs without libtorch (select_tiered): the region queries [regions,
+    // heads*hd] before rotation, the position table (the questions' distance and slot biases averaged
+    // over the heads: [buckets], [regions, visual]), RoPE cos/sin per position seen.
+    std::vector<float> q0_, rel_mean_, slot_mean_, rope_;
+    double rope_base_ = 0;
+    double resv_s_ = 0;  // this step's time in the ReSV unit's emulated work (StepStats::engine_s "resv")
+    const float* rope_at(std::size_t pos);
+    std::vector<float> position_weights(std::int64_t region, std::int64_t target, std::int64_t lo,
+                                        std::int64_t hi) const;
     std::vector<float*> blocks_;        // the frame's block memory per region (native kernels)
     std::vector<float> sel_q_, sel_w_;  // the native selector's outputs (selector())
     std::vector<std::int64_t> sel_fr_;
@@ -144,15 +180,40 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
                                  std::to_string(need));
     st_ = take(alloc_->create_stream(), "create stream");
     native_ = o.kernels == Kernels::native;
-    if (o.policy == Policy::vrex)
+    if (o.policy == Policy::vrex) {
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
+        hosting_ = o.reuse.recall && o.reuse.fcc;
+        if (hosting_) check(policy_->attach_host_tier(*alloc_, o.host_slots), "recall's host tier");
+    }
     read_ = o.read;
+    const auto cfg = model_.impl_->m.attr("d").toModule().attr("c").toObject();
+    window_ = static_cast<std::uint32_t>(cfg->getAttr("window").toInt());
+    reach_ = static_cast<std::uint32_t>(cfg->getAttr("question_reach").toInt());
     if (read_.resv) {
         if (!(read_.ratio > 0.0 && read_.ratio <= 1.0))
             throw std::invalid_argument("vrex runner: the ReSV read's ratio must be in (0, 1]");
         torch::NoGradGuard no_grad;
-        const auto all = torch::arange(static_cast<std::int64_t>(g.regions));
-        qnorm_ = std::get<0>(selector(all, torch::zeros_like(all))).norm(2, 1).median().item<double>();
+        qnorm_t_ = model_.impl_->m.run_method("query_norm").toTensor();
+        qnorm_ = qnorm_t_.item<double>();
+        auto flat = [](const torch::Tensor& x) {
+            const torch::Tensor c = x.contiguous();
+            return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+        };
+        q0_ = flat(model_.impl_->m.run_method("region_queries").toTensor());
+        const auto tables = model_.impl_->m.run_method("position_tables").toTuple();
+        rel_mean_ = flat(tables->elements()[0].toTensor());
+        slot_mean_ = flat(tables->elements()[1].toTensor());
+        rope_base_ = cfg->getAttr("rope_base").toDouble();
+    }
+    refresh_ = o.refresh;
+    if ((refresh_ || o.reuse.recall) && o.policy != Policy::vrex)
+        throw std::invalid_argument("vrex runner: refresh and recall are V-Rex's (policy vrex)");
+    if (o.tiers) {
+        if (!read_.resv)
+            throw std::invalid_argument(
+                "vrex runner: the memory hierarchy's read is ReSV's (demoted blocks are read only when a "
+                "question selects them; fetch_blocks 0: never)");
+        tiers_.emplace(take(KvTiers::create(*o.tiers, alloc_->block_bytes(), g.regions, window_), "tiers"));
     }
     if (o.profile_fcc) fcc_ = std::make_unique<FccProbe>();
 }
@@ -253,8 +314,10 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
     const auto span_frames = static_cast<std::size_t>(fr.size(1));
     const auto reach = static_cast<std::int64_t>(span_frames / 2);
     std::vector<std::uint32_t> qh(nq);
+    const double h0 = thread_cpu_s();
     check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data_ptr<float>(), nq * dim}, qh),
           "hash the questions' queries");
+    resv_s_ += thread_cpu_s() - h0;
     stats.hashed += nq;
     std::vector<std::vector<std::int64_t>> rows(nq);
     const std::int64_t* frp = fr.data_ptr<std::int64_t>();
@@ -273,8 +336,10 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
             const std::size_t n = (j1 - j0 + 1) * g.visual;
             const std::span<const std::uint32_t> hashes(khash_.data() + f0 * g.visual, n);
             const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
+            const double s0 = thread_cpu_s();
             const auto blocks = take(
                 resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            resv_s_ += thread_cpu_s() - s0;
             stats.weighed += n;
             stats.selected_blocks += blocks.size();
             for (const std::uint32_t b : blocks)
@@ -300,19 +365,280 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
 // Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted.
 void StreamRunner::Impl::hash_frame(StepStats& stats) {
     const Geometry& g = model_.geometry();
-    const torch::Tensor k = k_[0]
-                                .narrow(1, static_cast<std::int64_t>(t_) * g.visual, g.visual)
-                                .permute({1, 0, 2})
-                                .reshape({g.visual, g.kv_heads * g.head_dim})
-                                .contiguous();
-    std::vector<std::uint32_t> h(g.visual);
-    check(resv_hash(read_.seed, g.kv_heads * g.head_dim,
-                    {k.data_ptr<float>(), std::size_t{g.visual} * g.kv_heads * g.head_dim}, h),
-          "hash the frame's keys");
+    const std::size_t n = g.visual, hd = g.head_dim, dim = std::size_t{g.kv_heads} * hd,
+                      cap = static_cast<std::size_t>(k_.size(2));
+    const float* k0 = k_.data_ptr<float>();  // layer 0: [KVH, capacity, hd]
+    std::vector<float> k(n * dim);
+    for (std::size_t j = 0; j < n; j++)
+        for (std::size_t h = 0; h < g.kv_heads; h++)
+            std::memcpy(k.data() + j * dim + h * hd, k0 + (h * cap + std::size_t{t_} * n + j) * hd,
+                        hd * sizeof(float));
+    std::vector<std::uint32_t> h(n);
+    const double h0 = thread_cpu_s();
+    check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), k, h), "hash the frame's keys");
+    resv_s_ += thread_cpu_s() - h0;
     khash_.insert(khash_.end(), h.begin(), h.end());
-    stats.hashed += g.visual;
-    if (lut_.empty())  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the same)
-        lut_ = take(resv_mass_lut(qnorm_ * k.norm(2, 1).median().item<double>()), "ReSV MASS table");
+    stats.hashed += n;
+    if (lut_.empty()) {  // the logit scale |q| |k| of the stream's first frame (anchors.Managed does the
+                         // same)
+        const torch::Tensor kt = torch::from_blob(
+            k.data(), {static_cast<std::int64_t>(n), static_cast<std::int64_t>(dim)}, torch::kFloat32);
+        lut_ = take(resv_mass_lut(static_cast<double>((qnorm_t_ * kt.norm(2, 1).median()).item<float>())),
+                    "ReSV MASS table");
+    }
+}
+
+// decoder.rope_tables at @pos: cos then sin [head_dim / 2] each, the angle in double, then fp32.
+const float* StreamRunner::Impl::rope_at(std::size_t pos) {
+    const std::size_t half = model_.geometry().head_dim / 2;
+    const std::size_t have = rope_.size() / (2 * half);
+    if (pos >= have) {
+        const std::size_t want = std::max(pos + 1, 2 * have);
+        rope_.resize(want * 2 * half);
+        for (std::size_t p = have; p < want; p++)
+            for (std::size_t i = 0; i < half; i++) {
+                const double inv =
+                    std::pow(rope_base_, -static_cast<double>(i) * 2.0 / static_cast<double>(2 * half));
+                const double ang = static_cast<double>(p) * inv;
+                rope_[p * 2 * half + i] = static_cast<float>(std::cos(ang));
+                rope_[p * 2 * half + half + i] = static_cast<float>(std::sin(ang));
+            }
+    }
+    return rope_.data() + pos * 2 * half;
+}
+
+// anchors.Managed's position weights of question (@region, @target) over frames @lo .. @hi: b =
+// the distance table at the frame's bucket + the slot table at (region, slot), in fp32; exp(b -
+// max b) in double, then fp32 ([frames x visual]).
+std::vector<float> StreamRunner::Impl::position_weights(std::int64_t region, std::int64_t target,
+                                                        std::int64_t lo, std::int64_t hi) const {
+    const std::size_t n = model_.geometry().visual;
+    std::vector<float> b(static_cast<std::size_t>(hi - lo + 1) * n);
+    const float* slot = slot_mean_.data() + static_cast<std::size_t>(region) * n;
+    float top = -std::numeric_limits<float>::infinity();
+    for (std::int64_t f = lo; f <= hi; f++) {
+        const std::int64_t d =
+            f - target;  // decoder.rel_bucket: 0, then log2 buckets 1..8 after, 9..16 before
+        const auto mag =
+            std::min<std::uint64_t>(std::bit_width(static_cast<std::uint64_t>(d < 0 ? -d : d)), 8);
+        const std::size_t bucket = d == 0 ? 0 : d > 0 ? mag : mag + 8;
+        for (std::size_t s = 0; s < n; s++) {
+            const float v = rel_mean_[bucket] + slot[s];
+            b[static_cast<std::size_t>(f - lo) * n + s] = v;
+            top = std::max(top, v);
+        }
+    }
+    for (float& v : b) v = static_cast<float>(std::exp(static_cast<double>(v) - static_cast<double>(top)));
+    return b;
+}
+
+// The regions of this frame filled from bytes instead of computed (lcp.StreamRunner._split and
+// anchors.Managed.choose): with refresh every candidate the policy accepted (its own device memory:
+// a candidate is at most max_age frames old, never demoted); with recall the policy's recalled()
+// entries for the regions it found no candidate for, from whatever tier holds them (the whole
+// cache pinned: the pinned block; with the hierarchy: device memory or the host copy).
+std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const FrameChoice& choice,
+                                                                      StepStats& stats) {
+    std::vector<Install> out;
+    if (!policy_) return out;
+    const bool recall = policy_->options().recall;
+    for (std::uint32_t r = 0; r < choice.size(); r++) {
+        if (choice[r]) {
+            if (refresh_) out.push_back({r, choice[r]->view, block_key(*choice[r])});
+            continue;
+        }
+        const auto& rec = policy_->recalled()[r];
+        if (!recall || !rec) continue;
+        const std::uint64_t key = (std::uint64_t{rec->id} << 32) | rec->generation;
+        std::span<const std::byte> bytes;
+        if (tiers_) {
+            bytes = tiers_->fetch_prefill(key);
+        } else {
+            const auto it = std::find_if(pinned_.begin(), pinned_.end(),
+                                         [&](const KvBlock& b) { return block_key(b) == key; });
+            if (it != pinned_.end()) bytes = it->view;
+        }
+        if (bytes.empty()) continue;  // its bytes are gone: the region is computed
+        out.push_back({r, bytes, key});
+        stats.recalled++;
+    }
+    return out;
+}
+
+// A new block of @in.region from @in.bytes; with refresh its layer 0 is the frame's own: K = the
+// guard's layer-0 keys (k0_, from prepare), V = the frame's standardised features @tokens [64,
+// feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout [L][K, V][KVH][T][hd] fp32.
+void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const {
+    const Geometry& g = model_.geometry();
+    std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
+    if (!refresh_) return;
+    auto* out = reinterpret_cast<float*>(dst.data.data());  // NOLINT: the block holds fp32 KV
+    const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
+    const std::size_t first = std::size_t{in.region} * tpr;
+    // Layer 0's K is the block's first KVH x T x hd values, k0_'s per-region layout.
+    std::memcpy(out, k0_.data() + in.region * kvh * tpr * hd, kvh * tpr * hd * sizeof(float));
+    for (std::size_t h = 0; h < kvh; h++)
+        for (std::size_t i = 0; i < tpr; i++) {
+            float* vd = out + ((kvh + h) * tpr + i) * hd;
+            for (std::size_t d = 0; d < hd; d++) {
+                const std::size_t c = h * hd + d;
+                vd[d] = c < g.feat_dim ? tokens[(first + i) * g.feat_dim + c] : 0.0F;
+            }
+        }
+}
+
+// After the frame: it enters the hierarchy (hierarchy.KvTiers.add_frame), its keys are hashed for
+// the reads, the step's bytes are recorded (metadata: a 4-byte hash per token, anchors.Managed's
+// resv_pos) and cold blocks are demoted (unpinned: no longer the runner's).
+void StreamRunner::Impl::end_tiers(std::span<const KvBlock> blocks) {
+    KvTiers& tiers = *tiers_;
+    const Geometry& g = model_.geometry();
+    if (tiers.options().coldness == Coldness::fifo) tiers.stage_window(t_);
+    std::vector<KvBlock> repinned;
+    check(tiers.add_frame(*st_, t_, blocks, repinned), "tiers: add frame");
+    pinned_.insert(pinned_.end(), repinned.begin(), repinned.end());
+    tiers.account(std::uint64_t{t_ + 1} * g.visual * 4);
+    std::vector<std::uint64_t> demoted;
+    check(tiers.age(*st_, t_ + 1, demoted), "tiers: age");
+    if (hosting_)  // recall finds them again through the SHIE's host tier (anchors' on_demote)
+        for (const std::uint64_t key : demoted)
+            if (policy_->recallable(key)) {
+                const auto bytes = tiers.host_copy(key);
+                to_host_.emplace_back(key, std::vector<std::byte>(bytes.begin(), bytes.end()));
+            }
+    if (!demoted.empty())
+        std::erase_if(pinned_, [&](const KvBlock& b) {
+            return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
+        });
+}
+
+// lcp.VrexPolicy.begin: the plain runner's computed blocks past the age cap (only recall can reach
+// them) get their host-tier copy, then every queued copy is indexed for the frame just begun.
+void StreamRunner::Impl::host_tier_begin() {
+    if (!hosting_) return;
+    const std::uint32_t age = policy_->options().max_age;
+    if (!tiers_ && age != 0 && t_ >= age + 1 && t_ - age - 1 < by_frame_.size()) {
+        for (const std::uint64_t key : by_frame_[t_ - age - 1]) {
+            const auto it = std::find_if(pinned_.begin(), pinned_.end(),
+                                         [&](const KvBlock& b) { return block_key(b) == key; });
+            if (it != pinned_.end() && policy_->recallable(key))
+                to_host_.emplace_back(key, std::vector<std::byte>(it->view.begin(), it->view.end()));
+        }
+        by_frame_[t_ - age - 1].clear();
+    }
+    for (const auto& [key, bytes] : to_host_)
+        (void)take(policy_->demote(*st_, key, bytes), "recall's host tier");
+    to_host_.clear();
+}
+
+// V-Rex's read of record over the hierarchy (anchors.Managed.question_bias with resv_pos): per
+// question, the tokens of its reach whose blocks are on the device, the current frame's, and the
+// demoted blocks the position-aware WiCSum ranks first among the reach's blocks, staged back up to
+// fetch_blocks. IValue() (the reach, as exact reads it) when no question's reach holds a demoted
+// block: then the read is the same.
+torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
+                                                StepStats& stats) {
+    const Geometry& g = model_.geometry();
+    const std::int64_t t = t_, reach = reach_, R = g.regions;
+    const auto nq = static_cast<std::size_t>(q_target.size(0));
+    const std::int64_t* tg = q_target.data_ptr<std::int64_t>();
+    const auto codes = tiers_->slot_tiers();
+    std::vector<bool> demoted_in_reach(nq, false);
+    bool any = false;
+    for (std::size_t i = 0; i < nq; i++) {
+        const std::int64_t lo = std::max<std::int64_t>(0, tg[i] - reach), hi = std::min(t - 1, tg[i] + reach);
+        for (std::int64_t s = lo * R; s < (hi + 1) * R && !demoted_in_reach[i]; s++)
+            demoted_in_reach[i] = codes[static_cast<std::size_t>(s)] != Tier::device;
+        any = any || demoted_in_reach[i];
+    }
+    if (!any) {
+        for (std::size_t i = 0; i < nq; i++) {
+            tiers_->end_read();
+            stats.question_keys += static_cast<std::uint64_t>(
+                (std::min(t, tg[i] + reach) - std::max<std::int64_t>(0, tg[i] - reach) + 1) * g.visual);
+        }
+        return {};
+    }
+    // The questions' layer-0 queries as anchors.Managed.queries() computes them: the region's query
+    // rotated to the frame asked about, then scaled, the heads concatenated.
+    const std::int64_t* qr = q_region.data_ptr<std::int64_t>();
+    const std::size_t dim = q0_.size() / R, hd = g.head_dim, half = hd / 2;
+    const auto scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
+    std::vector<float> q(nq * dim);
+    for (std::size_t i = 0; i < nq; i++) {
+        if (!demoted_in_reach[i]) continue;
+        const float* rope = rope_at(static_cast<std::size_t>(tg[i]));
+        for (std::size_t h = 0; h < dim / hd; h++) {
+            const float* x = q0_.data() + static_cast<std::size_t>(qr[i]) * dim + h * hd;
+            float* y = q.data() + i * dim + h * hd;
+            for (std::size_t j = 0; j < half; j++) {
+                const float a = x[j] * rope[j], b = x[half + j] * rope[half + j];
+                const float c = x[j] * rope[half + j], d = x[half + j] * rope[j];
+                y[j] = (a - b) * scale;
+                y[half + j] = (c + d) * scale;
+            }
+        }
+    }
+    std::vector<std::uint32_t> qh(nq);
+    const double h0 = thread_cpu_s();
+    for (std::size_t i = 0; i < nq; i++)
+        if (demoted_in_reach[i]) {
+            check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data() + i * dim, dim},
+                            {&qh[i], 1}),
+                  "hash the questions' queries");
+            stats.hashed++;
+        }
+    resv_s_ += thread_cpu_s() - h0;
+    std::vector<std::vector<std::int64_t>> rows(nq);
+    std::vector<bool> allow;
+    std::unordered_set<std::uint64_t> taken;
+    for (std::size_t i = 0; i < nq; i++) {
+        const std::int64_t g0 = tg[i], lo = std::max<std::int64_t>(0, g0 - reach),
+                           hi = std::min(t - 1, g0 + reach);
+        allow.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, hi - lo + 1) * R), false);
+        for (std::size_t s = 0; s < allow.size(); s++)
+            allow[s] = codes[static_cast<std::size_t>(lo * R) + s] == Tier::device;
+        if (demoted_in_reach[i]) {
+            const std::size_t n = allow.size() / R * g.visual;
+            const std::span<const std::uint32_t> hashes(khash_.data() + lo * g.visual, n);
+            const std::vector<float> pos = position_weights(qr[i], g0, lo, hi);
+            const double s0 = thread_cpu_s();
+            const auto blocks = take(
+                resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
+            resv_s_ += thread_cpu_s() - s0;
+            stats.weighed += n;
+            stats.selected_blocks += blocks.size();
+            taken.clear();
+            for (const std::uint32_t b : blocks) {
+                const auto slot = static_cast<std::size_t>(lo * R) + b;
+                if (codes[slot] == Tier::device) continue;  // read anyway
+                const std::uint64_t key = tiers_->slot_key(slot);
+                if (!taken.count(key)) {
+                    if (taken.size() >= read_.fetch_blocks) continue;  // capped
+                    taken.insert(key);
+                    tiers_->fetch(key);
+                }
+                allow[b] = true;
+            }
+        }
+        tiers_->end_read();
+        for (std::size_t s = 0; s < allow.size(); s++)
+            if (allow[s])
+                for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
+                    rows[i].push_back(lo * g.visual + static_cast<std::int64_t>(s * g.tokens_per_region + k));
+        if (t - g0 <= reach)  // the current frame: computed in this step
+            for (std::uint32_t k = 0; k < g.visual; k++) rows[i].push_back(t * g.visual + k);
+        stats.question_keys += rows[i].size();
+    }
+    std::size_t m = 0;
+    for (const auto& r : rows) m = std::max(m, r.size());
+    torch::Tensor q_read =
+        torch::full({static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)}, -1, torch::kInt64);
+    auto acc = q_read.accessor<std::int64_t, 2>();
+    for (std::size_t i = 0; i < nq; i++)
+        for (std::size_t j = 0; j < rows[i].size(); j++)
+            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
+    return q_read;
 }
 
 std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,
@@ -347,7 +673,10 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     torch::NoGradGuard no_grad;
     torch::jit::Module& m = model_.impl_->m;
     auto& st = stats.stage_s;
+    auto& en = stats.engine_s;
     st.fill(0);
+    en.fill(0);
+    resv_s_ = 0;
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double e0 = thread_cpu_s();
@@ -356,8 +685,9 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     std::vector<std::uint32_t> hashes(g.regions, 0);
     if (native_) {  // the same embedding and guard hashes on plain buffers; vis views them
         vis_.resize(std::size_t{g.visual} * model_.native().config().d_model);
+        k0_.resize(refresh_ ? std::size_t{g.visual} * g.kv_heads * g.head_dim : 0);
         if (policy_)
-            model_.native().prepare(scratch_, tokens_in, vis_, hashes);
+            model_.native().prepare(scratch_, tokens_in, vis_, hashes, k0_);
         else
             model_.native().embed(tokens_in, vis_);
         vis = torch::from_blob(vis_.data(),
@@ -367,15 +697,28 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         auto out = m.run_method("prepare", tokens).toTuple();
         vis = out->elements()[0].toTensor();
         const torch::Tensor h = out->elements()[1].toTensor().contiguous();
+        if (refresh_) {  // [KVH, visual, hd] -> per region [KVH, T, hd], a block's layer-0 K layout
+            k0_.resize(std::size_t{g.visual} * g.kv_heads * g.head_dim);
+            const torch::Tensor k0 = out->elements()[2].toTensor().contiguous();
+            const float* kp = k0.data_ptr<float>();
+            const std::size_t tpr = g.tokens_per_region, hd = g.head_dim;
+            for (std::size_t r = 0; r < g.regions; r++)
+                for (std::size_t h = 0; h < g.kv_heads; h++)
+                    std::memcpy(k0_.data() + ((r * g.kv_heads + h) * tpr) * hd,
+                                kp + (h * g.visual + r * tpr) * hd, tpr * hd * sizeof(float));
+        }
         for (std::uint32_t r = 0; r < g.regions; r++)
             hashes[r] = static_cast<std::uint32_t>(h[r].item<std::int64_t>());
     } else {
         vis = m.run_method("embed", tokens).toTensor();
     }
     // choose() in its halves, so the lookup batch is timed apart from the guard.
-    e0 = thread_cpu_s();
+    double e1 = thread_cpu_s();
+    en[0] = e1 - e0;
+    e0 = e1;
     FrameChoice choice(g.regions);
     if (policy_) {
+        host_tier_begin();
         auto got = st_->retrieve_batch(policy_->queries(fi.fp));
         if (!got) throw std::runtime_error("vrex runner: choose: candidates: " + got.error_message());
         const double e1 = thread_cpu_s();
@@ -384,28 +727,58 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         e0 = thread_cpu_s();
         st[2] = e0 - e1;
     }
-    const FrameBlocks fb = take(apply_choice(*st_, choice), "apply");
-    double e1 = thread_cpu_s();
-    st[3] = e1 - e0;
-    pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
-    reserve();
     stats.question_keys = stats.weighed = stats.selected_blocks = stats.hashed = 0;
+    stats.recalled = 0;
+    // Installed regions get blocks of their own: with refresh nothing is aliased.
+    const FrameBlocks fb = take(apply_choice(*st_, refresh_ ? FrameChoice(g.regions) : choice), "apply");
+    e1 = thread_cpu_s();
+    st[3] = e1 - e0;
+    const std::vector<Install> ins = installs(choice, stats);
+    pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
+    std::vector<bool> installed(g.regions, false);
+    for (const Install& in : ins) {
+        fill(in, fb.blocks[in.region], tokens_in);
+        installed[in.region] = true;
+    }
+    std::vector<std::uint32_t> fresh;
+    std::vector<KvBlock> computed_blocks;
+    std::vector<std::uint32_t> computed_hashes;
+    for (std::size_t i = 0; i < fb.fresh.size(); i++) {
+        const std::uint32_t r = fb.fresh[i];
+        if (installed[r]) continue;
+        fresh.push_back(r);
+        computed_blocks.push_back(fb.fresh_blocks[i]);
+        computed_hashes.push_back(hashes[r]);
+    }
+    reserve();
+    e0 = thread_cpu_s();
+    en[1] = e0 - e1;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
     const KvCacheView cache{k_.data_ptr<float>(), v_.data_ptr<float>(), static_cast<std::size_t>(k_.size(2))};
     if (native_) {
         blocks_.clear();
         for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
-        model_.native().prefill(scratch_, tokens_in, vis_, fb.fresh, blocks_, cache, t_);
+        model_.native().prefill(scratch_, tokens_in, vis_, fresh, blocks_, cache, t_);
     } else {
         c10::List<torch::Tensor> cur;
         for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
-        c10::List<std::int64_t> fresh;
-        for (std::uint32_t r : fb.fresh) fresh.push_back(r);
-        m.run_method("prefill", tokens, vis, fresh, cur, k_, v_, static_cast<std::int64_t>(t_));
+        c10::List<std::int64_t> fresh_list;
+        for (std::uint32_t r : fresh) fresh_list.push_back(r);
+        m.run_method("prefill", tokens, vis, fresh_list, cur, k_, v_, static_cast<std::int64_t>(t_));
     }
     const double a0 = thread_cpu_s();
-    const torch::IValue q_read = read_.resv && nq > 0 ? select(q_region, q_target, stats) : torch::IValue();
+    en[2] = a0 - e0;
+    torch::IValue q_read;
+    if (read_.resv && nq > 0 && !tiers_)
+        q_read = select(q_region, q_target, stats);
+    else if (read_.resv && nq > 0 && t_ > 0)
+        q_read = select_tiered(q_region, q_target, stats);
+    else if (read_.resv)  // frame 0: its questions read frame 0, as exact's do
+        stats.question_keys = static_cast<std::uint64_t>(nq) * g.visual;
+    e1 = thread_cpu_s();
+    en[3] = e1 - a0 - resv_s_;  // the ReSV unit's part counts apart (en[6])
+    const double resv_read = resv_s_;
     std::vector<float> out_logits(static_cast<std::size_t>(nq) * g.codes);
     if (native_) {
         QuestionRead qr;
@@ -423,20 +796,41 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
                 .contiguous();
         std::memcpy(out_logits.data(), logits.data_ptr<float>(), sizeof(float) * out_logits.size());
     }
-    stats.ask_s = thread_cpu_s() - a0;
-    if (read_.resv) hash_frame(stats);
     e0 = thread_cpu_s();
+    stats.ask_s = e0 - a0;
+    en[4] = e0 - e1;
+    if (read_.resv) hash_frame(stats);
+    e1 = thread_cpu_s();
+    en[5] = e1 - e0;
+    e0 = e1;
     if (policy_) {
-        std::vector<std::uint32_t> fh;
-        fh.reserve(fb.fresh.size());
-        for (std::uint32_t r : fb.fresh) fh.push_back(hashes[r]);
-        check(policy_->computed(fb.fresh_blocks, fh, t_), "computed");
+        check(policy_->computed(computed_blocks, computed_hashes, t_), "computed");
+        if (hosting_ && !tiers_) {
+            by_frame_.emplace_back();
+            for (const KvBlock& b : computed_blocks) by_frame_.back().push_back(block_key(b));
+        }
+        if (!ins.empty()) {
+            std::vector<KvBlock> blocks;
+            std::vector<std::uint64_t> sources;
+            for (const Install& in : ins) {
+                blocks.push_back(fb.blocks[in.region]);
+                sources.push_back(in.source);
+            }
+            check(policy_->installed(blocks, sources, t_), "installed");
+        }
     }
     e1 = thread_cpu_s();
     st[4] = e1 - e0;
     (void)take(st_->end_frame(), "end_frame");
+    e0 = thread_cpu_s();
+    st[5] = e0 - e1;
+    // The hierarchy's moves (demotion copies) are part of V-Rex's step time, not of the vrex layer's.
+    if (tiers_) end_tiers(fb.blocks);
     const double t1 = thread_cpu_s();
-    st[5] = t1 - e1;
+    en[5] += t1 - e0;
+    en[5] -= resv_s_ - resv_read;
+    en[6] = resv_read;
+    en[7] = resv_s_ - resv_read;
     stats.emu_s = 0;
     for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;
@@ -444,7 +838,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     stats.reused_region.assign(g.regions, false);
     stats.reused = 0;
     for (std::uint32_t r = 0; r < g.regions; r++)
-        if (choice[r]) {
+        if (choice[r] || installed[r]) {
             stats.reused_region[r] = true;
             stats.reused++;
         }
@@ -478,6 +872,10 @@ std::uint32_t StreamRunner::frames() const noexcept {
 
 const ReuseCounters* StreamRunner::counters() const noexcept {
     return impl_->policy_ ? &impl_->policy_->counters() : nullptr;
+}
+
+const KvTiers* StreamRunner::tiers() const noexcept {
+    return impl_->tiers_ ? &*impl_->tiers_ : nullptr;
 }
 
 void StreamRunner::close() {

@@ -57,7 +57,7 @@ def test_native_kernels_equal_the_scripted_methods(read_layer: int, tmp_path: Pa
         for t in range(frames):
             z = x[t]
             with torch.no_grad():
-                vis, hashes = sm.prepare(z)
+                vis, hashes, _ = sm.prepare(z)  # (and the layer-0 keys, for refresh)
                 k0 = sm.d.layer0_keys(vis)
             nvis, nhash = nat.prepare(z.numpy())
             assert _max_diff(nvis, vis) <= TOL, f"embedding, frame {t}"

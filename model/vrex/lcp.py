@@ -101,6 +101,9 @@ class FrameStats:
     # of the step is the visual prefill (FCC, guard, reuse, installs, Decoder.prefill, HAL calls).
     # Both paths time it (the C++ runner: StepStats::ask_s); None when not timed.
     ask_s: float | None = None
+    # The C++ path only: the rest of step_s (outside emu_s) per part of the engine
+    # (vrex/lcp/runner.hpp kEngineNames: prepare, install, prefill, select, ask, after).
+    engine: dict[str, float] = field(default_factory=dict)
 
 
 def hash_planes(c: Config) -> torch.Tensor:

@@ -62,6 +62,7 @@ class Rec:
     step_s: list[float] = field(default_factory=list)
     emu_s: list[float] = field(default_factory=list)  # of step_s: inside the vrex layer's calls (lcp.FrameStats)
     stages: list[dict[str, float]] = field(default_factory=list)  # emu_s per stage (C++ path)
+    engine: list[dict[str, float]] = field(default_factory=list)  # the rest of step_s per part (C++ path)
     fcc_s: list[float | None] = field(default_factory=list)  # the FCC's own work (C++ path, profile)
     ask_s: list[float | None] = field(default_factory=list)  # of step_s: the questions' half (Python path)
     flops: list[int] = field(default_factory=list)
@@ -173,14 +174,14 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                      "moves": rendered[s].moves if rendered else None})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-    if path == "cpp" and any(kw.get("policy", "vrex") not in cpp_path.POLICIES or kw.get("refresh") or kw.get("recall")
-                             or kw.get("motion_gate") is not None for kw in runs.values()):
+    if path == "cpp" and any(cpp_path.why_not(kw) is not None or kw.get("motion_gate") is not None
+                             for kw in runs.values()):
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
     # The C++ runner's question read "resv" (cpp_path.READS); anchors.py's managed runs name their own
     # reads, one of them also "resv" (resv_qk_only), and those do run in Python.
-    if path == "python" and any(kw.get("policy", "vrex") in cpp_path.POLICIES and kw.get("extra", {}).get("read") == "resv"
+    if path == "python" and any(kw.get("policy", "vrex") in ("exact", "vrex") and kw.get("extra", {}).get("read") == "resv"
                                 for kw in runs.values()):
         raise ValueError("the ReSV question read (vrex_resv) runs on the C++ path only")
     if path == "cpp":
@@ -217,6 +218,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                 r.step_s.append(fs.step_s)
                 r.emu_s.append(fs.emu_s)
                 r.stages.append(fs.stages)
+                r.engine.append(fs.engine)
                 r.fcc_s.append(fs.fcc_s)
                 r.ask_s.append(fs.ask_s)
                 r.flops.append(fs.flops)
@@ -389,7 +391,44 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 "flops_floor": float(np.sum(floor) / fd.sum()),
                 "step_fit": step_fit(paired(name, "fresh")[0], nn_, float(dd.mean())),
                 "step_ms_mean": float(nn_.mean() * 1e3), "exact_step_ms_mean": float(dd.mean() * 1e3),
-                "frames_timed": int(len(nn_)), "visual": visual_timing(name)}
+                "frames_timed": int(len(nn_)), "visual": visual_timing(name), "engine": engine_timing(name)}
+
+    def engine_timing(name: str) -> dict[str, Any]:
+        """The step without the emulated hardware's work -- the vrex layer's calls (emu_s: FCC, SHIE
+        lookups, the policy, block calls) and, on the C++ path, the ReSV unit's (engine parts
+        resv_read and resv_insert: hashing queries and keys, WiCSum); on a board the FCC, SHIE and ReSV are hardware -- paired per
+        frame with exact's step without its own, against the same FLOP ratios; and the visual prefill
+        without them (also minus the questions' half), when the halves were timed apart."""
+        def resv(r: Rec, part: str) -> list[float]:
+            return [p.get(part, 0.0) if p else 0.0 for p in (r.engine or [{}] * len(r.emu_s))]
+
+        def hw(r: Rec) -> list[float]:
+            return [e + a + b for e, a, b in zip(r.emu_s, resv(r, "resv_read"), resv(r, "resv_insert"))]
+
+        def eng(r: Rec) -> list[float]:
+            return [s - h for s, h in zip(r.step_s, hw(r))]
+        en, _, gg = paired(name, eng)
+        ed = paired("exact", eng)[0]
+        out: dict[str, Any] = {"time_ratio": task.ci_dict(en, gg, ratio_of=ed), "ms_mean": float(en.mean() * 1e3),
+                               "exact_ms_mean": float(ed.mean() * 1e3),
+                               "clock": "thread CPU time of the step minus emu_s (the vrex layer's calls) and "
+                                        "the ReSV unit's emulated work"}
+        if not any(a is None for r in recs[name] + recs["exact"] for a in r.ask_s):
+            def vis(r: Rec) -> list[float]:
+                return [s - e - i - a for s, e, i, a in zip(r.step_s, r.emu_s, resv(r, "resv_insert"), r.ask_s)]
+            vn, vd = paired(name, vis)[0], paired("exact", vis)[0]
+            out["visual"] = {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "ms_mean": float(vn.mean() * 1e3),
+                             "exact_ms_mean": float(vd.mean() * 1e3),
+                             "clock": "thread CPU time of the step minus the emulated hardware's work and "
+                                      "minus the questions' half"}
+        first = recs[name][0]
+        if first.engine and first.engine[0]:  # the C++ runner's parts (vrex/lcp/runner.hpp kEngineNames)
+            parts: dict[str, Any] = {}
+            for k in first.engine[0]:
+                pn, pd = (paired(n, lambda r, k=k: [e[k] for e in r.engine])[0] for n in (name, "exact"))
+                parts[k] = {"ms_per_frame": float(pn.mean() * 1e3), "exact_ms_per_frame": float(pd.mean() * 1e3)}
+            out["parts"] = parts
+        return out
 
     def visual_timing(name: str) -> dict[str, Any] | None:
         """The visual prefill alone (the step without its questions' half: Rec.ask_s), paired per frame

@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import nn
 
-from .decoder import Decoder, rotate
+from .decoder import Decoder, rel_bucket, rotate
 
 HASH_BITS = 32
 HASH_SEED = 1234
@@ -89,31 +89,60 @@ class StepModule(nn.Module):
         return self.d.embed_frame(tokens)
 
     @torch.jit.export
-    def prepare(self, tokens: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def prepare(self, tokens: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Embeddings, the guard's key hashes and the layer-0 pre-rotation keys [KVH, 64, hd] they
+        hash (what a refreshed block's layer 0 holds: lcp.StreamRunner._fill)."""
         vis = self.d.embed_frame(tokens)
-        return vis, key_hashes(self.d.layer0_keys(vis), self.planes, self.regions)
+        k0 = self.d.layer0_keys(vis)
+        return vis, key_hashes(k0, self.planes, self.regions), k0
 
     @torch.jit.export
     def selector(self, q_region: torch.Tensor, q_target: torch.Tensor, t: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """What ReSV's read needs per question (docs/hw/resv.md §8.2), from the model's layer 0:
-        the query [Q, H*hd] (the question's region embedding, projected and rotated to the frame it
-        asks about, scaled: the heads concatenated like the keys), the past frames of its reach [Q,
-        2*reach+1] (-1 outside 0 .. t-1) and the position table's weight exp(b - max b) of each of
-        their tokens [Q, (2*reach+1)*visual] (0 outside), b the learned question bias (mean over heads)."""
+        """What ReSV's read needs per question (docs/hw/resv.md §8.2), from the model's layer 0,
+        computed as anchors.Managed computes it for vrex_hierarchy (queries(), pos_bias(),
+        _resv_pos_slots(): the same ops in the same order, so both paths hash and weigh the same
+        values): the query [Q, H*hd] (the region queries of every region, indexed, rotated to the
+        frame asked about, then scaled: the heads concatenated like the keys), the past frames of its
+        reach [Q, 2*reach+1] (-1 outside 0 .. t-1) and the position table's weight exp(b - max b) of
+        each of their tokens [Q, (2*reach+1)*visual] (0 outside), b = the learned question bias's
+        frame-distance table and slot table, each averaged over the heads, added."""
         c = self.d.c
         attn = self.d.blocks[0].attn
-        q = attn.wq(self.d.blocks[0].norm1(self.d.question_embed[q_region]))
-        q = q.view(q_region.shape[0], c.heads, c.head_dim).transpose(0, 1) * c.head_dim**-0.5
-        q = rotate(q, *self.d.rope(q_target)).transpose(0, 1).reshape(q_region.shape[0], c.heads * c.head_dim)
+        nq = q_region.shape[0]
+        q0 = attn.wq(self.d.blocks[0].norm1(self.d.question_embed)).view(c.regions, c.heads, c.head_dim)
+        cos, sin = self.d.rope(q_target)
+        q = rotate(q0[q_region].transpose(0, 1), cos, sin).transpose(0, 1)
+        q = (q * c.head_dim**-0.5).reshape(nq, c.heads * c.head_dim)
         offs = torch.arange(-c.question_reach, c.question_reach + 1)
         fr = q_target[:, None] + offs[None, :]
         past = (fr >= 0) & (fr < t)
-        k_frame = fr.repeat_interleave(c.visual, dim=1)
-        k_slot = torch.arange(c.visual).repeat(fr.shape[1])[None, :].expand_as(k_frame)
-        b = attn.question_bias_pairs(q_region, q_target, k_frame, k_slot).mean(0)
-        b = b.masked_fill(~past.repeat_interleave(c.visual, dim=1), float("-inf"))
-        w = torch.exp(b - b.max(1, keepdim=True).values.clamp_min(-1e30))
+        b = attn.rel.mean(0)[rel_bucket(fr - q_target[:, None])][:, :, None] + attn.slot.mean(0)[q_region][:, None, :]
+        bd = b.double().masked_fill(~past[:, :, None], float("-inf"))  # Q F 64
+        top = bd.reshape(nq, -1).max(1).values.clamp_min(-1e300)
+        w = torch.exp(bd - top[:, None, None]).float().reshape(nq, fr.shape[1] * c.visual)
         return q, torch.where(past, fr, torch.full_like(fr, -1)), torch.nan_to_num(w, nan=0.0)
+
+    @torch.jit.export
+    def region_queries(self) -> torch.Tensor:
+        """The layer-0 query of every region question before rotation and scaling [regions, H*hd]
+        (anchors.Managed.q0): the C++ runner rotates it to the frame asked about."""
+        c = self.d.c
+        return self.d.blocks[0].attn.wq(self.d.blocks[0].norm1(self.d.question_embed)).reshape(c.regions, -1)
+
+    @torch.jit.export
+    def position_tables(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The position table of ReSV's read (anchors.Managed.pos_rel, pos_slot): the questions'
+        learned distance bias [buckets] and slot bias [regions, visual] of layer 0, averaged over heads."""
+        attn = self.d.blocks[0].attn
+        return attn.rel.mean(0), attn.slot.mean(0)
+
+    @torch.jit.export
+    def query_norm(self) -> torch.Tensor:
+        """The median |query| of the model's region questions, scaled (the MASS table's calibration,
+        as anchors.Managed computes it)."""
+        c = self.d.c
+        q0 = self.d.blocks[0].attn.wq(self.d.blocks[0].norm1(self.d.question_embed))
+        return q0.reshape(c.regions, -1).norm(2, -1).median() * c.head_dim**-0.5
 
     @torch.jit.export
     def prefill(self, z: torch.Tensor, vis: torch.Tensor, fresh: List[int], cur: List[torch.Tensor],

@@ -106,9 +106,11 @@ class NativeDecoder {
 
     // @tokens [visual, feat_dim] -> @vis [visual, d_model].
     void embed(std::span<const float> tokens, std::span<float> vis) const;
-    // embed(), then per region the guard's hash of the layer-0 pre-rotation keys -> @hashes [regions].
+    // embed(), then per region the guard's hash of the layer-0 pre-rotation keys -> @hashes [regions];
+    // unless empty, @k0 [regions, kv_heads, tokens_per_region, head_dim] gets those keys (a block's
+    // layer-0 K layout: the layer-0 refresh of a reused region writes them).
     void prepare(NativeScratch& s, std::span<const float> tokens, std::span<float> vis,
-                 std::span<std::uint32_t> hashes) const;
+                 std::span<std::uint32_t> hashes, std::span<float> k0 = {}) const;
     // Frame @t's K/V of every layer into @cache (rows t*visual ..) and into the blocks of the
     // @fresh regions (ascending); @blocks [regions] point at the frame's blocks in region order
     // (the reused ones are only read). @z [visual, feat_dim] the frame's tokens, @vis its embedding.

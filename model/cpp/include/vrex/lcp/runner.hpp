@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "vrex/hal.hpp"
 #include "vrex/lcp/native_decoder.hpp"
 #include "vrex/lcp/policy.hpp"
+#include "vrex/lcp/tiers.hpp"
 
 namespace vrex::lcp {
 
@@ -61,10 +63,16 @@ enum class Policy { exact, vrex };
 // (vrex::resv_select_blocks, MASS table calibrated on the stream's first frame) selects among the
 // past frames of its reach, plus the current frame when the reach covers it -- instead of every
 // token of the reach. Off: the decoder's reach, as the exact run reads.
+//
+// With a memory hierarchy (RunnerOptions::tiers) the read is V-Rex's of record (anchors.Managed's
+// resv_pos, vrex_hierarchy): a question reads the blocks of its reach that are on the device, the
+// current frame, and among the demoted blocks of its reach those the selection ranks first, up to
+// fetch_blocks of them, each staged back from host memory (KvTiers::fetch).
 struct ReadOptions {
     bool resv = false;
-    double ratio = 0.5;       // WiCSum mass ratio
-    std::uint64_t seed = 22;  // HCU seed of the key and query hashes
+    double ratio = 0.5;              // WiCSum mass ratio
+    std::uint64_t seed = 22;         // HCU seed of the key and query hashes
+    std::uint32_t fetch_blocks = 4;  // with tiers: demoted blocks a question may stage back
 };
 
 // What runs the decoder's per-frame work (embedding, guard hash, prefill, questions): the module's
@@ -77,6 +85,16 @@ struct RunnerOptions {
     Kernels kernels = Kernels::native;
     ReuseOptions reuse;
     ReadOptions read;
+    // Layer-0 refresh (lcp.Options.refresh): a reused region gets a block of its own holding the
+    // candidate's KV with layer 0 written fresh -- the guard's layer-0 keys and the frame's own
+    // standardised features as values (Decoder.value0) -- instead of aliasing the candidate. Its
+    // prefill is still skipped. A recall (reuse.recall) always installs a block of its own.
+    bool refresh = false;
+    // The memory hierarchy (tiers.hpp); none: every block stays pinned on the device.
+    std::optional<TierOptions> tiers;
+    // Recall's host tier (reuse.recall with fcc): blocks of host memory the SHIE indexes demoted copies
+    // in (lcp.Options.host_slots).
+    std::uint32_t host_slots = 4096;
     // Also time the FCC's own work on every frame (StepStats::fcc_s): the reference model's
     // fingerprint of the same plane against the same previous frame, run after the step's clock
     // stopped and checked equal to what the device reported. The product figure's breakdown.
@@ -90,13 +108,25 @@ struct RunnerOptions {
 inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "lookup",   "decide",
                                                            "apply",       "computed", "end_frame"};
 
+// The engine's parts of a step, outside the vrex layer's calls (StepStats::engine_s; with emu_s they
+// add up to step_s): prepare (embedding, the guard's keys and hashes), install (refresh and recall
+// fills, the frame's block views), prefill (the visual prefill), select (the questions' read
+// selection and its staging), ask (the questions), after (the hierarchy's accounting and
+// demotions); and the ReSV unit's emulated work (hardware on a board, like the FCC and the SHIE of
+// emu_s): resv_read (hashing the questions' queries, WiCSum: within the questions' half, ask_s) and
+// resv_insert (hashing the frame's keys as they are inserted).
+inline constexpr std::array<const char*, 8> kEngineNames = {"prepare", "install", "prefill",   "select",
+                                                            "ask",     "after",   "resv_read", "resv_insert"};
+
 struct StepStats {
     double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, selection, decoder)
     double emu_s = 0;   // of which inside the vrex layer: begin_frame, choose, apply, computed, end_frame
-    std::array<double, kStageNames.size()> stage_s{};  // emu_s per stage (kStageNames), same clock
-    double fcc_s = -1;  // RunnerOptions::profile_fcc: the FCC's own work in begin_frame (else < 0)
-    double ask_s = 0;   // of step_s: the questions' half (ReSV's selection, the scripted ask())
-    std::uint32_t reused = 0;
+    std::array<double, kStageNames.size()> stage_s{};    // emu_s per stage (kStageNames), same clock
+    std::array<double, kEngineNames.size()> engine_s{};  // the rest of step_s per part (kEngineNames)
+    double fcc_s = -1;           // RunnerOptions::profile_fcc: the FCC's own work in begin_frame (else < 0)
+    double ask_s = 0;            // of step_s: the questions' half (ReSV's selection, the scripted ask())
+    std::uint32_t reused = 0;    // regions not computed: aliased, refreshed or recalled
+    std::uint32_t recalled = 0;  // of them, installed from a recall
     std::vector<bool> reused_region;
     // With ReadOptions::resv: keys the questions read (summed over them), tokens the selection
     // weighed, blocks it selected, keys hashed (the frame's and the questions').
@@ -128,6 +158,7 @@ class StreamRunner {
     std::uint64_t cache_tokens() const noexcept;
     std::uint32_t frames() const noexcept;
     const ReuseCounters* counters() const noexcept;
+    const KvTiers* tiers() const noexcept;  // RunnerOptions::tiers, else nullptr
     // Unpins every block (the device frees them); step() fails afterwards.
     void close();
 

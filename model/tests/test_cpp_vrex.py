@@ -1,0 +1,115 @@
+"""V-Rex of record on the C++ path (vrex::lcp::StreamRunner with refresh, recall, the memory hierarchy
+and the position-aware ReSV read: model/cpp/runner.cpp, tiers.cpp) decides, moves memory and answers
+as the Python path's anchors.Managed vrex_hierarchy on the same frames; and the comparison fails when
+any of those mechanisms is off on the C++ side."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from vrex import anchors, cpp_path, footage, lcp, run
+
+pytestmark = pytest.mark.skipif(not cpp_path.available(), reason="_vrexrun not built (libtorch-dev missing)")
+
+HIERARCHY = {"prefill": "vrex", "memory": "tiers", "resident": 5, "read": "resv_pos", "fetch": 4, "ratio": 0.5,
+             "measure_resv": False}
+STATS = ("device_bytes_peak", "host_bytes_peak", "total_bytes_peak", "demoted", "fetched", "recalled", "promoted",
+         "device_series", "policy_counters")
+
+
+def vrex_of_record(**over: Any) -> dict[str, Any]:
+    """lcp.Options of anchors' vrex_hierarchy (VREX_REUSE's knobs), with @over."""
+    extra = {**HIERARCHY, **over.pop("extra", {})}
+    return {"policy": "managed", **anchors.VREX_REUSE, **over, "extra": extra}
+
+
+@pytest.fixture(scope="module")
+def cutback(footage_env: dict[str, str]) -> list[tuple[np.ndarray, torch.Tensor]]:
+    """28 frames: vtest 0-11, mire 0-7, then vtest 12-19 (a view that comes back after a cut, past the
+    age cap and the 5 resident frames): (luma, encoder features)."""
+    out = []
+    for path, frames in ((footage_env["VREX_VTEST_AVI"], range(12)), (footage_env["VREX_MIRE_PATH"], range(8)),
+                         (footage_env["VREX_VTEST_AVI"], range(12, 20))):
+        feats = footage.encode_clip(Path(path), step=1)
+        lumas = np.stack(list(footage.frames(Path(path), "gray", run.LUMA_SIZE, None, 1)))
+        out.extend((lumas[i], torch.from_numpy(feats[i])) for i in frames)
+    return out
+
+
+def trace(runner: Any, frames: list[tuple[np.ndarray, torch.Tensor]], extra: dict[str, Any]) -> dict[str, Any]:
+    """Per frame the reused regions and the logits of 4 questions (the present, 1, 7 and 12 frames
+    back: the last two read demoted frames); then the hierarchy's bytes and the policy's counters."""
+    reused, logits = [], []
+    for t, (luma, feats) in enumerate(frames):
+        tok = (feats - extra["mean"]) / extra["std"]
+        qr = torch.tensor([(3 * t) % 16, (5 * t + 1) % 16, (7 * t + 2) % 16, t % 16])
+        qg = torch.tensor([t, max(0, t - 1), max(0, t - 7), max(0, t - 12)])
+        lg, fs = runner.step(luma, tok, qr, qg)
+        reused.append(fs.reused_region)
+        logits.append(lg)
+    st = runner.policy.stats()
+    out = {"reused": reused, "logits": logits, "blocks": runner.distinct_blocks(),
+           **{k: st.get(k) for k in STATS}}
+    runner.close()
+    return out
+
+
+def mismatches(py: dict[str, Any], cpp: dict[str, Any]) -> list[str]:
+    bad = [f"frame {t}: reused regions" for t, (a, b) in enumerate(zip(py["reused"], cpp["reused"])) if a != b]
+    for t, (a, b) in enumerate(zip(py["logits"], cpp["logits"])):
+        if not (torch.allclose(a, b, atol=1e-5) and torch.equal(a.argmax(-1), b.argmax(-1))):
+            bad.append(f"frame {t}: answers ({float((a - b).abs().max()):.2e})")
+    bad += [k for k in ("blocks", *STATS) if py[k] != cpp[k]]
+    return bad
+
+
+@pytest.fixture(scope="module")
+def record(cutback: list[tuple[np.ndarray, torch.Tensor]], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The Python path's vrex_hierarchy on the stream, and what a C++ run needs."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("VREX_MODEL_WEIGHTS", "random")
+    torch.set_num_threads(1)
+    model, extra = run.load_model()
+    module = cpp_path.scripted(model, str(tmp_path_factory.mktemp("script")))
+    py = trace(lcp.Session(model, lcp.Options(**vrex_of_record())).stream(), cutback, extra)
+    yield model, extra, module, py
+    mp.undo()
+
+
+def cpp_trace(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]], kernels: str = "native",
+              **opts: Any) -> dict[str, Any]:
+    model, extra, module, _ = record
+    return trace(cpp_path.Session(model, lcp.Options(**opts), module, kernels=kernels).stream(), cutback, extra)
+
+
+@pytest.mark.parametrize("kernels", cpp_path.KERNELS)
+def test_cpp_vrex_of_record_equals_the_python_path(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]],
+                                                   kernels: str) -> None:
+    """With the native kernels and with the scripted module's methods."""
+    py = record[3]
+    cpp = cpp_trace(record, cutback, kernels, **vrex_of_record())
+    assert mismatches(py, cpp) == []
+    # Every mechanism was exercised, not only computation: refreshed reuse, the recall of the view
+    # that came back (its 16 regions at least), demotion, and reads staging demoted blocks back.
+    pc = cpp["policy_counters"]
+    assert pc["reused"] > 300 and pc["installed"] == pc["reused"] + pc["recalled"]
+    assert cpp["recalled"] >= 16 and any(all(r) for r in cpp["reused"][20:23])
+    assert cpp["demoted"] >= 16 * (len(cutback) - 5) and cpp["fetched"] > cpp["recalled"]
+    assert cpp["device_bytes_peak"] < cpp["total_bytes_peak"] and cpp["blocks"] == 4 * 16
+
+
+@pytest.mark.parametrize("off", ["refresh", "recall", "hierarchy", "fetch"])
+def test_the_comparison_fails_when_a_mechanism_is_off(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]],
+                                                      off: str) -> None:
+    """The C++ run with one mechanism off against the Python path's V-Rex of record: refresh
+    (aliasing), recall, the hierarchy (the whole cache pinned, ReSV's selection read), or the
+    read's fetch of demoted blocks (fetch 0: the device's blocks only)."""
+    opts = {"refresh": vrex_of_record(refresh=False), "recall": vrex_of_record(recall=False),
+            "hierarchy": {**vrex_of_record(), "policy": "vrex", "extra": {"read": "resv", "ratio": 0.5}},
+            "fetch": vrex_of_record(extra={"fetch": 0})}[off]
+    bad = mismatches(record[3], cpp_trace(record, cutback, **opts))
+    assert bad, f"{off} off went unnoticed"

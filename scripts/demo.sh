@@ -114,11 +114,11 @@ fi
 # anchors and its ablations at equal device memory, then the anchors at equal accuracy (the device KV
 # each needs, from the budget sweeps on the same streams): edited and cutback streams, the deep
 # variant, the other stream seeds and the seeds pooled (docs/model.md "Session 10"), recorded by the
-# commands in model/anchors-test-s9-*.json's and model/anchors-test-s10-*.json's "command" (plot:
+# commands in model/anchors-test-s9-*.json's and model/anchors-test-s10-{seed,sweep,deep}*.json's "command" (plot:
 # accuracy and KV bytes against stream length, $out-anchors.svg). Records only, no run (~2 s CPU).
 # VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
 python3 model/vrex/anchors_report.py model/anchors-test-s9-edited.json --svg "$out-anchors.svg" \
-	--sweep model/anchors-test-s9-sweep-*.json model/anchors-test-s9-cutback.json model/anchors-test-s10-*.json
+	--sweep model/anchors-test-s9-sweep-*.json model/anchors-test-s9-cutback.json model/anchors-test-s10-seed*.json model/anchors-test-s10-sweep-*.json model/anchors-test-s10-deep-*.json
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"

@@ -92,7 +92,7 @@ def test_cpp_vrex_of_record_equals_the_python_path(record: Any, cutback: list[tu
     """With the native kernels and with the scripted module's methods."""
     py = record[3]
     cpp = cpp_trace(record, cutback, kernels, **vrex_of_record())
-    assert mismatches(py, cpp) == []
+    assert mismatches(py, cpp) == [], {k: (py[k], cpp[k]) for k in mismatches(py, cpp)}
     # Every mechanism was exercised, not only computation: refreshed reuse, the recall of the view
     # that came back (its 16 regions at least), demotion, and reads staging demoted blocks back.
     pc = cpp["policy_counters"]

@@ -51,6 +51,19 @@ void check(const Result<void>& r, const std::string& what) {
     if (!r) throw std::runtime_error("vrex runner: " + what + ": " + r.error_message());
 }
 
+// One row of cache tokens per question, padded with -1 to the longest (Decoder.ask's q_read).
+torch::Tensor padded_rows(const std::vector<std::vector<std::int64_t>>& rows) {
+    std::size_t m = 0;
+    for (const auto& r : rows) m = std::max(m, r.size());
+    torch::Tensor q_read = torch::full({static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(m)},
+                                       -1, torch::kInt64);
+    auto acc = q_read.accessor<std::int64_t, 2>();
+    for (std::size_t i = 0; i < rows.size(); i++)
+        for (std::size_t j = 0; j < rows[i].size(); j++)
+            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
+    return q_read;
+}
+
 }  // namespace
 
 ModelGeometry Geometry::hal() const {
@@ -351,15 +364,7 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
                 rows[i].push_back(static_cast<std::int64_t>(std::uint64_t{t_} * g.visual + k));
         stats.question_keys += rows[i].size();
     }
-    std::size_t m = 0;
-    for (const auto& r : rows) m = std::max(m, r.size());
-    torch::Tensor q_read =
-        torch::full({static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)}, -1, torch::kInt64);
-    auto acc = q_read.accessor<std::int64_t, 2>();
-    for (std::size_t i = 0; i < nq; i++)
-        for (std::size_t j = 0; j < rows[i].size(); j++)
-            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
-    return q_read;
+    return padded_rows(rows);
 }
 
 // Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted.
@@ -630,15 +635,7 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
             for (std::uint32_t k = 0; k < g.visual; k++) rows[i].push_back(t * g.visual + k);
         stats.question_keys += rows[i].size();
     }
-    std::size_t m = 0;
-    for (const auto& r : rows) m = std::max(m, r.size());
-    torch::Tensor q_read =
-        torch::full({static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)}, -1, torch::kInt64);
-    auto acc = q_read.accessor<std::int64_t, 2>();
-    for (std::size_t i = 0; i < nq; i++)
-        for (std::size_t j = 0; j < rows[i].size(); j++)
-            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
-    return q_read;
+    return padded_rows(rows);
 }
 
 std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,

@@ -126,6 +126,10 @@ struct StreamRunner::Impl {
     torch::IValue select(const torch::Tensor& q_region, const torch::Tensor& q_target, StepStats& stats);
     torch::IValue select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
                                 StepStats& stats);
+    // One question's ReSV read (the HAL's position-aware WiCSum), its emulated time and its counts.
+    std::vector<std::uint32_t> select_blocks(std::span<const std::uint32_t> hashes,
+                                             std::span<const float> pos, std::uint32_t query_hash,
+                                             StepStats& stats);
     std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
                                                                      const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
@@ -349,12 +353,7 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
             const std::size_t n = (j1 - j0 + 1) * g.visual;
             const std::span<const std::uint32_t> hashes(khash_.data() + f0 * g.visual, n);
             const std::span<const float> pos(wp + i * span_frames * g.visual + j0 * g.visual, n);
-            const double s0 = thread_cpu_s();
-            const auto blocks = take(
-                resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
-            resv_s_ += thread_cpu_s() - s0;
-            stats.weighed += n;
-            stats.selected_blocks += blocks.size();
+            const auto blocks = select_blocks(hashes, pos, qh[i], stats);
             for (const std::uint32_t b : blocks)
                 for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
                     rows[i].push_back(static_cast<std::int64_t>(f0 * g.visual + b * g.tokens_per_region + k));
@@ -541,6 +540,19 @@ void StreamRunner::Impl::host_tier_begin() {
 // demoted blocks the position-aware WiCSum ranks first among the reach's blocks, staged back up to
 // fetch_blocks. IValue() (the reach, as exact reads it) when no question's reach holds a demoted
 // block: then the read is the same.
+std::vector<std::uint32_t> StreamRunner::Impl::select_blocks(std::span<const std::uint32_t> hashes,
+                                                             std::span<const float> pos,
+                                                             std::uint32_t query_hash, StepStats& stats) {
+    const double s0 = thread_cpu_s();
+    auto blocks = take(
+        resv_select_blocks(hashes, pos, query_hash, lut_, read_.ratio, model_.geometry().tokens_per_region),
+        "ReSV read");
+    resv_s_ += thread_cpu_s() - s0;
+    stats.weighed += hashes.size();
+    stats.selected_blocks += blocks.size();
+    return blocks;
+}
+
 torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, const torch::Tensor& q_target,
                                                 StepStats& stats) {
     const Geometry& g = model_.geometry();
@@ -607,12 +619,7 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
             const std::size_t n = allow.size() / R * g.visual;
             const std::span<const std::uint32_t> hashes(khash_.data() + lo * g.visual, n);
             const std::vector<float> pos = position_weights(qr[i], g0, lo, hi);
-            const double s0 = thread_cpu_s();
-            const auto blocks = take(
-                resv_select_blocks(hashes, pos, qh[i], lut_, read_.ratio, g.tokens_per_region), "ReSV read");
-            resv_s_ += thread_cpu_s() - s0;
-            stats.weighed += n;
-            stats.selected_blocks += blocks.size();
+            const auto blocks = select_blocks(hashes, pos, qh[i], stats);
             taken.clear();
             for (const std::uint32_t b : blocks) {
                 const auto slot = static_cast<std::size_t>(lo * R) + b;

@@ -10,33 +10,15 @@
 #include <random>
 #include <vector>
 
+#include "emulated_stream.hpp"
+
 namespace vrex::lcp {
 namespace {
 
 constexpr std::uint32_t kRegions = 16;
 
-class Policy : public ::testing::Test {
+class Policy : public EmulatedStream {
   protected:
-    void SetUp() override {
-        DeviceOptions o;
-        o.backend = BackendChoice::emulated;
-        auto dev = Device::open(o);
-        ASSERT_TRUE(dev) << dev.error_message();
-        ModelGeometry g;
-        g.layers = 4;  // the builtin model's geometry: 16 KiB blocks (the device's minimum)
-        g.kv_heads = 4;
-        g.head_dim = 32;
-        g.tokens_per_block = 4;
-        g.dtype = DType::fp32;
-        auto a = KvAllocator::create(*dev, g);
-        ASSERT_TRUE(a) << a.error_message();
-        alloc_ = *a;
-        auto s = alloc_->create_stream();
-        ASSERT_TRUE(s) << s.error_message();
-        st_ = std::move(*s);
-        luma_.assign(128 * 96, 0);
-    }
-
     // Begins a frame of noise seeded by @scene (the same scene: the same luma); returns its fingerprint.
     Fingerprint begin(std::uint8_t scene) {
         std::mt19937 rng(scene);
@@ -94,9 +76,6 @@ class Policy : public ::testing::Test {
         }
     }
 
-    std::shared_ptr<KvAllocator> alloc_;
-    std::unique_ptr<Stream> st_;
-    std::vector<std::uint8_t> luma_;
     std::vector<KvBlock> pinned_;
     std::vector<std::vector<KvBlock>> by_frame_;  // blocks computed per frame
     std::uint32_t t_ = 0;

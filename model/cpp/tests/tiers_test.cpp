@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "emulated_stream.hpp"
 #include "vrex/lcp/policy.hpp"
 
 namespace vrex::lcp {
@@ -16,28 +17,8 @@ namespace {
 constexpr std::uint32_t kRegions = 16;
 constexpr std::uint32_t kWindow = 4;
 
-class Tiers : public ::testing::Test {
+class Tiers : public EmulatedStream {
   protected:
-    void SetUp() override {
-        DeviceOptions o;
-        o.backend = BackendChoice::emulated;
-        auto dev = Device::open(o);
-        ASSERT_TRUE(dev) << dev.error_message();
-        ModelGeometry g;
-        g.layers = 4;  // the builtin model's 16 KiB blocks
-        g.kv_heads = 4;
-        g.head_dim = 32;
-        g.tokens_per_block = 4;
-        g.dtype = DType::fp32;
-        auto a = KvAllocator::create(*dev, g);
-        ASSERT_TRUE(a) << a.error_message();
-        alloc_ = *a;
-        auto s = alloc_->create_stream();
-        ASSERT_TRUE(s) << s.error_message();
-        st_ = std::move(*s);
-        luma_.assign(128 * 96, 0);
-    }
-
     // One frame: @reuse[r] set aliases that block, else a new pinned block filled with frame t's
     // pattern; then the frame enters @tiers and cold blocks are demoted.
     std::vector<KvBlock> frame(KvTiers& tiers, const std::vector<std::optional<KvBlock>>& reuse = {}) {
@@ -77,9 +58,6 @@ class Tiers : public ::testing::Test {
         return std::move(*t);
     }
 
-    std::shared_ptr<KvAllocator> alloc_;
-    std::unique_ptr<Stream> st_;
-    std::vector<std::uint8_t> luma_;
     std::vector<KvBlock> pinned_;
     std::uint32_t t_ = 0;
 };

@@ -591,18 +591,20 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 	while read -r _ _ name verdict detail; do
 		echo "$verdict $name $detail" >>"$cases"
 	done < <(grep -a '^@@VREX CASE ' "$log")
-	local p f in_test=
+	# failed_names: the GoogleTest cases a program reported failing, so that a failure printed by
+	# make test (which keeps only the summary's lines) says which case it was.
+	local p f in_test= failed_names=
 	while IFS= read -r line; do
 		case $line in
 		"@@VREX BEGIN "*)
 			in_test=${line#@@VREX BEGIN }
-			p='' f=''
+			p='' f='' failed_names=''
 			;;
 		"@@VREX END "*)
 			rc=${line##*rc=}
 			if [[ -n $p ]]; then
 				((f == 0 && rc != 0)) && f=1
-				echo "COUNT $in_test $p $f rc=$rc" >>"$cases"
+				echo "COUNT $in_test $p $f rc=$rc${failed_names:+ failing:$failed_names}" >>"$cases"
 			elif ((rc == 0)); then
 				echo "PASS $in_test rc=0" >>"$cases"
 			else
@@ -619,6 +621,8 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 				p=${BASH_REMATCH[1]} f=${f:-0}
 			elif [[ $line =~ ^\[\ \ FAILED\ \ \]\ ([0-9]+)\ tests?,\ listed ]]; then
 				f=${BASH_REMATCH[1]} p=${p:-0}
+			elif [[ $line =~ ^\[\ \ FAILED\ \ \]\ ([A-Za-z_][^ ,]*) && " $failed_names " != *" ${BASH_REMATCH[1]} "* ]]; then
+				failed_names+=" ${BASH_REMATCH[1]}"
 			fi
 			;;
 		esac

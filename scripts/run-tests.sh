@@ -92,8 +92,11 @@ print_failures() {
 	for entry in "${failed_stages[@]}"; do
 		read -r name log <<<"$entry"
 		echo "  $name ($log):"
-		grep -aE '(^|[^A-Za-z])(FAIL|FAILED|Failed|not ok)([^A-Za-z]|$)|\((Failed|Timeout|SEGFAULT|Subprocess aborted|Child aborted|Not Run)\)|\*\*\*(Failed|Timeout)' "$log" |
-			grep -avE '(^|[^0-9])0 (tests )?failed' | tail -n 15 | cut -c1-200 | sed 's/^/    /'
+		# qemu-test follows a line's FAIL with its failing cases, indented: those are kept too.
+		awk '/(^|[^A-Za-z])(FAIL|FAILED|Failed|not ok)([^A-Za-z]|$)|\((Failed|Timeout|SEGFAULT|Subprocess aborted|Child aborted|Not Run)\)|\*\*\*(Failed|Timeout)/ {
+				print; detail = /^qemu .*: FAIL \(/; next }
+			detail && /^    / { print; next } { detail = 0 }' "$log" |
+			grep -avE '(^|[^0-9])0 (tests )?failed' | tail -n 15 | cut -c1-300 | sed 's/^/    /'
 	done
 }
 

@@ -64,12 +64,14 @@ die() {
 	exit 1
 }
 
-# One line per clip: KEY FILE PACKAGE KIND SHA256 FPS SOURCE (SOURCE last: it is a path).
+# One line per clip: KEY FILE PACKAGE KIND SHA256 FPS SOURCE LUMA_SHA256 ("-" for a video; no
+# spaces in any field).
 clip_table() {
 	python3 - "$manifest" <<'PY'
 import json, sys
 for c in json.load(open(sys.argv[1]))["clips"]:
-    print(c["key"], c["file"], c["package"], c["kind"], c["sha256"], c["fps"] or 25, c["source"])
+    print(c["key"], c["file"], c["package"], c["kind"], c["sha256"], c["fps"] or 25, c["source"],
+          c.get("luma_sha256", "-"))
 PY
 }
 
@@ -144,16 +146,22 @@ extract_from() {
 
 # Verifies an extracted source against its pin and stores the clip in the cache.
 make_clip() {
-	local tmp=$1 key=$2 file=$3 pkg=$4 kind=$5 sha=$6 fps=$7 src=$8 got
+	local tmp=$1 key=$2 file=$3 pkg=$4 kind=$5 sha=$6 fps=$7 src=$8 luma=$9 got
 	got=$(source_sha "$kind" "$tmp/$src")
 	[[ $got == "$sha" ]] || die "$key ($src in $pkg): sha256 $got, expected $sha"
 	if [[ $kind == video ]]; then
 		cp -f "$tmp/$src" "$cache/$file.tmp"
 	else
 		command -v ffmpeg >/dev/null || die "ffmpeg not found (scripts/deps.sh installs it)"
-		# Lossless: FFV1 keeps every luma sample of the PGM frames.
+		# Lossless: FFV1 keeps every luma sample of the PGM frames. The Matroska bytes differ
+		# from one encode to the next, so the clip is named by its decoded luma (luma_sha256,
+		# what vrex.footage.content_sha256 computes), checked here: the encode lost nothing.
 		ffmpeg -nostdin -v error -y -framerate "$fps" -i "$tmp/$src" -c:v ffv1 -pix_fmt gray \
 			-f matroska "$cache/$file.tmp" || die "ffmpeg could not encode $key"
+		[[ $luma != - ]] || die "manifest: $key (an image sequence) has no luma_sha256"
+		got=$(ffmpeg -nostdin -v error -i "$cache/$file.tmp" -fps_mode passthrough -f rawvideo \
+			-pix_fmt gray - | sha256sum | cut -d' ' -f1)
+		[[ $got == "$luma" ]] || die "$key: decoded luma sha256 $got, expected $luma (lossy encode?)"
 	fi
 	# Rename last so a reader never sees a half-written clip.
 	mv -f "$cache/$file.tmp" "$cache/$file"
@@ -205,16 +213,16 @@ selected() {
 
 # Clips fetched before the manifest existed (vtest.avi, tree.avi) have no stamp: stamp them if they
 # match, so an old cache is not downloaded again.
-while read -r key file _pkg kind sha _fps _src; do
+while read -r key file _pkg kind sha _fps _src _luma; do
 	if [[ $kind == video && -s "$cache/$file" && ! -s "$cache/$file.sha256" ]] &&
 		[[ $(source_sha video "$cache/$file") == "$sha" ]]; then
 		echo "$sha" >"$cache/$file.sha256"
 	fi
 done <<<"$table"
 
-missing=$(while read -r key file pkg kind sha fps src; do
+missing=$(while read -r key file pkg kind sha fps src luma; do
 	selected "$key" || continue
-	clip_ok "$file" "$sha" || echo "$key $file $pkg $kind $sha $fps $src"
+	clip_ok "$file" "$sha" || echo "$key $file $pkg $kind $sha $fps $src $luma"
 done <<<"$table")
 if [[ -n $missing ]]; then
 	tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
@@ -225,13 +233,13 @@ if [[ -n $missing ]]; then
 			while read -r kind src; do members "$kind" "$src"; done)
 		extract_from "$tmp" "$pkg" "${want[@]}"
 	done || exit 1
-	while read -r key file pkg kind sha fps src; do
-		make_clip "$tmp" "$key" "$file" "$pkg" "$kind" "$sha" "$fps" "$src"
+	while read -r key file pkg kind sha fps src luma; do
+		make_clip "$tmp" "$key" "$file" "$pkg" "$kind" "$sha" "$fps" "$src" "$luma"
 	done <<<"$missing"
 fi
 
 echo "VREX_FOOTAGE_DIR=$cache"
-while read -r key file _pkg _kind _sha _fps _src; do
+while read -r key file _pkg _kind _sha _fps _src _luma; do
 	selected "$key" || continue
 	echo "VREX_${key}_PATH=$cache/$file"
 	[[ $file == *.avi ]] && echo "VREX_${key}_AVI=$cache/$file"

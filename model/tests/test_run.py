@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vrex import run, task
+from vrex import footage, run, task
 
 
 def check_ci(d: dict[str, object]) -> None:
@@ -59,6 +60,23 @@ def test_training_clips_are_refused(footage_env: dict[str, str], monkeypatch: py
     train_clip = task.clips_of("train")[0].key
     assert run.main(["--json", "--frames", "4", footage_env[f"VREX_{train_clip}_PATH"]]) == 1
     assert "held-out" in capsys.readouterr().err
+
+
+def test_image_sequences_are_known_by_their_frames_not_their_container(footage_env: dict[str, str],
+                                                                         tmp_path: Path) -> None:
+    # The PGM sequences are stored as FFV1 in Matroska, whose bytes differ at each encode: a clip
+    # known only by its file's sha256 was taken for an unknown (held-out) one, so a training
+    # sequence could be scored and MIRE ran at step 1, not its task step 2.
+    vcube = Path(footage_env["VREX_VCUBE_PATH"])
+    again, cut = tmp_path / "again.mkv", tmp_path / "cut.mkv"
+    for out, extra in ((again, []), (cut, ["-frames:v", "40"])):
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(vcube), *extra, "-c:v", "ffv1",
+                        "-pix_fmt", "gray", "-f", "matroska", str(out)], check=True)
+    assert footage.file_sha256(again) != footage.file_sha256(vcube)
+    with pytest.raises(ValueError, match="VCUBE is a train clip"):
+        run.identify([again])
+    assert run.identify([cut]) == [task.Clip("cut.mkv", 1, "test")]  # other frames: another clip
+    assert run.identify([Path(footage_env["VREX_MIRE_PATH"])]) == [task.Clip("MIRE", 2, "test")]
 
 
 def test_bad_arguments(vtest_avi: Path) -> None:

@@ -43,6 +43,30 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def content_sha256(path: Path) -> str:
+    """What a clip holds, whatever container it came in: the sha256 of its file, except for a
+    losslessly stored image sequence (FFV1: scripts/fetch-footage.sh stores the PGM sequences so),
+    whose Matroska bytes differ from one encode to the next (the muxer's random UIDs), and which is
+    named by the sha256 of its decoded luma frames back to back (the manifest's `luma_sha256`)."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
+                          "-of", "csv=p=0", str(path)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError(f"{path}: ffprobe cannot read it: {out.stderr.strip()}")
+    if out.stdout.strip() != "ffv1":
+        return file_sha256(path)
+    h = hashlib.sha256()
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-fps_mode", "passthrough", "-f", "rawvideo",
+           "-pix_fmt", "gray", "-"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        assert p.stdout is not None
+        for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+            h.update(chunk)
+        err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+        if p.wait() != 0:
+            raise ValueError(f"{path}: ffmpeg failed: {err.strip()}")
+    return h.hexdigest()
+
+
 def probe(path: Path) -> tuple[int, int]:
     out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
                           "stream=width,height", "-of", "json", str(path)], capture_output=True, text=True)

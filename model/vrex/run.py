@@ -98,13 +98,15 @@ def identify(paths: list[Path], split: str = "test") -> list[task.Clip]:
     (never trained on, never tuned on), knobs are tuned on the validation clip (vrex/tune.py)."""
     shas = {}
     manifest = json.loads((Path(__file__).resolve().parents[2] / "tools/pipeline/footage-manifest.json").read_text())
-    by_key = {c["key"]: c["sha256"] for c in manifest["clips"]}
+    # A video is named by its file's sha256, an image sequence (stored as FFV1, new bytes at each
+    # encode) by its decoded luma's: footage.content_sha256 gives whichever applies.
+    by_key = {c["key"]: c.get("luma_sha256", c["sha256"]) for c in manifest["clips"]}
     for c in task.CLIPS:
         if c.key in by_key:
             shas[by_key[c.key]] = c
     out = []
     for p in paths:
-        c = shas.get(footage.file_sha256(p))
+        c = shas.get(footage.content_sha256(p))
         if c is None:
             c = task.Clip(p.name, 1, split)
         elif c.split != split:

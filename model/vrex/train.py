@@ -50,7 +50,7 @@ def cache_key(paths: dict[str, Path]) -> str:
     h.update((footage.encoder_dir() / "weights.bin").read_bytes())
     for c in task.CLIPS:
         if c.split != "test":
-            h.update(f"{c.key}:{c.step}:{c.split}:{footage.file_sha256(paths[c.key])}".encode())
+            h.update(f"{c.key}:{c.step}:{c.split}:{footage.content_sha256(paths[c.key])}".encode())
     return h.hexdigest()[:16]
 
 
@@ -61,7 +61,7 @@ def key_inputs(paths: dict[str, Path]) -> dict[str, str]:
     out["encoder weights.bin"] = footage.file_sha256(footage.encoder_dir() / "weights.bin")
     for c in task.CLIPS:
         if c.split != "test":
-            out[f"clip {c.key} (step {c.step}, {c.split})"] = footage.file_sha256(paths[c.key])
+            out[f"clip {c.key} (step {c.step}, {c.split})"] = footage.content_sha256(paths[c.key])
     return out
 
 
@@ -177,7 +177,7 @@ def train(out_dir: Path, paths: dict[str, Path], variant: str = "builtin") -> di
         "encoder": {"package": "npm nsfwjs@4.3.0", "licence": "MIT (Infinite Red, Inc.)",
                     "network": "Keras MobileNetV2 alpha 1.0", "layer": footage.ENCODER_LAYER,
                     "input": footage.INPUT_SIZE, "frozen": True},
-        "data": {c.key: {"file": paths[c.key].name, "sha256": footage.file_sha256(paths[c.key]), "step": c.step,
+        "data": {c.key: {"file": paths[c.key].name, "sha256": footage.content_sha256(paths[c.key]), "step": c.step,
                          "split": c.split, "frames": len(data.feats[c.key])}
                  for c in task.CLIPS if c.split != "test"},
         "test_clips": [c.key for c in task.clips_of("test")],

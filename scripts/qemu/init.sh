@@ -100,6 +100,19 @@ while IFS='|' read -r name cmd; do
 	echo "@@VREX END $name rc=$?"
 done </etc/vrex-tests
 
+# rmmod @1, retried for up to 3 s: the last file references of a test program that just exited
+# can still be on their way out (fput is deferred to a work item), holding the module for a moment.
+# A reference that is never dropped still fails; the message says how many tries it took.
+unload() {
+	n=0
+	while ! out=$(rmmod "$1" 2>&1); do
+		n=$((n + 1))
+		[ $n -ge 30 ] && { echo "$out (after $n tries)" && return 1; }
+		sleep 0.1
+	done
+	[ $n = 0 ] || echo "unloaded after $n retries"
+}
+
 # Devices go away under a bound driver (as on hot unplug), then both modules unload.
 if [ -n "$sims" ] || [ "${VREX_SIM_MODULE:-0}" = 1 ]; then
 	msg=
@@ -107,10 +120,10 @@ if [ -n "$sims" ] || [ "${VREX_SIM_MODULE:-0}" = 1 ]; then
 	for d in $sims; do
 		rmdir $d || { ok=1 && msg="$msg cannot remove $d"; }
 	done
-	[ $ok = 0 ] && { msg=$(rmmod vrex_sim 2>&1) || ok=1; }
+	[ $ok = 0 ] && { msg=$(unload vrex_sim) || ok=1; }
 	result sim-remove $ok "$msg"
 fi
-msg=$(rmmod vrex 2>&1)
+msg=$(unload vrex)
 result rmmod $? "$msg"
 
 if [ "${VREX_KMEMLEAK:-0}" = 1 ] && [ -w $kmemleak ]; then

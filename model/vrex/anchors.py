@@ -576,6 +576,10 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         return {"policy": "managed", **v, **(opts or {}), "extra": {**base, **kw}}
 
     more = resident + frames_per_fetch
+    # A recall stages one frame's regions (16 blocks) for the prefill: a run that recalls and spends
+    # the whole fetch budget on resident frames would go past the budget by that frame (no_resv did,
+    # 128 blocks of 112, once mire-2 was read at its task step), so it keeps that frame's room.
+    more_recalling = more - 1 if v.get("recall", False) and frames_per_fetch >= 1 else more
     return {
         # No FCC: the temporal candidate whatever the fingerprints say; without fingerprints no SHIE
         # similarity lookup either, so neither the device's nor the recall through the host tier.
@@ -589,7 +593,7 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_gate": m({"motion_gate": None}),
         "no_zombie": m(coldness="fifo"),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
-        "no_resv": m(read="device", fetch=0, resident=more),
+        "no_resv": m(read="device", fetch=0, resident=more_recalling),
         # The design change's control: the HAL's ReSV on q.k alone (no position table).
         "resv_qk_only": m(read="resv"),
         # No frame reuse (every region computed): the memory hierarchy and its reads alone.

@@ -93,10 +93,12 @@ PYBIND11_MODULE(_vrexrun, m) {
                     throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
                                                 read + "'");
                 if (resident > 0) {
-                    if (coldness != "zombie" && coldness != "fifo")
-                        throw std::invalid_argument("coldness is 'zombie' or 'fifo', not '" + coldness + "'");
-                    s->opts.tiers = lcp::TierOptions{
-                        resident, coldness == "zombie" ? lcp::Coldness::zombie : lcp::Coldness::fifo};
+                    if (coldness != "zombie" && coldness != "fifo" && coldness != "use")
+                        throw std::invalid_argument("coldness is 'zombie', 'fifo' or 'use', not '" + coldness +
+                                                    "'");
+                    s->opts.tiers = lcp::TierOptions{resident, coldness == "zombie" ? lcp::Coldness::zombie
+                                                               : coldness == "fifo" ? lcp::Coldness::fifo
+                                                                                    : lcp::Coldness::use};
                 }
                 s->opts.profile_fcc = profile_fcc;
                 s->model = std::make_shared<lcp::ScriptedModel>(module);

@@ -74,8 +74,10 @@ Result<void> KvTiers::age(Stream& stream, std::uint32_t next, std::vector<std::u
     keep.reserve(device_.size());
     for (const std::uint64_t key : device_) {
         Entry& e = entries_.at(key);
-        const std::uint32_t ref = opts_.coldness == Coldness::zombie ? e.last_ref : e.created;
-        if (next - ref < opts_.resident_frames) {
+        std::int64_t ref = e.created;
+        if (opts_.coldness == Coldness::zombie) ref = e.last_ref;
+        if (opts_.coldness == Coldness::use) ref = std::max<std::int64_t>(e.last_ref, e.last_read);
+        if (std::int64_t{next} - ref < std::int64_t{opts_.resident_frames}) {
             keep.push_back(key);
             continue;
         }
@@ -116,6 +118,11 @@ std::span<const std::byte> KvTiers::fetch_prefill(std::uint64_t key) {
     if (e.tier == Tier::device) return e.block.view;
     // The caller copies these bytes into the new block: that copy is the fetch.
     return stage(e, window_staged_, key);
+}
+
+void KvTiers::touch(std::uint64_t key, std::uint32_t frame) {
+    const auto it = entries_.find(key);
+    if (it != entries_.end()) it->second.last_read = std::max<std::int64_t>(it->second.last_read, frame);
 }
 
 void KvTiers::fetch(std::uint64_t key) {

@@ -236,6 +236,7 @@ class Managed(lcp.Policy):
                 key = (int(key[0]), int(key[1]))
                 if key in self.tiers.entries and self.tiers.readable(key):
                     out[r] = lcp.Install(self.tiers.fetch_prefill(key), key)
+                    self.tiers.touch(key, self.run.t)  # a recall is a read (coldness `use`)
         if self.meter is not None:
             self.meter.reused += len(out)
             self.meter.regions += self.c.regions
@@ -395,6 +396,14 @@ class Managed(lcp.Policy):
             if g < t and self.measure:
                 self.pending.append((q, sel, r, g))
             order = np.array(sel, dtype=np.int64)
+            if self.tiers.coldness == "use" and (want & reach).any():
+                # Zombie release by use: the device blocks the read selected stay warm. Only where
+                # the reach holds a demoted block (elsewhere the question reads its whole reach on
+                # the device and the C++ runner runs no selection: the same rule on both paths).
+                keys = self.tiers.flat_keys
+                for s in sel:
+                    if self.tiers.on_device(keys[s]):
+                        self.tiers.touch(keys[s], t)
         elif self.read == "rekv":
             fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
             order = (fr[:, None] * c.regions + np.arange(c.regions)[None, :]).reshape(-1)
@@ -588,6 +597,13 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # have it on (vrex.run --vrex-knobs '{"motion_gate": ...}'); no_fcc turns both off.
         "no_gate": m({"motion_gate": None}),
         "no_zombie": m(coldness="fifo"),
+        # Zombie release by use (hierarchy.py coldness `use`): a block the questions' ReSV read
+        # selected or a recall installed from stays warm; beside it the control's memory curve
+        # (creation age at one resident frame less and more) and the rule at one frame less.
+        "zombie_use": m(coldness="use"),
+        "zombie_use_r4": m(coldness="use", resident=resident - 1),
+        "no_zombie_r4": m(coldness="fifo", resident=resident - 1),
+        "no_zombie_r6": m(coldness="fifo", resident=resident + 1),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),
         # The design change's control: the HAL's ReSV on q.k alone (no position table).

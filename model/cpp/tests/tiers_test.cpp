@@ -142,5 +142,32 @@ TEST_F(Tiers, FifoDemotesAReferencedBlockStagesItForTheWindowAndPromotesItWhenRe
     EXPECT_EQ(f.bytes().promoted, 1u);
 }
 
+TEST_F(Tiers, UseColdnessKeepsABlockTheReadSelected) {
+    // The same frames under each rule; at frame 3 a read selects region 2's block of frame 0 and a
+    // recall installs from region 7's (touch): with use they stay 3 more frames, the rest of frame 0
+    // goes at the resident edge; zombie and fifo age by references and creation alone.
+    for (const Coldness c : {Coldness::use, Coldness::zombie, Coldness::fifo}) {
+        KvTiers t = tiers(c);
+        const std::vector<KvBlock> first = frame(t);
+        for (int i = 1; i < 4; i++) frame(t);
+        t.touch(block_key(first[2]), t_ - 1);
+        t.touch(block_key(first[7]), t_ - 1);
+        t.touch(12345, t_ - 1);  // unknown: ignored
+        frame(t);                // frame 4, aged for frame 5: frame 0 is 5 frames old
+        const bool kept = c == Coldness::use;
+        EXPECT_EQ(t.slot_tiers()[2], kept ? Tier::device : Tier::host);
+        EXPECT_EQ(t.slot_tiers()[7], kept ? Tier::device : Tier::host);
+        EXPECT_EQ(t.slot_tiers()[3], Tier::host);
+        EXPECT_EQ(t.device_blocks(), 4 * kRegions + (kept ? 2u : 0u));
+        for (int i = 5; i < 7; i++) frame(t);  // read at frame 3: warm until frame 8 begins
+        EXPECT_EQ(t.slot_tiers()[2], kept ? Tier::device : Tier::host);
+        frame(t);  // frame 7, aged for frame 8: frames 0..3 are 5 frames old, the read too
+        EXPECT_EQ(t.slot_tiers()[2], Tier::host);
+        EXPECT_EQ(t.slot_tiers()[7], Tier::host);
+        EXPECT_EQ(t.device_blocks(), 4 * kRegions);
+        EXPECT_EQ(t.bytes().demoted, 4 * kRegions);
+    }
+}
+
 }  // namespace
 }  // namespace vrex::lcp

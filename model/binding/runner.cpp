@@ -267,6 +267,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                  d["promoted"] = b.promoted;
                  d["recalled"] = b.recalled;
                  d["device_series"] = b.device_series;
+                 d["fetched_series"] = b.fetched_series;
                  d["device_blocks"] = t->device_blocks();
                  d["host_blocks"] = t->host_blocks();
                  if (const lcp::ReuseCounters* c = r.r->counters()) {

@@ -148,6 +148,8 @@ void KvTiers::account(std::uint64_t meta_bytes) {
     bytes_.host_peak = std::max(bytes_.host_peak, host);
     bytes_.total_peak = std::max(bytes_.total_peak, dev + host);
     bytes_.device_series.push_back(dev);
+    bytes_.fetched_series.push_back(bytes_.fetched - fetched_before_);
+    fetched_before_ = bytes_.fetched;
     stage_peak_ = 0;
     window_staged_.clear();
 }

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not cpp_path.available(), reason="_vrexrun not b
 HIERARCHY = {"prefill": "vrex", "memory": "tiers", "resident": 5, "read": "resv_pos", "fetch": 4, "ratio": 0.5,
              "measure_resv": False}
 STATS = ("device_bytes_peak", "host_bytes_peak", "total_bytes_peak", "demoted", "fetched", "recalled", "promoted",
-         "device_series", "policy_counters")
+         "device_series", "fetched_series", "policy_counters")
 
 
 def vrex_of_record(**over: Any) -> dict[str, Any]:

@@ -515,7 +515,8 @@ class Managed(lcp.Policy):
                 "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
                 "fetched": b.fetched, "promoted": b.promoted, "recalled": b.recalled,
                 "policy_counters": ({**dict(self.prefill.core.counters), **self.prefill.stats()}
-                                    if isinstance(self.prefill, lcp.VrexPolicy) else {}), "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
+                                    if isinstance(self.prefill, lcp.VrexPolicy) else {}), "device_series": list(b.device_series),
+                "fetched_series": list(b.fetched_series), "prefill_flops": pf, "prefill_flops_exact": ex,
                 "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:

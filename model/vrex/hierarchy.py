@@ -65,6 +65,7 @@ class Bytes:
     promoted: int = 0           # demoted blocks a new frame reused while the device still held them
     recalled: int = 0           # blocks fetched back for a prefill (recall: a region installed from them)
     device_series: list[int] = field(default_factory=list)  # device bytes of every step (the plot's curve)
+    fetched_series: list[int] = field(default_factory=list)  # blocks staged back in every step
 
 
 class KvTiers:
@@ -91,6 +92,7 @@ class KvTiers:
         self.flat_keys: list[tuple[int, int]] = []       # the same, flat (slot = frame * 16 + region)
         self._codes = np.zeros(1024, dtype=np.int8)      # per slot, TIERS index of its block
         self.bytes = Bytes()
+        self._fetched_at_account = 0               # bytes.fetched at the last account()
         self.staged: set[tuple[int, int]] = set()  # keys staged for the current read (one question)
         self.stage_peak = 0                        # most blocks one read of this step staged
         self.window_staged: set[tuple[int, int]] = set()  # staged for this step's prefill window
@@ -302,6 +304,8 @@ class KvTiers:
         b.disk_peak = max(b.disk_peak, disk)
         b.total_peak = max(b.total_peak, dev + host + disk)
         b.device_series.append(dev)
+        b.fetched_series.append(b.fetched - self._fetched_at_account)
+        self._fetched_at_account = b.fetched
         self.stage_peak = 0
         self.window_staged.clear()
 

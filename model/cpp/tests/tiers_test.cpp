@@ -109,6 +109,8 @@ TEST_F(Tiers, AccountsDeviceBytesWithStagingAndTotalWithHost) {
     (void)t.fetch_prefill(block_key(frames[1][9]));
     t.account(1000);
     EXPECT_EQ(t.bytes().fetched, 5u);
+    EXPECT_EQ(t.bytes().fetched_series.back(), 5u);  // this step's (the earlier steps staged none)
+    EXPECT_EQ(t.bytes().fetched_series.size(), t.bytes().device_series.size());
     // device: frames 3..6 + 1 block staged for the prefill + the largest read (3) + metadata; host:
     // frames 0..2. The device peak was a full step's 5 frames (frame 6 before its aging).
     EXPECT_EQ(t.bytes().device_series.back(), (4 * kRegions + 1 + 3) * bb + 1000);

@@ -46,7 +46,8 @@ struct TierBytes {
     std::uint64_t fetched = 0;   // blocks staged back from host memory (reads, recalls, the window)
     std::uint64_t promoted = 0;  // demoted blocks a new frame referenced again
     std::uint64_t recalled = 0;  // blocks a recall installed (whichever tier held them)
-    std::vector<std::uint64_t> device_series;  // device bytes of every step
+    std::vector<std::uint64_t> device_series;   // device bytes of every step
+    std::vector<std::uint64_t> fetched_series;  // blocks staged back in every step
 };
 
 class KvTiers {
@@ -120,6 +121,7 @@ class KvTiers {
     std::vector<std::uint64_t> slot_keys_;
     std::unordered_set<std::uint64_t> staged_, window_staged_;  // this question's read, this step's prefill
     std::size_t stage_peak_ = 0;
+    std::uint64_t fetched_before_ = 0;  // bytes_.fetched at the last account()
     std::vector<std::byte> staging_;  // where staged copies land (one block; the copy is the cost)
     TierBytes bytes_;
 };

@@ -99,7 +99,7 @@ std::span<const std::byte> KvTiers::stage(Entry& e, std::unordered_set<std::uint
 }
 
 void KvTiers::stage_window(std::uint32_t next) {
-    for (std::uint32_t f = next > window_ ? next - window_ + 1 : 0; f < next; f++)
+    for (std::uint32_t f = next >= window_ ? next - window_ + 1 : 0; f < next; f++)
         for (std::uint32_t r = 0; r < regions_; r++) {
             const std::uint64_t key = slot_keys_[std::size_t{f} * regions_ + r];
             Entry& e = entries_.at(key);

@@ -143,3 +143,14 @@ def test_zombie_release_by_use_is_seen_by_the_comparison(record: Any, record_use
     cpp = cpp_trace(record, cutback, back=USE_BACK, **vrex_of_record(extra={"coldness": "zombie"}))
     bad = mismatches(record_use, cpp)
     assert "device_series" in bad and "demoted" in bad, bad
+
+
+def test_cpp_creation_age_at_the_window_equals_the_python_path(record: Any,
+                                                              cutback: list[tuple[np.ndarray, torch.Tensor]]) -> None:
+    """fifo with resident frames = the window (the no_zombie_r4 control): the C++ hierarchy staged frame 0
+    for the window at frame 4 (an off-by-one in KvTiers::stage_window), the Python one did not."""
+    model, extra, _, _ = record
+    opts = vrex_of_record(extra={"coldness": "fifo", "resident": 4})
+    py = trace(lcp.Session(model, lcp.Options(**opts)).stream(), cutback, extra, USE_BACK)
+    cpp = cpp_trace(record, cutback, back=USE_BACK, **opts)
+    assert mismatches(py, cpp) == [], {k: (py[k], cpp[k]) for k in mismatches(py, cpp)}

@@ -27,12 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from . import anchors, task
+from . import anchors, task, zombie_bound
+from .decoder import Config
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
-             "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6")
+             "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6",
+             "zombie_bound")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -186,9 +188,14 @@ def report(res: dict[str, Any], budget: int, resident: int,
     out_a.update({n: row(n) for n in ANCHORS if n in stats})
     res["anchors"] = out_a
     res["ablations"] = {n: row(n) for n in ABLATIONS if n in stats}
-    zu = zombie_by_use(stats, [[seg[2] for seg in s["segments"]] for s in res["streams"]])
+    seg_lengths = [[seg[2] for seg in s["segments"]] for s in res["streams"]]
+    zu = zombie_by_use(stats, seg_lengths)
     if zu:
         res["zombie_by_use"] = zu
+    if "zombie_bound" in stats and all("reads" in s for s in stats["zombie_bound"]):
+        c = Config()
+        res["zombie_bound"] = zombie_bound.bound(stats["zombie_bound"], seg_lengths, c.window, c.regions,
+                                                 c.question_reach, budget - resident * c.regions, resident)
     res["anchors_setup"] = {
         "budget_blocks_per_stream": budget, "resident_frames": resident,
         "fetch_blocks_per_question": budget - resident * 16,

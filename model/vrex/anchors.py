@@ -212,6 +212,10 @@ class Managed(lcp.Policy):
         # The ReSV recall measurement (resv.*: every past question's attention mass over the whole
         # history, the oracle, Quest and the HAL's ReSV beside it) costs more CPU than the run itself.
         self.measure = bool(ex.get("measure_resv", True))
+        # The questions' selections (step, selected slots), for the coldness bound (ablations.
+        # zombie_bound): what any residency rule could have kept on the device for them.
+        self.log_reads = bool(ex.get("log_reads", False))
+        self.reads: list[tuple[int, int, list[int]]] = []  # (step, frame asked about, selected slots)
         self.lut_scale = 0.0
         self.fresh: list[int] = []
         self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
@@ -396,6 +400,8 @@ class Managed(lcp.Policy):
             if g < t and self.measure:
                 self.pending.append((q, sel, r, g))
             order = np.array(sel, dtype=np.int64)
+            if self.log_reads:
+                self.reads.append((t, g, [int(s) for s in sel]))
             if self.tiers.coldness == "use" and (want & reach).any():
                 # Zombie release by use: the device blocks the read selected stay warm. Only where
                 # the reach holds a demoted block (elsewhere the question reads its whole reach on
@@ -517,7 +523,8 @@ class Managed(lcp.Policy):
                 "policy_counters": ({**dict(self.prefill.core.counters), **self.prefill.stats()}
                                     if isinstance(self.prefill, lcp.VrexPolicy) else {}), "device_series": list(b.device_series),
                 "fetched_series": list(b.fetched_series), "prefill_flops": pf, "prefill_flops_exact": ex,
-                "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
+                "lut_scale": self.lut_scale, **({"reads": list(self.reads)} if self.log_reads else {}),
+                **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:
         self.tiers.close()
@@ -605,6 +612,9 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "zombie_use_r4": m(coldness="use", resident=resident - 1),
         "no_zombie_r4": m(coldness="fifo", resident=resident - 1),
         "no_zombie_r6": m(coldness="fifo", resident=resident + 1),
+        # The control at the window alone, logging every question's selection (Python path): the
+        # bound on any coldness rule (ablations.zombie_bound).
+        "zombie_bound": m(coldness="fifo", resident=resident - 1, log_reads=True),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more),
         # The design change's control: the HAL's ReSV on q.k alone (no position table).

@@ -144,6 +144,17 @@ TEST_F(Tiers, FifoDemotesAReferencedBlockStagesItForTheWindowAndPromotesItWhenRe
     EXPECT_EQ(f.bytes().promoted, 1u);
 }
 
+TEST_F(Tiers, FifoAtTheWindowStagesOnlyTheWindowsFrames) {
+    // resident_frames = the window: after frame 3, frame 0 is demoted; the next prefill's window is
+    // frames 1..3, all on the device, so nothing is staged (frame 0 was, by an off-by-one).
+    auto f = KvTiers::create({kWindow, Coldness::fifo}, alloc_->block_bytes(), kRegions, kWindow);
+    ASSERT_TRUE(f) << f.error_message();
+    for (int i = 0; i < 4; i++) frame(*f);
+    EXPECT_EQ(f->slot_tiers()[0], Tier::host);
+    f->stage_window(t_);
+    EXPECT_EQ(f->bytes().fetched, 0u);
+}
+
 TEST_F(Tiers, UseColdnessKeepsABlockTheReadSelected) {
     // The same frames under each rule; at frame 3 a read selects region 2's block of frame 0 and a
     // recall installs from region 7's (touch): with use they stay 3 more frames, the rest of frame 0

@@ -12,6 +12,12 @@ and questions, and these JSON sections:
       total_bytes_peak (summed over the streams: each stream's peak), device_ratio (vs the full
       cache's device peak), reuse_rate, prefill.{flops_ratio (visual prefill, questions left out),
       time_ratio (whole step, CI)}, device_bytes_by_length (peak up to each quarter of the stream)
+  zombie_by_use.{zombie_use, zombie_use_r4}
+      zombie release by use against creation age's curve (no_zombie_r4 / no_zombie / no_zombie_r6):
+      device bytes at equal staging traffic, blocks staged back at equal device bytes (CIs)
+  zombie_bound
+      from the zombie_bound run's logged selections (vrex/zombie_bound.py): creation age and use
+      replayed, the clairvoyant bound on any coldness rule, and whether a read predicts a read
   resv.{recall_mean, kv_bytes_ratio}, resv.{oracle, quest, quest_bias, random}.recall_mean,
   resv.qk_only.{recall_mean, kv_bytes_ratio}
       V-Rex's position-aware ReSV vs the exact top-k oracle, Quest, Quest + position table and random

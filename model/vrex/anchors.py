@@ -18,7 +18,9 @@ frame, 4 tokens, every layer); `Options.extra` carries them:
                          newest block
             recent       the blocks referenced in the last frames that fit `budget` (DTD's memory)
             tiers        vrex/hierarchy.py: blocks unreferenced for `resident` frames demoted to host
-                         (dropped with `drop`; computed > `resident` frames ago with coldness fifo)
+                         (dropped with `drop`; computed > `resident` frames ago with coldness fifo;
+                         unreferenced and unread with coldness use: the read's selection and the
+                         recall keep a block warm)
   read      device       a question reads what is on the device
             rekv         + the past frames whose mean layer-0 key scores highest, up to `fetch` blocks
             quest        + the blocks of highest Quest bound (per-block min/max of the keys)

@@ -122,7 +122,7 @@ class KvTiers {
     std::unordered_set<std::uint64_t> staged_, window_staged_;  // this question's read, this step's prefill
     std::size_t stage_peak_ = 0;
     std::uint64_t fetched_before_ = 0;  // bytes_.fetched at the last account()
-    std::vector<std::byte> staging_;  // where staged copies land (one block; the copy is the cost)
+    std::vector<std::byte> staging_;    // where staged copies land (one block; the copy is the cost)
     TierBytes bytes_;
 };
 

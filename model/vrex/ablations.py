@@ -48,7 +48,7 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
          alias: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
     for the retrieval rules (the rest of the budget is their per-question fetch). @only: these runs
-    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @alias: the aliasing runs' (no_refresh,
+    alone (the default leaves out STUDY_RUNS); @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @alias: the aliasing runs' (no_refresh,
     alias_*; anchors.ALIAS_REUSE); anchors.REUSE has both per model variant; @measure_resv: the resv.*
     recall measurement."""
     fetch = budget - resident * regions
@@ -57,7 +57,9 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
     meter = anchors.ReuseMeter()
     out = anchors.anchor_runs(budget, resident, fetch, meter, ratio, vrex)
     out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex, alias))
-    if only is not None:
+    if only is None:
+        out = {k: v for k, v in out.items() if k not in STUDY_RUNS}
+    else:
         unknown = set(only) - set(out)
         if unknown:
             raise ValueError(f"no run {', '.join(sorted(unknown))} ({', '.join(out)})")
@@ -71,6 +73,9 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
     return out
 
 
+# Runs of the zombie-release study (docs/model.md "Session 11: zombie release by use"), left out of
+# the default set (vrexctl run, make bench): name them in `only` (vrex.run --anchor-runs).
+STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound")
 # Zombie release by use (coldness `use`) and the creation-age control's curve around it: each use run
 # with the two creation-age runs whose residency brackets it (one frame less, the same).
 ZOMBIE_BRACKETS = {"zombie_use_r4": ("no_zombie_r4", "no_zombie"), "zombie_use": ("no_zombie", "no_zombie_r6")}

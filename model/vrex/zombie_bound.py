@@ -196,7 +196,7 @@ def bound(streams: list[dict[str, Any]], seg_lengths: list[list[int]], window: i
     weights = np.concatenate([np.ones((1, len(ids))),
                               np.stack([np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids))
                                         for _ in range(reps)])])
-    lo_r, hi_r = resident - 1, resident  # window alone, and the control's setting
+    lo_r = window  # the window alone: the bound's increments count from a block's exit from it
 
     def per_rep(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return (weights[:, idx] * x[None, :]).sum(1)

@@ -59,6 +59,14 @@ std::span<const T> values(const py::array_t<T, py::array::c_style | py::array::f
     return {a.data(), static_cast<std::size_t>(a.size())};
 }
 
+// hierarchy.py's COLDNESS names.
+lcp::Coldness coldness_of(const std::string& name) {
+    if (name == "zombie") return lcp::Coldness::zombie;
+    if (name == "fifo") return lcp::Coldness::fifo;
+    if (name == "use") return lcp::Coldness::use;
+    throw std::invalid_argument("coldness is 'zombie', 'fifo' or 'use', not '" + name + "'");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_vrexrun, m) {
@@ -66,59 +74,55 @@ PYBIND11_MODULE(_vrexrun, m) {
     m.def("set_num_threads", [](int n) { lcp::set_num_threads(n); });
 
     py::class_<Session, std::shared_ptr<Session>>(m, "Session")
-        .def(
-            py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
-                        std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
-                        std::uint32_t bank_mib, const std::string& read, double read_ratio, bool profile_fcc,
-                        bool refresh, bool recall, std::uint32_t recall_radius,
-                        std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
-                        std::uint32_t fetch, const std::string& kernels) {
-                auto s = std::make_shared<Session>();
-                if (kernels == "scripted")
-                    s->opts.kernels = lcp::Kernels::scripted;
-                else if (kernels != "native")
-                    throw std::invalid_argument("the C++ path's kernels are 'native' or 'scripted', not '" +
-                                                kernels + "'");
-                if (policy == "exact")
-                    s->opts.policy = lcp::Policy::exact;
-                else if (policy != "vrex")
-                    throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" + policy +
-                                                "'");
-                s->opts.reuse = {fcc,     radius, guard_bits,    max_age,
-                                 similar, recall, recall_radius, recall_guard_bits};
-                s->opts.refresh = refresh;
-                if (read == "resv")
-                    s->opts.read = {.resv = true, .ratio = read_ratio, .fetch_blocks = fetch};
-                else if (read != "reach")
-                    throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
-                                                read + "'");
-                if (resident > 0) {
-                    if (coldness != "zombie" && coldness != "fifo")
-                        throw std::invalid_argument("coldness is 'zombie' or 'fifo', not '" + coldness + "'");
-                    s->opts.tiers = lcp::TierOptions{
-                        resident, coldness == "zombie" ? lcp::Coldness::zombie : lcp::Coldness::fifo};
-                }
-                s->opts.profile_fcc = profile_fcc;
-                s->model = std::make_shared<lcp::ScriptedModel>(module);
-                DeviceOptions o;
-                o.backend = BackendChoice::emulated;
-                o.backend_options.emu_banks = banks;
-                o.backend_options.emu_bank_size = std::uint64_t{bank_mib} << 20;
-                s->device = take(Device::open(o), "open emulated device");
-                if (max_age > s->device->info().zombie_frames)
-                    throw std::invalid_argument("max_age exceeds the device's zombie threshold");
-                s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
-                                                    lcp::runner_allocator_options(
-                                                        s->model->geometry(), s->device->info().bank_size)),
-                                "create KV allocator");
-                return s;
-            }),
-            py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
-            py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
-            py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
-            py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
-            py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
-            py::arg("fetch") = 4, py::arg("kernels") = "native")
+        .def(py::init([](const std::string& module, const std::string& policy, bool fcc, std::uint32_t radius,
+                         std::uint32_t guard_bits, std::uint32_t max_age, bool similar, std::uint32_t banks,
+                         std::uint32_t bank_mib, const std::string& read, double read_ratio, bool profile_fcc,
+                         bool refresh, bool recall, std::uint32_t recall_radius,
+                         std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
+                         std::uint32_t fetch, const std::string& kernels) {
+                 auto s = std::make_shared<Session>();
+                 if (kernels == "scripted")
+                     s->opts.kernels = lcp::Kernels::scripted;
+                 else if (kernels != "native")
+                     throw std::invalid_argument("the C++ path's kernels are 'native' or 'scripted', not '" +
+                                                 kernels + "'");
+                 if (policy == "exact")
+                     s->opts.policy = lcp::Policy::exact;
+                 else if (policy != "vrex")
+                     throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
+                                                 policy + "'");
+                 s->opts.reuse = {fcc,     radius, guard_bits,    max_age,
+                                  similar, recall, recall_radius, recall_guard_bits};
+                 s->opts.refresh = refresh;
+                 if (read == "resv")
+                     s->opts.read = {.resv = true, .ratio = read_ratio, .fetch_blocks = fetch};
+                 else if (read != "reach")
+                     throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
+                                                 read + "'");
+                 if (resident > 0)
+                     s->opts.tiers =
+                         lcp::TierOptions{.resident_frames = resident, .coldness = coldness_of(coldness)};
+                 s->opts.profile_fcc = profile_fcc;
+                 s->model = std::make_shared<lcp::ScriptedModel>(module);
+                 DeviceOptions o;
+                 o.backend = BackendChoice::emulated;
+                 o.backend_options.emu_banks = banks;
+                 o.backend_options.emu_bank_size = std::uint64_t{bank_mib} << 20;
+                 s->device = take(Device::open(o), "open emulated device");
+                 if (max_age > s->device->info().zombie_frames)
+                     throw std::invalid_argument("max_age exceeds the device's zombie threshold");
+                 s->alloc = take(KvAllocator::create(s->device, s->model->geometry().hal(),
+                                                     lcp::runner_allocator_options(
+                                                         s->model->geometry(), s->device->info().bank_size)),
+                                 "create KV allocator");
+                 return s;
+             }),
+             py::arg("module"), py::arg("policy"), py::arg("fcc"), py::arg("radius"), py::arg("guard_bits"),
+             py::arg("max_age"), py::arg("similar"), py::arg("banks"), py::arg("bank_mib"),
+             py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
+             py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
+             py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
+             py::arg("fetch") = 4, py::arg("kernels") = "native")
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -265,6 +269,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                  d["promoted"] = b.promoted;
                  d["recalled"] = b.recalled;
                  d["device_series"] = b.device_series;
+                 d["fetched_series"] = b.fetched_series;
                  d["device_blocks"] = t->device_blocks();
                  d["host_blocks"] = t->host_blocks();
                  if (const lcp::ReuseCounters* c = r.r->counters()) {

@@ -457,6 +457,7 @@ std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const Fram
         std::span<const std::byte> bytes;
         if (tiers_) {
             bytes = tiers_->fetch_prefill(key);
+            tiers_->touch(key, t_);  // a recall is a read (Coldness::use)
         } else {
             const auto it = std::find_if(pinned_.begin(), pinned_.end(),
                                          [&](const KvBlock& b) { return block_key(b) == key; });
@@ -623,8 +624,11 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
             taken.clear();
             for (const std::uint32_t b : blocks) {
                 const auto slot = static_cast<std::size_t>(lo * R) + b;
-                if (codes[slot] == Tier::device) continue;  // read anyway
                 const std::uint64_t key = tiers_->slot_key(slot);
+                if (codes[slot] == Tier::device) {  // read anyway; selected: warm (Coldness::use)
+                    tiers_->touch(key, t_);
+                    continue;
+                }
                 if (!taken.count(key)) {
                     if (taken.size() >= read_.fetch_blocks) continue;  // capped
                     taken.insert(key);

@@ -74,8 +74,10 @@ Result<void> KvTiers::age(Stream& stream, std::uint32_t next, std::vector<std::u
     keep.reserve(device_.size());
     for (const std::uint64_t key : device_) {
         Entry& e = entries_.at(key);
-        const std::uint32_t ref = opts_.coldness == Coldness::zombie ? e.last_ref : e.created;
-        if (next - ref < opts_.resident_frames) {
+        std::int64_t ref = e.created;
+        if (opts_.coldness == Coldness::zombie) ref = e.last_ref;
+        if (opts_.coldness == Coldness::use) ref = std::max<std::int64_t>(e.last_ref, e.last_read);
+        if (std::int64_t{next} - ref < std::int64_t{opts_.resident_frames}) {
             keep.push_back(key);
             continue;
         }
@@ -97,7 +99,7 @@ std::span<const std::byte> KvTiers::stage(Entry& e, std::unordered_set<std::uint
 }
 
 void KvTiers::stage_window(std::uint32_t next) {
-    for (std::uint32_t f = next > window_ ? next - window_ + 1 : 0; f < next; f++)
+    for (std::uint32_t f = next >= window_ ? next - window_ + 1 : 0; f < next; f++)
         for (std::uint32_t r = 0; r < regions_; r++) {
             const std::uint64_t key = slot_keys_[std::size_t{f} * regions_ + r];
             Entry& e = entries_.at(key);
@@ -116,6 +118,11 @@ std::span<const std::byte> KvTiers::fetch_prefill(std::uint64_t key) {
     if (e.tier == Tier::device) return e.block.view;
     // The caller copies these bytes into the new block: that copy is the fetch.
     return stage(e, window_staged_, key);
+}
+
+void KvTiers::touch(std::uint64_t key, std::uint32_t frame) {
+    const auto it = entries_.find(key);
+    if (it != entries_.end()) it->second.last_read = std::max<std::int64_t>(it->second.last_read, frame);
 }
 
 void KvTiers::fetch(std::uint64_t key) {
@@ -141,6 +148,8 @@ void KvTiers::account(std::uint64_t meta_bytes) {
     bytes_.host_peak = std::max(bytes_.host_peak, host);
     bytes_.total_peak = std::max(bytes_.total_peak, dev + host);
     bytes_.device_series.push_back(dev);
+    bytes_.fetched_series.push_back(bytes_.fetched - fetched_before_);
+    fetched_before_ = bytes_.fetched;
     stage_peak_ = 0;
     window_staged_.clear();
 }

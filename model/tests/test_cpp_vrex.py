@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not cpp_path.available(), reason="_vrexrun not b
 HIERARCHY = {"prefill": "vrex", "memory": "tiers", "resident": 5, "read": "resv_pos", "fetch": 4, "ratio": 0.5,
              "measure_resv": False}
 STATS = ("device_bytes_peak", "host_bytes_peak", "total_bytes_peak", "demoted", "fetched", "recalled", "promoted",
-         "device_series", "policy_counters")
+         "device_series", "fetched_series", "policy_counters")
 
 
 def vrex_of_record(**over: Any) -> dict[str, Any]:
@@ -40,14 +40,16 @@ def cutback(footage_env: dict[str, str]) -> list[tuple[np.ndarray, torch.Tensor]
     return out
 
 
-def trace(runner: Any, frames: list[tuple[np.ndarray, torch.Tensor]], extra: dict[str, Any]) -> dict[str, Any]:
-    """Per frame the reused regions and the logits of 4 questions (the present, 1, 7 and 12 frames
-    back: the last two read demoted frames); then the hierarchy's bytes and the policy's counters."""
+def trace(runner: Any, frames: list[tuple[np.ndarray, torch.Tensor]], extra: dict[str, Any],
+          back: tuple[int, ...] = (0, 1, 7, 12)) -> dict[str, Any]:
+    """Per frame the reused regions and the logits of 4 questions (@back frames back; by default the
+    present, 1, 7 and 12: the last two read demoted frames); then the hierarchy's bytes and the
+    policy's counters."""
     reused, logits = [], []
     for t, (luma, feats) in enumerate(frames):
         tok = (feats - extra["mean"]) / extra["std"]
         qr = torch.tensor([(3 * t) % 16, (5 * t + 1) % 16, (7 * t + 2) % 16, t % 16])
-        qg = torch.tensor([t, max(0, t - 1), max(0, t - 7), max(0, t - 12)])
+        qg = torch.tensor([max(0, t - k) for k in back])
         lg, fs = runner.step(luma, tok, qr, qg)
         reused.append(fs.reused_region)
         logits.append(lg)
@@ -81,9 +83,10 @@ def record(cutback: list[tuple[np.ndarray, torch.Tensor]], tmp_path_factory: pyt
 
 
 def cpp_trace(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]], kernels: str = "native",
-              **opts: Any) -> dict[str, Any]:
+              back: tuple[int, ...] = (0, 1, 7, 12), **opts: Any) -> dict[str, Any]:
     model, extra, module, _ = record
-    return trace(cpp_path.Session(model, lcp.Options(**opts), module, kernels=kernels).stream(), cutback, extra)
+    return trace(cpp_path.Session(model, lcp.Options(**opts), module, kernels=kernels).stream(), cutback, extra,
+                 back)
 
 
 @pytest.mark.parametrize("kernels", cpp_path.KERNELS)
@@ -113,3 +116,41 @@ def test_the_comparison_fails_when_a_mechanism_is_off(record: Any, cutback: list
             "fetch": vrex_of_record(extra={"fetch": 0})}[off]
     bad = mismatches(record[3], cpp_trace(record, cutback, **opts))
     assert bad, f"{off} off went unnoticed"
+
+
+# Zombie release by use (coldness `use`): a question 3 frames back asks about a block still on the
+# device while its reach holds demoted ones, so the read's selection runs and keeps it warm.
+USE_BACK = (0, 3, 7, 12)
+
+
+@pytest.fixture(scope="module")
+def record_use(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]]) -> dict[str, Any]:
+    model, extra, _, _ = record
+    opts = vrex_of_record(extra={"coldness": "use"})
+    return trace(lcp.Session(model, lcp.Options(**opts)).stream(), cutback, extra, USE_BACK)
+
+
+def test_cpp_zombie_release_by_use_equals_the_python_path(record: Any, record_use: dict[str, Any],
+                                                         cutback: list[tuple[np.ndarray, torch.Tensor]]) -> None:
+    cpp = cpp_trace(record, cutback, back=USE_BACK, **vrex_of_record(extra={"coldness": "use"}))
+    assert mismatches(record_use, cpp) == [], {k: (record_use[k], cpp[k]) for k in mismatches(record_use, cpp)}
+
+
+def test_zombie_release_by_use_is_seen_by_the_comparison(record: Any, record_use: dict[str, Any],
+                                                         cutback: list[tuple[np.ndarray, torch.Tensor]]) -> None:
+    """The C++ run with references alone (zombie: with refresh, creation age) against the Python path's
+    use rule on the same questions: the warm blocks show in the device bytes and the demotions."""
+    cpp = cpp_trace(record, cutback, back=USE_BACK, **vrex_of_record(extra={"coldness": "zombie"}))
+    bad = mismatches(record_use, cpp)
+    assert "device_series" in bad and "demoted" in bad, bad
+
+
+def test_cpp_creation_age_at_the_window_equals_the_python_path(record: Any,
+                                                              cutback: list[tuple[np.ndarray, torch.Tensor]]) -> None:
+    """fifo with resident frames = the window (the no_zombie_r4 control): the C++ hierarchy staged frame 0
+    for the window at frame 4 (an off-by-one in KvTiers::stage_window), the Python one did not."""
+    model, extra, _, _ = record
+    opts = vrex_of_record(extra={"coldness": "fifo", "resident": 4})
+    py = trace(lcp.Session(model, lcp.Options(**opts)).stream(), cutback, extra, USE_BACK)
+    cpp = cpp_trace(record, cutback, back=USE_BACK, **opts)
+    assert mismatches(py, cpp) == [], {k: (py[k], cpp[k]) for k in mismatches(py, cpp)}

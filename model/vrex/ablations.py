@@ -12,6 +12,12 @@ and questions, and these JSON sections:
       total_bytes_peak (summed over the streams: each stream's peak), device_ratio (vs the full
       cache's device peak), reuse_rate, prefill.{flops_ratio (visual prefill, questions left out),
       time_ratio (whole step, CI)}, device_bytes_by_length (peak up to each quarter of the stream)
+  zombie_by_use.{zombie_use, zombie_use_r4}
+      zombie release by use against creation age's curve (no_zombie_r4 / no_zombie / no_zombie_r6):
+      device bytes at equal staging traffic, blocks staged back at equal device bytes (CIs)
+  zombie_bound
+      from the zombie_bound run's logged selections (vrex/zombie_bound.py): creation age and use
+      replayed, the clairvoyant bound on any coldness rule, and whether a read predicts a read
   resv.{recall_mean, kv_bytes_ratio}, resv.{oracle, quest, quest_bias, random}.recall_mean,
   resv.qk_only.{recall_mean, kv_bytes_ratio}
       V-Rex's position-aware ReSV vs the exact top-k oracle, Quest, Quest + position table and random
@@ -27,12 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from . import anchors, task
+from . import anchors, task, zombie_bound
+from .decoder import Config
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
-             "alias_temporal_only", "no_gate")
+             "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6",
+             "zombie_bound")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -40,7 +48,7 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
          alias: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Every anchor and ablation run at @budget device blocks per stream, @resident frames resident
     for the retrieval rules (the rest of the budget is their per-question fetch). @only: these runs
-    alone; @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @alias: the aliasing runs' (no_refresh,
+    alone (the default leaves out STUDY_RUNS); @vrex: V-Rex's reuse options (anchors.VREX_REUSE); @alias: the aliasing runs' (no_refresh,
     alias_*; anchors.ALIAS_REUSE); anchors.REUSE has both per model variant; @measure_resv: the resv.*
     recall measurement."""
     fetch = budget - resident * regions
@@ -49,7 +57,9 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
     meter = anchors.ReuseMeter()
     out = anchors.anchor_runs(budget, resident, fetch, meter, ratio, vrex)
     out.update(anchors.ablation_runs(resident, fetch, ratio, fetch // regions, vrex, alias))
-    if only is not None:
+    if only is None:
+        out = {k: v for k, v in out.items() if k not in STUDY_RUNS}
+    else:
         unknown = set(only) - set(out)
         if unknown:
             raise ValueError(f"no run {', '.join(sorted(unknown))} ({', '.join(out)})")
@@ -60,6 +70,70 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
         kw["extra"]["device"] = i + 1  # its own emulated device: 16 streams and ReSV heads each
         # The resv.* section reads vrex_hierarchy's recall only: the others would spend CPU for nothing.
         kw["extra"]["measure_resv"] = measure_resv and name == "vrex_hierarchy"
+    return out
+
+
+# Runs of the zombie-release study (docs/model.md "Session 11: zombie release by use"), left out of
+# the default set (vrexctl run, make bench): name them in `only` (vrex.run --anchor-runs).
+STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound")
+# Zombie release by use (coldness `use`) and the creation-age control's curve around it: each use run
+# with the two creation-age runs whose residency brackets it (one frame less, the same).
+ZOMBIE_BRACKETS = {"zombie_use_r4": ("no_zombie_r4", "no_zombie"), "zombie_use": ("no_zombie", "no_zombie_r6")}
+
+
+def zombie_by_use(stats: dict[str, list[dict[str, Any]]], seg_lengths: list[list[int]], reps: int = 2000,
+                  seed: int = 0) -> dict[str, Any]:
+    """Each use run against creation age at matched settings, from the per-step series (device bytes
+    and blocks staged back: mean per step), with 95 % CIs by bootstrap over stream segments (the
+    same resample for the three runs: paired). The control's curve between its two residencies is
+    the chord: creation age keeping part of the next-oldest frame (its blocks are alike: random
+    regions are asked about). Returns per use run: device bytes at equal staging traffic (the chord's
+    device bytes at the use run's traffic, minus the use run's: > 0 = less device memory) and blocks
+    staged back at equal device bytes (the chord's at the use run's bytes, minus the use run's: > 0 =
+    fewer), each absolute and relative; and the use run minus the same-residency control."""
+    out: dict[str, Any] = {}
+    for run, (lo, hi) in ZOMBIE_BRACKETS.items():
+        if not all(n in stats for n in (run, lo, hi)):
+            continue
+        grp = np.concatenate([si * 10000 + np.repeat(np.arange(len(ls)), ls)[: len(stats[run][si]["device_series"])]
+                              for si, ls in enumerate(seg_lengths)])
+        ids, inv = np.unique(grp, return_inverse=True)
+
+        def sums(name: str, key: str) -> np.ndarray:
+            x = np.concatenate([np.asarray(s[key], dtype=float) for s in stats[name]])
+            return np.bincount(inv, weights=x, minlength=len(ids))
+
+        steps = np.bincount(inv, minlength=len(ids)).astype(float)
+        series = {(n, k): sums(n, k) for n in (run, lo, hi) for k in ("device_series", "fetched_series")}
+        pick = np.concatenate([np.arange(len(ids))[None, :],
+                               np.random.default_rng(seed).integers(0, len(ids), (reps, len(ids)))])
+        n_steps = steps[pick].sum(1)
+
+        def mean(n: str, k: str) -> np.ndarray:  # [1 + reps]: the estimate, then the replicates
+            return series[(n, k)][pick].sum(1) / n_steps
+
+        du, dl, dh = (mean(n, "device_series") for n in (run, lo, hi))
+        fu, fl, fh = (mean(n, "fetched_series") for n in (run, lo, hi))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dev_eq = dl + (fl - fu) / (fl - fh) * (dh - dl)   # the chord's bytes at the use run's traffic
+            fet_eq = fl + (du - dl) / (dh - dl) * (fh - fl)   # the chord's traffic at the use run's bytes
+
+        def ci(x: np.ndarray) -> dict[str, Any]:
+            x = np.where(np.isfinite(x), x, np.nan)  # replicates where the chord is flat
+            lo_, hi_ = np.nanpercentile(x[1:], [2.5, 97.5])
+            return {"mean": float(x[0]), "ci95": [float(lo_), float(hi_)]}
+
+        out[run] = {"control": [lo, hi], "extrapolated": bool(not fh[0] <= fu[0] <= fl[0]),
+                    "device_bytes_mean": ci(du), "fetched_per_step": ci(fu),
+                    "control_device_bytes_mean": [float(dl[0]), float(dh[0])],
+                    "control_fetched_per_step": [float(fl[0]), float(fh[0])],
+                    "device_bytes_saved_at_equal_traffic": ci(dev_eq - du),
+                    "device_bytes_saved_at_equal_traffic_rel": ci((dev_eq - du) / dev_eq),
+                    "fetched_saved_at_equal_bytes": ci(fet_eq - fu),
+                    "fetched_saved_at_equal_bytes_rel": ci((fet_eq - fu) / fet_eq),
+                    "vs_same_residency": {"device_bytes": ci(du - dl), "fetched_per_step": ci(fu - fl)},
+                    "device_bytes_peak": [_sum(stats[n], "device_bytes_peak") for n in (run, lo, hi)],
+                    "fetched": [_sum(stats[n], "fetched") for n in (run, lo, hi)]}
     return out
 
 
@@ -125,6 +199,14 @@ def report(res: dict[str, Any], budget: int, resident: int,
     out_a.update({n: row(n) for n in ANCHORS if n in stats})
     res["anchors"] = out_a
     res["ablations"] = {n: row(n) for n in ABLATIONS if n in stats}
+    seg_lengths = [[seg[2] for seg in s["segments"]] for s in res["streams"]]
+    zu = zombie_by_use(stats, seg_lengths)
+    if zu:
+        res["zombie_by_use"] = zu
+    if "zombie_bound" in stats and all("reads" in s for s in stats["zombie_bound"]):
+        c = Config()
+        res["zombie_bound"] = zombie_bound.bound(stats["zombie_bound"], seg_lengths, c.window, c.regions,
+                                                 c.question_reach, budget - resident * c.regions, resident)
     res["anchors_setup"] = {
         "budget_blocks_per_stream": budget, "resident_frames": resident,
         "fetch_blocks_per_question": budget - resident * 16,

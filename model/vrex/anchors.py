@@ -18,7 +18,9 @@ frame, 4 tokens, every layer); `Options.extra` carries them:
                          newest block
             recent       the blocks referenced in the last frames that fit `budget` (DTD's memory)
             tiers        vrex/hierarchy.py: blocks unreferenced for `resident` frames demoted to host
-                         (dropped with `drop`; computed > `resident` frames ago with coldness fifo)
+                         (dropped with `drop`; computed > `resident` frames ago with coldness fifo;
+                         unreferenced and unread with coldness use: the read's selection and the
+                         recall keep a block warm)
   read      device       a question reads what is on the device
             rekv         + the past frames whose mean layer-0 key scores highest, up to `fetch` blocks
             quest        + the blocks of highest Quest bound (per-block min/max of the keys)
@@ -212,6 +214,10 @@ class Managed(lcp.Policy):
         # The ReSV recall measurement (resv.*: every past question's attention mass over the whole
         # history, the oracle, Quest and the HAL's ReSV beside it) costs more CPU than the run itself.
         self.measure = bool(ex.get("measure_resv", True))
+        # The questions' selections (step, selected slots), for the coldness bound (ablations.
+        # zombie_bound): what any residency rule could have kept on the device for them.
+        self.log_reads = bool(ex.get("log_reads", False))
+        self.reads: list[tuple[int, int, list[int]]] = []  # (step, frame asked about, selected slots)
         self.lut_scale = 0.0
         self.fresh: list[int] = []
         self.pending: list[tuple[torch.Tensor, list[int], int, int]] = []  # (query, ReSV slots, region, target)
@@ -236,6 +242,7 @@ class Managed(lcp.Policy):
                 key = (int(key[0]), int(key[1]))
                 if key in self.tiers.entries and self.tiers.readable(key):
                     out[r] = lcp.Install(self.tiers.fetch_prefill(key), key)
+                    self.tiers.touch(key, self.run.t)  # a recall is a read (coldness `use`)
         if self.meter is not None:
             self.meter.reused += len(out)
             self.meter.regions += self.c.regions
@@ -395,6 +402,16 @@ class Managed(lcp.Policy):
             if g < t and self.measure:
                 self.pending.append((q, sel, r, g))
             order = np.array(sel, dtype=np.int64)
+            if self.log_reads:
+                self.reads.append((t, g, [int(s) for s in sel]))
+            if self.tiers.coldness == "use" and (want & reach).any():
+                # Zombie release by use: the device blocks the read selected stay warm. Only where
+                # the reach holds a demoted block (elsewhere the question reads its whole reach on
+                # the device and the C++ runner runs no selection: the same rule on both paths).
+                keys = self.tiers.flat_keys
+                for s in sel:
+                    if self.tiers.on_device(keys[s]):
+                        self.tiers.touch(keys[s], t)
         elif self.read == "rekv":
             fr = np.array(rekv_frame_order(self.k0, q), dtype=np.int64)
             order = (fr[:, None] * c.regions + np.arange(c.regions)[None, :]).reshape(-1)
@@ -506,8 +523,10 @@ class Managed(lcp.Policy):
                 "disk_bytes_peak": b.disk_peak, "demoted": b.demoted, "dropped": b.dropped, "spilled": b.spilled,
                 "fetched": b.fetched, "promoted": b.promoted, "recalled": b.recalled,
                 "policy_counters": ({**dict(self.prefill.core.counters), **self.prefill.stats()}
-                                    if isinstance(self.prefill, lcp.VrexPolicy) else {}), "device_series": list(b.device_series), "prefill_flops": pf, "prefill_flops_exact": ex,
-                "lut_scale": self.lut_scale, **{k: list(v) for k, v in self.rec.items()}}
+                                    if isinstance(self.prefill, lcp.VrexPolicy) else {}), "device_series": list(b.device_series),
+                "fetched_series": list(b.fetched_series), "prefill_flops": pf, "prefill_flops_exact": ex,
+                "lut_scale": self.lut_scale, **({"reads": list(self.reads)} if self.log_reads else {}),
+                **{k: list(v) for k, v in self.rec.items()}}
 
     def close(self) -> None:
         self.tiers.close()
@@ -592,6 +611,16 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # have it on (vrex.run --vrex-knobs '{"motion_gate": ...}'); no_fcc turns both off.
         "no_gate": m({"motion_gate": None}),
         "no_zombie": m(coldness="fifo"),
+        # Zombie release by use (hierarchy.py coldness `use`): a block the questions' ReSV read
+        # selected or a recall installed from stays warm; beside it the control's memory curve
+        # (creation age at one resident frame less and more) and the rule at one frame less.
+        "zombie_use": m(coldness="use"),
+        "zombie_use_r4": m(coldness="use", resident=resident - 1),
+        "no_zombie_r4": m(coldness="fifo", resident=resident - 1),
+        "no_zombie_r6": m(coldness="fifo", resident=resident + 1),
+        # The control at the window alone, logging every question's selection (Python path): the
+        # bound on any coldness rule (ablations.zombie_bound).
+        "zombie_bound": m(coldness="fifo", resident=resident - 1, log_reads=True),
         "no_demotion": m(drop=True, read="device", fetch=0, resident=more),
         "no_resv": m(read="device", fetch=0, resident=more_recalling),
         # The design change's control: the HAL's ReSV on q.k alone (no position table).

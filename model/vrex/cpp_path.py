@@ -31,7 +31,7 @@ READS = ("reach", "resv")  # Options.extra["read"]: what the questions read (vre
 # The one managed (vrex/anchors.py) configuration the C++ runner runs: V-Rex of record (vrex_hierarchy).
 HIERARCHY = {"prefill": "vrex", "memory": "tiers", "read": "resv_pos"}
 # anchors.Managed's options the C++ hierarchy does not build (hierarchy.py's disk tier, dropping).
-_PYTHON_ONLY = ("drop", "host_blocks", "disk_dir", "budget", "match")
+_PYTHON_ONLY = ("drop", "host_blocks", "disk_dir", "budget", "match", "log_reads")
 
 
 def available() -> bool:

@@ -16,6 +16,12 @@ Coldness (when a block leaves the device):
   fifo     computed more than `resident_frames` frames ago, referenced or not (no zombie release:
            nothing tells the host a block went cold); a demoted block a window frame still
            references is staged back on the device for the window's attention every frame
+  use      zombie release by use: unreferenced AND unread for more than `resident_frames` frames.
+           A read counts when the questions' position-aware ReSV/WiCSum selection picks the block
+           (`touch`: anchors.Managed, where a question's reach holds a demoted block and the
+           selection runs) or when a recall installs a new frame's region from it. With refresh
+           every block is referenced by its own frame only, so zombie = fifo; the reads are what
+           tells the blocks the questions need from the ones they do not.
 
 Bytes are counted per step: device = pinned blocks + blocks staged this step + metadata the
 selectors keep on the device; total = device + host + disk.
@@ -31,7 +37,7 @@ import numpy as np
 import torch
 
 TIERS = ("device", "host", "disk", "dropped")
-COLDNESS = ("zombie", "fifo")
+COLDNESS = ("zombie", "fifo", "use")
 
 
 @dataclass
@@ -39,6 +45,7 @@ class Entry:
     block: Any                  # the hal.KvBlock (its handle; memory valid while pinned or SHIE-live)
     created: int                # frame that computed it
     last_ref: int               # last frame that referenced it
+    last_read: int = -1         # last frame whose read selected it or whose recall installed from it
     tier: str = "device"
     host: torch.Tensor | None = None   # host or disk copy (disk: a memmap-backed tensor)
     disk_slot: int = -1
@@ -58,6 +65,7 @@ class Bytes:
     promoted: int = 0           # demoted blocks a new frame reused while the device still held them
     recalled: int = 0           # blocks fetched back for a prefill (recall: a region installed from them)
     device_series: list[int] = field(default_factory=list)  # device bytes of every step (the plot's curve)
+    fetched_series: list[int] = field(default_factory=list)  # blocks staged back in every step
 
 
 class KvTiers:
@@ -84,6 +92,7 @@ class KvTiers:
         self.flat_keys: list[tuple[int, int]] = []       # the same, flat (slot = frame * 16 + region)
         self._codes = np.zeros(1024, dtype=np.int8)      # per slot, TIERS index of its block
         self.bytes = Bytes()
+        self._fetched_at_account = 0               # bytes.fetched at the last account()
         self.staged: set[tuple[int, int]] = set()  # keys staged for the current read (one question)
         self.stage_peak = 0                        # most blocks one read of this step staged
         self.window_staged: set[tuple[int, int]] = set()  # staged for this step's prefill window
@@ -145,8 +154,19 @@ class KvTiers:
         self._set_tier(e, "device")
         self.bytes.promoted += 1
 
+    def touch(self, key: tuple[int, int], t: int) -> None:
+        """Frame @t's read selected block @key (or a recall installed from it): with coldness `use`
+        it stays warm for `resident_frames` more frames."""
+        e = self.entries[key]
+        e.last_read = max(e.last_read, t)
+
     def cold(self, e: Entry, t: int) -> bool:
-        ref = e.last_ref if self.coldness == "zombie" else e.created
+        if self.coldness == "zombie":
+            ref = e.last_ref
+        elif self.coldness == "use":
+            ref = max(e.last_ref, e.last_read)
+        else:
+            ref = e.created
         return t - ref >= self.resident
 
     def age(self, t: int) -> None:
@@ -284,6 +304,8 @@ class KvTiers:
         b.disk_peak = max(b.disk_peak, disk)
         b.total_peak = max(b.total_peak, dev + host + disk)
         b.device_series.append(dev)
+        b.fetched_series.append(b.fetched - self._fetched_at_account)
+        self._fetched_at_account = b.fetched
         self.stage_peak = 0
         self.window_staged.clear()
 

@@ -585,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="--anchors: lcp.Options fields that override V-Rex's frozen knobs (and so every "
                          "ablation's), e.g. '{\"guard_bits\": 2, \"motion_gate\": 0}'")
     ap.add_argument("--anchor-runs", default="",
-                    help="--anchors: comma-separated anchors/ablations to run (default: all of them)")
+                    help="--anchors: comma-separated anchors/ablations to run (default: all but ablations.STUDY_RUNS)")
     ap.add_argument("--variant", choices=tuple(VARIANTS), default="builtin",
                     help="the model: builtin (the answer reads layer 0) or deep (it reads the deepest layer; "
                          "--anchors: V-Rex with the variant's knobs, anchors.REUSE)")

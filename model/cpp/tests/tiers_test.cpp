@@ -109,6 +109,8 @@ TEST_F(Tiers, AccountsDeviceBytesWithStagingAndTotalWithHost) {
     (void)t.fetch_prefill(block_key(frames[1][9]));
     t.account(1000);
     EXPECT_EQ(t.bytes().fetched, 5u);
+    EXPECT_EQ(t.bytes().fetched_series.back(), 5u);  // this step's (the earlier steps staged none)
+    EXPECT_EQ(t.bytes().fetched_series.size(), t.bytes().device_series.size());
     // device: frames 3..6 + 1 block staged for the prefill + the largest read (3) + metadata; host:
     // frames 0..2. The device peak was a full step's 5 frames (frame 6 before its aging).
     EXPECT_EQ(t.bytes().device_series.back(), (4 * kRegions + 1 + 3) * bb + 1000);
@@ -140,6 +142,44 @@ TEST_F(Tiers, FifoDemotesAReferencedBlockStagesItForTheWindowAndPromotesItWhenRe
     // Referenced by a new frame: pinned again (promoted: the device bytes equal the host copy).
     frame(f, {old});
     EXPECT_EQ(f.bytes().promoted, 1u);
+}
+
+TEST_F(Tiers, FifoAtTheWindowStagesOnlyTheWindowsFrames) {
+    // resident_frames = the window: after frame 3, frame 0 is demoted; the next prefill's window is
+    // frames 1..3, all on the device, so nothing is staged (frame 0 was, by an off-by-one).
+    auto f = KvTiers::create({kWindow, Coldness::fifo}, alloc_->block_bytes(), kRegions, kWindow);
+    ASSERT_TRUE(f) << f.error_message();
+    for (int i = 0; i < 4; i++) frame(*f);
+    EXPECT_EQ(f->slot_tiers()[0], Tier::host);
+    f->stage_window(t_);
+    EXPECT_EQ(f->bytes().fetched, 0u);
+}
+
+TEST_F(Tiers, UseColdnessKeepsABlockTheReadSelected) {
+    // The same frames under each rule; at frame 3 a read selects region 2's block of frame 0 and a
+    // recall installs from region 7's (touch): with use they stay 3 more frames, the rest of frame 0
+    // goes at the resident edge; zombie and fifo age by references and creation alone.
+    for (const Coldness c : {Coldness::use, Coldness::zombie, Coldness::fifo}) {
+        KvTiers t = tiers(c);
+        const std::vector<KvBlock> first = frame(t);
+        for (int i = 1; i < 4; i++) frame(t);
+        t.touch(block_key(first[2]), t_ - 1);
+        t.touch(block_key(first[7]), t_ - 1);
+        t.touch(12345, t_ - 1);  // unknown: ignored
+        frame(t);                // frame 4, aged for frame 5: frame 0 is 5 frames old
+        const bool kept = c == Coldness::use;
+        EXPECT_EQ(t.slot_tiers()[2], kept ? Tier::device : Tier::host);
+        EXPECT_EQ(t.slot_tiers()[7], kept ? Tier::device : Tier::host);
+        EXPECT_EQ(t.slot_tiers()[3], Tier::host);
+        EXPECT_EQ(t.device_blocks(), 4 * kRegions + (kept ? 2u : 0u));
+        for (int i = 5; i < 7; i++) frame(t);  // read at frame 3: warm until frame 8 begins
+        EXPECT_EQ(t.slot_tiers()[2], kept ? Tier::device : Tier::host);
+        frame(t);  // frame 7, aged for frame 8: frames 0..3 are 5 frames old, the read too
+        EXPECT_EQ(t.slot_tiers()[2], Tier::host);
+        EXPECT_EQ(t.slot_tiers()[7], Tier::host);
+        EXPECT_EQ(t.device_blocks(), 4 * kRegions);
+        EXPECT_EQ(t.bytes().demoted, 4 * kRegions);
+    }
 }
 
 }  // namespace

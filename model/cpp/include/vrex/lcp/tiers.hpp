@@ -5,7 +5,9 @@
 // - A cold block is DEMOTED instead of dropped: its bytes are copied to host memory and its pin is
 //   dropped, so the device's zombie rule gives its memory back. Cold: unreferenced for
 //   resident_frames frames (zombie: the device's aging rule), or computed that long ago whether
-//   referenced or not (fifo: no zombie release tells the host a block went cold).
+//   referenced or not (fifo: no zombie release tells the host a block went cold), or unreferenced
+//   and unread for that long (use: zombie release by use -- a block the questions' ReSV read
+//   selected or a recall installed from stays warm; touch()).
 // - A question that selects a demoted block stages it back (fetch(): a copy into the device staging
 //   area, one question's read at a time); a recall installs one (fetch_prefill(): its device memory
 //   when it is still there, else its host copy). A demoted block a new frame references again is
@@ -28,7 +30,7 @@
 
 namespace vrex::lcp {
 
-enum class Coldness { zombie, fifo };
+enum class Coldness { zombie, fifo, use };
 
 struct TierOptions {
     std::uint32_t resident_frames = 5;  // >= the decoder's visual window
@@ -44,7 +46,8 @@ struct TierBytes {
     std::uint64_t fetched = 0;   // blocks staged back from host memory (reads, recalls, the window)
     std::uint64_t promoted = 0;  // demoted blocks a new frame referenced again
     std::uint64_t recalled = 0;  // blocks a recall installed (whichever tier held them)
-    std::vector<std::uint64_t> device_series;  // device bytes of every step
+    std::vector<std::uint64_t> device_series;   // device bytes of every step
+    std::vector<std::uint64_t> fetched_series;  // blocks staged back in every step
 };
 
 class KvTiers {
@@ -75,6 +78,10 @@ class KvTiers {
     // The bytes of block @key for a new frame's region (a recall): device memory, or its host copy
     // (staged for this step's prefill). Counts recalled. Empty for an unknown key.
     std::span<const std::byte> fetch_prefill(std::uint64_t key);
+    // Frame @frame's read selected block @key or a recall installed from it: with Coldness::use
+    // it stays warm for resident_frames more frames (hierarchy.KvTiers.touch). Unknown keys are
+    // ignored.
+    void touch(std::uint64_t key, std::uint32_t frame);
     // One question's read stages demoted block @key back (a copy into the staging area).
     void fetch(std::uint64_t key);
     // That question's read is over: its staging area is free again.
@@ -94,6 +101,7 @@ class KvTiers {
     struct Entry {
         KvBlock block;
         std::uint32_t created = 0, last_ref = 0;
+        std::int64_t last_read = -1;  // last frame whose read selected it or recall installed from it
         Tier tier = Tier::device;
         std::vector<std::byte> host;       // the host copy while demoted
         std::vector<std::uint32_t> slots;  // slots that reference it
@@ -113,7 +121,8 @@ class KvTiers {
     std::vector<std::uint64_t> slot_keys_;
     std::unordered_set<std::uint64_t> staged_, window_staged_;  // this question's read, this step's prefill
     std::size_t stage_peak_ = 0;
-    std::vector<std::byte> staging_;  // where staged copies land (one block; the copy is the cost)
+    std::uint64_t fetched_before_ = 0;  // bytes_.fetched at the last account()
+    std::vector<std::byte> staging_;    // where staged copies land (one block; the copy is the cost)
     TierBytes bytes_;
 };
 

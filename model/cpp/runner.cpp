@@ -161,6 +161,7 @@ struct StreamRunner::Impl {
     // its computed blocks once they are past the age cap, as lcp.VrexPolicy does.
     bool hosting_ = false;
     std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> to_host_;
+    std::vector<std::uint64_t> tiered_to_host_;  // the same with the hierarchy: its host copies, by key
     std::vector<std::vector<std::uint64_t>> by_frame_;
     void host_tier_begin();
     std::optional<KvTiers> tiers_;          // RunnerOptions::tiers
@@ -506,10 +507,7 @@ void StreamRunner::Impl::end_tiers(std::span<const KvBlock> blocks) {
     check(tiers.age(*st_, t_ + 1, demoted), "tiers: age");
     if (hosting_)  // recall finds them again through the SHIE's host tier (anchors' on_demote)
         for (const std::uint64_t key : demoted)
-            if (policy_->recallable(key)) {
-                const auto bytes = tiers.host_copy(key);
-                to_host_.emplace_back(key, std::vector<std::byte>(bytes.begin(), bytes.end()));
-            }
+            if (policy_->recallable(key)) tiered_to_host_.push_back(key);
     if (!demoted.empty())
         std::erase_if(pinned_, [&](const KvBlock& b) {
             return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
@@ -533,6 +531,11 @@ void StreamRunner::Impl::host_tier_begin() {
     for (const auto& [key, bytes] : to_host_)
         (void)take(policy_->demote(*st_, key, bytes), "recall's host tier");
     to_host_.clear();
+    // The hierarchy's demoted copies are read where they are (demote() copies them into its pool):
+    // nothing promotes or frees them between the end of the frame that demoted them and here.
+    for (const std::uint64_t key : tiered_to_host_)
+        (void)take(policy_->demote(*st_, key, tiers_->host_copy(key)), "recall's host tier");
+    tiered_to_host_.clear();
 }
 
 // V-Rex's read of record over the hierarchy (anchors.Managed.question_bias with resv_pos): per

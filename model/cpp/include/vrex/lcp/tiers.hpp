@@ -2,10 +2,10 @@
 // host memory -- as model/vrex/hierarchy.py's KvTiers runs it for the Python path (the V-Rex of
 // record, anchors' vrex_hierarchy), with the same rules and the same byte accounting:
 //
-// - A cold block is DEMOTED instead of dropped: its bytes are copied to host memory and its pin is
-//   dropped, so the device's zombie rule gives its memory back. Cold: unreferenced for
-//   resident_frames frames (zombie: the device's aging rule), or computed that long ago whether
-//   referenced or not (fifo: no zombie release tells the host a block went cold).
+// - A cold block is DEMOTED instead of dropped: its bytes are copied to host memory (a slot of a
+//   HostBlockPool) and its pin is dropped, so the device's zombie rule gives its memory back. Cold:
+//   unreferenced for resident_frames frames (zombie: the device's aging rule), or computed that long ago
+//   whether referenced or not (fifo: no zombie release tells the host a block went cold).
 // - A question that selects a demoted block stages it back (fetch(): a copy into the device staging
 //   area, one question's read at a time); a recall installs one (fetch_prefill(): its device memory
 //   when it is still there, else its host copy). A demoted block a new frame references again is
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "vrex/hal.hpp"
+#include "vrex/lcp/host_pool.hpp"
 
 namespace vrex::lcp {
 
@@ -95,11 +96,11 @@ class KvTiers {
         KvBlock block;
         std::uint32_t created = 0, last_ref = 0;
         Tier tier = Tier::device;
-        std::vector<std::byte> host;       // the host copy while demoted
+        std::span<std::byte> host;         // the host copy while demoted (a slot of host_)
         std::vector<std::uint32_t> slots;  // slots that reference it
     };
     KvTiers(const TierOptions& o, std::uint64_t block_bytes, std::uint32_t regions, std::uint32_t window)
-        : opts_(o), block_bytes_(block_bytes), regions_(regions), window_(window) {}
+        : opts_(o), block_bytes_(block_bytes), regions_(regions), window_(window), host_(block_bytes) {}
     void set_tier(Entry& e, Tier t);
     std::span<const std::byte> stage(Entry& e, std::unordered_set<std::uint64_t>& area, std::uint64_t key);
 
@@ -115,6 +116,7 @@ class KvTiers {
     std::size_t stage_peak_ = 0;
     std::vector<std::byte> staging_;  // where staged copies land (one block; the copy is the cost)
     TierBytes bytes_;
+    HostBlockPool host_;  // where demoted copies live (a DMA engine's pinned pool, not one allocation each)
 };
 
 }  // namespace vrex::lcp

@@ -356,7 +356,6 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
         }
         s.key_count[i] = m;
     }
-    s.track(c, cache, t, false);
     s.x.resize(nq * d);
     s.h.resize(nq * d);
     s.q.resize(nq * a);
@@ -393,23 +392,9 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
                 const float* slot = lw.slot.data() + (hh * c.regions + region) * n;
                 float* sc = s.scores.data();
                 float* oi = s.o.data() + i * a + hh * hd;
-                if (read) {  // scattered tokens: one dot product and one weighted add per key
-                    for (std::size_t j = 0; j < m; j++)
-                        sc[j] = nk::dot(qi, kbase + static_cast<std::size_t>(kt[j]) * hd, hd) +
-                                rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                    nk::softmax(sc, m);
-                    for (std::size_t j = 0; j < m; j++)
-                        nk::axpy(sc[j], vbase + static_cast<std::size_t>(kt[j]) * hd, oi, hd);
-                    continue;
-                }
-                // The reach: whole consecutive frames, products of the matmul kernel as in prefill.
-                const auto f0 = static_cast<std::size_t>(kt[0]) / n;
-                for (std::size_t fb = 0; fb < m / n; fb++)
-                    nk::matmul(qi, hd, 1, s.kt(c, cache, f0 + fb, l) + kv * hd * n, hd, n, sc + fb * n, n,
-                               false);
-                for (std::size_t j = 0; j < m; j++) sc[j] += rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                nk::softmax(sc, m);
-                nk::matmul(sc, m, 1, vbase + f0 * n * hd, m, hd, oi, hd, false);
+                // The reach or q_read's tokens alike: the rows it reads, in place, one kernel call.
+                for (std::size_t j = 0; j < m; j++) sc[j] = rel[kb[j] & 0xff] + slot[kb[j] >> 8];
+                nk::attend_rows(qi, kbase, vbase, hd, kt, m, sc, oi);
             }
         }
         if (l == c.read_layer) std::copy(s.o.begin(), s.o.end(), s.read0.begin());

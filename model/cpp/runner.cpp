@@ -475,8 +475,13 @@ std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const Fram
 // feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout [L][K, V][KVH][T][hd] fp32.
 void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const {
     const Geometry& g = model_.geometry();
-    std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
-    if (!refresh_) return;
+    if (!refresh_) {
+        std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
+        return;
+    }
+    // Layer 0 (K and V: the first 1 / layers of the block) is rewritten below: the rest is copied.
+    const std::size_t layer0 = dst.data.size() / g.layers;
+    std::memcpy(dst.data.data() + layer0, in.bytes.data() + layer0, dst.data.size() - layer0);
     auto* out = reinterpret_cast<float*>(dst.data.data());  // NOLINT: the block holds fp32 KV
     const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
     const std::size_t first = std::size_t{in.region} * tpr;

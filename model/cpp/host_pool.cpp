@@ -1,26 +1,126 @@
 #include "vrex/lcp/host_pool.hpp"
 
 #include <sys/mman.h>
+#include <time.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <new>
 #include <stdexcept>
+#include <thread>
+#include <utility>
 
 namespace vrex::lcp {
 
 namespace {
+
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kPage = 4096;
+
+double thread_cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+// @bytes (whole huge pages) of anonymous memory, 2 MiB-aligned, asked for huge pages and faulted in.
+HostBlockPool::Chunk map_chunk(std::size_t bytes) {
+    // Map one huge page more and keep the aligned part: THP needs aligned 2 MiB ranges.
+    const std::size_t span = bytes + kHugePage;
+    void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    auto* base = static_cast<std::byte*>(raw);
+    const auto addr = reinterpret_cast<std::uintptr_t>(base);
+    const std::size_t head = (kHugePage - addr % kHugePage) % kHugePage;
+    if (head) ::munmap(base, head);
+    ::munmap(base + head + bytes, kHugePage - head);
+    (void)::madvise(base + head, bytes, MADV_HUGEPAGE);  // advice only: 4 KiB pages work too
+    for (std::size_t off = 0; off < bytes; off += kPage) base[head + off] = std::byte{0};
+    return HostBlockPool::Chunk(base + head, HostBlockPool::Unmap{bytes});
+}
+
+}  // namespace
+
+// The preparing thread: keeps one chunk mapped and faulted in for the next take() that needs one.
+struct HostBlockPool::Ahead {
+    std::mutex mu;
+    std::condition_variable cv;
+    Chunk ready;
+    bool want = true;  // a chunk is wanted (the first one at once)
+    bool stop = false;
+    double cpu_s = 0;
+    std::exception_ptr failed;  // map_chunk's exception, rethrown by the next()
+    std::thread worker;
+
+    explicit Ahead(std::size_t bytes) : worker([this, bytes] { run(bytes); }) {}
+    ~Ahead() {
+        {
+            const std::lock_guard lock(mu);
+            stop = true;
+        }
+        cv.notify_all();
+        worker.join();
+    }
+    void run(std::size_t bytes) {
+        std::unique_lock lock(mu);
+        for (;;) {
+            cv.wait(lock, [&] { return stop || want; });
+            if (stop) return;
+            lock.unlock();
+            const double t0 = thread_cpu_s();
+            Chunk c;
+            std::exception_ptr e;
+            try {
+                c = map_chunk(bytes);
+            } catch (...) {
+                e = std::current_exception();
+            }
+            const double t = thread_cpu_s() - t0;
+            lock.lock();
+            ready = std::move(c);
+            failed = e;
+            want = false;
+            cpu_s += t;
+            cv.notify_all();
+        }
+    }
+    Chunk next() {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return static_cast<bool>(ready) || failed; });
+        if (failed) {
+            std::exception_ptr e = std::exchange(failed, nullptr);
+            want = true;  // try again next time
+            cv.notify_all();
+            std::rethrow_exception(e);
+        }
+        Chunk c = std::move(ready);
+        want = true;
+        cv.notify_all();
+        return c;
+    }
+};
 
 void HostBlockPool::Unmap::operator()(std::byte* p) const noexcept {
     ::munmap(p, bytes);
 }
 
-HostBlockPool::HostBlockPool(std::size_t block_bytes) : block_(block_bytes) {
+HostBlockPool::HostBlockPool(std::size_t block_bytes, bool prepare_ahead) : block_(block_bytes) {
     if (block_bytes == 0) throw std::invalid_argument("vrex host block pool: a block needs bytes");
-    // Whole huge pages, at least one block.
-    chunk_ = (block_bytes + kHugePage - 1) / kHugePage * kHugePage;
+    chunk_ = (block_bytes + kHugePage - 1) / kHugePage * kHugePage;  // whole huge pages, >= one block
     per_chunk_ = chunk_ / block_bytes;
+    if (prepare_ahead) ahead_ = std::make_unique<Ahead>(chunk_);
+}
+
+HostBlockPool::~HostBlockPool() = default;
+HostBlockPool::HostBlockPool(HostBlockPool&&) noexcept = default;
+HostBlockPool& HostBlockPool::operator=(HostBlockPool&&) noexcept = default;
+
+double HostBlockPool::prepare_cpu_s() const noexcept {
+    if (!ahead_) return 0;
+    const std::lock_guard lock(ahead_->mu);
+    return ahead_->cpu_s;
 }
 
 std::span<std::byte> HostBlockPool::take() {
@@ -31,17 +131,7 @@ std::span<std::byte> HostBlockPool::take() {
         return {p, block_};
     }
     if (chunks_.empty() || next_ == per_chunk_) {
-        // Map twice the chunk and keep its 2 MiB-aligned middle: THP needs aligned 2 MiB ranges.
-        const std::size_t span = chunk_ + kHugePage;
-        void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (raw == MAP_FAILED) throw std::bad_alloc();
-        auto* base = static_cast<std::byte*>(raw);
-        const auto addr = reinterpret_cast<std::uintptr_t>(base);
-        const std::size_t head = (kHugePage - addr % kHugePage) % kHugePage;
-        if (head) ::munmap(base, head);
-        if (kHugePage - head) ::munmap(base + head + chunk_, kHugePage - head);
-        (void)::madvise(base + head, chunk_, MADV_HUGEPAGE);  // advice only: 4 KiB pages work too
-        chunks_.emplace_back(base + head, Unmap{chunk_});
+        chunks_.push_back(ahead_ ? ahead_->next() : map_chunk(chunk_));
         next_ = 0;
     }
     std::byte* p = chunks_.back().get() + next_ * block_;

@@ -165,6 +165,7 @@ struct StreamRunner::Impl {
     std::vector<std::vector<std::uint64_t>> by_frame_;
     void host_tier_begin();
     std::optional<KvTiers> tiers_;          // RunnerOptions::tiers
+    double host_prep_s_ = 0;                // tiers_' host_prepare_cpu_s() at the previous step
     std::uint32_t window_ = 0, reach_ = 0;  // the decoder's visual window and question reach (frames)
     bool native_ = true;                    // RunnerOptions::kernels
     NativeScratch scratch_;                 // the native kernels' working memory
@@ -843,6 +844,11 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     en[5] -= resv_s_ - resv_read;
     en[6] = resv_read;
     en[7] = resv_s_ - resv_read;
+    if (tiers_) {  // another thread's work for this stream: reported beside step_s, not in it
+        const double prep = tiers_->host_prepare_cpu_s();
+        en[8] = prep - host_prep_s_;
+        host_prep_s_ = prep;
+    }
     stats.emu_s = 0;
     for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace vrex::lcp {
@@ -58,6 +59,28 @@ TEST(HostPool, BlocksLargerThanAHugePageGetWholeChunks) {
     const auto b = pool.take();
     EXPECT_EQ(pool.chunks(), 2U);
     EXPECT_NE(a.data(), b.data());
+}
+
+// With a preparing thread: the same blocks (distinct, kept, chunk after chunk), the thread's CPU
+// time reported, and the pool movable and destroyed with its thread (TSan runs this).
+TEST(HostPool, APreparingThreadHandsOutTheSameBlocks) {
+    HostBlockPool ahead(kBlock, true);
+    const std::size_t per = ahead.chunk_bytes() / kBlock;
+    std::vector<std::span<std::byte>> got;
+    for (std::size_t i = 0; i < 2 * per + 3; i++) {
+        got.push_back(ahead.take());
+        std::memset(got.back().data(), static_cast<int>(i % 251), kBlock);
+    }
+    EXPECT_EQ(ahead.chunks(), 3U);
+    for (std::size_t i = 0; i < got.size(); i++)
+        ASSERT_TRUE(std::all_of(got[i].begin(), got[i].end(),
+                                [&](std::byte x) { return x == static_cast<std::byte>(i % 251); }))
+            << "block " << i;
+    EXPECT_GT(ahead.prepare_cpu_s(), 0.0);
+    EXPECT_EQ(HostBlockPool(kBlock).prepare_cpu_s(), 0.0);
+    HostBlockPool moved = std::move(ahead);
+    EXPECT_EQ(moved.take().size(), kBlock);
+    EXPECT_EQ(moved.in_use(), 2 * per + 4);
 }
 
 TEST(HostPool, ZeroBytesIsRefused) {

@@ -1,9 +1,12 @@
 // vrex::lcp::HostBlockPool: host memory for demoted KV blocks, as a driver keeps a pinned pool for
 // its DMA engine instead of allocating every copy. Blocks come from 2 MiB chunks that ask for
-// transparent huge pages: a demotion's copy then lands in memory one fault (and one 2 MiB clear)
-// made ready for 128 blocks of 16 KiB, where a fresh 16 KiB allocation faulted in four 4 KiB pages
-// inside the step that demoted it (docs/model.md "Session 11: time against FLOPs on the C++ path").
-// A freed block (promoted back to the device) is handed out again before a new chunk is mapped.
+// transparent huge pages; a chunk is mapped and its pages faulted in (the kernel's zeroing, and with
+// huge pages possibly a compaction) before its first block is handed out. Without prepare_ahead
+// that happens inside the take() that needs the chunk; with it a thread of the pool -- standing in
+// for the driver filling its DMA pool -- keeps the next chunk ready, so the demoting step only
+// copies. That thread's CPU time is reported (prepare_cpu_s()), never hidden
+// (docs/model.md "Session 11: time against FLOPs on the C++ path").
+// A block given back (promoted to the device again) is handed out again before a new chunk.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +19,10 @@ namespace vrex::lcp {
 class HostBlockPool {
   public:
     // std::invalid_argument for @block_bytes 0.
-    explicit HostBlockPool(std::size_t block_bytes);
+    explicit HostBlockPool(std::size_t block_bytes, bool prepare_ahead = false);
+    ~HostBlockPool();
+    HostBlockPool(HostBlockPool&&) noexcept;
+    HostBlockPool& operator=(HostBlockPool&&) noexcept;
 
     // A block of block_bytes() bytes (contents unspecified); std::bad_alloc when no chunk maps.
     std::span<std::byte> take();
@@ -27,16 +33,22 @@ class HostBlockPool {
     std::size_t chunk_bytes() const noexcept { return chunk_; }
     std::size_t chunks() const noexcept { return chunks_.size(); }
     std::size_t in_use() const noexcept { return used_; }
+    // CPU time the preparing thread has spent so far (0 without prepare_ahead).
+    double prepare_cpu_s() const noexcept;
 
-  private:
     struct Unmap {
         std::size_t bytes = 0;
         void operator()(std::byte* p) const noexcept;
     };
+    using Chunk = std::unique_ptr<std::byte, Unmap>;
+
+  private:
+    struct Ahead;
     std::size_t block_ = 0, chunk_ = 0, per_chunk_ = 0, used_ = 0;
-    std::vector<std::unique_ptr<std::byte, Unmap>> chunks_;
+    std::vector<Chunk> chunks_;
     std::vector<std::byte*> free_;  // blocks given back, handed out first
     std::size_t next_ = 0;          // blocks of the newest chunk handed out so far
+    std::unique_ptr<Ahead> ahead_;
 };
 
 }  // namespace vrex::lcp

@@ -34,6 +34,10 @@ enum class Coldness { zombie, fifo };
 struct TierOptions {
     std::uint32_t resident_frames = 5;  // >= the decoder's visual window
     Coldness coldness = Coldness::zombie;
+    // A thread of the host pool keeps the next chunk of host memory mapped and faulted in, as a
+    // driver fills its DMA pool ahead (HostBlockPool): the demoting step only copies. Its CPU time
+    // is host_prepare_cpu_s().
+    bool host_ahead = true;
 };
 
 // hierarchy.py's TIERS order (disk and dropped are not built here).
@@ -90,6 +94,8 @@ class KvTiers {
     std::size_t host_blocks() const noexcept { return host_count_; }
     const TierBytes& bytes() const noexcept { return bytes_; }
     const TierOptions& options() const noexcept { return opts_; }
+    // CPU time spent so far outside the caller's thread, preparing host memory (TierOptions::host_ahead).
+    double host_prepare_cpu_s() const noexcept { return host_.prepare_cpu_s(); }
 
   private:
     struct Entry {
@@ -100,7 +106,11 @@ class KvTiers {
         std::vector<std::uint32_t> slots;  // slots that reference it
     };
     KvTiers(const TierOptions& o, std::uint64_t block_bytes, std::uint32_t regions, std::uint32_t window)
-        : opts_(o), block_bytes_(block_bytes), regions_(regions), window_(window), host_(block_bytes) {}
+        : opts_(o),
+          block_bytes_(block_bytes),
+          regions_(regions),
+          window_(window),
+          host_(block_bytes, o.host_ahead) {}
     void set_tier(Entry& e, Tier t);
     std::span<const std::byte> stage(Entry& e, std::unordered_set<std::uint64_t>& area, std::uint64_t key);
 

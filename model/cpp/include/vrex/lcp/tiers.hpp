@@ -36,8 +36,10 @@ struct TierOptions {
     Coldness coldness = Coldness::zombie;
     // A thread of the host pool keeps the next chunk of host memory mapped and faulted in, as a
     // driver fills its DMA pool ahead (HostBlockPool): the demoting step only copies. Its CPU time
-    // is host_prepare_cpu_s().
-    bool host_ahead = true;
+    // is host_prepare_cpu_s(). Off by default: measured in the C++ runner (docs/model.md, session
+    // 11) that thread spent 0.36-0.41 ms a frame where the step itself spends ~0.01 ms faulting in
+    // the same huge pages.
+    bool host_ahead = false;
 };
 
 // hierarchy.py's TIERS order (disk and dropped are not built here).

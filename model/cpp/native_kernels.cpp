@@ -154,6 +154,15 @@ inline __attribute__((always_inline)) void attend_rows_fixed(const float* q, con
     V8 qv[C];
     for (std::size_t c = 0; c < C; c++) VREX_LOAD8(qv[c], q + 8 * c);
     for (std::size_t j = 0; j < m; j++) {
+        // The rows are scattered (a question's blocks, far back in the history): ask for the row 8
+        // keys ahead now, its K for the scores and its V for the weighted sum that follows.
+        if (j + 8 < m) {
+            const std::size_t ahead = static_cast<std::size_t>(rows[j + 8]) * hd;
+            for (std::size_t off = 0; off < hd; off += 16) {
+                __builtin_prefetch(kbase + ahead + off);
+                __builtin_prefetch(vbase + ahead + off);
+            }
+        }
         const float* k = kbase + static_cast<std::size_t>(rows[j]) * hd;
         V8 acc = {};
         for (std::size_t c = 0; c < C; c++) {  // dot(): chunk sums in order, then the lanes in order

@@ -4,7 +4,6 @@
 #include <time.h>
 
 #include <condition_variable>
-#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -16,7 +15,7 @@ namespace vrex::lcp {
 
 namespace {
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kChunk = std::size_t{2} << 20;
 constexpr std::size_t kPage = 4096;
 
 double thread_cpu_s() {
@@ -25,20 +24,16 @@ double thread_cpu_s() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// @bytes (whole huge pages) of anonymous memory, 2 MiB-aligned, asked for huge pages and faulted in.
+// @bytes of anonymous memory, faulted in page by page. Not asked for transparent huge pages: measured
+// in the runner (docs/model.md, session 11), MADV_HUGEPAGE made demotions cost 0.12-0.58 ms a frame
+// on 64-frame streams and 0.39-0.54 on 192-frame ones (the kernel compacts memory to find 2 MiB
+// pages, 2-3 ms stalls) against 0.16-0.33 with 4 KiB pages.
 HostBlockPool::Chunk map_chunk(std::size_t bytes) {
-    // Map one huge page more and keep the aligned part: THP needs aligned 2 MiB ranges.
-    const std::size_t span = bytes + kHugePage;
-    void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* raw = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) throw std::bad_alloc();
     auto* base = static_cast<std::byte*>(raw);
-    const auto addr = reinterpret_cast<std::uintptr_t>(base);
-    const std::size_t head = (kHugePage - addr % kHugePage) % kHugePage;
-    if (head) ::munmap(base, head);
-    ::munmap(base + head + bytes, kHugePage - head);
-    (void)::madvise(base + head, bytes, MADV_HUGEPAGE);  // advice only: 4 KiB pages work too
-    for (std::size_t off = 0; off < bytes; off += kPage) base[head + off] = std::byte{0};
-    return HostBlockPool::Chunk(base + head, HostBlockPool::Unmap{bytes});
+    for (std::size_t off = 0; off < bytes; off += kPage) base[off] = std::byte{0};
+    return HostBlockPool::Chunk(base, HostBlockPool::Unmap{bytes});
 }
 
 }  // namespace
@@ -108,7 +103,7 @@ void HostBlockPool::Unmap::operator()(std::byte* p) const noexcept {
 
 HostBlockPool::HostBlockPool(std::size_t block_bytes, bool prepare_ahead) : block_(block_bytes) {
     if (block_bytes == 0) throw std::invalid_argument("vrex host block pool: a block needs bytes");
-    chunk_ = (block_bytes + kHugePage - 1) / kHugePage * kHugePage;  // whole huge pages, >= one block
+    chunk_ = (block_bytes + kChunk - 1) / kChunk * kChunk;  // whole 2 MiB, >= one block
     per_chunk_ = chunk_ / block_bytes;
     if (prepare_ahead) ahead_ = std::make_unique<Ahead>(chunk_);
 }

@@ -38,7 +38,6 @@ TEST(HostPool, BlocksOfOneChunkAreDistinctAndKeepTheirBytes) {
         EXPECT_TRUE(std::all_of(got[i].begin(), got[i].end(),
                                 [&](std::byte x) { return x == static_cast<std::byte>(i + 1); }))
             << "block " << i;
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(got[0].data()) % pool.chunk_bytes(), 0U);  // huge-page aligned
 }
 
 TEST(HostPool, GivenBackBlocksAreReusedFirst) {
@@ -52,7 +51,7 @@ TEST(HostPool, GivenBackBlocksAreReusedFirst) {
     EXPECT_EQ(pool.chunks(), 1U);
 }
 
-TEST(HostPool, BlocksLargerThanAHugePageGetWholeChunks) {
+TEST(HostPool, BlocksLargerThanAChunkGetWholeChunks) {
     HostBlockPool pool((std::size_t{2} << 20) + 1);
     EXPECT_EQ(pool.chunk_bytes(), std::size_t{4} << 20);
     const auto a = pool.take();

@@ -1,12 +1,11 @@
-// vrex::lcp::HostBlockPool: host memory for demoted KV blocks, as a driver keeps a pinned pool for
-// its DMA engine instead of allocating every copy. Blocks come from 2 MiB chunks that ask for
-// transparent huge pages; a chunk is mapped and its pages faulted in (the kernel's zeroing, and with
-// huge pages possibly a compaction) before its first block is handed out. Without prepare_ahead
-// that happens inside the take() that needs the chunk; with it a thread of the pool -- standing in
-// for the driver filling its DMA pool -- keeps the next chunk ready, so the demoting step only
-// copies. That thread's CPU time is reported (prepare_cpu_s()), never hidden
+// vrex::lcp::HostBlockPool: host memory for demoted KV blocks, as a driver keeps a pool for its DMA
+// engine instead of allocating every copy: blocks are slots of 2 MiB chunks, a slot given back
+// (its block promoted to the device again) is handed out before a new chunk is mapped. A chunk's
+// pages are faulted in (the kernel clears them) by the take() that maps it, or -- prepare_ahead --
+// by a thread of the pool that keeps the next chunk ready, standing in for a driver filling its
+// DMA pool ahead; that thread's CPU time is reported (prepare_cpu_s()), never hidden. Every demoted
+// byte needs memory the process never touched: the pool moves that cost, it cannot remove it
 // (docs/model.md "Session 11: time against FLOPs on the C++ path").
-// A block given back (promoted to the device again) is handed out again before a new chunk.
 #pragma once
 
 #include <cstddef>

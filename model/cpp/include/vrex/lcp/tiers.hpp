@@ -37,8 +37,7 @@ struct TierOptions {
     // A thread of the host pool keeps the next chunk of host memory mapped and faulted in, as a
     // driver fills its DMA pool ahead (HostBlockPool): the demoting step only copies. Its CPU time
     // is host_prepare_cpu_s(). Off by default: measured in the C++ runner (docs/model.md, session
-    // 11) that thread spent 0.36-0.41 ms a frame where the step itself spends ~0.01 ms faulting in
-    // the same huge pages.
+    // 11), that thread spent more CPU (0.36-0.41 ms a frame) than the demoting step saved.
     bool host_ahead = false;
 };
 

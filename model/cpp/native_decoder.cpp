@@ -21,6 +21,7 @@ struct NativeScratch::Impl {
     std::size_t rope_pos = 0;
     std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0;
     std::vector<std::int64_t> key_tok;    // the questions' keys: cache row (frame * visual + slot)
+    std::vector<std::int64_t> win_rows;   // a prefill's window rows, for attend_rows
     std::vector<std::uint32_t> key_bias;  // per key: bucket | slot << 8
     std::vector<std::size_t> key_count;
     std::vector<char> fresh;
@@ -95,6 +96,10 @@ NativeScratch::NativeScratch(NativeScratch&&) noexcept = default;
 NativeScratch& NativeScratch::operator=(NativeScratch&&) noexcept = default;
 
 namespace {
+
+// Fresh tokens below which a prefill's attention reads the window's rows in place (attend_rows)
+// instead of building the window frames' transposed keys for tiled products (kt()).
+constexpr std::size_t kFewRows = 16;
 
 void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("vrex native decoder: " + what);
@@ -284,10 +289,27 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
                 for (std::size_t e = 0; e < hd; e++) qj[e] *= scale;
                 nk::rotate(qj, cs, sn, half);
             }
-        // The scores against each window frame's transposed keys and the weighted sum over the
+        // A few fresh tokens (a V-Rex frame computes ~1 region): each reads the window's rows in
+        // place (attend_rows, as a question does), where transposing up to window x layers frames'
+        // keys that nothing else reads would cost more than their products.
+        if (nf < kFewRows) {
+            s.win_rows.resize(nkeys);
+            for (std::size_t m = 0; m < nkeys; m++) s.win_rows[m] = static_cast<std::int64_t>(w0 * n + m);
+            for (std::size_t hh = 0; hh < c.heads; hh++) {
+                const std::size_t kv = hh / rep;
+                const float* kb = cache_row(cache.k, l, kv, 0);
+                const float* vb = cache_row(cache.v, l, kv, 0);
+                for (std::size_t j = 0; j < nf; j++) {
+                    std::fill_n(s.scores.data(), nkeys, 0.0F);
+                    nk::attend_rows(s.q.data() + j * a + hh * hd, kb, vb, hd, s.win_rows.data(), nkeys,
+                                    s.scores.data(), s.o.data() + j * a + hh * hd);
+                }
+            }
+        }
+        // More: the scores against each window frame's transposed keys and the weighted sum over the
         // window's values are products of the same kernel as the projections: a multiply-add costs
         // the same wherever it is.
-        for (std::size_t hh = 0; hh < c.heads; hh++) {
+        for (std::size_t hh = 0; hh < c.heads && nf >= kFewRows; hh++) {
             const std::size_t kv = hh / rep;
             for (std::size_t f = w0; f <= t; f++)
                 nk::matmul(s.q.data() + hh * hd, a, nf, s.kt(c, cache, f, l) + kv * hd * n, hd, n,
@@ -356,7 +378,6 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
         }
         s.key_count[i] = m;
     }
-    s.track(c, cache, t, false);
     s.x.resize(nq * d);
     s.h.resize(nq * d);
     s.q.resize(nq * a);
@@ -393,23 +414,9 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
                 const float* slot = lw.slot.data() + (hh * c.regions + region) * n;
                 float* sc = s.scores.data();
                 float* oi = s.o.data() + i * a + hh * hd;
-                if (read) {  // scattered tokens: one dot product and one weighted add per key
-                    for (std::size_t j = 0; j < m; j++)
-                        sc[j] = nk::dot(qi, kbase + static_cast<std::size_t>(kt[j]) * hd, hd) +
-                                rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                    nk::softmax(sc, m);
-                    for (std::size_t j = 0; j < m; j++)
-                        nk::axpy(sc[j], vbase + static_cast<std::size_t>(kt[j]) * hd, oi, hd);
-                    continue;
-                }
-                // The reach: whole consecutive frames, products of the matmul kernel as in prefill.
-                const auto f0 = static_cast<std::size_t>(kt[0]) / n;
-                for (std::size_t fb = 0; fb < m / n; fb++)
-                    nk::matmul(qi, hd, 1, s.kt(c, cache, f0 + fb, l) + kv * hd * n, hd, n, sc + fb * n, n,
-                               false);
-                for (std::size_t j = 0; j < m; j++) sc[j] += rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                nk::softmax(sc, m);
-                nk::matmul(sc, m, 1, vbase + f0 * n * hd, m, hd, oi, hd, false);
+                // The reach or q_read's tokens alike: the rows it reads, in place, one kernel call.
+                for (std::size_t j = 0; j < m; j++) sc[j] = rel[kb[j] & 0xff] + slot[kb[j] >> 8];
+                nk::attend_rows(qi, kbase, vbase, hd, kt, m, sc, oi);
             }
         }
         if (l == c.read_layer) std::copy(s.o.begin(), s.o.end(), s.read0.begin());

@@ -143,6 +143,72 @@ VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
     for (; i < n; i++) y[i] += s * x[i];
 }
 
+namespace {
+
+// attend_rows for head_dim = 8 * C: @q's chunks and the output's sums stay in registers.
+template <std::size_t C>
+inline __attribute__((always_inline)) void attend_rows_fixed(const float* q, const float* kbase,
+                                                             const float* vbase, const std::int64_t* rows,
+                                                             std::size_t m, float* s, float* out) {
+    constexpr std::size_t hd = 8 * C;
+    V8 qv[C];
+    for (std::size_t c = 0; c < C; c++) VREX_LOAD8(qv[c], q + 8 * c);
+    for (std::size_t j = 0; j < m; j++) {
+        // The rows are scattered (a question's blocks, far back in the history): ask for the row 8
+        // keys ahead now, its K for the scores and its V for the weighted sum that follows.
+        if (j + 8 < m) {
+            const std::size_t ahead = static_cast<std::size_t>(rows[j + 8]) * hd;
+            for (std::size_t off = 0; off < hd; off += 16) {
+                __builtin_prefetch(kbase + ahead + off);
+                __builtin_prefetch(vbase + ahead + off);
+            }
+        }
+        const float* k = kbase + static_cast<std::size_t>(rows[j]) * hd;
+        V8 acc = {};
+        for (std::size_t c = 0; c < C; c++) {  // dot(): chunk sums in order, then the lanes in order
+            V8 kv;
+            VREX_LOAD8(kv, k + 8 * c);
+            acc += qv[c] * kv;
+        }
+        float d = 0;
+        for (std::size_t l = 0; l < 8; l++) d += acc[l];
+        s[j] = d + s[j];
+    }
+    softmax(s, m);
+    V8 o[C];
+    for (auto& x : o) x = V8{};
+    for (std::size_t j = 0; j < m; j++) {  // axpy() into a zeroed row, key after key
+        const float* v = vbase + static_cast<std::size_t>(rows[j]) * hd;
+        for (std::size_t c = 0; c < C; c++) {
+            V8 vv;
+            VREX_LOAD8(vv, v + 8 * c);
+            o[c] += s[j] * vv;
+        }
+    }
+    for (std::size_t c = 0; c < C; c++) VREX_STORE8(out + 8 * c, o[c]);
+}
+
+}  // namespace
+
+VREX_NATIVE_CLONES void attend_rows(const float* q, const float* kbase, const float* vbase, std::size_t hd,
+                                    const std::int64_t* rows, std::size_t m, float* s, float* out) {
+    switch (hd) {
+        case 16:
+            return attend_rows_fixed<2>(q, kbase, vbase, rows, m, s, out);
+        case 32:
+            return attend_rows_fixed<4>(q, kbase, vbase, rows, m, s, out);
+        case 64:
+            return attend_rows_fixed<8>(q, kbase, vbase, rows, m, s, out);
+        default:
+            break;
+    }
+    for (std::size_t j = 0; j < m; j++)
+        s[j] = dot(q, kbase + static_cast<std::size_t>(rows[j]) * hd, hd) + s[j];
+    softmax(s, m);
+    std::fill_n(out, hd, 0.0F);
+    for (std::size_t j = 0; j < m; j++) axpy(s[j], vbase + static_cast<std::size_t>(rows[j]) * hd, out, hd);
+}
+
 VREX_NATIVE_CLONES void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w,
                                  std::size_t d, float eps, float* y, std::size_t ldy) {
     for (std::size_t r = 0; r < rows; r++) {

@@ -31,6 +31,15 @@ float dot(const float* a, const float* b, std::size_t n);
 // y[:] += s * x[:] over @n values.
 void axpy(float s, const float* x, float* y, std::size_t n);
 
+// One query row's attention over gathered cache rows (a question's read, Decoder.ask): scores
+// s[j] = @q . k[@rows[j]] + s[j] (@s [m] holds the biases on entry), p = softmax(s), @out [hd] =
+// sum_j p[j] v[@rows[j]]; @kbase / @vbase rows of @hd floats, @s ends holding p. One call per
+// (question, head, layer): the keys' dot products and the weighted sum run inline with @q and the
+// sum in registers, where a call per key (dot, axpy) cost more than its 2 x hd multiply-adds. The
+// arithmetic of dot() + softmax() + axpy() over the keys, in their order.
+void attend_rows(const float* q, const float* kbase, const float* vbase, std::size_t hd,
+                 const std::int64_t* rows, std::size_t m, float* s, float* out);
+
 // RMSNorm of @rows rows of @x [rows, d] (stride @ldx) by @w [d] -> @y [rows, d] (stride @ldy).
 void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t d, float eps,
               float* y, std::size_t ldy);

@@ -161,9 +161,11 @@ struct StreamRunner::Impl {
     // its computed blocks once they are past the age cap, as lcp.VrexPolicy does.
     bool hosting_ = false;
     std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> to_host_;
+    std::vector<std::uint64_t> tiered_to_host_;  // the same with the hierarchy: its host copies, by key
     std::vector<std::vector<std::uint64_t>> by_frame_;
     void host_tier_begin();
     std::optional<KvTiers> tiers_;          // RunnerOptions::tiers
+    double host_prep_s_ = 0;                // tiers_' host_prepare_cpu_s() at the previous step
     std::uint32_t window_ = 0, reach_ = 0;  // the decoder's visual window and question reach (frames)
     bool native_ = true;                    // RunnerOptions::kernels
     NativeScratch scratch_;                 // the native kernels' working memory
@@ -475,8 +477,13 @@ std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const Fram
 // feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout [L][K, V][KVH][T][hd] fp32.
 void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const {
     const Geometry& g = model_.geometry();
-    std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
-    if (!refresh_) return;
+    if (!refresh_) {
+        std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
+        return;
+    }
+    // Layer 0 (K and V: the first 1 / layers of the block) is rewritten below: the rest is copied.
+    const std::size_t layer0 = dst.data.size() / g.layers;
+    std::memcpy(dst.data.data() + layer0, in.bytes.data() + layer0, dst.data.size() - layer0);
     auto* out = reinterpret_cast<float*>(dst.data.data());  // NOLINT: the block holds fp32 KV
     const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
     const std::size_t first = std::size_t{in.region} * tpr;
@@ -507,10 +514,7 @@ void StreamRunner::Impl::end_tiers(std::span<const KvBlock> blocks) {
     check(tiers.age(*st_, t_ + 1, demoted), "tiers: age");
     if (hosting_)  // recall finds them again through the SHIE's host tier (anchors' on_demote)
         for (const std::uint64_t key : demoted)
-            if (policy_->recallable(key)) {
-                const auto bytes = tiers.host_copy(key);
-                to_host_.emplace_back(key, std::vector<std::byte>(bytes.begin(), bytes.end()));
-            }
+            if (policy_->recallable(key)) tiered_to_host_.push_back(key);
     if (!demoted.empty())
         std::erase_if(pinned_, [&](const KvBlock& b) {
             return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
@@ -534,6 +538,11 @@ void StreamRunner::Impl::host_tier_begin() {
     for (const auto& [key, bytes] : to_host_)
         (void)take(policy_->demote(*st_, key, bytes), "recall's host tier");
     to_host_.clear();
+    // The hierarchy's demoted copies are read where they are (demote() copies them into its pool):
+    // nothing promotes or frees them between the end of the frame that demoted them and here.
+    for (const std::uint64_t key : tiered_to_host_)
+        (void)take(policy_->demote(*st_, key, tiers_->host_copy(key)), "recall's host tier");
+    tiered_to_host_.clear();
 }
 
 // V-Rex's read of record over the hierarchy (anchors.Managed.question_bias with resv_pos): per
@@ -839,6 +848,11 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     en[5] -= resv_s_ - resv_read;
     en[6] = resv_read;
     en[7] = resv_s_ - resv_read;
+    if (tiers_) {  // another thread's work for this stream: reported beside step_s, not in it
+        const double prep = tiers_->host_prepare_cpu_s();
+        en[8] = prep - host_prep_s_;
+        host_prep_s_ = prep;
+    }
     stats.emu_s = 0;
     for (const double x : st) stats.emu_s += x;
     stats.step_s = t1 - t0;

@@ -55,6 +55,7 @@ Result<void> KvTiers::add_frame(Stream& stream, std::uint32_t frame, std::span<c
             if (std::memcmp(e.block.view.data(), e.host.data(), block_bytes_) != 0)
                 return Error{std::errc::io_error, "lcp tiers: block " + std::to_string(e.block.id) +
                                                       ": device bytes differ from its demoted copy"};
+            host_.give(e.host);
             e.host = {};
             set_tier(e, Tier::device);
             device_.push_back(key);
@@ -81,7 +82,11 @@ Result<void> KvTiers::age(Stream& stream, std::uint32_t next, std::vector<std::u
             keep.push_back(key);
             continue;
         }
-        e.host.assign(e.block.view.begin(), e.block.view.end());
+        if (e.block.view.size() != block_bytes_)
+            return bad("demote block " + std::to_string(e.block.id) + ": " +
+                       std::to_string(e.block.view.size()) + " bytes, not " + std::to_string(block_bytes_));
+        e.host = host_.take();
+        std::memcpy(e.host.data(), e.block.view.data(), block_bytes_);
         set_tier(e, Tier::host);
         bytes_.demoted++;
         if (auto ok = stream.unpin(e.block); !ok)

@@ -2,7 +2,9 @@
 // own rules that need no trained model (its equality with decoder.py: model/tests/test_native.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -69,6 +71,41 @@ TEST(NativeKernels, DotSoftmaxRotateAndNorm) {
     const float inv = 1.0F / std::sqrt(25.0F / 4.0F);
     EXPECT_FLOAT_EQ(y[0], 3 * inv);
     EXPECT_FLOAT_EQ(y[1], 4 * inv);
+}
+
+// attend_rows: a question's read over scattered cache rows (with repeats and out of order) against
+// softmax(q . k + bias) . v in double, for every head_dim it specialises and one it does not.
+TEST(NativeKernels, AttendRowsEqualsSoftmaxReadInDouble) {
+    for (const std::size_t hd : {16UL, 32UL, 64UL, 24UL})
+        for (const std::size_t m : {1UL, 7UL, 64UL, 260UL}) {
+            const std::size_t rows_in_cache = 300;
+            const auto k = random_values(rows_in_cache * hd, 20), v = random_values(rows_in_cache * hd, 21);
+            const auto q = random_values(hd, 22), bias = random_values(m, 23);
+            std::vector<std::int64_t> rows(m);
+            for (std::size_t j = 0; j < m; j++)
+                rows[j] = static_cast<std::int64_t>((j * 37 + 5) % rows_in_cache);
+            std::vector<double> sd(m);
+            double top = -INFINITY;
+            for (std::size_t j = 0; j < m; j++) {
+                double d = bias[j];
+                for (std::size_t e = 0; e < hd; e++)
+                    d += double{q[e]} * k[static_cast<std::size_t>(rows[j]) * hd + e];
+                sd[j] = d;
+                top = std::max(top, d);
+            }
+            double z = 0;
+            for (auto& x : sd) z += (x = std::exp(x - top));
+            std::vector<float> s(bias), out(hd + 1, 7.0F);
+            native::attend_rows(q.data(), k.data(), v.data(), hd, rows.data(), m, s.data(), out.data());
+            for (std::size_t e = 0; e < hd; e++) {
+                double want = 0;
+                for (std::size_t j = 0; j < m; j++)
+                    want += sd[j] / z * v[static_cast<std::size_t>(rows[j]) * hd + e];
+                EXPECT_NEAR(out[e], want, 1e-5) << "hd " << hd << " m " << m << " at " << e;
+            }
+            for (std::size_t j = 0; j < m; j++) EXPECT_NEAR(s[j], sd[j] / z, 1e-6) << "p[" << j << "]";
+            EXPECT_EQ(out[hd], 7.0F) << "wrote past the output row";
+        }
 }
 
 TEST(NativeKernels, RelBucketsAreDecoderPys) {

@@ -114,9 +114,12 @@ inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "looku
 // selection and its staging), ask (the questions), after (the hierarchy's accounting and
 // demotions); and the ReSV unit's emulated work (hardware on a board, like the FCC and the SHIE of
 // emu_s): resv_read (hashing the questions' queries, WiCSum: within the questions' half, ask_s) and
-// resv_insert (hashing the frame's keys as they are inserted).
-inline constexpr std::array<const char*, 8> kEngineNames = {"prepare", "install", "prefill",   "select",
-                                                            "ask",     "after",   "resv_read", "resv_insert"};
+// resv_insert (hashing the frame's keys as they are inserted). Not in step_s: host_prep, the CPU
+// time the hierarchy's host pool spent on another thread since the previous step, preparing host
+// memory for demotions (TierOptions::host_ahead; a DMA pool's driver work): step_s + host_prep is
+// the step's whole CPU time.
+inline constexpr std::array<const char*, 9> kEngineNames = {
+    "prepare", "install", "prefill", "select", "ask", "after", "resv_read", "resv_insert", "host_prep"};
 
 struct StepStats {
     double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, selection, decoder)

@@ -2,12 +2,12 @@
 // host memory -- as model/vrex/hierarchy.py's KvTiers runs it for the Python path (the V-Rex of
 // record, anchors' vrex_hierarchy), with the same rules and the same byte accounting:
 //
-// - A cold block is DEMOTED instead of dropped: its bytes are copied to host memory and its pin is
-//   dropped, so the device's zombie rule gives its memory back. Cold: unreferenced for
-//   resident_frames frames (zombie: the device's aging rule), or computed that long ago whether
-//   referenced or not (fifo: no zombie release tells the host a block went cold), or unreferenced
-//   and unread for that long (use: zombie release by use -- a block the questions' ReSV read
-//   selected or a recall installed from stays warm; touch()).
+// - A cold block is DEMOTED instead of dropped: its bytes are copied to host memory (a slot of a
+//   HostBlockPool) and its pin is dropped, so the device's zombie rule gives its memory back. Cold:
+//   unreferenced for resident_frames frames (zombie: the device's aging rule), or computed that long
+//   ago whether referenced or not (fifo: no zombie release tells the host a block went cold), or
+//   unreferenced and unread for that long (use: zombie release by use -- a block the questions' ReSV
+//   read selected or a recall installed from stays warm; touch()).
 // - A question that selects a demoted block stages it back (fetch(): a copy into the device staging
 //   area, one question's read at a time); a recall installs one (fetch_prefill(): its device memory
 //   when it is still there, else its host copy). A demoted block a new frame references again is
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "vrex/hal.hpp"
+#include "vrex/lcp/host_pool.hpp"
 
 namespace vrex::lcp {
 
@@ -35,6 +36,11 @@ enum class Coldness { zombie, fifo, use };
 struct TierOptions {
     std::uint32_t resident_frames = 5;  // >= the decoder's visual window
     Coldness coldness = Coldness::zombie;
+    // A thread of the host pool keeps the next chunk of host memory mapped and faulted in, as a
+    // driver fills its DMA pool ahead (HostBlockPool): the demoting step only copies. Its CPU time
+    // is host_prepare_cpu_s(). Off by default: measured in the C++ runner (docs/model.md, session
+    // 11), that thread spent more CPU (0.36-0.41 ms a frame) than the demoting step saved.
+    bool host_ahead = false;
 };
 
 // hierarchy.py's TIERS order (disk and dropped are not built here).
@@ -96,6 +102,8 @@ class KvTiers {
     std::size_t host_blocks() const noexcept { return host_count_; }
     const TierBytes& bytes() const noexcept { return bytes_; }
     const TierOptions& options() const noexcept { return opts_; }
+    // CPU time spent so far outside the caller's thread, preparing host memory (TierOptions::host_ahead).
+    double host_prepare_cpu_s() const noexcept { return host_.prepare_cpu_s(); }
 
   private:
     struct Entry {
@@ -103,11 +111,15 @@ class KvTiers {
         std::uint32_t created = 0, last_ref = 0;
         std::int64_t last_read = -1;  // last frame whose read selected it or recall installed from it
         Tier tier = Tier::device;
-        std::vector<std::byte> host;       // the host copy while demoted
+        std::span<std::byte> host;         // the host copy while demoted (a slot of host_)
         std::vector<std::uint32_t> slots;  // slots that reference it
     };
     KvTiers(const TierOptions& o, std::uint64_t block_bytes, std::uint32_t regions, std::uint32_t window)
-        : opts_(o), block_bytes_(block_bytes), regions_(regions), window_(window) {}
+        : opts_(o),
+          block_bytes_(block_bytes),
+          regions_(regions),
+          window_(window),
+          host_(block_bytes, o.host_ahead) {}
     void set_tier(Entry& e, Tier t);
     std::span<const std::byte> stage(Entry& e, std::unordered_set<std::uint64_t>& area, std::uint64_t key);
 
@@ -124,6 +136,7 @@ class KvTiers {
     std::uint64_t fetched_before_ = 0;  // bytes_.fetched at the last account()
     std::vector<std::byte> staging_;    // where staged copies land (one block; the copy is the cost)
     TierBytes bytes_;
+    HostBlockPool host_;  // where demoted copies live (a DMA engine's pinned pool, not one allocation each)
 };
 
 }  // namespace vrex::lcp

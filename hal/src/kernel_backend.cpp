@@ -7,13 +7,11 @@
 #include <unistd.h>
 #include <xf86drm.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -274,9 +272,6 @@ std::error_code KernelBackend::stream_destroy(std::uint32_t stream)
 
 std::error_code KernelBackend::frame_submit(drm_vrex_frame_submit& args)
 {
-    // A driver before uAPI 1.5 handles only the first 96 bytes and the DRM core copies the rest back
-    // as given: the region motion then reads "unknown" (a motion gate refuses every region).
-    std::fill(std::begin(args.region_motion), std::end(args.region_motion), kRegionMotionUnknown);
     return ioctl(DRM_IOCTL_VREX_FRAME_SUBMIT, &args);
 }
 

@@ -129,6 +129,9 @@ Result<drm_vrex_frame_submit> Stream::Impl::stage_frame(const LumaView& luma) {
     f.width = luma.width;
     f.height = luma.height;
     f.stride = luma.width;
+    // A vrex.ko before uAPI 1.5 handles only the first 96 bytes and the DRM core copies the rest back
+    // as sent: the region motion then reads "unknown" (a motion gate refuses every region).
+    std::fill(std::begin(f.region_motion), std::end(f.region_motion), kRegionMotionUnknown);
     return f;
 }
 

@@ -263,6 +263,25 @@ int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_fil
 	return ret;
 }
 
+/*
+ * The FCC computes each region's motion from the vectors its search wrote
+ * (lib vrex_fcc_region_motion()), four regions a register. Output only: the
+ * caller's bytes are overwritten; a 96-byte (pre-1.5) caller never sees them.
+ */
+static void vrex_frame_read_region_motion(struct vrex_device *vdev,
+					  __u8 motion[VREX_FCC_REGIONS])
+{
+	u32 i, k, v;
+
+	BUILD_BUG_ON(sizeof(((struct drm_vrex_frame_submit *)0)->region_motion) !=
+		     VREX_FCC_REGIONS);
+	for (i = 0; i < VREX_FCC_REGION_MOTION_REGS; i++) {
+		v = vrex_read(vdev, VREX_REG_FCC_REGION_MOTION(i));
+		for (k = 0; k < 4; k++)
+			motion[4 * i + k] = (v >> (8 * k)) & 0xff;
+	}
+}
+
 static void vrex_frame_read_result(struct vrex_device *vdev, struct drm_vrex_frame_submit *args)
 {
 	u32 resf = vrex_read(vdev, VREX_REG_RES_FLAGS);
@@ -281,6 +300,7 @@ static void vrex_frame_read_result(struct vrex_device *vdev, struct drm_vrex_fra
 	args->static_ratio = vrex_read(vdev, VREX_REG_FCC_STATIC_RATIO);
 	args->roi_dx = (s32)vrex_read(vdev, VREX_REG_FCC_ROI_DX);
 	args->roi_dy = (s32)vrex_read(vdev, VREX_REG_FCC_ROI_DY);
+	vrex_frame_read_region_motion(vdev, args->region_motion);
 }
 
 static struct vrex_frame_event *vrex_frame_event_reserve(struct drm_device *drm,

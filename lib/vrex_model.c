@@ -159,6 +159,7 @@ void vrex_model_reset(struct vrex_model *m)
 	vrex_memset(&m->bankmap, 0, sizeof(m->bankmap));
 	vrex_bankmap_init(&m->bankmap, m->cfg.nbanks, m->cfg.group_banks);
 	vrex_memset(&m->last_feat, 0, sizeof(m->last_feat));
+	vrex_memset(m->last_region_motion, 0, sizeof(m->last_region_motion));
 	vrex_memset(m->cnt, 0, sizeof(m->cnt));
 	vrex_memset(m->regs, 0, sizeof(m->regs));
 	m->REG(VREX_REG_ZOMBIE_FRAMES) = m->cfg.zombie_frames;

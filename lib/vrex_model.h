@@ -66,6 +66,7 @@ struct vrex_frame_result {
 	struct vrex_fcc_features feat;
 	struct vrex_bank_assign bank;
 	u32 frame;
+	u8 region_motion[VREX_FCC_REGIONS];	/* vrex_fcc_region_motion() of the frame */
 };
 
 struct vrex_lookup_result {
@@ -122,6 +123,7 @@ struct vrex_model {
 	struct vrex_fcc_image *cur;	/* FCC scratch */
 	struct vrex_fcc_motion *mv;	/* FCC scratch */
 	struct vrex_fcc_features last_feat;
+	u8 last_region_motion[VREX_FCC_REGIONS];	/* of the last FRAME command */
 	struct vrex_bankmap bankmap;
 	struct vrex_shie_table shie;
 	struct vrex_blocks blocks;

@@ -107,6 +107,15 @@ static void write_resv(struct vrex_model *m, u32 off, u32 val)
 	}
 }
 
+static_assert(VREX_FCC_REGION_MOTION_REGS * 4 == VREX_FCC_REGIONS, "four regions a register");
+
+static u32 region_motion_reg(const struct vrex_model *m, u32 i)
+{
+	const u8 *b = &m->last_region_motion[4 * i];
+
+	return (u32)b[0] | (u32)b[1] << 8 | (u32)b[2] << 16 | (u32)b[3] << 24;
+}
+
 static u32 read_tables(const struct vrex_model *m, u32 off)
 {
 	u32 i;
@@ -180,6 +189,11 @@ u32 vrex_model_read(struct vrex_model *m, u32 off)
 		return (u32)m->last_feat.roi_dy;
 	case VREX_REG_FCC_MOVING_BLOCKS:
 		return m->last_feat.moving_blocks;
+	case VREX_REG_FCC_REGION_MOTION(0):
+	case VREX_REG_FCC_REGION_MOTION(1):
+	case VREX_REG_FCC_REGION_MOTION(2):
+	case VREX_REG_FCC_REGION_MOTION(3):
+		return region_motion_reg(m, (off - VREX_REG_FCC_REGION_MOTION(0)) / 4);
 	default:
 		return read_tables(m, off);
 	}

@@ -77,6 +77,8 @@ int vrex_model_frame(struct vrex_model *m, u32 stream, u64 src, u32 width, u32 h
 	s->prev = *m->cur;
 	s->has_prev = 1;
 	m->last_feat = feat;
+	/* From the vectors the search just wrote: a first frame's are zero (no motion). */
+	vrex_fcc_region_motion(m->mv, m->last_region_motion);
 	m->cnt[VREX_CNT_FRAMES]++;
 	if (bank.conflict)
 		m->cnt[VREX_CNT_BANK_CONFLICTS]++;
@@ -85,6 +87,7 @@ int vrex_model_frame(struct vrex_model *m, u32 stream, u64 src, u32 width, u32 h
 		res->feat = feat;
 		res->bank = bank;
 		res->frame = s->frame;
+		vrex_memcpy(res->region_motion, m->last_region_motion, sizeof(res->region_motion));
 	}
 	return 0;
 }

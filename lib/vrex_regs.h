@@ -261,6 +261,12 @@ static_assert(VREX_LOOKUP_STAGE_SIZE <= VREX_STAGE_WINDOW, "a whole batch fits t
 #define VREX_REG_FCC_ROI_DX		0x208	/* signed */
 #define VREX_REG_FCC_ROI_DY		0x20c	/* signed */
 #define VREX_REG_FCC_MOVING_BLOCKS	0x210
+/*
+ * Region motion (vrex_fcc_region_motion(), 1/16 grid px per SHIE region),
+ * four regions a register: byte k of REGION_MOTION(i) is region 4 * i + k.
+ */
+#define VREX_REG_FCC_REGION_MOTION(i)	(0x214 + 4 * (i))	/* i < 4 */
+#define VREX_FCC_REGION_MOTION_REGS	4
 
 /* Counters (64-bit, LO then HI) */
 #define VREX_REG_CNT_BASE		0x300

@@ -333,6 +333,17 @@ vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream* s, const uint8_t* luma, ui
     });
 }
 
+vrex_hal_status vrex_hal_frame_region_motion(vrex_hal_stream* s, uint8_t* motion) {
+    return guarded(__func__, s, [&]() -> vrex::Error {
+        if (auto e = non_null({{"stream", s}, {"motion", motion}})) return e;
+        if (!s->stream->in_frame())
+            return vrex::Error{vrex::errc::not_in_frame, "region motion of the open frame"};
+        const auto& m = s->stream->frame().region_motion;
+        std::copy(m.begin(), m.end(), motion);
+        return ok();
+    });
+}
+
 vrex_hal_status vrex_hal_allocate(vrex_hal_stream* s, uint32_t region, int32_t frame_offset,
                                   vrex_hal_block* block) {
     return guarded(__func__, s, [&] {

@@ -329,6 +329,11 @@ std::error_code EmulatedBackend::frame_submit(drm_vrex_frame_submit& a)
     a.static_ratio = r.read(VREX_REG_FCC_STATIC_RATIO);
     a.roi_dx = static_cast<std::int32_t>(r.read(VREX_REG_FCC_ROI_DX));
     a.roi_dy = static_cast<std::int32_t>(r.read(VREX_REG_FCC_ROI_DY));
+    for (std::uint32_t i = 0; i < VREX_FCC_REGION_MOTION_REGS; i++) {
+        const std::uint32_t v = r.read(VREX_REG_FCC_REGION_MOTION(i));
+        for (std::uint32_t k = 0; k < 4; k++)
+            a.region_motion[4 * i + k] = static_cast<std::uint8_t>(v >> (8 * k));
+    }
 
     if (a.flags & DRM_VREX_FRAME_EVENT) {
         drm_vrex_event_frame ev{};

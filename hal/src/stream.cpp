@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
+#include <tuple>
 
 #include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
@@ -127,6 +129,9 @@ Result<drm_vrex_frame_submit> Stream::Impl::stage_frame(const LumaView& luma) {
     f.width = luma.width;
     f.height = luma.height;
     f.stride = luma.width;
+    // A vrex.ko before uAPI 1.5 handles only the first 96 bytes and the DRM core copies the rest back
+    // as sent: the region motion then reads "unknown" (a motion gate refuses every region).
+    std::fill(std::begin(f.region_motion), std::end(f.region_motion), kRegionMotionUnknown);
     return f;
 }
 
@@ -139,6 +144,8 @@ FrameInfo Stream::Impl::enter_frame(const drm_vrex_frame_submit& f) {
     frame_.bank_count = f.bank_count;
     frame_.opened_group = f.result_flags & DRM_VREX_FRAME_OPENED_GROUP;
     frame_.conflict = f.result_flags & DRM_VREX_FRAME_CONFLICT;
+    static_assert(sizeof(f.region_motion) == std::tuple_size_v<decltype(frame_.region_motion)>);
+    std::copy(std::begin(f.region_motion), std::end(f.region_motion), frame_.region_motion.begin());
     in_frame_ = true;
     return frame_;
 }

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -39,7 +40,7 @@ void bind_policy(py::module_& m) {
     py::class_<lcp::ReusePolicy>(m, "ReusePolicy")
         .def(py::init([](std::uint32_t regions, bool fcc, std::uint32_t radius, std::uint32_t guard_bits,
                          std::uint32_t max_age, bool similar, bool recall, std::uint32_t recall_radius,
-                         std::uint32_t recall_guard_bits) {
+                         std::uint32_t recall_guard_bits, std::optional<std::uint32_t> motion_gate) {
                  lcp::ReuseOptions o;
                  o.fcc = fcc;
                  o.radius = radius;
@@ -49,24 +50,29 @@ void bind_policy(py::module_& m) {
                  o.recall = recall;
                  o.recall_radius = recall_radius;
                  o.recall_guard_bits = recall_guard_bits;
+                 o.motion_gate = motion_gate;
                  return take(lcp::ReusePolicy::create(o, regions), "reuse policy");
              }),
              py::arg("regions"), py::arg("fcc") = true, py::arg("radius") = 20, py::arg("guard_bits") = 1,
              py::arg("max_age") = 2, py::arg("similar") = true, py::arg("recall") = false,
-             py::arg("recall_radius") = 8, py::arg("recall_guard_bits") = 0)
+             py::arg("recall_radius") = 8, py::arg("recall_guard_bits") = 0,
+             py::arg("motion_gate") = py::none())
         .def(
             "choose",
             [](lcp::ReusePolicy& p, const std::shared_ptr<PyStream>& s, const py::tuple& fp,
-               const std::vector<std::uint32_t>& hashes, std::uint32_t frame) {
+               const std::vector<std::uint32_t>& hashes, std::uint32_t frame,
+               const std::vector<std::uint8_t>& region_motion) {
                 const lcp::FrameChoice c =
-                    take(p.choose(*s->stream, fp_from(fp), hashes, frame), "reuse choice");
+                    take(p.choose(*s->stream, fp_from(fp), hashes, frame, region_motion), "reuse choice");
                 py::dict out;
                 for (std::uint32_t r = 0; r < c.size(); r++)
                     if (c[r]) out[py::int_(r)] = PyBlock{*c[r], s};
                 return out;
             },
             py::arg("stream"), py::arg("fp"), py::arg("hashes"), py::arg("frame"),
-            "region -> earlier block to alias, for the frame @stream has begun")
+            py::arg("region_motion") = std::vector<std::uint8_t>{},
+            "region -> earlier block to alias, for the frame @stream has begun (@region_motion: "
+            "begin_frame's, needed with a motion gate)")
         .def(
             "computed",
             [](lcp::ReusePolicy& p, const std::vector<PyBlock>& blocks,
@@ -150,6 +156,7 @@ void bind_policy(py::module_& m) {
             d["unknown"] = c.unknown;
             d["too_old"] = c.too_old;
             d["hash_far"] = c.hash_far;
+            d["gated"] = c.gated;
             d["reused"] = c.reused;
             d["recalled"] = c.recalled;
             d["installed"] = c.installed;

@@ -79,7 +79,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                          std::uint32_t bank_mib, const std::string& read, double read_ratio, bool profile_fcc,
                          bool refresh, bool recall, std::uint32_t recall_radius,
                          std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
-                         std::uint32_t fetch, const std::string& kernels) {
+                         std::uint32_t fetch, const std::string& kernels,
+                         std::optional<std::uint32_t> motion_gate) {
                  auto s = std::make_shared<Session>();
                  if (kernels == "scripted")
                      s->opts.kernels = lcp::Kernels::scripted;
@@ -91,8 +92,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                  else if (policy != "vrex")
                      throw std::invalid_argument("the C++ path runs policy 'exact' or 'vrex', not '" +
                                                  policy + "'");
-                 s->opts.reuse = {fcc,     radius, guard_bits,    max_age,
-                                  similar, recall, recall_radius, recall_guard_bits};
+                 s->opts.reuse = {fcc,    radius,        guard_bits,        max_age,    similar,
+                                  recall, recall_radius, recall_guard_bits, motion_gate};
                  s->opts.refresh = refresh;
                  if (read == "resv")
                      s->opts.read = {.resv = true, .ratio = read_ratio, .fetch_blocks = fetch};
@@ -122,7 +123,7 @@ PYBIND11_MODULE(_vrexrun, m) {
              py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
              py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
              py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
-             py::arg("fetch") = 4, py::arg("kernels") = "native")
+             py::arg("fetch") = 4, py::arg("kernels") = "native", py::arg("motion_gate") = py::none())
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -278,6 +279,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                      pc["unknown"] = c->unknown;
                      pc["too_old"] = c->too_old;
                      pc["hash_far"] = c->hash_far;
+                     pc["gated"] = c->gated;
                      pc["reused"] = c->reused;
                      pc["recalled"] = c->recalled;
                      pc["installed"] = c->installed;

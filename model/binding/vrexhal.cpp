@@ -152,6 +152,8 @@ PYBIND11_MODULE(_vrexhal, m) {
                 d["frame"] = fi.frame;
                 d["fp"] = fp_tuple(fi.fp);
                 d["group"] = fi.group;
+                // The FCC's per-region motion (FrameInfo::region_motion, from the device), a list of 16.
+                d["region_motion"] = std::vector<int>(fi.region_motion.begin(), fi.region_motion.end());
                 return d;
             },
             py::arg("luma"))
@@ -238,8 +240,8 @@ PYBIND11_MODULE(_vrexhal, m) {
                                    {static_cast<py::ssize_t>(b.b.view.size())}, {1}, b.b.shared);
         });
 
-    // The FCC reference model's region motion (lib/fcc_fingerprint.c) of @cur against @prev, for
-    // measuring a region gate before the device reports it (docs/model.md, session 10).
+    // The FCC reference model's region motion (lib/fcc_fingerprint.c) of @cur against @prev: what the
+    // device's begin_frame reports as region_motion (the tests check the two agree).
     m.def(
         "fcc_region_motion",
         [](py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> cur,

@@ -44,6 +44,8 @@ Result<ReusePolicy> ReusePolicy::create(const ReuseOptions& o, std::uint32_t reg
                    " is not in 0..31 (a recall is a SHIE similarity lookup)");
     if (o.recall_guard_bits > kKeyHashBits)
         return bad("recall_guard_bits " + std::to_string(o.recall_guard_bits) + " is not in 0..32");
+    if (o.motion_gate && *o.motion_gate > 255)
+        return bad("motion_gate " + std::to_string(*o.motion_gate) + " is not in 0..255 (1/16 grid px)");
     return ReusePolicy(o, regions);
 }
 
@@ -79,19 +81,26 @@ std::span<const Query> ReusePolicy::queries(const Fingerprint& fp) {
 }
 
 Result<FrameChoice> ReusePolicy::choose(Stream& stream, const Fingerprint& fp,
-                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame) {
+                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame,
+                                        std::span<const std::uint8_t> region_motion) {
     if (key_hashes.size() != regions_)
         return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
                    " regions");
     auto got = stream.retrieve_batch(queries(fp));
     if (!got) return got.error_info().within("lcp policy: candidates of frame " + std::to_string(frame));
-    return decide(*got, fp, key_hashes, frame);
+    return decide(*got, fp, key_hashes, frame, region_motion);
 }
 
 Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fingerprint& fp,
-                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame) {
+                                        std::span<const std::uint32_t> key_hashes, std::uint32_t frame,
+                                        std::span<const std::uint8_t> region_motion) {
     if (key_hashes.size() != regions_)
         return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
+                   " regions");
+    const bool gate = gate_on();
+    if (gate && region_motion.size() != regions_)
+        return bad("the motion gate needs the frame's region motion (FrameInfo::region_motion): " +
+                   std::to_string(region_motion.size()) + " values for " + std::to_string(regions_) +
                    " regions");
     const bool similar = opts_.similar && opts_.fcc;
     const std::size_t per = 1 + (similar ? 1 : 0) + (recall_on() ? 1 : 0);
@@ -108,6 +117,10 @@ Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fi
         if (similar) {
             const Retrieval& sim = got[r * per + 1];
             if (sim.hit && (cands[0] == nullptr || sim.block.id != tmp.block.id)) cands[1] = &sim;
+        }
+        if (gate && region_motion[r] > *opts_.motion_gate && (cands[0] != nullptr || cands[1] != nullptr)) {
+            counters_.gated++;
+            cands[0] = cands[1] = nullptr;
         }
         for (const Retrieval* c : cands) {
             if (c == nullptr) continue;

@@ -740,7 +740,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         if (!got) throw std::runtime_error("vrex runner: choose: candidates: " + got.error_message());
         const double e1 = thread_cpu_s();
         st[1] = e1 - e0;
-        choice = take(policy_->decide(*got, fi.fp, hashes, t_), "choose");
+        choice = take(policy_->decide(*got, fi.fp, hashes, t_, fi.region_motion), "choose");
         e0 = thread_cpu_s();
         st[2] = e0 - e1;
     }

@@ -42,6 +42,45 @@ def test_scripted_step_decides_and_answers_as_the_python_step(vtest_avi: Path, m
         cpp.close()
 
 
+def test_the_motion_gate_decides_the_same_on_both_paths(vtest_avi: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    """lcp.Options.motion_gate runs on the C++ runner (the device's region motion from begin_frame, the
+    C++ policy's gate) and decides as the Python path, which drives the same policy: a still shot, a
+    pan of 2 FCC grid px a frame, still again. Without a guard (32 bits) and with every fingerprint
+    within the radius, the gate alone keeps the pan's regions from reusing; without it they reuse."""
+    monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")
+    torch.set_num_threads(1)
+    model, extra = run.load_model()
+    feats = torch.from_numpy(footage.encode_clip(vtest_avi, step=1))[:14]
+    first = next(iter(footage.frames(vtest_avi, "gray", run.LUMA_SIZE, None, 1)))
+    # Luma is twice the FCC's grid: 4 luma px a frame is 2 grid px (32 in 1/16 px) in every region.
+    shift = [0] * 4 + [4 * (t - 3) for t in range(4, 9)] + [20] * 5
+    lumas = [np.ascontiguousarray(np.roll(first, -s, axis=1)) for s in shift]
+    module = cpp_path.scripted(model, str(tmp_path))
+    reused: dict[str, list[list[bool]]] = {}
+    for name, gate in (("gate", 0), ("off", None)):
+        opts = lcp.Options(radius=31, guard_bits=32, max_age=0, motion_gate=gate)
+        py, cpp = lcp.Session(model, opts).stream(), cpp_path.Session(model, opts, module).stream()
+        reused[name] = []
+        for t in range(len(feats)):
+            tok = (feats[t] - extra["mean"]) / extra["std"]
+            q = (torch.tensor([t % 16]), torch.tensor([t]))
+            lp, fp = py.step(lumas[t], tok, *q)
+            lc, fc = cpp.step(lumas[t], tok, *q)
+            assert fc.reused_region == fp.reused_region, f"{name} frame {t}"
+            assert torch.allclose(lc, lp, atol=1e-4), f"{name} frame {t}: {(lc - lp).abs().max()}"
+            reused[name].append(fc.reused_region)
+        if gate is not None:
+            assert py.policy.core.counters["gated"] > 0
+        py.close()
+        cpp.close()
+    pan, still = range(4, 9), [t for t in range(1, 14) if t not in range(4, 9)]
+    assert not any(any(reused["gate"][t]) for t in pan), "the pan's regions moved: none reuses"
+    assert all(all(reused["gate"][t]) for t in still), "still frames reuse everywhere"
+    assert all(all(reused["off"][t]) for t in still)
+    assert sum(sum(reused["off"][t]) for t in pan) > 0, "without the gate the pan reuses"
+
+
 def test_both_paths_give_the_same_accuracies(vtest_avi: Path, footage_env: dict[str, str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VREX_MODEL_WEIGHTS", "random")

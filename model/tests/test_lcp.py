@@ -225,7 +225,9 @@ def test_recall_fetches_a_block_back_when_a_view_comes_back_after_a_cut(model: D
 def test_motion_gate_refuses_the_region_the_fcc_saw_move(model: Decoder) -> None:
     """Options.motion_gate: the same tokens (the guard accepts every region), but the luma of region 5
     (grid x 32..63, y 24..47 of the FCC's 128x96 grid) moved 2 px right: with the gate that region is
-    computed, the other 15 reused; without it (or with the FCC off) all 16 are reused."""
+    computed, the other 15 reused; without it (or with the FCC off) all 16 are reused. The motion is
+    the device's (begin_frame's region_motion, lib's vrex_fcc_region_motion in the FCC step) and the
+    gate the C++ policy's (hal.ReusePolicy, ReuseOptions::motion_gate)."""
     x = tokens(1)[0]
     a = luma(0)
     b = a.copy()
@@ -237,9 +239,10 @@ def test_motion_gate_refuses_the_region_the_fcc_saw_move(model: Decoder) -> None
         r.step(a, x, *no_questions())
         _, fs = r.step(b, x, *no_questions())
         got[name] = fs.reused_region
-        if name == "gate":
-            assert r.policy.motion[5] >= 2 * 32 // 12 and sum(r.policy.motion) == r.policy.motion[5]
-            assert r.policy.stats() == {"gated": 1}
+        motion = r.frame_info["region_motion"]
+        assert motion == lcp.hal.fcc_region_motion(b, a)  # the device's, the reference model's own call
+        assert motion[5] >= 2 * 32 // 12 and sum(motion) == motion[5]
+        assert r.policy.core.counters["gated"] == (1 if name == "gate" else 0)
     assert got["gate"] == [r != 5 for r in range(16)]
     assert all(got["loose"]) and all(got["off"]) and all(got["no_fcc"])
     with pytest.raises(ValueError, match="motion_gate"):

@@ -102,7 +102,7 @@ class Session:
                                   recall_radius=opts.recall_radius, recall_guard_bits=opts.recall_guard_bits,
                                   resident=int(ex.get("resident", 0)) if self.hierarchy else 0,
                                   coldness=str(ex.get("coldness", "zombie")), fetch=int(ex.get("fetch", 4)),
-                                  kernels=kernels)
+                                  kernels=kernels, motion_gate=opts.motion_gate)
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":

@@ -75,9 +75,9 @@ class Options:
     host_slots: int = 4096      # blocks of host memory recall's host tier holds (its bound; oldest reused)
     recall_guard_bits: int = 0  # key-hash distance of a recall (0..32)
     refresh: bool = False       # reused regions get a new block with layer 0 written fresh (see above)
-    # Region motion gate (session 10, measured here before the device reports it): a region whose
-    # FCC region motion (lib vrex_fcc_region_motion of this frame's luma against the previous one,
-    # 1/16 grid px) exceeds this takes no earlier block. None: off. Python path only; needs fcc.
+    # Region motion gate: a region whose FCC region motion (begin_frame's region_motion, 1/16 grid
+    # px, reported by the device) exceeds this takes no earlier block from the device's candidates;
+    # decided by the C++ policy (ReuseOptions::motion_gate) on both paths. None: off; needs fcc.
     motion_gate: int | None = None
     backend: str = "emulated"
     extra: dict[str, Any] = field(default_factory=dict)  # a plugged-in policy's own parameters (vrex/anchors.py)
@@ -237,7 +237,7 @@ class VrexPolicy(Policy):
         self.core = hal.ReusePolicy(runner.s.model.c.regions, fcc=o.fcc, radius=o.radius,
                                     guard_bits=o.guard_bits, max_age=o.max_age, similar=o.similar,
                                     recall=o.recall, recall_radius=o.recall_radius,
-                                    recall_guard_bits=o.recall_guard_bits)
+                                    recall_guard_bits=o.recall_guard_bits, motion_gate=o.motion_gate)
         self.install_recalls = True  # anchors.Managed installs them from its tiers instead
         # Recall's host tier: blocks demoted to host memory stay findable by the SHIE (their copies
         # are indexed there). The HAL indexes within an open frame: demotions wait for begin().
@@ -246,10 +246,6 @@ class VrexPolicy(Policy):
             self.core.attach_host_tier(runner.st, o.host_slots)
         self.to_host: list[tuple[tuple[int, int], Any]] = []
         self.by_frame: list[list[tuple[int, int]]] = []  # plain runner: computed keys per frame
-        self.gate = o.motion_gate if o.fcc else None
-        self.prev_luma: np.ndarray | None = None
-        self.motion: list[int] = [0] * runner.s.model.c.regions
-        self.gated = 0  # candidates the gate refused
 
     def host_put(self, key: tuple[int, int], data: torch.Tensor) -> None:
         """Block @key was demoted, its bytes are @data: indexed in the host tier at the next begin()."""
@@ -257,11 +253,6 @@ class VrexPolicy(Policy):
             self.to_host.append((key, data))
 
     def begin(self, luma: np.ndarray, tokens: torch.Tensor) -> None:
-        if self.gate is not None:
-            # A stream's first frame has no predecessor: no motion (as the FCC's own first frame).
-            self.motion = ([0] * len(self.motion) if self.prev_luma is None
-                           else hal.fcc_region_motion(luma, self.prev_luma))
-            self.prev_luma = luma
         if not self.hosting:
             return
         old = self.run.t - self.run.s.opts.max_age - 1
@@ -278,11 +269,8 @@ class VrexPolicy(Policy):
         self.to_host.clear()
 
     def choose(self, fp: tuple[int, int], hashes: list[int]) -> dict[int, Any]:
-        out = self.core.choose(self.run.st, fp, hashes, self.run.t)
-        if self.gate is not None:
-            kept = {r: b for r, b in out.items() if self.motion[r] <= self.gate}
-            self.gated += len(out) - len(kept)
-            out = kept
+        # The device's region motion of this frame (begin_frame): the C++ policy's gate reads it.
+        out = self.core.choose(self.run.st, fp, hashes, self.run.t, self.run.frame_info["region_motion"])
         if self.run.s.opts.recall and self.install_recalls:
             # The runner keeps every block pinned (the whole cache on the device): a recalled block's
             # bytes are its own memory (a policy with a memory hierarchy fetches them: anchors.Managed).
@@ -294,9 +282,6 @@ class VrexPolicy(Policy):
 
     def computed(self, region: int, block: "hal.KvBlock", key_hash: int) -> None:
         self.core.computed([block], [key_hash], self.run.t)
-
-    def stats(self) -> dict[str, Any]:
-        return {"gated": self.gated} if self.gate is not None else {}
 
     def computed_frame(self, regions: list[int], blocks: list["hal.KvBlock"], hashes: list[int]) -> None:
         self.core.computed(blocks, [hashes[r] for r in regions], self.run.t)
@@ -331,6 +316,7 @@ class StreamRunner:
         self._k: torch.Tensor | None = None
         self._v: torch.Tensor | None = None
         self.pinned: dict[tuple[int, int], "hal.KvBlock"] = {}  # every distinct block the cache holds
+        self.frame_info: dict[str, Any] = {}  # begin_frame's result for frame t (fp, region_motion, ...)
         self.closed = False
 
     @torch.no_grad()
@@ -349,6 +335,7 @@ class StreamRunner:
         tt = time.thread_time
         t0, w0 = tt(), time.perf_counter()
         info = self.st.begin_frame(luma)
+        self.frame_info = info
         emu = tt() - t0
         self.policy.begin(luma, tokens)
         vis = m.embed_frame(tokens)

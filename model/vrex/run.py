@@ -176,8 +176,7 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
                      "moves": rendered[s].moves if rendered else None})
 
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
-    if path == "cpp" and any(cpp_path.why_not(kw) is not None or kw.get("motion_gate") is not None
-                             for kw in runs.values()):
+    if path == "cpp" and any(cpp_path.why_not(kw) is not None for kw in runs.values()):
         path = "python"
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}

@@ -98,6 +98,7 @@ static void check_frame(struct fuzz_input *in)
 	struct drm_vrex_frame_submit a;
 	__u64 plane = 0;
 	int want = 0, r;
+	size_t i;
 
 	take_bytes(in, &a, sizeof(a));
 	/* Mostly plausible dimensions, so the plane arithmetic is reached. */
@@ -119,6 +120,10 @@ static void check_frame(struct fuzz_input *in)
 		EXPECT((u128)plane == (u128)(a.height - 1) * a.stride + a.width);
 		EXPECT(plane >= a.width);
 	}
+	/* region_motion (1.5) is output only: what the caller passes in never changes the verdict. */
+	for (i = 0; i < sizeof(a.region_motion); i++)
+		a.region_motion[i] = (__u8)~a.region_motion[i];
+	EXPECT(vrex_check_frame(&a, &lim, &plane) == want);
 }
 
 static void check_batch(struct fuzz_input *in)

@@ -407,6 +407,53 @@ static void test_frames(struct ctx *c)
 	}
 }
 
+/* The FCC's region motion (uAPI 1.5), and a pre-1.5 binary's 96-byte FRAME_SUBMIT. */
+#define OLD_FRAME_SUBMIT 96u
+static uint32_t regions_moving(const struct drm_vrex_frame_submit *f)
+{
+	uint32_t r, n = 0;
+
+	for (r = 0; r < sizeof(f->region_motion); r++)
+		n += f->region_motion[r] > 0;
+	return n;
+}
+
+static void test_region_motion(struct ctx *c)
+{
+	struct drm_vrex_frame_submit f;
+	unsigned char old[sizeof(f)];
+	unsigned long old_req = _IOC(_IOC_READ | _IOC_WRITE, DRM_IOCTL_BASE,
+				     DRM_COMMAND_BASE + DRM_VREX_FRAME_SUBMIT, OLD_FRAME_SUBMIT);
+
+	paint(c->lp, 3, 0);
+	POS("region motion: first picture", frame(c->fd, c->stream, c->luma, 0, NULL));
+	f = (struct drm_vrex_frame_submit){ .stream = c->stream, .handle = c->luma, .width = W,
+					    .height = H, .stride = W };
+	/* Output only: what the caller passes in is overwritten, never refused. */
+	memset(f.region_motion, 0xff, sizeof(f.region_motion));
+	if (POS("region motion: the same picture again", vt_ioctl(c->fd,
+								  DRM_IOCTL_VREX_FRAME_SUBMIT, &f)))
+		CHECK("region motion: a still frame marks no region", regions_moving(&f) == 0);
+	paint(c->lp, 3, 2);
+	if (POS("region motion: the picture panned 2 px", frame(c->fd, c->stream, c->luma, 0, &f)))
+		CHECK("region motion: a panned frame marks every region", regions_moving(&f) == 16);
+
+	/* A 96-byte caller: accepted, and nothing past its 96 bytes is written. */
+	paint(c->lp, 3, 4);
+	f = (struct drm_vrex_frame_submit){ .stream = c->stream, .handle = c->luma, .width = W,
+					    .height = H, .stride = W };
+	memset(old, 0xa5, sizeof(old));
+	memcpy(old, &f, OLD_FRAME_SUBMIT);
+	if (POS("region motion: a pre-1.5 (96-byte) FRAME_SUBMIT", vt_ioctl(c->fd, old_req, old))) {
+		memcpy(&f, old, OLD_FRAME_SUBMIT);
+		CHECK("region motion: the old struct gets its results", f.frame > 0 && (f.fp[0] | f.fp[1]));
+		CHECK("region motion: nothing written past the old struct's 96 bytes",
+		      old[OLD_FRAME_SUBMIT] == 0xa5 && old[sizeof(old) - 1] == 0xa5 &&
+		      !memcmp(old + OLD_FRAME_SUBMIT, old + OLD_FRAME_SUBMIT + 1,
+			      sizeof(old) - OLD_FRAME_SUBMIT - 1));
+	}
+}
+
 /*
  * An older binary whose insert item ends before @block and @result (48 of 56
  * bytes): the missing fields are zero-extended going in, and only its 48
@@ -1075,6 +1122,7 @@ int main(void)
 		report(0, 0, "setup: stream and BOs");
 	} else {
 		test_frames(&c);
+		test_region_motion(&c);
 		test_shie(&c);
 		test_retire(&c);
 		test_isolation(&c);

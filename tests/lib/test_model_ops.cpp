@@ -155,6 +155,41 @@ TEST_F(ModelOps, FrameUsesThePreviousImageOfItsOwnStream) {
     EXPECT_GT(moved.feat.moving_blocks, 0u);
 }
 
+// The FRAME command's region motion: the lib call on the vectors the search wrote, in the result and
+// in the FCC_REGION_MOTION registers (byte k of register i is region 4i + k).
+TEST_F(ModelOps, FrameReportsRegionMotionInItsResultAndRegisters) {
+    const auto regs_match = [&](const vrex_frame_result& r) {
+        for (uint32_t i = 0; i < VREX_FCC_REGION_MOTION_REGS; i++)
+            for (uint32_t k = 0; k < 4; k++)
+                EXPECT_EQ((vrex_model_read(m(), VREX_REG_FCC_REGION_MOTION(i)) >> (8 * k)) & 0xff,
+                          r.region_motion[4 * i + k])
+                    << "region " << 4 * i + k;
+    };
+    dev_.put_luma(luma_addr(cfg()), 5, 0);
+    vrex_frame_result first{};
+    ASSERT_EQ(vrex_model_frame(m(), 0, luma_addr(cfg()), kW, kH, kW, &first), 0);
+    regs_match(first);
+    for (uint8_t v : first.region_motion) EXPECT_EQ(v, 0u) << "a first frame has no motion";
+
+    dev_.put_luma(luma_addr(cfg()), 5, 4);
+    vrex_frame_result moved{};
+    ASSERT_EQ(vrex_model_frame(m(), 0, luma_addr(cfg()), kW, kH, kW, &moved), 0);
+    regs_match(moved);
+    uint8_t want[VREX_FCC_REGIONS];
+    vrex_fcc_region_motion(m()->mv, want);
+    uint32_t moving = 0;
+    for (uint32_t r = 0; r < VREX_FCC_REGIONS; r++) {
+        EXPECT_EQ(moved.region_motion[r], want[r]) << "region " << r;
+        moving += moved.region_motion[r] > 0;
+    }
+    EXPECT_EQ(moving, VREX_FCC_REGIONS) << "the whole picture moved: every region";
+
+    vrex_frame_result still{};
+    ASSERT_EQ(vrex_model_frame(m(), 0, luma_addr(cfg()), kW, kH, kW, &still), 0);
+    regs_match(still);
+    for (uint8_t v : still.region_motion) EXPECT_EQ(v, 0u) << "the same picture again: no motion";
+}
+
 TEST_F(ModelOps, FrameRejectsClosedStreamsBadGeometryAndLumaOutsideMemory) {
     uint64_t mem = dev_.mem().size();
     uint64_t a = luma_addr(cfg());

@@ -67,7 +67,9 @@ int main(void)
 		      M(drm_vrex_frame_submit, bank_count) + M(drm_vrex_frame_submit, result_flags) +
 		      M(drm_vrex_frame_submit, centre_motion) + M(drm_vrex_frame_submit, static_ratio) +
 		      M(drm_vrex_frame_submit, roi_dx) + M(drm_vrex_frame_submit, roi_dy) +
-		      M(drm_vrex_frame_submit, pad));
+		      M(drm_vrex_frame_submit, pad) + M(drm_vrex_frame_submit, region_motion));
+	/* region_motion was appended (vrex 1.5): an older caller's 96-byte struct is a prefix. */
+	check("drm_vrex_frame_submit tail", offsetof(struct drm_vrex_frame_submit, region_motion), 96);
 	CHECK(drm_vrex_shie_insert_item,
 	      M(drm_vrex_shie_insert_item, fp) + M(drm_vrex_shie_insert_item, handle) +
 		      M(drm_vrex_shie_insert_item, flags) + M(drm_vrex_shie_insert_item, offset) +

@@ -52,10 +52,12 @@ extern "C" {
  * insert items and of release records), -ESTALE on ReSV heads emptied by a
  * reset, the wedged state. 1.3: block generations (@block_gen of insert items,
  * lookup items and release records; an ALIAS insert naming a generation).
- * 1.4: host-tier blocks (DRM_VREX_INSERT_HOST_TIER).
+ * 1.4: host-tier blocks (DRM_VREX_INSERT_HOST_TIER). 1.5: FRAME_SUBMIT's
+ * @region_motion (the struct grew from 96 to 112 bytes; a 96-byte caller
+ * keeps working and gets no region motion).
  */
 #define DRM_VREX_VERSION_MAJOR 1
-#define DRM_VREX_VERSION_MINOR 4
+#define DRM_VREX_VERSION_MINOR 5
 
 /**
  * enum drm_vrex_ioctl_id - ioctl numbers, offsets from DRM_COMMAND_BASE
@@ -317,6 +319,14 @@ struct drm_vrex_stream_destroy {
  * @roi_dx: out: FCC feature, horizontal shift of the region of interest
  * @roi_dy: out: FCC feature, vertical shift of the region of interest
  * @pad: zero
+ * @region_motion: out (1.5): per SHIE region (the 4 x 4 grid, region r at
+ *          row r / 4, column r % 4), the mean motion-vector length the FCC's
+ *          search found against the stream's previous frame, in 1/16 px of
+ *          the FCC's working grid; 0 iff nothing in the region moved (a
+ *          stream's first frame: all 0). Output only: whatever the caller
+ *          passes in is ignored and overwritten. An older caller's 96-byte
+ *          struct is zero-extended by the DRM core and gets back only its own
+ *          96 bytes.
  */
 struct drm_vrex_frame_submit {
 	__u32 stream;
@@ -338,6 +348,7 @@ struct drm_vrex_frame_submit {
 	__s32 roi_dx;
 	__s32 roi_dy;
 	__u32 pad;
+	__u8 region_motion[16];
 };
 
 #define DRM_VREX_FRAME_OPENED_GROUP	(1u << 0)

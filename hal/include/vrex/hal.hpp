@@ -254,7 +254,13 @@ struct FrameInfo {
     std::uint32_t bank_count = 0;
     bool opened_group = false;  // a new scene opened (or took over) the group
     bool conflict = false;      // the group was taken from another pool
+    // Per SHIE region (the 4x4 grid, region r at row r / 4, column r % 4): the mean motion-vector
+    // length the FCC's search found against the stream's previous frame, 1/16 px of its working
+    // grid; 0 iff nothing in the region moved (a stream's first frame: all 0), at most 90.
+    // kRegionMotionUnknown in every region: the device did not report it (a kernel before uAPI 1.5).
+    std::array<std::uint8_t, 16> region_motion{};
 };
+inline constexpr std::uint8_t kRegionMotionUnknown = 255;
 
 // A handle to one KV block: (id, generation). The device recycles ids; the generation tells the
 // incarnations apart, so a call with a handle whose block is gone (released, recycled) fails with

@@ -24,7 +24,7 @@ extern "C" {
  * with it the SONAME (libvrex-hal.so.<major>) and the CMake package version (find_package(vrex
  * <major>.<minor>)). docs/hal.md "ABI policy". */
 #define VREX_HAL_VERSION_MAJOR 1
-#define VREX_HAL_VERSION_MINOR 1
+#define VREX_HAL_VERSION_MINOR 2
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -238,6 +238,16 @@ struct vrex_hal_retrieval {
 
 vrex_hal_status vrex_hal_begin_frame(vrex_hal_stream *stream, const uint8_t *luma, uint32_t width,
 				     uint32_t height, uint32_t stride, struct vrex_hal_frame_info *info);
+/*
+ * The FCC's region motion of the open frame (ABI 1.2): @motion[16] gets, per SHIE region (the 4x4
+ * grid, region r at row r / 4, column r % 4), the mean motion-vector length the FCC's search found
+ * against the stream's previous frame, in 1/16 px of its working grid: 0 iff nothing in the region
+ * moved, at most 90; VREX_HAL_REGION_MOTION_UNKNOWN in every region when the device does not report
+ * it (a kernel before uAPI 1.5). VREX_HAL_ERR_NOT_IN_FRAME without an open frame.
+ */
+#define VREX_HAL_REGIONS 16
+#define VREX_HAL_REGION_MOTION_UNKNOWN 255
+vrex_hal_status vrex_hal_frame_region_motion(vrex_hal_stream *stream, uint8_t *motion);
 vrex_hal_status vrex_hal_allocate(vrex_hal_stream *stream, uint32_t region, int32_t frame_offset,
 				  struct vrex_hal_block *block);
 vrex_hal_status vrex_hal_reuse(vrex_hal_stream *stream, uint32_t region, const struct vrex_hal_block *block,

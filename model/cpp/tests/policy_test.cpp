@@ -8,6 +8,8 @@
 #include <array>
 #include <cstring>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "emulated_stream.hpp"
@@ -142,6 +144,79 @@ TEST_F(Policy, FingerprintFilterDropsTheTemporalCandidateOfAChangedFrame) {
     ASSERT_TRUE(blind);
     frame(*blind, 0, hashes(0));
     EXPECT_EQ(count(frame(*blind, 255, hashes(0))), kRegions);
+}
+
+// The motion gate on the device's region motion (FrameInfo::region_motion): the same noise twice,
+// but the second time region 5 (grid x 32..63, y 24..47) moved 2 px right. The key hashes pass the
+// guard everywhere and radius 31 lets every temporal candidate through, so only the gate refuses.
+class MotionGate : public Policy {
+  protected:
+    // Frames 0 and 1 under @o; returns frame 1's regions reused (and its region motion in motion_).
+    std::vector<bool> run(const ReuseOptions& o, bool pass_motion = true) {
+        auto p = ReusePolicy::create(o, kRegions);
+        EXPECT_TRUE(p) << p.error_message();
+        std::mt19937 rng(77);
+        std::vector<std::uint8_t> base(128 * 96);
+        for (auto& v : base) v = static_cast<std::uint8_t>(rng());
+        std::vector<std::uint8_t> moved = base;
+        for (std::uint32_t y = 24; y < 48; y++)
+            for (std::uint32_t x = 32; x < 64; x++) moved[y * 128 + x] = base[y * 128 + x - 2];
+        std::vector<bool> reused(kRegions);
+        for (std::uint32_t t = 0; t < 2; t++) {
+            auto fi = st_->begin_frame(LumaView{t ? moved.data() : base.data(), 128, 96, 128});
+            EXPECT_TRUE(fi) << fi.error_message();
+            motion_ = fi->region_motion;
+            auto choice = p->choose(
+                *st_, fi->fp, hashes(0), t_,
+                pass_motion ? std::span<const std::uint8_t>(motion_) : std::span<const std::uint8_t>{});
+            if (!choice) {
+                error_ = choice.error_info();
+                EXPECT_TRUE(st_->end_frame());
+                t_++;
+                return {};
+            }
+            auto f = apply_choice(*st_, *choice);
+            EXPECT_TRUE(f) << f.error_message();
+            std::vector<std::uint32_t> fh(f->fresh.size(), 0);
+            EXPECT_TRUE(p->computed(f->fresh_blocks, fh, t_));
+            for (const KvBlock& b : f->fresh_blocks) pinned_.push_back(b);
+            EXPECT_TRUE(st_->end_frame());
+            t_++;
+            for (std::uint32_t r = 0; r < kRegions; r++) reused[r] = (*choice)[r].has_value();
+        }
+        gated_ = p->counters().gated;
+        return reused;
+    }
+    std::array<std::uint8_t, kRegions> motion_{};
+    std::uint64_t gated_ = 0;
+    Error error_;
+};
+
+TEST_F(MotionGate, RefusesTheRegionThatMovedAndOnlyThatOne) {
+    const auto gated = run({.radius = 31, .guard_bits = 0, .motion_gate = 0});
+    ASSERT_EQ(gated.size(), kRegions);
+    for (std::uint32_t r = 0; r < kRegions; r++) EXPECT_EQ(motion_[r] > 0, r == 5) << "region " << r;
+    // Refusing the temporal candidate alone would let the similarity lookup hand back the very
+    // same block (frame 0's region 5): the gate refuses the region's device candidates.
+    for (std::uint32_t r = 0; r < kRegions; r++) EXPECT_EQ(gated[r], r != 5) << "region " << r;
+    EXPECT_EQ(gated_, 1u);
+}
+
+TEST_F(MotionGate, AboveTheMotionOrWithoutTheFccNothingIsGated) {
+    EXPECT_EQ(count(run({.radius = 31, .guard_bits = 0, .motion_gate = 90})), kRegions);
+    EXPECT_EQ(gated_, 0u);
+    EXPECT_EQ(count(run({.fcc = false, .guard_bits = 0, .motion_gate = 0})), kRegions);
+    EXPECT_EQ(count(run({.radius = 31, .guard_bits = 0})), kRegions) << "no gate";
+    // Off, the region motion is not needed.
+    EXPECT_EQ(count(run({.radius = 31, .guard_bits = 0}, false)), kRegions);
+}
+
+TEST_F(MotionGate, NeedsTheFramesMotionAndAGateInRange) {
+    EXPECT_TRUE(run({.radius = 31, .motion_gate = 0}, false).empty());
+    EXPECT_EQ(error_.code(), std::errc::invalid_argument);
+    EXPECT_NE(error_.message().find("region motion"), std::string::npos) << error_.message();
+    EXPECT_EQ(ReusePolicy::create({.motion_gate = 256}, kRegions).error(), std::errc::invalid_argument);
+    EXPECT_TRUE(ReusePolicy::create({.motion_gate = 255}, kRegions));
 }
 
 TEST_F(Policy, NeverTrustsABlockItDidNotSeeComputed) {

@@ -15,6 +15,14 @@
 // trusted), at most max_age frames ago, and the hash of the keys it holds is within guard_bits of
 // this frame's. docs/model.md "The policy".
 //
+// The motion gate (options.motion_gate, needs fcc): the FCC reports per SHIE region how far its
+// content moved since the previous frame (FrameInfo::region_motion, 1/16 grid px). A region whose
+// motion exceeds the gate takes no device candidate, temporal or similarity: a region that moved
+// does not hold what the same region of the last frames held, and at the age cap the similarity
+// lookup names the same blocks as the temporal one (refusing the temporal candidate alone would let
+// the similarity lookup hand back the same block). Recall (past the age cap, by appearance) is not
+// gated. The guard still confirms what the gate lets through. docs/model.md "Session 11".
+//
 // Recall (options.recall): the device's SHIE retires a block's entry once the block goes cold (zombie
 // release) and the age cap refuses older candidates, so the device's candidates never reach past the
 // last frames. Recall reaches further through the SHIE's host tier: the engine demotes a cold block
@@ -67,6 +75,9 @@ struct ReuseOptions {
     bool recall = false;              // also recall demoted blocks through the SHIE (see above; needs fcc)
     std::uint32_t recall_radius = 8;  // appearance-bit Hamming radius of a recall, 0..31 (the SHIE's)
     std::uint32_t recall_guard_bits = 0;  // max key-hash distance of a recall, 0..32
+    // A region whose FCC region motion exceeds this (1/16 grid px, 0..255) takes no device
+    // candidate; nullopt: off. Needs fcc (off with it) and the frame's motion in choose()/decide().
+    std::optional<std::uint32_t> motion_gate = std::nullopt;
 };
 
 // A block the engine should fetch back for a region (it is past the device's candidates: demoted to
@@ -88,6 +99,7 @@ struct ReuseCounters {
     std::uint64_t unknown = 0;     // refused: a block this policy did not see computed
     std::uint64_t too_old = 0;     // refused: older than max_age
     std::uint64_t hash_far = 0;    // refused: key hashes farther than guard_bits
+    std::uint64_t gated = 0;       // regions whose candidates the motion gate refused (not counted above)
     std::uint64_t reused = 0;      // regions that alias a block
     std::uint64_t recalled = 0;    // regions recalled through the SHIE's host tier (recall)
     std::uint64_t installed = 0;   // blocks the engine filled from another block (installed())
@@ -100,14 +112,18 @@ class ReusePolicy {
 
     // The decision for the frame @frame that @stream has begun (begin_frame gave @fp).
     // @key_hashes: per region, the hash of the frame's layer-0 keys. One retrieve_batch.
+    // @region_motion: the frame's FrameInfo::region_motion, one per region; needed with a motion
+    // gate (EINVAL without it, or with a length other than the regions'), ignored otherwise.
     Result<FrameChoice> choose(Stream& stream, const Fingerprint& fp,
-                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
+                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame,
+                               std::span<const std::uint8_t> region_motion = {});
     // choose() in its two halves, for an engine that times the HAL's lookup batch apart from the
     // decision (the C++ runner's per-stage clock): the frame's queries, then the decision on the
     // retrieve_batch() of exactly those queries. choose() == decide(queries(fp), retrieve_batch).
     std::span<const Query> queries(const Fingerprint& fp);
     Result<FrameChoice> decide(std::span<const Retrieval> got, const Fingerprint& fp,
-                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame);
+                               std::span<const std::uint32_t> key_hashes, std::uint32_t frame,
+                               std::span<const std::uint8_t> region_motion = {});
 
     // @blocks[i] was computed in @frame from keys hashing to @key_hashes[i]. EINVAL when the
     // spans differ in length.
@@ -159,6 +175,7 @@ class ReusePolicy {
     ReusePolicy(const ReuseOptions& options, std::uint32_t regions)
         : opts_(options), regions_(regions), recalled_(regions) {}
     bool recall_on() const noexcept { return opts_.recall && opts_.fcc; }
+    bool gate_on() const noexcept { return opts_.motion_gate.has_value() && opts_.fcc; }
     bool guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame);
     void forget_old(std::uint32_t frame);
     std::optional<Recalled> recall(const Retrieval& got, std::uint32_t hash, std::uint32_t frame) const;

@@ -102,7 +102,8 @@ class FrameStats:
     # Both paths time it (the C++ runner: StepStats::ask_s); None when not timed.
     ask_s: float | None = None
     # The C++ path only: the rest of step_s (outside emu_s) per part of the engine
-    # (vrex/lcp/runner.hpp kEngineNames: prepare, install, prefill, select, ask, after).
+    # (vrex/lcp/runner.hpp kEngineNames: prepare, install, prefill, select, ask, after, resv_read,
+    # resv_insert, host_prep).
     engine: dict[str, float] = field(default_factory=dict)
 
 

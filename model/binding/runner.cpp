@@ -275,6 +275,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                      pc["hash_far"] = c->hash_far;
                      pc["reused"] = c->reused;
                      pc["recalled"] = c->recalled;
+                     pc["recalled_past_nearest"] = c->recalled_past_nearest;
                      pc["installed"] = c->installed;
                      d["policy_counters"] = pc;
                  }

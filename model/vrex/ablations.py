@@ -32,7 +32,7 @@ from . import anchors, task
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
-             "alias_temporal_only", "no_gate")
+             "alias_temporal_only", "no_gate", "shie_nearest_only", "shie_untiered", "shie_one_candidate")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -89,7 +89,7 @@ def report(res: dict[str, Any], budget: int, resident: int,
                 "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
                 "policy_counters": {k: int(sum(s.get("policy_counters", {}).get(k, 0) for s in st))
                                     for k in ("candidates", "unknown", "too_old", "hash_far", "reused", "recalled",
-                                              "installed")},
+                                              "recalled_past_nearest", "installed")},
                 "options": {k: v for k, v in runs_opts.get(name, {}).items() if k not in ("extra", "policy")},
                 "prefill": {"flops_ratio": anchors.flop_ratio(st), "flops_ratio_ci": flops_ci(st),
                             "time_ratio": r["prefill"]["time_ratio"],

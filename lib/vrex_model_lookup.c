@@ -189,7 +189,7 @@ int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 
 				    u32 nearest, u32 *hits)
 {
 	struct vrex_lookup_batch *b = &m->batch;
-	const u32 k = VREX_LOOKUP_NEAREST(nearest);
+	const u32 k = vrex_lookup_nearest(nearest);
 	const u32 rec_size = k * sizeof(struct vrex_lookup_rec);
 	struct vrex_lookup_desc d;
 	struct vrex_lookup_result r;

@@ -247,7 +247,10 @@ typedef uint8_t vrex_u8;
 #define VREX_LOOKUP_BATCH_MAX		64
 #define VREX_LOOKUP_NEAREST_MAX		8
 /* Records per descriptor for an ARG_NEAREST value. */
-#define VREX_LOOKUP_NEAREST(arg)	((arg) ? (arg) : 1u)
+static inline unsigned int vrex_lookup_nearest(unsigned int arg)
+{
+	return arg ? arg : 1;
+}
 
 struct vrex_lookup_desc {
 	vrex_le32 stream;
@@ -259,7 +262,7 @@ struct vrex_lookup_desc {
 
 struct vrex_lookup_rec {
 	vrex_le32 status;	/* 0, or the VREX_E* code LOOKUP_SIMILAR would have failed with */
-	vrex_le32 flags;	/* RES_FLAGS: VREX_RESF_HIT, VREX_RESF_APPROX, VREX_RESF_HOST_TIER */
+	vrex_le32 flags;	/* RES_FLAGS: VREX_RESF_HIT, _APPROX, _HOST_TIER */
 	vrex_le32 block;	/* RES_BLOCK: VREX_NIL on a miss */
 	vrex_le32 distance;	/* on a hit, as the RES_* registers; otherwise 0 */
 	vrex_le32 frame;

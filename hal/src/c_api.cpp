@@ -123,7 +123,6 @@ void to_c(const vrex::Retrieval& r, vrex_hal_retrieval* out) {
     out->distance = r.distance;
     out->frame = r.frame;
     out->stream = r.stream;
-    out->host_tier = r.host_tier;
     out->fp[0] = r.fp.w[0];
     out->fp[1] = r.fp.w[1];
     if (r.hit) to_c(r.block, &out->block);
@@ -137,12 +136,12 @@ vrex::Error retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retri
 
 vrex::Tier tier_of(uint32_t flags) {
     switch (flags & (VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST)) {
-    case VREX_HAL_TIER_DEVICE:
-        return vrex::Tier::device;
-    case VREX_HAL_TIER_HOST:
-        return vrex::Tier::host;
-    default:
-        return vrex::Tier::any;
+        case VREX_HAL_TIER_DEVICE:
+            return vrex::Tier::device;
+        case VREX_HAL_TIER_HOST:
+            return vrex::Tier::host;
+        default:
+            return vrex::Tier::any;
     }
 }
 
@@ -380,9 +379,10 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, c
                                           uint32_t radius, uint32_t flags, vrex_hal_retrieval* out) {
     return guarded(__func__, s, [&] {
         if (auto e = non_null({{"stream", s}, {"fp", fp}, {"out", out}})) return e;
-        if (auto e = known_flags("flags", flags,
-                                 VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST,
-                                 "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST"))
+        if (auto e = known_flags(
+                "flags", flags,
+                VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST,
+                "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST"))
             return e;
         vrex::Fingerprint q;
         q.w[0] = fp[0];
@@ -399,13 +399,14 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, c
 }
 
 vrex_hal_status vrex_hal_retrieve_candidates(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2],
-                                             uint32_t radius, uint32_t flags, uint32_t max, vrex_hal_retrieval* out,
-                                             uint32_t* count) {
+                                             uint32_t radius, uint32_t flags, uint32_t max,
+                                             vrex_hal_candidate* out, uint32_t* count) {
     return guarded(__func__, s, [&] {
         if (auto e = non_null({{"stream", s}, {"fp", fp}, {"out", out}, {"count", count}})) return e;
-        if (auto e = known_flags("flags", flags,
-                                 VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST,
-                                 "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST"))
+        if (auto e = known_flags(
+                "flags", flags,
+                VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST,
+                "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST"))
             return e;
         if (max == 0 || max > VREX_HAL_MAX_CANDIDATES)
             return vrex::Error{std::errc::invalid_argument, "max " + std::to_string(max) + " is not in 1.." +
@@ -420,7 +421,11 @@ vrex_hal_status vrex_hal_retrieve_candidates(vrex_hal_stream* s, uint32_t region
         auto got = s->stream->retrieve_batch(std::span(&query, 1));
         if (!got) return got.error_info();
         const std::vector<vrex::Retrieval>& c = got->front().candidates;
-        for (std::size_t i = 0; i < c.size(); i++) to_c(c[i], &out[i]);
+        for (std::size_t i = 0; i < c.size(); i++) {
+            out[i] = vrex_hal_candidate{};
+            to_c(c[i], &out[i].retrieval);
+            out[i].host_tier = c[i].host_tier;
+        }
         *count = static_cast<uint32_t>(c.size());
         return ok();
     });

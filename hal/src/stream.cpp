@@ -456,8 +456,8 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
     return {};
 }
 
-std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_candidate& it, std::uint32_t region,
-                                                       std::uint64_t births) {
+std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_candidate& it,
+                                                       std::uint32_t region, std::uint64_t births) {
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->on_device(it.block, it.handle, it.offset, it.block_gen);
     // Born after the lookup started: possibly a new incarnation of the id at the memory the found
@@ -505,12 +505,12 @@ Retrieval retrieval_of(const drm_vrex_shie_candidate& c, const KvBlock& block) {
 
 std::uint32_t tier_flags(Tier t) {
     switch (t) {
-    case Tier::device:
-        return DRM_VREX_LOOKUP_TIER_DEVICE;
-    case Tier::host:
-        return DRM_VREX_LOOKUP_TIER_HOST;
-    default:
-        return 0;
+        case Tier::device:
+            return DRM_VREX_LOOKUP_TIER_DEVICE;
+        case Tier::host:
+            return DRM_VREX_LOOKUP_TIER_HOST;
+        default:
+            return 0;
     }
 }
 
@@ -540,10 +540,10 @@ Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Q
                 it.frame_offset = q.frame_offset;
             } else {
                 if (q.candidates > kMaxCandidates)
-                    return Error{std::errc::invalid_argument, "query " + std::to_string(start + i) + " asks for " +
-                                                                  std::to_string(q.candidates) +
-                                                                  " candidates (at most " +
-                                                                  std::to_string(kMaxCandidates) + ")"};
+                    return Error{std::errc::invalid_argument,
+                                 "query " + std::to_string(start + i) + " asks for " +
+                                     std::to_string(q.candidates) + " candidates (at most " +
+                                     std::to_string(kMaxCandidates) + ")"};
                 it.kind = DRM_VREX_LOOKUP_SIMILAR;
                 it.fp[0] = q.fp.w[0];
                 it.fp[1] = q.fp.w[1];
@@ -580,7 +580,8 @@ Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Q
                 }
             } else if (it.hit_flags & DRM_VREX_HIT) {
                 // not (or no longer) a block this stream may see: a miss
-                if (auto blk = block_from_lookup(nearest_of(it), it.region, births)) r = retrieval_of(nearest_of(it), *blk);
+                if (auto blk = block_from_lookup(nearest_of(it), it.region, births))
+                    r = retrieval_of(nearest_of(it), *blk);
             }
             alloc_->count_lookup(r.hit, r.approximate);
             out.push_back(std::move(r));

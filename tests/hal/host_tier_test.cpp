@@ -400,7 +400,8 @@ TEST_P(HostTier, CApiRetrievesCandidatesByTier) {
     ASSERT_EQ(vrex_hal_allocate(s, 3, 0, &dev_block), VREX_HAL_OK) << vrex_hal_stream_last_error(s);
     ASSERT_EQ(vrex_hal_end_frame(s, nullptr), VREX_HAL_OK);
     auto px1 = test::synthetic_frame(128, 96, 10, 0);
-    ASSERT_EQ(vrex_hal_begin_frame(s, px1.data(), 128, 96, 128, nullptr), VREX_HAL_OK) << vrex_hal_last_error();
+    ASSERT_EQ(vrex_hal_begin_frame(s, px1.data(), 128, 96, 128, nullptr), VREX_HAL_OK)
+        << vrex_hal_last_error();
     for (std::uint32_t i = 0; i < 2; i++) {
         vrex_hal_host_tier_request req{};
         req.struct_size = sizeof(req);
@@ -412,21 +413,23 @@ TEST_P(HostTier, CApiRetrievesCandidatesByTier) {
         vrex_hal_block blk{};
         ASSERT_EQ(vrex_hal_index_host_tier(s, mem, &req, &blk), VREX_HAL_OK) << vrex_hal_stream_last_error(s);
     }
-    vrex_hal_retrieval out[VREX_HAL_MAX_CANDIDATES];
+    vrex_hal_candidate out[VREX_HAL_MAX_CANDIDATES];
     std::uint32_t n = 99;
-    ASSERT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY | VREX_HAL_TIER_HOST, 8, out, &n),
-              VREX_HAL_OK)
+    ASSERT_EQ(
+        vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY | VREX_HAL_TIER_HOST, 8, out, &n),
+        VREX_HAL_OK)
         << vrex_hal_stream_last_error(s);
     ASSERT_EQ(n, 2u);
-    EXPECT_EQ(out[0].distance, 1u);
-    EXPECT_EQ(out[1].distance, 3u);
-    EXPECT_TRUE(out[0].hit && out[0].host_tier && out[1].host_tier);
+    EXPECT_EQ(out[0].retrieval.distance, 1u);
+    EXPECT_EQ(out[1].retrieval.distance, 3u);
+    EXPECT_TRUE(out[0].retrieval.hit && out[0].host_tier && out[1].host_tier);
     ASSERT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY, 8, out, &n), VREX_HAL_OK);
     ASSERT_EQ(n, 3u);
-    EXPECT_EQ(out[0].block.id, dev_block.id);
+    EXPECT_EQ(out[0].retrieval.block.id, dev_block.id);
     EXPECT_EQ(out[0].host_tier, 0u);
     vrex_hal_retrieval one{};
-    ASSERT_EQ(vrex_hal_retrieve_similar(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY | VREX_HAL_TIER_HOST, &one), VREX_HAL_OK);
+    ASSERT_EQ(vrex_hal_retrieve_similar(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY | VREX_HAL_TIER_HOST, &one),
+              VREX_HAL_OK);
     EXPECT_TRUE(one.hit);
     EXPECT_EQ(one.distance, 1u);
     EXPECT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, 0, 0, out, &n), VREX_HAL_ERR_INVALID);

@@ -60,7 +60,8 @@ class ModelNearest : public ::testing::Test {
         d.flags = VREX_ARGF_PAST_ONLY | flags;
         d.fp[0] = base_.w[0];
         d.fp[1] = base_.w[1];
-        for (uint32_t i = 0; i < n; i++) std::memcpy(dev_.mem().data() + banks() + i * sizeof(d), &d, sizeof(d));
+        for (uint32_t i = 0; i < n; i++)
+            std::memcpy(dev_.mem().data() + banks() + i * sizeof(d), &d, sizeof(d));
         vrex_model_write(m(), VREX_REG_ARG_SRC_LO, static_cast<uint32_t>(banks()));
         vrex_model_write(m(), VREX_REG_ARG_SRC_HI, static_cast<uint32_t>(banks() >> 32));
         vrex_model_write(m(), VREX_REG_ARG_DST_LO, static_cast<uint32_t>(dst()));
@@ -69,8 +70,9 @@ class ModelNearest : public ::testing::Test {
         vrex_model_write(m(), VREX_REG_ARG_NEAREST, k);
         vrex_model_write(m(), VREX_REG_CMD, VREX_CMD_LOOKUP_SIMILAR_BATCH);
         const uint32_t st = vrex_model_read(m(), VREX_REG_STATUS);
-        return st & VREX_STATUS_ERROR ? static_cast<int>((st & VREX_STATUS_ERRNO_MASK) >> VREX_STATUS_ERRNO_SHIFT)
-                                      : 0;
+        return st & VREX_STATUS_ERROR
+                   ? static_cast<int>((st & VREX_STATUS_ERRNO_MASK) >> VREX_STATUS_ERRNO_SHIFT)
+                   : 0;
     }
     uint64_t dst() const { return banks() + VREX_LOOKUP_BATCH_MAX * sizeof(vrex_lookup_desc); }
     vrex_lookup_rec rec(uint32_t i) {
@@ -112,7 +114,8 @@ TEST_F(ModelNearest, TierFlagsFilterTheSingleLookupAndHitsSayTheirTier) {
     vrex_model_write(m(), VREX_REG_ARG_FLAGS, VREX_ARGF_PAST_ONLY | VREX_ARGF_TIER_HOST);
     vrex_model_write(m(), VREX_REG_CMD, VREX_CMD_LOOKUP_SIMILAR);
     EXPECT_EQ(vrex_model_read(m(), VREX_REG_STATUS), uint32_t{VREX_STATUS_DONE});
-    EXPECT_EQ(vrex_model_read(m(), VREX_REG_RES_FLAGS), VREX_RESF_HIT | VREX_RESF_APPROX | VREX_RESF_HOST_TIER);
+    EXPECT_EQ(vrex_model_read(m(), VREX_REG_RES_FLAGS),
+              VREX_RESF_HIT | VREX_RESF_APPROX | VREX_RESF_HOST_TIER);
     EXPECT_EQ(vrex_model_read(m(), VREX_REG_RES_BLOCK), host_[0]);
     // A flag bit past the tiers is refused.
     vrex_model_write(m(), VREX_REG_ARG_FLAGS, VREX_BIT(7));
@@ -163,11 +166,13 @@ TEST_F(ModelNearest, BatchReturnsTheKNearestFirstThenMisses) {
 
 TEST_F(ModelNearest, CountsPastTheCapsFailTheBatchWhole) {
     std::memset(dev_.mem().data() + dst(), 0xab, VREX_LOOKUP_BATCH_MAX * sizeof(vrex_lookup_rec));
-    const std::vector<uint8_t> before(dev_.mem().begin() + static_cast<std::ptrdiff_t>(dst()), dev_.mem().end());
+    const std::vector<uint8_t> before(dev_.mem().begin() + static_cast<std::ptrdiff_t>(dst()),
+                                      dev_.mem().end());
     const uint64_t lookups = m()->cnt[VREX_CNT_LOOKUPS];
     EXPECT_EQ(batch(1, VREX_LOOKUP_NEAREST_MAX + 1, 0), VREX_EINVAL);
     EXPECT_EQ(batch(VREX_LOOKUP_BATCH_MAX / 8 + 1, 8, 0), VREX_EINVAL) << "records past the batch's space";
-    const std::vector<uint8_t> after(dev_.mem().begin() + static_cast<std::ptrdiff_t>(dst()), dev_.mem().end());
+    const std::vector<uint8_t> after(dev_.mem().begin() + static_cast<std::ptrdiff_t>(dst()),
+                                     dev_.mem().end());
     EXPECT_TRUE(before == after) << "a refused batch writes no record";
     EXPECT_EQ(m()->cnt[VREX_CNT_LOOKUPS], lookups);
     EXPECT_EQ(batch(VREX_LOOKUP_BATCH_MAX / 8, 8, 0), 0) << "exactly the space is fine";

@@ -27,7 +27,8 @@ struct Mirror {
 };
 
 uint32_t dist(const vrex_fp& a, const vrex_fp& b) {
-    return static_cast<uint32_t>(__builtin_popcountll(a.w[0] ^ b.w[0]) + __builtin_popcountll(a.w[1] ^ b.w[1]));
+    return static_cast<uint32_t>(__builtin_popcountll(a.w[0] ^ b.w[0]) +
+                                 __builtin_popcountll(a.w[1] ^ b.w[1]));
 }
 
 // Every entry the query accepts, sorted in the nearest order, cut at @max.
@@ -44,12 +45,13 @@ std::vector<std::pair<uint32_t, uint32_t>> oracle(const std::vector<Mirror>& es,
     }
     std::sort(all.begin(), all.end());
     std::vector<std::pair<uint32_t, uint32_t>> out;
-    for (std::size_t i = 0; i < all.size() && i < max; i++) out.emplace_back(std::get<2>(all[i]), std::get<0>(all[i]));
+    for (std::size_t i = 0; i < all.size() && i < max; i++)
+        out.emplace_back(std::get<2>(all[i]), std::get<0>(all[i]));
     return out;
 }
 
-std::vector<std::pair<uint32_t, uint32_t>> nearest(const vrex_shie_table* t, const vrex_shie_query& q, uint32_t max,
-                                                   bool brute) {
+std::vector<std::pair<uint32_t, uint32_t>> nearest(const vrex_shie_table* t, const vrex_shie_query& q,
+                                                   uint32_t max, bool brute) {
     uint32_t entry[VREX_SHIE_MAX_NEAREST + 1], d[VREX_SHIE_MAX_NEAREST + 1];
     const uint32_t n = brute ? vrex_shie_find_nearest_bruteforce(t, &q, max, entry, d)
                              : vrex_shie_find_nearest(t, &q, max, entry, d);
@@ -66,7 +68,8 @@ class Clustered {
         for (int i = 0; i < 5; i++) bases_.push_back(random_fp(rng_));
     }
     vrex_fp near(uint32_t max_flips) {
-        return flip_bits(bases_[rng_() % bases_.size()], static_cast<uint32_t>(rng_() % (max_flips + 1)), rng_);
+        return flip_bits(bases_[rng_() % bases_.size()], static_cast<uint32_t>(rng_() % (max_flips + 1)),
+                         rng_);
     }
     void fill(uint32_t n) {
         ASSERT_EQ(t_.init(), 0);
@@ -78,20 +81,21 @@ class Clustered {
             e.pool = e.stream % 2;
             e.region = static_cast<uint8_t>(rng_() % 4);
             e.tier = rng_() % 3 ? VREX_SHIE_TIER_DEVICE : VREX_SHIE_TIER_HOST;
-            const int rc = e.tier == VREX_SHIE_TIER_HOST
-                               ? vrex_shie_insert_host(t_.get(), &e.fp, e.pool, e.stream, e.region, e.frame, i, &e.id)
-                               : vrex_shie_insert(t_.get(), &e.fp, e.pool, e.stream, e.region, e.frame, i, &e.id);
+            const int rc =
+                e.tier == VREX_SHIE_TIER_HOST
+                    ? vrex_shie_insert_host(t_.get(), &e.fp, e.pool, e.stream, e.region, e.frame, i, &e.id)
+                    : vrex_shie_insert(t_.get(), &e.fp, e.pool, e.stream, e.region, e.frame, i, &e.id);
             if (rc == VREX_EEXIST) continue;  // (stream, frame, region) taken: no second device entry
             ASSERT_EQ(rc, 0);
             es_.push_back(e);
         }
     }
     vrex_shie_query query() {
-        vrex_shie_query q = make_query(rng_() % 6 ? near(20) : random_fp(rng_), static_cast<uint16_t>(rng_() % 3),
-                                       static_cast<uint32_t>(rng_() % 2), static_cast<uint8_t>(rng_() % 4),
-                                       static_cast<uint32_t>(rng_() % (VREX_SHIE_MAX_RADIUS + 1)),
-                                       static_cast<uint8_t>(rng_() % 2),
-                                       rng_() % 2 ? VREX_NIL : static_cast<uint32_t>(rng_() % 64));
+        vrex_shie_query q = make_query(
+            rng_() % 6 ? near(20) : random_fp(rng_), static_cast<uint16_t>(rng_() % 3),
+            static_cast<uint32_t>(rng_() % 2), static_cast<uint8_t>(rng_() % 4),
+            static_cast<uint32_t>(rng_() % (VREX_SHIE_MAX_RADIUS + 1)), static_cast<uint8_t>(rng_() % 2),
+            rng_() % 2 ? VREX_NIL : static_cast<uint32_t>(rng_() % 64));
         q.tiers = static_cast<uint32_t>(rng_() % 4);
         return q;
     }

@@ -336,7 +336,7 @@ enum class Scope { stream, pool };
 // host tier (demoted copies, Stream::index_host_tier).
 enum class Tier { any, device, host };
 
-// Most answers one similarity query returns (Query::candidates; DRM_VREX_LOOKUP_MAX_CANDIDATES).
+// Most answers one similarity query returns (Query::candidates; the kernel interface's cap).
 inline constexpr std::uint32_t kMaxCandidates = 8;
 
 // One lookup of a batch: temporal (offset -3..+2) or similarity (fp within radius).

@@ -231,7 +231,7 @@ struct vrex_hal_retrieval {
 	uint32_t distance;
 	uint32_t frame;
 	uint32_t stream;
-	uint32_t host_tier;	/* vrex_hal_retrieve_candidates only (ABI 1.3; was pad, 0) */
+	uint32_t pad;
 	uint64_t fp[2];
 	struct vrex_hal_block block;	/* valid when hit */
 };
@@ -255,12 +255,17 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream *stream, uint32_t regi
  * ABI 1.3 (C++: Query::candidates): up to @max (1..VREX_HAL_MAX_CANDIDATES) entries within
  * @radius, nearest first (smallest distance, then the most recent frame), of the tiers @flags
  * names (VREX_HAL_TIER_*; also VREX_HAL_SCOPE_POOL, VREX_HAL_PAST_ONLY): written to out[0..*count),
- * each a hit whose host_tier says its tier. *count 0: nothing within the radius.
+ * each a hit, host_tier 1 for a host-tier entry. *count 0: nothing within the radius.
  */
 #define VREX_HAL_MAX_CANDIDATES 8u
+struct vrex_hal_candidate {
+	struct vrex_hal_retrieval retrieval;
+	uint32_t host_tier;
+	uint32_t pad;
+};
 vrex_hal_status vrex_hal_retrieve_candidates(vrex_hal_stream *stream, uint32_t region, const uint64_t fp[2],
 					     uint32_t radius, uint32_t flags, uint32_t max,
-					     struct vrex_hal_retrieval *out, uint32_t *count);
+					     struct vrex_hal_candidate *out, uint32_t *count);
 vrex_hal_status vrex_hal_release(vrex_hal_stream *stream, const struct vrex_hal_block *block);
 /*
  * Batches, all or nothing (like the C++ Stream::allocate_batch / release_batch): on failure nothing

@@ -220,7 +220,10 @@ TEST_F(Policy, RecallFindsABlockPastTheAgeCapWhenTheViewComesBack) {
 TEST_F(Policy, RecallWalksTheCandidatesPastARefusedNearestEntry) {
     for (const std::uint32_t candidates : {8u, 1u}) {
         SCOPED_TRACE(candidates);
-        ReuseOptions o{.max_age = 2, .recall = true, .recall_radius = 8, .recall_guard_bits = 0,
+        ReuseOptions o{.max_age = 2,
+                       .recall = true,
+                       .recall_radius = 8,
+                       .recall_guard_bits = 0,
                        .recall_candidates = candidates};
         auto p = ReusePolicy::create(o, kRegions);
         ASSERT_TRUE(p);
@@ -229,7 +232,7 @@ TEST_F(Policy, RecallWalksTheCandidatesPastARefusedNearestEntry) {
         frame(*p, 50, hashes(0xf0));  // scene A again, other keys: the guard refuses the first frame's
         EXPECT_EQ(p->counters().reused, 0u);
         for (int i = 0; i < 4; i++) frame(*p, 200, hashes(9));  // scene B: both A frames demoted
-        const std::vector<KvBlock> first = by_frame_.at(0);  // scene A's first frame, keys 7
+        const std::vector<KvBlock> first = by_frame_.at(0);     // scene A's first frame, keys 7
         const std::uint64_t before = p->counters().recalled;
         const std::uint64_t past_before = p->counters().recalled_past_nearest;
         const Fingerprint fp = begin(50);

@@ -97,7 +97,7 @@ struct ReuseCounters {
     std::uint64_t reused = 0;      // regions that alias a block
     std::uint64_t recalled = 0;    // regions recalled through the SHIE's host tier (recall)
     std::uint64_t recalled_past_nearest = 0;  // of those, found past the recall lookup's nearest entry
-    std::uint64_t installed = 0;   // blocks the engine filled from another block (installed())
+    std::uint64_t installed = 0;              // blocks the engine filled from another block (installed())
 };
 
 class ReusePolicy {

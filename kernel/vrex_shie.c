@@ -406,10 +406,14 @@ struct vrex_lookup_report {
 	u64 fp[2];
 };
 
-/* A hit is reported only for a block of the caller; its handle only while it still names the BO. */
-static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
-			     const struct vrex_lookup_report *rep,
-			     struct drm_vrex_shie_lookup_item *it)
+/*
+ * A hit is reported only for a block of the caller (the device's word on a
+ * block is never trusted); its handle only while it still names the BO.
+ * Returns whether @c now holds the hit.
+ */
+static bool vrex_lookup_resolve(struct vrex_device *vdev, struct drm_file *file,
+				const struct vrex_lookup_report *rep,
+				struct drm_vrex_shie_candidate *c)
 {
 	struct vrex_file *vfile = to_vrex_file(file);
 	u32 hw_stream = rep->hw_stream;
@@ -417,26 +421,66 @@ static void vrex_lookup_fill(struct vrex_device *vdev, struct drm_file *file,
 	struct drm_gem_object *obj;
 
 	if (!(rep->resf & VREX_RESF_HIT))
-		return;
+		return false;
 	ref = xa_load(&vdev->blocks, rep->block);
 	if (!ref || ref->stream->vfile != vfile || hw_stream >= VREX_MAX_STREAMS_HW ||
 	    !vdev->hw_streams[hw_stream] || vdev->hw_streams[hw_stream]->vfile != vfile)
-		return;
+		return false;
 
-	it->hit_flags = DRM_VREX_HIT | ((rep->resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0);
-	it->distance = rep->distance;
-	it->block = rep->block;
-	it->frame = rep->frame;
-	it->stream = vdev->hw_streams[hw_stream]->id;
+	memset(c, 0, sizeof(*c));
+	c->hit_flags = DRM_VREX_HIT |
+		       ((rep->resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0) |
+		       ((rep->resf & VREX_RESF_HOST_TIER) ? DRM_VREX_HIT_HOST_TIER : 0);
+	c->distance = rep->distance;
+	c->block = rep->block;
+	c->frame = rep->frame;
+	c->stream = vdev->hw_streams[hw_stream]->id;
 	obj = drm_gem_object_lookup(file, ref->handle);
-	it->handle = obj == ref->obj ? ref->handle : 0;
+	c->handle = obj == ref->obj ? ref->handle : 0;
 	if (obj)
 		drm_gem_object_put(obj);
-	it->offset = ref->offset;
-	it->length = ref->length;
-	it->found_fp[0] = rep->fp[0];
-	it->found_fp[1] = rep->fp[1];
-	it->block_gen = ref->block_gen;
+	c->offset = ref->offset;
+	c->length = ref->length;
+	c->found_fp[0] = rep->fp[0];
+	c->found_fp[1] = rep->fp[1];
+	c->block_gen = ref->block_gen;
+	return true;
+}
+
+/* The nearest hit into the fields every caller knows (the host-tier bit is the candidates'). */
+static void vrex_lookup_fill(struct drm_vrex_shie_lookup_item *it,
+			     const struct drm_vrex_shie_candidate *c)
+{
+	it->hit_flags = c->hit_flags & (DRM_VREX_HIT | DRM_VREX_HIT_APPROX);
+	it->distance = c->distance;
+	it->block = c->block;
+	it->frame = c->frame;
+	it->stream = c->stream;
+	it->handle = c->handle;
+	it->offset = c->offset;
+	it->length = c->length;
+	it->found_fp[0] = c->found_fp[0];
+	it->found_fp[1] = c->found_fp[1];
+	it->block_gen = c->block_gen;
+}
+
+/*
+ * Answer @j (nearest first) of a similarity lookup: the nearest fills the
+ * item's own fields, and with max_candidates every answer that is the
+ * caller's is appended to the candidates.
+ */
+static void vrex_lookup_take(struct vrex_device *vdev, struct drm_file *file,
+			     const struct vrex_lookup_report *rep, u32 j,
+			     struct drm_vrex_shie_lookup_item *it)
+{
+	struct drm_vrex_shie_candidate c;
+
+	if (!vrex_lookup_resolve(vdev, file, rep, &c))
+		return;
+	if (!j)
+		vrex_lookup_fill(it, &c);
+	if (it->candidate_count < it->max_candidates)
+		it->candidates[it->candidate_count++] = c;
 }
 
 static void vrex_lookup_clear(struct drm_vrex_shie_lookup_item *it)
@@ -452,12 +496,23 @@ static void vrex_lookup_clear(struct drm_vrex_shie_lookup_item *it)
 	it->found_fp[0] = 0;
 	it->found_fp[1] = 0;
 	it->block_gen = 0;
+	it->candidate_count = 0;
+	memset(it->candidates, 0, sizeof(it->candidates));
 }
 
 static u32 vrex_lookup_argf(const struct drm_vrex_shie_lookup_item *it)
 {
 	return ((it->flags & DRM_VREX_LOOKUP_SCOPE_POOL) ? VREX_ARGF_SCOPE_POOL : 0) |
-	       ((it->flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0);
+	       ((it->flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0) |
+	       ((it->flags & DRM_VREX_LOOKUP_TIER_DEVICE) ? VREX_ARGF_TIER_DEVICE : 0) |
+	       ((it->flags & DRM_VREX_LOOKUP_TIER_HOST) ? VREX_ARGF_TIER_HOST : 0);
+}
+
+/* Records per query the device writes for @it: its candidates, or the nearest only. */
+static u32 vrex_lookup_records(const struct drm_vrex_shie_lookup_item *it)
+{
+	return it->kind == DRM_VREX_LOOKUP_SIMILAR && it->max_candidates > 1 ?
+	       it->max_candidates : 1;
 }
 
 static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
@@ -468,6 +523,9 @@ static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
 	int ret;
 
 	vrex_lookup_clear(it);
+	/* The RES_* registers hold one answer: more need the batch's records. */
+	if (vrex_lookup_records(it) > 1)
+		return -EOPNOTSUPP;
 	vrex_write(vdev, VREX_REG_ARG_STREAM, stream->hw);
 	vrex_write(vdev, VREX_REG_ARG_REGION, it->region);
 	if (it->kind == DRM_VREX_LOOKUP_TEMPORAL) {
@@ -495,7 +553,7 @@ static int vrex_lookup_one(struct vrex_device *vdev, struct drm_file *file,
 	rep.distance = vrex_read(vdev, VREX_REG_RES_DISTANCE);
 	rep.frame = vrex_read(vdev, VREX_REG_RES_FRAME);
 	vrex_read_fp(vdev, VREX_REG_RES_FP(0), rep.fp);
-	vrex_lookup_fill(vdev, file, &rep, it);
+	vrex_lookup_take(vdev, file, &rep, 0, it);
 	return 0;
 }
 
@@ -513,25 +571,26 @@ static int vrex_lookup_singles(struct vrex_device *vdev, struct drm_file *file,
 }
 
 /*
- * The similarity items @idx[0..@n) of @items (validated, n <= the batch
- * maximum) as one LOOKUP_SIMILAR_BATCH staged in vdev's staging area. Each
- * record is checked exactly as RES_* of a single lookup (vrex_lookup_fill()):
- * the device's word on a block is never trusted.
+ * The similarity items @idx[0..@n) of @items (validated, each with @k
+ * records, n * k <= the batch maximum) as one LOOKUP_SIMILAR_BATCH staged in
+ * vdev's staging area. Each record is checked exactly as RES_* of a single
+ * lookup (vrex_lookup_resolve()): the device's word on a block is never
+ * trusted.
  */
 static int vrex_lookup_batch(struct vrex_device *vdev, struct drm_file *file,
 			     struct vrex_file_stream *stream,
-			     struct drm_vrex_shie_lookup_item *items, const u32 *idx, u32 n)
+			     struct drm_vrex_shie_lookup_item *items, const u32 *idx, u32 n, u32 k)
 {
 	u64 src = vdev->stage_addr;
 	u64 dst = src + VREX_LOOKUP_BATCH_MAX * sizeof(struct vrex_lookup_desc);
 	struct vrex_lookup_report rep;
 	struct vrex_lookup_desc d;
 	struct vrex_lookup_rec r;
-	u32 j;
+	u32 i, j;
 	int ret;
 
-	/* One query gains nothing from staging. */
-	if (n == 1 || !vdev->has_stage)
+	/* One query gains nothing from staging (unless it wants more than RES_* holds). */
+	if ((n == 1 && k == 1) || !vdev->has_stage)
 		return vrex_lookup_singles(vdev, file, stream, items, idx, n);
 
 	for (j = 0; j < n; j++) {
@@ -550,12 +609,14 @@ static int vrex_lookup_batch(struct vrex_device *vdev, struct drm_file *file,
 	vrex_write(vdev, VREX_REG_ARG_DST_LO, lower_32_bits(dst));
 	vrex_write(vdev, VREX_REG_ARG_DST_HI, upper_32_bits(dst));
 	vrex_write(vdev, VREX_REG_ARG_COUNT, n);
+	vrex_write(vdev, VREX_REG_ARG_NEAREST, k);
 	ret = vrex_cmd(vdev, VREX_CMD_LOOKUP_SIMILAR_BATCH);
 	/*
 	 * Refused whole (it wrote nothing and changed nothing): each item then
-	 * gets what a single lookup gets, a refusal being a miss there.
+	 * gets what a single lookup gets, a refusal being a miss there; a
+	 * query for candidates has no single form.
 	 */
-	if (ret == -EINVAL || ret == -ERANGE)
+	if ((ret == -EINVAL || ret == -ERANGE) && k == 1)
 		return vrex_lookup_singles(vdev, file, stream, items, idx, n);
 	if (ret)
 		return ret;
@@ -564,50 +625,66 @@ static int vrex_lookup_batch(struct vrex_device *vdev, struct drm_file *file,
 		struct drm_vrex_shie_lookup_item *it = &items[idx[j]];
 
 		vrex_lookup_clear(it);
-		vrex_mem_read(vdev, dst + j * sizeof(r), &r, sizeof(r));
-		/* A query the device refused (PAST_ONLY before the first frame): a miss. */
-		if (r.status)
-			continue;
-		rep.resf = le32_to_cpu(r.flags);
-		rep.block = le32_to_cpu(r.block);
-		rep.hw_stream = le32_to_cpu(r.stream);
-		rep.distance = le32_to_cpu(r.distance);
-		rep.frame = le32_to_cpu(r.frame);
-		rep.fp[0] = le64_to_cpu(r.fp[0]);
-		rep.fp[1] = le64_to_cpu(r.fp[1]);
-		vrex_lookup_fill(vdev, file, &rep, it);
+		for (i = 0; i < k; i++) {
+			vrex_mem_read(vdev, dst + (j * k + i) * sizeof(r), &r, sizeof(r));
+			/* A query the device refused (PAST_ONLY before the first frame): a miss. */
+			if (r.status)
+				break;
+			rep.resf = le32_to_cpu(r.flags);
+			rep.block = le32_to_cpu(r.block);
+			rep.hw_stream = le32_to_cpu(r.stream);
+			rep.distance = le32_to_cpu(r.distance);
+			rep.frame = le32_to_cpu(r.frame);
+			rep.fp[0] = le64_to_cpu(r.fp[0]);
+			rep.fp[1] = le64_to_cpu(r.fp[1]);
+			vrex_lookup_take(vdev, file, &rep, i, it);
+		}
 	}
 	return 0;
 }
 
 /*
- * Temporal items run one by one as they come; similarity items are grouped,
- * VREX_LOOKUP_BATCH_MAX per command. Lookups only age blocks (to the owner's
- * current frame, the same for every order) and count, so the grouping gives
- * every item what an in-order run would.
+ * Temporal items run one by one as they come; similarity items are grouped
+ * by their records per query, up to VREX_LOOKUP_BATCH_MAX records per
+ * command. Lookups only age blocks (to the owner's current frame, the same
+ * for every order) and count, so the grouping gives every item what an
+ * in-order run would.
  */
 static int vrex_lookup_apply(struct vrex_device *vdev, struct drm_file *file,
 			     struct vrex_file_stream *stream,
 			     struct drm_vrex_shie_lookup_item *items, u32 count)
 {
 	u32 idx[VREX_LOOKUP_BATCH_MAX];
-	u32 i, n = 0;
+	u32 i, k = 1, n = 0;
 	int ret = 0;
 
+	BUILD_BUG_ON(DRM_VREX_LOOKUP_MAX_CANDIDATES > VREX_LOOKUP_NEAREST_MAX);
+	/* A 1.0 device ignores the tier flags and ARG_NEAREST: it cannot answer these. */
+	for (i = 0; i < count && vdev->hw_version < VREX_VERSION_NEAREST; i++)
+		if ((items[i].flags & (DRM_VREX_LOOKUP_TIER_DEVICE | DRM_VREX_LOOKUP_TIER_HOST)) ||
+		    vrex_lookup_records(&items[i]) > 1)
+			return -EOPNOTSUPP;
 	for (i = 0; i < count && !ret; i++) {
 		cond_resched();
 		if (items[i].kind == DRM_VREX_LOOKUP_TEMPORAL) {
 			ret = vrex_lookup_one(vdev, file, stream, &items[i]);
 			continue;
 		}
+		if (n && vrex_lookup_records(&items[i]) != k) {
+			ret = vrex_lookup_batch(vdev, file, stream, items, idx, n, k);
+			n = 0;
+			if (ret)
+				break;
+		}
+		k = vrex_lookup_records(&items[i]);
 		idx[n++] = i;
-		if (n == VREX_LOOKUP_BATCH_MAX) {
-			ret = vrex_lookup_batch(vdev, file, stream, items, idx, n);
+		if ((n + 1) * k > VREX_LOOKUP_BATCH_MAX) {
+			ret = vrex_lookup_batch(vdev, file, stream, items, idx, n, k);
 			n = 0;
 		}
 	}
 	if (!ret && n)
-		ret = vrex_lookup_batch(vdev, file, stream, items, idx, n);
+		ret = vrex_lookup_batch(vdev, file, stream, items, idx, n, k);
 	return ret;
 }
 

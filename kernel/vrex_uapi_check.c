@@ -106,13 +106,14 @@ int vrex_check_lookup_item(const struct drm_vrex_shie_lookup_item *it)
 		return -EINVAL;
 	switch (it->kind) {
 	case DRM_VREX_LOOKUP_TEMPORAL:
-		if (it->fp[0] || it->fp[1] || it->flags || it->radius ||
+		if (it->fp[0] || it->fp[1] || it->flags || it->radius || it->max_candidates ||
 		    !vrex_frame_offset_ok(it->frame_offset))
 			return -EINVAL;
 		return 0;
 	case DRM_VREX_LOOKUP_SIMILAR:
 		if ((it->flags & ~DRM_VREX_LOOKUP_VALID_FLAGS) || it->frame_offset ||
-		    it->radius > DRM_VREX_MAX_RADIUS)
+		    it->radius > DRM_VREX_MAX_RADIUS ||
+		    it->max_candidates > DRM_VREX_LOOKUP_MAX_CANDIDATES)
 			return -EINVAL;
 		return 0;
 	default:

@@ -124,6 +124,16 @@ struct shie_search {
 	u32 best;
 	u32 best_distance;
 	u32 best_frame;
+	/*
+	 * want > 1 (vrex_shie_find_nearest()): the want nearest, in order, in
+	 * kept_*[0..nkept) instead of best_*; the limit is the radius until
+	 * want are kept, then the farthest kept distance.
+	 */
+	u32 want;
+	u32 nkept;
+	u32 kept_id[VREX_SHIE_MAX_NEAREST];
+	u32 kept_distance[VREX_SHIE_MAX_NEAREST];
+	u32 kept_frame[VREX_SHIE_MAX_NEAREST];
 	u32 *out;
 	u32 max;
 	u32 count;
@@ -139,7 +149,7 @@ struct shie_search {
 static inline int shie_query_valid(const struct vrex_shie_query *q)
 {
 	return q->radius <= VREX_SHIE_MAX_RADIUS && q->scope <= VREX_SCOPE_POOL &&
-	       q->region < VREX_SHIE_REGIONS;
+	       q->region < VREX_SHIE_REGIONS && !(q->tiers & ~VREX_SHIE_TIERS);
 }
 
 static inline int shie_entry_matches(const struct vrex_shie_entry *e,
@@ -147,14 +157,59 @@ static inline int shie_entry_matches(const struct vrex_shie_entry *e,
 {
 	if (!e->valid || e->region != q->region)
 		return 0;
+	if (q->tiers && !(q->tiers & e->valid))
+		return 0;
 	if (q->scope == VREX_SCOPE_STREAM ? e->stream != q->stream : e->pool != q->pool)
 		return 0;
 	return q->frame_limit == VREX_NIL || e->frame < q->frame_limit;
 }
 
+/* Whether (d, frame, id) comes before kept answer @i in the nearest order. */
+static inline int shie_before_kept(const struct shie_search *sr, u32 i, u32 id, u32 d, u32 frame)
+{
+	if (d != sr->kept_distance[i])
+		return d < sr->kept_distance[i];
+	if (frame != sr->kept_frame[i])
+		return frame > sr->kept_frame[i];
+	return id < sr->kept_id[i];
+}
+
+/*
+ * The want nearest, kept sorted by insertion (want <= VREX_SHIE_MAX_NEAREST).
+ * The probes can meet an entry once per MIH table: one already kept is
+ * skipped; one dropped earlier compares after every kept answer again.
+ */
+static inline void shie_take_kept(struct shie_search *sr, u32 id, u32 d, u32 frame)
+{
+	u32 i, n = sr->nkept;
+
+	for (i = 0; i < n; i++)
+		if (sr->kept_id[i] == id)
+			return;
+	if (n == sr->want && !shie_before_kept(sr, n - 1, id, d, frame))
+		return;
+	if (n < sr->want)
+		n++;
+	for (i = n - 1; i > 0 && shie_before_kept(sr, i - 1, id, d, frame); i--) {
+		sr->kept_id[i] = sr->kept_id[i - 1];
+		sr->kept_distance[i] = sr->kept_distance[i - 1];
+		sr->kept_frame[i] = sr->kept_frame[i - 1];
+	}
+	sr->kept_id[i] = id;
+	sr->kept_distance[i] = d;
+	sr->kept_frame[i] = frame;
+	sr->nkept = n;
+	if (n == sr->want)
+		sr->limit = sr->kept_distance[n - 1];
+}
+
 /* Smallest distance, then the most recent frame, then the lowest index. */
 static inline void shie_take_nearest(struct shie_search *sr, u32 id, u32 d, u32 frame)
 {
+	if (sr->want > 1) {
+		shie_take_kept(sr, id, d, frame);
+		return;
+	}
 	if (sr->best != VREX_NIL) {
 		if (d > sr->best_distance)
 			return;
@@ -185,6 +240,8 @@ static inline void shie_search_init(struct shie_search *sr, const struct vrex_sh
 	sr->best = VREX_NIL;
 	sr->best_distance = VREX_NIL;
 	sr->best_frame = 0;
+	sr->want = 1;
+	sr->nkept = 0;
 	sr->out = out;
 	sr->max = out ? max : 0;
 	sr->count = 0;

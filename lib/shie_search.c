@@ -331,6 +331,45 @@ static u32 shie_range(const struct vrex_shie_table *t, const struct vrex_shie_qu
 	return sr.count;
 }
 
+static u32 shie_nearest_n(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			  u32 max, u32 *entry, u32 *distance, int brute)
+{
+	struct shie_search sr;
+	u32 i;
+
+	if (!shie_query_valid(q) || !max || max > VREX_SHIE_MAX_NEAREST)
+		return 0;
+	if (max == 1) {
+		entry[0] = shie_nearest(t, q, distance, brute);
+		return entry[0] != VREX_NIL;
+	}
+	shie_search_init(&sr, t, q, 0, NULL, 0);
+	sr.want = max;
+	if (brute)
+		shie_bruteforce(&sr);
+	else
+		vrex_shie_search(&sr);
+	for (i = 0; i < sr.nkept; i++) {
+		entry[i] = sr.kept_id[i];
+		if (distance)
+			distance[i] = sr.kept_distance[i];
+	}
+	return sr.nkept;
+}
+
+u32 vrex_shie_find_nearest(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			   u32 max, u32 *entry, u32 *distance)
+{
+	return shie_nearest_n(t, q, max, entry, distance, 0);
+}
+
+u32 vrex_shie_find_nearest_bruteforce(const struct vrex_shie_table *t,
+				      const struct vrex_shie_query *q, u32 max, u32 *entry,
+				      u32 *distance)
+{
+	return shie_nearest_n(t, q, max, entry, distance, 1);
+}
+
 u32 vrex_shie_find_similar(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
 			   u32 *distance)
 {

@@ -168,7 +168,7 @@ static int shie_insert(struct vrex_shie_table *t, const struct vrex_fp *fp, u32 
 	e->pool = pool;
 	e->stream = stream;
 	e->region = region;
-	e->valid = 1;
+	e->valid = temporal ? VREX_SHIE_TIER_DEVICE : VREX_SHIE_TIER_HOST;
 
 	*link_prev(t, id) = VREX_NIL;
 	*link_next(t, id) = VREX_NIL;

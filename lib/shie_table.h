@@ -75,6 +75,18 @@
  */
 #define VREX_SHIE_SCAN_GROUP 8
 
+/*
+ * The tier of an entry (vrex_shie_entry.valid: 0 free, else one of these)
+ * and the tiers a similarity query accepts (vrex_shie_query.tiers, a mask; 0:
+ * every tier, the behaviour before tiers could be asked for).
+ */
+#define VREX_SHIE_TIER_DEVICE 1	/* vrex_shie_insert(): device memory, temporal key too */
+#define VREX_SHIE_TIER_HOST 2	/* vrex_shie_insert_host(): a demoted copy, similarity only */
+#define VREX_SHIE_TIERS (VREX_SHIE_TIER_DEVICE | VREX_SHIE_TIER_HOST)
+
+/* Most answers one nearest-first query returns (vrex_shie_find_nearest()). */
+#define VREX_SHIE_MAX_NEAREST 8
+
 /* Search scope of a similarity lookup. */
 #define VREX_SCOPE_STREAM 0	/* entries of the querying stream */
 #define VREX_SCOPE_POOL 1	/* entries of every stream in the querying stream's pool */
@@ -90,7 +102,7 @@ struct vrex_shie_entry {
 	u32 pool;
 	u16 stream;
 	u8 region;
-	u8 valid;
+	u8 valid;		/* 0: free; else the tier, VREX_SHIE_TIER_* */
 };
 
 /*
@@ -173,6 +185,7 @@ struct vrex_shie_query {
 	u8 scope;		/* VREX_SCOPE_* */
 	u32 radius;		/* <= VREX_SHIE_MAX_RADIUS */
 	u32 frame_limit;	/* only entries with frame < frame_limit; VREX_NIL: no limit */
+	u32 tiers;		/* VREX_SHIE_TIER_* accepted; 0: every tier */
 };
 
 /* The number of MIH tables init chooses for @capacity (the rule: docs/hw/shie.md). */
@@ -219,6 +232,18 @@ u32 vrex_shie_find_temporal(const struct vrex_shie_table *t, u16 stream, u8 regi
  */
 u32 vrex_shie_find_similar(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
 			   u32 *distance);
+/*
+ * Up to @max (1..VREX_SHIE_MAX_NEAREST) entries within q->radius, nearest
+ * first in the order above (the first is vrex_shie_find_similar()'s answer):
+ * writes their ids to @entry and, if @distance is not NULL, their distances,
+ * and returns how many. 0 for an invalid query (as above) or @max outside
+ * 1..VREX_SHIE_MAX_NEAREST.
+ */
+u32 vrex_shie_find_nearest(const struct vrex_shie_table *t, const struct vrex_shie_query *q,
+			   u32 max, u32 *entry, u32 *distance);
+u32 vrex_shie_find_nearest_bruteforce(const struct vrex_shie_table *t,
+				      const struct vrex_shie_query *q, u32 max, u32 *entry,
+				      u32 *distance);
 /*
  * @n lookups as one batch, each answered exactly as vrex_shie_find_similar
  * answers it alone: entry[i] = the nearest entry or VREX_NIL, distance[i]

@@ -77,6 +77,7 @@ struct vrex_lookup_result {
 	u32 frame;
 	u32 stream;
 	u32 region;
+	u32 host;		/* a host-tier entry (VREX_RESF_HOST_TIER) */
 	struct vrex_fp fp;
 	struct vrex_kv_ref kv;
 };
@@ -171,11 +172,12 @@ int vrex_model_lookup_similar(struct vrex_model *m, u32 stream, u32 region,
 			      struct vrex_lookup_result *res);
 /*
  * LOOKUP_SIMILAR_BATCH (vrex_regs.h): @count descriptors at device address
- * @src, as many records written at @dst; *@hits (if not NULL) = hits. On a
- * command error no record is written and nothing changes.
+ * @src, @nearest (ARG_NEAREST: 0 or 1 for one) records per descriptor
+ * written at @dst; *@hits (if not NULL) = queries that hit. On a command
+ * error no record is written and nothing changes.
  */
 int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 count,
-				    u32 *hits);
+				    u32 nearest, u32 *hits);
 int vrex_model_remove(struct vrex_model *m, u32 block, struct vrex_released *rec);
 int vrex_model_retire(struct vrex_model *m, u32 stream, u32 *released);
 /* Returns 1 and fills @rec when a release record was queued, else 0. */

@@ -123,7 +123,8 @@ static int cmd_insert(struct vrex_model *m)
 static void res_lookup(struct vrex_model *m, const struct vrex_lookup_result *r)
 {
 	m->REG(VREX_REG_RES_FLAGS) = (r->hit ? VREX_RESF_HIT : 0) |
-				     (r->approx ? VREX_RESF_APPROX : 0);
+				     (r->approx ? VREX_RESF_APPROX : 0) |
+				     (r->host ? VREX_RESF_HOST_TIER : 0);
 	m->REG(VREX_REG_RES_BLOCK) = r->block;
 	if (!r->hit)
 		return;
@@ -167,7 +168,7 @@ static int cmd_lookup_batch(struct vrex_model *m)
 
 	ret = vrex_model_lookup_similar_batch(m, arg64(m, VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI),
 					      arg64(m, VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI),
-					      count, &hits);
+					      count, m->REG(VREX_REG_ARG_NEAREST), &hits);
 	if (ret)
 		return ret;
 	m->REG(VREX_REG_RES_COUNT) = count;

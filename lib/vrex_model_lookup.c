@@ -7,7 +7,8 @@
 #include "vrex_model_internal.h"
 #include "lifecycle_ops.h"
 
-#define SIMILAR_FLAGS (VREX_ARGF_SCOPE_POOL | VREX_ARGF_PAST_ONLY)
+#define SIMILAR_FLAGS                                                                        \
+	(VREX_ARGF_SCOPE_POOL | VREX_ARGF_PAST_ONLY | VREX_ARGF_TIER_DEVICE | VREX_ARGF_TIER_HOST)
 
 static void lookup_miss(struct vrex_lookup_result *res)
 {
@@ -28,6 +29,7 @@ static void lookup_hit(struct vrex_model *m, u32 entry, u32 distance,
 	res->frame = e->frame;
 	res->stream = e->stream;
 	res->region = e->region;
+	res->host = e->valid == VREX_SHIE_TIER_HOST;
 	res->fp = e->fp;
 	res->kv = m->blocks.b[e->block].kv;
 }
@@ -90,6 +92,8 @@ static int similar_query(struct vrex_model *m, u32 stream, u32 region, const str
 	q->scope = (flags & VREX_ARGF_SCOPE_POOL) ? VREX_SCOPE_POOL : VREX_SCOPE_STREAM;
 	q->radius = radius;
 	q->frame_limit = (flags & VREX_ARGF_PAST_ONLY) ? s->frame : VREX_NIL;
+	q->tiers = ((flags & VREX_ARGF_TIER_DEVICE) ? VREX_SHIE_TIER_DEVICE : 0) |
+		   ((flags & VREX_ARGF_TIER_HOST) ? VREX_SHIE_TIER_HOST : 0);
 	return 0;
 }
 
@@ -140,6 +144,8 @@ static void batch_record(const struct vrex_model *m, u32 status,
 					     (r->approx ? VREX_RESF_APPROX : 0));
 		rec.block = vrex_cpu_to_le32(r->block);
 	}
+	if (!status && r->host)
+		rec.flags |= vrex_cpu_to_le32(VREX_RESF_HOST_TIER);
 	if (!status && r->hit) {
 		rec.distance = vrex_cpu_to_le32(r->distance);
 		rec.frame = vrex_cpu_to_le32(r->frame);
@@ -156,21 +162,48 @@ static void batch_record(const struct vrex_model *m, u32 status,
 	vrex_memcpy(out, &rec, sizeof(rec));
 }
 
-int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 count, u32 *hits)
+/*
+ * Descriptor @i's records of a batch with @k > 1 records each: its nearest
+ * answers (counted as one lookup by the first, every block touched), then
+ * misses.
+ */
+static u32 batch_nearest(struct vrex_model *m, const struct vrex_shie_query *q, u32 k, u8 *out)
+{
+	struct vrex_lookup_result r;
+	u32 entry[VREX_LOOKUP_NEAREST_MAX], distance[VREX_LOOKUP_NEAREST_MAX];
+	u32 j, n;
+
+	n = vrex_shie_find_nearest(&m->shie, q, k, entry, distance);
+	similar_result(m, n ? entry[0] : VREX_NIL, n ? distance[0] : 0, &r);
+	for (j = 0; j < k; j++, out += sizeof(struct vrex_lookup_rec)) {
+		if (j >= n)
+			lookup_miss(&r);
+		else if (j)
+			lookup_hit(m, entry[j], distance[j], &r);
+		batch_record(m, 0, &r, out);
+	}
+	return n != 0;
+}
+
+int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 count,
+				    u32 nearest, u32 *hits)
 {
 	struct vrex_lookup_batch *b = &m->batch;
+	const u32 k = vrex_lookup_nearest(nearest);
+	const u32 rec_size = k * sizeof(struct vrex_lookup_rec);
 	struct vrex_lookup_desc d;
 	struct vrex_lookup_result r;
 	struct vrex_fp fp;
 	const u8 *in;
-	u32 i, n = 0, nhits = 0, stream, region, radius, flags;
+	u32 i, j, n = 0, nhits = 0, stream, region, radius, flags;
 	u8 *out;
 	int ret;
 
-	if (!count || count > VREX_LOOKUP_BATCH_MAX)
+	if (!count || count > VREX_LOOKUP_BATCH_MAX || k > VREX_LOOKUP_NEAREST_MAX ||
+	    count * k > VREX_LOOKUP_BATCH_MAX)
 		return VREX_EINVAL;
 	in = dev_mem(m, src, (u64)count * sizeof(d), 8);
-	out = dev_mem(m, dst, (u64)count * sizeof(struct vrex_lookup_rec), 8);
+	out = dev_mem(m, dst, (u64)count * rec_size, 8);
 	if (!in || !out)
 		return VREX_ERANGE;
 
@@ -193,11 +226,18 @@ int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 
 		b->slot[i] = n++;
 	}
 
-	vrex_shie_find_similar_batch(&m->shie, b->q, n, b->entry, b->distance);
-	for (i = 0; i < count; i++, out += sizeof(struct vrex_lookup_rec)) {
+	if (k == 1)
+		vrex_shie_find_similar_batch(&m->shie, b->q, n, b->entry, b->distance);
+	for (i = 0; i < count; i++, out += rec_size) {
 		if (b->status[i]) {
 			m->cnt[VREX_CNT_CMD_ERRORS]++;
-			batch_record(m, b->status[i], NULL, out);
+			for (j = 0; j < k; j++)
+				batch_record(m, b->status[i], NULL,
+					     out + (size_t)j * sizeof(struct vrex_lookup_rec));
+			continue;
+		}
+		if (k > 1) {
+			nhits += batch_nearest(m, &b->q[b->slot[i]], k, out);
 			continue;
 		}
 		similar_result(m, b->entry[b->slot[i]], b->distance[b->slot[i]], &r);

@@ -69,7 +69,9 @@ typedef uint8_t vrex_u8;
 #define VREX_DMA_FAULT_ERRNO		5u	/* EIO */
 
 #define VREX_ID_VALUE			0x56524558u	/* "VREX" */
-#define VREX_VERSION_VALUE		0x00010000u	/* 1.0 */
+#define VREX_VERSION_VALUE		0x00010001u	/* 1.1 */
+/* 1.1: ARG_NEAREST, the lookups' TIER_* flags, RESF_HOST_TIER (1.0 ignores them). */
+#define VREX_VERSION_NEAREST		0x00010001u
 #define VREX_RESET_MAGIC		0x52535421u	/* "RST!" */
 
 #define VREX_CAP_FCC			VREX_BIT(0)
@@ -150,7 +152,13 @@ typedef uint8_t vrex_u8;
  */
 #define VREX_REG_ARG_BLOCK_GEN_LO	0x168
 #define VREX_REG_ARG_BLOCK_GEN_HI	0x16c
-#define VREX_REG_ARG_LAST		VREX_REG_ARG_BLOCK_GEN_HI
+/*
+ * LOOKUP_SIMILAR_BATCH: records per descriptor, the nearest first (0 or 1:
+ * one, the behaviour before the register existed; up to
+ * VREX_LOOKUP_NEAREST_MAX). See the batch below.
+ */
+#define VREX_REG_ARG_NEAREST		0x170
+#define VREX_REG_ARG_LAST		VREX_REG_ARG_NEAREST
 
 #define VREX_ARGF_SCOPE_POOL		VREX_BIT(0)	/* LOOKUP_SIMILAR: whole pool */
 #define VREX_ARGF_PAST_ONLY		VREX_BIT(1)	/* LOOKUP_SIMILAR: frames before current */
@@ -162,7 +170,14 @@ typedef uint8_t vrex_u8;
  * the block (lifecycle.h).
  */
 #define VREX_ARGF_HOST_TIER		VREX_BIT(4)
-#define VREX_ARGF_VALID_MASK		0x1fu
+/*
+ * LOOKUP_SIMILAR (and batch descriptors): the tiers the lookup accepts, the
+ * device's entries (vrex_model_insert) and/or host-tier ones (HOST_TIER
+ * inserts). Neither bit: every tier, the behaviour before the bits existed.
+ */
+#define VREX_ARGF_TIER_DEVICE		VREX_BIT(5)
+#define VREX_ARGF_TIER_HOST		VREX_BIT(6)
+#define VREX_ARGF_VALID_MASK		0x7fu
 
 /* Result registers */
 #define VREX_REG_RES_FLAGS		0x180	/* VREX_RESF_* */
@@ -199,6 +214,7 @@ typedef uint8_t vrex_u8;
 #define VREX_RESF_APPROX		VREX_BIT(1)	/* similarity hit at distance > 0 */
 #define VREX_RESF_OPENED		VREX_BIT(2)	/* FRAME: new scene opened a group */
 #define VREX_RESF_CONFLICT		VREX_BIT(3)	/* FRAME: took another pool's group */
+#define VREX_RESF_HOST_TIER		VREX_BIT(4)	/* lookup hit: a host-tier entry */
 
 /*
  * LOOKUP_SIMILAR_BATCH: ARG_COUNT (1..VREX_LOOKUP_BATCH_MAX) similarity
@@ -217,20 +233,36 @@ typedef uint8_t vrex_u8;
  * frame, is per query: that record's status is EINVAL (flags 0, block
  * VREX_NIL) and CNT_CMD_ERRORS counts it, as it counts the refused command.
  * On success RES_COUNT = queries, RES_TOKENS = hits.
+ *
+ * With ARG_NEAREST = k > 1, descriptor i has the k records i * k .. i * k +
+ * k - 1: its k nearest entries within the radius, nearest first (the order
+ * of lib/shie_table.h; record i * k is what LOOKUP_SIMILAR answers), then
+ * miss records (flags 0, block VREX_NIL) for the answers it did not find; a
+ * refused query has its status in all k. Each query still counts as one
+ * lookup (hit or miss by its nearest answer) and every block it returns is
+ * touched. k above VREX_LOOKUP_NEAREST_MAX or COUNT * k records above
+ * VREX_LOOKUP_BATCH_MAX fail the command (EINVAL): a batch's records always
+ * fit the space of VREX_LOOKUP_BATCH_MAX.
  */
 #define VREX_LOOKUP_BATCH_MAX		64
+#define VREX_LOOKUP_NEAREST_MAX		8
+/* Records per descriptor for an ARG_NEAREST value. */
+static inline unsigned int vrex_lookup_nearest(unsigned int arg)
+{
+	return arg ? arg : 1;
+}
 
 struct vrex_lookup_desc {
 	vrex_le32 stream;
 	vrex_le32 region;
 	vrex_le32 radius;
-	vrex_le32 flags;	/* VREX_ARGF_SCOPE_POOL, VREX_ARGF_PAST_ONLY */
+	vrex_le32 flags;	/* VREX_ARGF_SCOPE_POOL, _PAST_ONLY, _TIER_DEVICE, _TIER_HOST */
 	vrex_le64 fp[2];	/* bits 0..63, 64..127 */
 };
 
 struct vrex_lookup_rec {
 	vrex_le32 status;	/* 0, or the VREX_E* code LOOKUP_SIMILAR would have failed with */
-	vrex_le32 flags;	/* RES_FLAGS: VREX_RESF_HIT, VREX_RESF_APPROX */
+	vrex_le32 flags;	/* RES_FLAGS: VREX_RESF_HIT, _APPROX, _HOST_TIER */
 	vrex_le32 block;	/* RES_BLOCK: VREX_NIL on a miss */
 	vrex_le32 distance;	/* on a hit, as the RES_* registers; otherwise 0 */
 	vrex_le32 frame;

@@ -116,18 +116,33 @@ vrex::KvBlock from_c(const vrex_hal_block& b) {
     return k;
 }
 
+void to_c(const vrex::Retrieval& r, vrex_hal_retrieval* out) {
+    *out = vrex_hal_retrieval{};
+    out->hit = r.hit;
+    out->approximate = r.approximate;
+    out->distance = r.distance;
+    out->frame = r.frame;
+    out->stream = r.stream;
+    out->fp[0] = r.fp.w[0];
+    out->fp[1] = r.fp.w[1];
+    if (r.hit) to_c(r.block, &out->block);
+}
+
 vrex::Error retrieval_out(const vrex::Result<vrex::Retrieval>& r, vrex_hal_retrieval* out) {
     if (!r) return r.error_info();
-    *out = vrex_hal_retrieval{};
-    out->hit = r->hit;
-    out->approximate = r->approximate;
-    out->distance = r->distance;
-    out->frame = r->frame;
-    out->stream = r->stream;
-    out->fp[0] = r->fp.w[0];
-    out->fp[1] = r->fp.w[1];
-    if (r->hit) to_c(r->block, &out->block);
+    to_c(*r, out);
     return {};
+}
+
+vrex::Tier tier_of(uint32_t flags) {
+    switch (flags & (VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST)) {
+        case VREX_HAL_TIER_DEVICE:
+            return vrex::Tier::device;
+        case VREX_HAL_TIER_HOST:
+            return vrex::Tier::host;
+        default:
+            return vrex::Tier::any;
+    }
 }
 
 vrex::ModelGeometry geometry_of(const vrex_hal_geometry& g) {
@@ -375,17 +390,55 @@ vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream* s, uint32_t region, c
                                           uint32_t radius, uint32_t flags, vrex_hal_retrieval* out) {
     return guarded(__func__, s, [&] {
         if (auto e = non_null({{"stream", s}, {"fp", fp}, {"out", out}})) return e;
-        if (auto e = known_flags("flags", flags, VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY,
-                                 "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY"))
+        if (auto e = known_flags(
+                "flags", flags,
+                VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST,
+                "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST"))
             return e;
         vrex::Fingerprint q;
         q.w[0] = fp[0];
         q.w[1] = fp[1];
-        return retrieval_out(
-            s->stream->retrieve_similar(
-                region, q, radius, (flags & VREX_HAL_SCOPE_POOL) ? vrex::Scope::pool : vrex::Scope::stream,
-                flags & VREX_HAL_PAST_ONLY),
-            out);
+        vrex::Query query = vrex::Query::similar(
+            region, q, radius, (flags & VREX_HAL_SCOPE_POOL) ? vrex::Scope::pool : vrex::Scope::stream,
+            flags & VREX_HAL_PAST_ONLY);
+        query.in_tier(tier_of(flags));
+        auto got = s->stream->retrieve_batch(std::span(&query, 1));
+        if (!got) return got.error_info();
+        to_c(got->front(), out);
+        return ok();
+    });
+}
+
+vrex_hal_status vrex_hal_retrieve_candidates(vrex_hal_stream* s, uint32_t region, const uint64_t fp[2],
+                                             uint32_t radius, uint32_t flags, uint32_t max,
+                                             vrex_hal_candidate* out, uint32_t* count) {
+    return guarded(__func__, s, [&] {
+        if (auto e = non_null({{"stream", s}, {"fp", fp}, {"out", out}, {"count", count}})) return e;
+        if (auto e = known_flags(
+                "flags", flags,
+                VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST,
+                "VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | VREX_HAL_TIER_DEVICE | VREX_HAL_TIER_HOST"))
+            return e;
+        if (max == 0 || max > VREX_HAL_MAX_CANDIDATES)
+            return vrex::Error{std::errc::invalid_argument, "max " + std::to_string(max) + " is not in 1.." +
+                                                                std::to_string(VREX_HAL_MAX_CANDIDATES)};
+        vrex::Fingerprint q;
+        q.w[0] = fp[0];
+        q.w[1] = fp[1];
+        vrex::Query query = vrex::Query::similar(
+            region, q, radius, (flags & VREX_HAL_SCOPE_POOL) ? vrex::Scope::pool : vrex::Scope::stream,
+            flags & VREX_HAL_PAST_ONLY);
+        query.in_tier(tier_of(flags)).nearest(max);
+        auto got = s->stream->retrieve_batch(std::span(&query, 1));
+        if (!got) return got.error_info();
+        const std::vector<vrex::Retrieval>& c = got->front().candidates;
+        for (std::size_t i = 0; i < c.size(); i++) {
+            out[i] = vrex_hal_candidate{};
+            to_c(c[i], &out[i].retrieval);
+            out[i].host_tier = c[i].host_tier;
+        }
+        *count = static_cast<uint32_t>(c.size());
+        return ok();
     });
 }
 

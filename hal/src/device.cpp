@@ -228,4 +228,14 @@ Query Query::similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t 
     return q;
 }
 
+Query& Query::in_tier(Tier t) noexcept {
+    tier = t;
+    return *this;
+}
+
+Query& Query::nearest(std::uint32_t n) noexcept {
+    candidates = n;
+    return *this;
+}
+
 }  // namespace vrex

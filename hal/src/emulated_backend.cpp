@@ -443,6 +443,16 @@ std::error_code EmulatedBackend::shie_insert(std::uint32_t stream, std::span<drm
     return stopped;
 }
 
+namespace {
+
+// Records per query the device writes for @it: its candidates, or the nearest only.
+std::uint32_t lookup_records(const drm_vrex_shie_lookup_item& it)
+{
+    return it.kind == DRM_VREX_LOOKUP_SIMILAR && it.max_candidates > 1 ? it.max_candidates : 1u;
+}
+
+}  // namespace
+
 std::error_code EmulatedBackend::shie_lookup(std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items)
 {
     VREX_EMU_ENTER(errc::device_lost);
@@ -453,35 +463,42 @@ std::error_code EmulatedBackend::shie_lookup(std::uint32_t stream, std::span<drm
         if (it.region >= DRM_VREX_REGIONS || it.pad)
             return err(std::errc::invalid_argument);
         if (it.kind == DRM_VREX_LOOKUP_TEMPORAL) {
-            if (!fp_is_zero(it.fp) || it.flags || it.radius || it.frame_offset < DRM_VREX_OFFSET_MIN ||
-                it.frame_offset > DRM_VREX_OFFSET_MAX)
+            if (!fp_is_zero(it.fp) || it.flags || it.radius || it.max_candidates ||
+                it.frame_offset < DRM_VREX_OFFSET_MIN || it.frame_offset > DRM_VREX_OFFSET_MAX)
                 return err(std::errc::invalid_argument);
         } else if (it.kind == DRM_VREX_LOOKUP_SIMILAR) {
-            if ((it.flags & ~DRM_VREX_LOOKUP_VALID_FLAGS) || it.frame_offset || it.radius > DRM_VREX_MAX_RADIUS)
+            if ((it.flags & ~DRM_VREX_LOOKUP_VALID_FLAGS) || it.frame_offset || it.radius > DRM_VREX_MAX_RADIUS ||
+                it.max_candidates > DRM_VREX_LOOKUP_MAX_CANDIDATES)
                 return err(std::errc::invalid_argument);
         } else {
             return err(std::errc::invalid_argument);
         }
     }
 
-    // Temporal items one by one as they come; similarity items grouped, VREX_LOOKUP_BATCH_MAX
-    // per LOOKUP_SIMILAR_BATCH, as vrex.ko does (lookups only age blocks to the owner's current
-    // frame and count, so grouping changes no item's answer).
+    // Temporal items one by one as they come; similarity items grouped by their records per query,
+    // up to VREX_LOOKUP_BATCH_MAX records per LOOKUP_SIMILAR_BATCH, as vrex.ko does (lookups only
+    // age blocks to the owner's current frame and count, so grouping changes no item's answer).
     std::vector<std::size_t> group;
     group.reserve(VREX_LOOKUP_BATCH_MAX);
+    std::uint32_t k = 1;
     for (std::size_t i = 0; i < items.size(); i++) {
         if (items[i].kind == DRM_VREX_LOOKUP_TEMPORAL) {
             lookup_one(file, stream, items[i]);
             continue;
         }
+        if (!group.empty() && lookup_records(items[i]) != k) {
+            lookup_batch(file, stream, items, group, k);
+            group.clear();
+        }
+        k = lookup_records(items[i]);
         group.push_back(i);
-        if (group.size() == VREX_LOOKUP_BATCH_MAX) {
-            lookup_batch(file, stream, items, group);
+        if ((group.size() + 1) * k > VREX_LOOKUP_BATCH_MAX) {
+            lookup_batch(file, stream, items, group, k);
             group.clear();
         }
     }
     if (!group.empty())
-        lookup_batch(file, stream, items, group);
+        lookup_batch(file, stream, items, group, k);
     return {};
 }
 
@@ -490,7 +507,9 @@ namespace {
 std::uint32_t lookup_argf(const drm_vrex_shie_lookup_item& it)
 {
     return ((it.flags & DRM_VREX_LOOKUP_SCOPE_POOL) ? VREX_ARGF_SCOPE_POOL : 0u) |
-           ((it.flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0u);
+           ((it.flags & DRM_VREX_LOOKUP_PAST_ONLY) ? VREX_ARGF_PAST_ONLY : 0u) |
+           ((it.flags & DRM_VREX_LOOKUP_TIER_DEVICE) ? VREX_ARGF_TIER_DEVICE : 0u) |
+           ((it.flags & DRM_VREX_LOOKUP_TIER_HOST) ? VREX_ARGF_TIER_HOST : 0u);
 }
 
 void lookup_clear(drm_vrex_shie_lookup_item& it)
@@ -505,6 +524,8 @@ void lookup_clear(drm_vrex_shie_lookup_item& it)
     it.offset = 0;
     it.length = 0;
     it.found_fp[0] = it.found_fp[1] = 0;
+    it.candidate_count = 0;
+    std::memset(it.candidates, 0, sizeof(it.candidates));
 }
 
 // A hit as the device reported it (RES_* or a batch record), before it reaches the caller.
@@ -520,25 +541,54 @@ struct LookupReport {
     std::uint64_t fp[2];
 };
 
-void lookup_fill(const EmulatedFile& file, const std::vector<EmulatedBlockOwner>& blocks, const LookupReport& rep,
-                 drm_vrex_shie_lookup_item& it)
+// A hit as the caller gets it; the handle's offset from the BO the tag names.
+bool lookup_resolve(const EmulatedFile& file, const std::vector<EmulatedBlockOwner>& blocks, const LookupReport& rep,
+                    drm_vrex_shie_candidate& c)
 {
     if (!(rep.resf & VREX_RESF_HIT))
-        return;
+        return false;
+    c = drm_vrex_shie_candidate{};
     // The generation of the block the driver tracks (vrex.ko reports its mirror's, not the device's word).
     if (rep.block < blocks.size() && blocks[rep.block].live)
-        it.block_gen = blocks[rep.block].block_gen;
-    it.hit_flags = DRM_VREX_HIT | ((rep.resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0u);
-    it.distance = rep.distance;
-    it.block = rep.block;
-    it.frame = rep.frame;
-    it.stream = rep.stream;
-    it.handle = rep.tag;
-    it.length = rep.length;
-    it.found_fp[0] = rep.fp[0];
-    it.found_fp[1] = rep.fp[1];
-    auto bo = file.bos.find(it.handle);
-    it.offset = bo != file.bos.end() ? rep.addr - bo->second.ext.addr : 0;
+        c.block_gen = blocks[rep.block].block_gen;
+    c.hit_flags = DRM_VREX_HIT | ((rep.resf & VREX_RESF_APPROX) ? DRM_VREX_HIT_APPROX : 0u) |
+                  ((rep.resf & VREX_RESF_HOST_TIER) ? DRM_VREX_HIT_HOST_TIER : 0u);
+    c.distance = rep.distance;
+    c.block = rep.block;
+    c.frame = rep.frame;
+    c.stream = rep.stream;
+    c.handle = rep.tag;
+    c.length = rep.length;
+    c.found_fp[0] = rep.fp[0];
+    c.found_fp[1] = rep.fp[1];
+    auto bo = file.bos.find(c.handle);
+    c.offset = bo != file.bos.end() ? rep.addr - bo->second.ext.addr : 0;
+    return true;
+}
+
+// Answer @j (nearest first): the nearest into the fields every caller knows, and with
+// max_candidates every answer of the caller's appended to the candidates.
+void lookup_take(const EmulatedFile& file, const std::vector<EmulatedBlockOwner>& blocks, const LookupReport& rep,
+                 std::uint32_t j, drm_vrex_shie_lookup_item& it)
+{
+    drm_vrex_shie_candidate c;
+    if (!lookup_resolve(file, blocks, rep, c))
+        return;
+    if (j == 0) {
+        it.block_gen = c.block_gen;
+        it.hit_flags = c.hit_flags & (DRM_VREX_HIT | DRM_VREX_HIT_APPROX);
+        it.distance = c.distance;
+        it.block = c.block;
+        it.frame = c.frame;
+        it.stream = c.stream;
+        it.handle = c.handle;
+        it.length = c.length;
+        it.offset = c.offset;
+        it.found_fp[0] = c.found_fp[0];
+        it.found_fp[1] = c.found_fp[1];
+    }
+    if (it.candidate_count < it.max_candidates)
+        it.candidates[it.candidate_count++] = c;
 }
 
 }  // namespace
@@ -571,16 +621,17 @@ void EmulatedBackend::lookup_one(const EmulatedFile& file, std::uint32_t stream,
     rep.length = r.read(VREX_REG_RES_KV_LEN);
     rep.addr = r.read64(VREX_REG_RES_KV_ADDR_LO, VREX_REG_RES_KV_ADDR_HI);
     r.read_fp(VREX_REG_RES_FP(0), rep.fp);
-    lookup_fill(file, dev_->blocks, rep, it);
+    lookup_take(file, dev_->blocks, rep, 0, it);
 }
 
 void EmulatedBackend::lookup_batch(const EmulatedFile& file, std::uint32_t stream,
-                                   std::span<drm_vrex_shie_lookup_item> items, std::span<const std::size_t> group)
+                                   std::span<drm_vrex_shie_lookup_item> items, std::span<const std::size_t> group,
+                                   std::uint32_t k)
 {
     // Descriptors and records are little endian (vrex_regs.h); they are copied as host structs here.
     static_assert(std::endian::native == std::endian::little, "LOOKUP_SIMILAR_BATCH records are little endian");
-    // One query gains nothing from staging.
-    if (group.size() == 1) {
+    // One query gains nothing from staging, unless it wants more answers than RES_* holds.
+    if (group.size() == 1 && k == 1) {
         lookup_one(file, stream, items[group[0]]);
         return;
     }
@@ -602,24 +653,32 @@ void EmulatedBackend::lookup_batch(const EmulatedFile& file, std::uint32_t strea
     r.write64(VREX_REG_ARG_SRC_LO, VREX_REG_ARG_SRC_HI, src);
     r.write64(VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI, dst);
     r.write(VREX_REG_ARG_COUNT, static_cast<std::uint32_t>(group.size()));
-    // Refused whole (nothing written, nothing changed): each item gets what a single lookup gets.
+    r.write(VREX_REG_ARG_NEAREST, k);
+    // Refused whole (nothing written, nothing changed): each item gets what a single lookup gets; a
+    // query for candidates has no single form, so it misses.
     if (r.command(VREX_CMD_LOOKUP_SIMILAR_BATCH)) {
-        for (std::size_t i : group)
-            lookup_one(file, stream, items[i]);
+        for (std::size_t i : group) {
+            if (k == 1)
+                lookup_one(file, stream, items[i]);
+            else
+                lookup_clear(items[i]);
+        }
         return;
     }
     for (std::size_t j = 0; j < group.size(); j++) {
         drm_vrex_shie_lookup_item& it = items[group[j]];
-        vrex_lookup_rec rec;
-        std::memcpy(&rec, mem + dst + j * sizeof(rec), sizeof(rec));
         lookup_clear(it);
-        // A query the device refused (PAST_ONLY before the first frame) is a miss.
-        if (rec.status)
-            continue;
-        lookup_fill(file, dev_->blocks,
-                    LookupReport{rec.flags, rec.distance, rec.block, rec.frame, rec.stream, rec.kv_tag, rec.kv_len,
-                                 rec.kv_addr, {rec.fp[0], rec.fp[1]}},
-                    it);
+        for (std::uint32_t i = 0; i < k; i++) {
+            vrex_lookup_rec rec;
+            std::memcpy(&rec, mem + dst + (j * k + i) * sizeof(rec), sizeof(rec));
+            // A query the device refused (PAST_ONLY before the first frame) is a miss.
+            if (rec.status)
+                break;
+            lookup_take(file, dev_->blocks,
+                        LookupReport{rec.flags, rec.distance, rec.block, rec.frame, rec.stream, rec.kv_tag,
+                                     rec.kv_len, rec.kv_addr, {rec.fp[0], rec.fp[1]}},
+                        i, it);
+        }
     }
 }
 

@@ -73,10 +73,11 @@ private:
     // Loads a head's parameters into the ReSV registers (heads of all files share one unit).
     void resv_program(std::uint32_t head);
     // SHIE lookups of validated items, under the device lock: one LOOKUP_TEMPORAL/LOOKUP_SIMILAR,
-    // or the similarity items @group of @items as one LOOKUP_SIMILAR_BATCH staged past the banks.
+    // or the similarity items @group of @items as one LOOKUP_SIMILAR_BATCH staged past the banks,
+    // @k records (ARG_NEAREST) per item.
     void lookup_one(const EmulatedFile& file, std::uint32_t stream, drm_vrex_shie_lookup_item& it);
     void lookup_batch(const EmulatedFile& file, std::uint32_t stream, std::span<drm_vrex_shie_lookup_item> items,
-                      std::span<const std::size_t> group);
+                      std::span<const std::size_t> group, std::uint32_t k);
 
     std::shared_ptr<EmulatedDevice> dev_;
     std::uint32_t file_;

@@ -463,8 +463,8 @@ Result<void> Stream::Impl::do_reuse(std::uint32_t region, const KvBlock& block, 
     return {};
 }
 
-std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_lookup_item& it,
-                                                       std::uint64_t births) {
+std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_candidate& it,
+                                                       std::uint32_t region, std::uint64_t births) {
     std::lock_guard lock(alloc_->impl_->mu);
     BlockRec* r = alloc_->impl_->blocks->on_device(it.block, it.handle, it.offset, it.block_gen);
     // Born after the lookup started: possibly a new incarnation of the id at the memory the found
@@ -474,8 +474,54 @@ std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_looku
     if (!p) return std::nullopt;
     alloc_->impl_->blocks->touch(*r, token_, frame_.frame);
     if (r->owner_token != token_ && st_->holds.insert(BlockTable::key(r->id, r->gen)).second) r->holds++;
-    return make_block(*r, p->data, token_, it.frame, it.region);
+    return make_block(*r, p->data, token_, it.frame, region);
 }
+
+namespace {
+
+// The nearest answer of a lookup item in the candidate form (the fields every caller knows).
+drm_vrex_shie_candidate nearest_of(const drm_vrex_shie_lookup_item& it) {
+    drm_vrex_shie_candidate c{};
+    c.block = it.block;
+    c.frame = it.frame;
+    c.stream = it.stream;
+    c.handle = it.handle;
+    c.offset = it.offset;
+    c.length = it.length;
+    c.found_fp[0] = it.found_fp[0];
+    c.found_fp[1] = it.found_fp[1];
+    c.block_gen = it.block_gen;
+    c.hit_flags = it.hit_flags;
+    c.distance = it.distance;
+    return c;
+}
+
+Retrieval retrieval_of(const drm_vrex_shie_candidate& c, const KvBlock& block) {
+    Retrieval r;
+    r.hit = true;
+    r.approximate = c.hit_flags & DRM_VREX_HIT_APPROX;
+    r.host_tier = c.hit_flags & DRM_VREX_HIT_HOST_TIER;
+    r.distance = c.distance;
+    r.frame = c.frame;
+    r.stream = c.stream;
+    r.fp.w[0] = c.found_fp[0];
+    r.fp.w[1] = c.found_fp[1];
+    r.block = block;
+    return r;
+}
+
+std::uint32_t tier_flags(Tier t) {
+    switch (t) {
+        case Tier::device:
+            return DRM_VREX_LOOKUP_TIER_DEVICE;
+        case Tier::host:
+            return DRM_VREX_LOOKUP_TIER_HOST;
+        default:
+            return 0;
+    }
+}
+
+}  // namespace
 
 Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Query> queries) {
     if (queries.empty()) {
@@ -493,15 +539,25 @@ Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Q
             drm_vrex_shie_lookup_item& it = items[i];
             it.region = q.region;
             if (q.kind == Query::Kind::temporal) {
+                if (q.candidates || q.tier != Tier::any)
+                    return Error{std::errc::invalid_argument,
+                                 "query " + std::to_string(start + i) +
+                                     ": a temporal lookup has no tier and no candidates"};
                 it.kind = DRM_VREX_LOOKUP_TEMPORAL;
                 it.frame_offset = q.frame_offset;
             } else {
+                if (q.candidates > kMaxCandidates)
+                    return Error{std::errc::invalid_argument,
+                                 "query " + std::to_string(start + i) + " asks for " +
+                                     std::to_string(q.candidates) + " candidates (at most " +
+                                     std::to_string(kMaxCandidates) + ")"};
                 it.kind = DRM_VREX_LOOKUP_SIMILAR;
                 it.fp[0] = q.fp.w[0];
                 it.fp[1] = q.fp.w[1];
                 it.radius = q.radius;
                 it.flags = (q.scope == Scope::pool ? DRM_VREX_LOOKUP_SCOPE_POOL : 0u) |
-                           (q.past_only ? DRM_VREX_LOOKUP_PAST_ONLY : 0u);
+                           (q.past_only ? DRM_VREX_LOOKUP_PAST_ONLY : 0u) | tier_flags(q.tier);
+                it.max_candidates = q.candidates;
             }
         }
         std::uint64_t births;
@@ -511,25 +567,31 @@ Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Q
         }
         if (auto ec = backend_of(alloc_->device()).shie_lookup(id_, items)) return ec;
         for (drm_vrex_shie_lookup_item& it : items) {
-            std::optional<KvBlock> blk;
-            if (it.hit_flags & DRM_VREX_HIT) {
-                blk = block_from_lookup(it, births);
-                if (!blk)  // not (or no longer) a block this stream may see: a miss
-                    it.hit_flags = 0;
-            }
-            alloc_->count_lookup(it.hit_flags & DRM_VREX_HIT, it.hit_flags & DRM_VREX_HIT_APPROX);
             Retrieval r;
-            r.hit = it.hit_flags & DRM_VREX_HIT;
-            if (r.hit) {
-                r.approximate = it.hit_flags & DRM_VREX_HIT_APPROX;
-                r.distance = it.distance;
-                r.frame = it.frame;
-                r.stream = it.stream;
-                r.fp.w[0] = it.found_fp[0];
-                r.fp.w[1] = it.found_fp[1];
-                r.block = *blk;
+            if (it.max_candidates) {
+                // The candidates this stream may see, nearest first; the first of them is the hit.
+                const std::uint32_t n = std::min(it.candidate_count, it.max_candidates);
+                for (std::uint32_t c = 0; c < n; c++)
+                    if (auto blk = block_from_lookup(it.candidates[c], it.region, births))
+                        r.candidates.push_back(retrieval_of(it.candidates[c], *blk));
+                if (!r.candidates.empty()) {
+                    const Retrieval& first = r.candidates.front();
+                    r.hit = true;
+                    r.approximate = first.approximate;
+                    r.host_tier = first.host_tier;
+                    r.distance = first.distance;
+                    r.frame = first.frame;
+                    r.stream = first.stream;
+                    r.fp = first.fp;
+                    r.block = first.block;
+                }
+            } else if (it.hit_flags & DRM_VREX_HIT) {
+                // not (or no longer) a block this stream may see: a miss
+                if (auto blk = block_from_lookup(nearest_of(it), it.region, births))
+                    r = retrieval_of(nearest_of(it), *blk);
             }
-            out.push_back(r);
+            alloc_->count_lookup(r.hit, r.approximate);
+            out.push_back(std::move(r));
         }
     }
     return out;

@@ -64,7 +64,8 @@ struct VREX_LOCAL Stream::Impl {
     // (@births: BlockTable::births() read before it), when it went between the lookup and the
     // reference (a concurrent release on its owner's thread), or when it is another stream's and
     // not published.
-    std::optional<KvBlock> block_from_lookup(const drm_vrex_shie_lookup_item& it, std::uint64_t births);
+    std::optional<KvBlock> block_from_lookup(const drm_vrex_shie_candidate& it, std::uint32_t region,
+                                             std::uint64_t births);
     // DRM_VREX_SHIE_RETIRE of @remove (plus the stream's zombies); the device's release records.
     Result<std::vector<drm_vrex_released_block>> retire(std::span<const std::uint32_t> remove);
     // Applies device release records: references dropped, memory freed, released_ extended,

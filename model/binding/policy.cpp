@@ -40,7 +40,8 @@ void bind_policy(py::module_& m) {
     py::class_<lcp::ReusePolicy>(m, "ReusePolicy")
         .def(py::init([](std::uint32_t regions, bool fcc, std::uint32_t radius, std::uint32_t guard_bits,
                          std::uint32_t max_age, bool similar, bool recall, std::uint32_t recall_radius,
-                         std::uint32_t recall_guard_bits, std::optional<std::uint32_t> motion_gate) {
+                         std::uint32_t recall_guard_bits, std::optional<std::uint32_t> motion_gate,
+                         std::uint32_t recall_candidates, bool tiered) {
                  lcp::ReuseOptions o;
                  o.fcc = fcc;
                  o.radius = radius;
@@ -51,12 +52,14 @@ void bind_policy(py::module_& m) {
                  o.recall_radius = recall_radius;
                  o.recall_guard_bits = recall_guard_bits;
                  o.motion_gate = motion_gate;
+                 o.recall_candidates = recall_candidates;
+                 o.tiered = tiered;
                  return take(lcp::ReusePolicy::create(o, regions), "reuse policy");
              }),
              py::arg("regions"), py::arg("fcc") = true, py::arg("radius") = 20, py::arg("guard_bits") = 1,
              py::arg("max_age") = 2, py::arg("similar") = true, py::arg("recall") = false,
              py::arg("recall_radius") = 8, py::arg("recall_guard_bits") = 0,
-             py::arg("motion_gate") = py::none())
+             py::arg("motion_gate") = py::none(), py::arg("recall_candidates") = 8, py::arg("tiered") = true)
         .def(
             "choose",
             [](lcp::ReusePolicy& p, const std::shared_ptr<PyStream>& s, const py::tuple& fp,
@@ -159,6 +162,7 @@ void bind_policy(py::module_& m) {
             d["gated"] = c.gated;
             d["reused"] = c.reused;
             d["recalled"] = c.recalled;
+            d["recalled_past_nearest"] = c.recalled_past_nearest;
             d["installed"] = c.installed;
             return d;
         });

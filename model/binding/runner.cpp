@@ -282,6 +282,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                      pc["gated"] = c->gated;
                      pc["reused"] = c->reused;
                      pc["recalled"] = c->recalled;
+                     pc["recalled_past_nearest"] = c->recalled_past_nearest;
                      pc["installed"] = c->installed;
                      d["policy_counters"] = pc;
                  }

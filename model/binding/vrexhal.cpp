@@ -50,7 +50,15 @@ py::object retrieval(const Retrieval& r, const std::shared_ptr<PyStream>& owner)
     d["stream"] = r.stream;
     d["fp"] = fp_tuple(r.fp);
     d["block"] = PyBlock{r.block, owner};
+    d["host_tier"] = r.host_tier;
     return d;
+}
+
+Tier tier_from(const std::string& s) {
+    if (s == "any") return Tier::any;
+    if (s == "device") return Tier::device;
+    if (s == "host") return Tier::host;
+    throw std::invalid_argument("tier must be 'any', 'device' or 'host', not '" + s + "'");
 }
 
 Scope scope_from(const std::string& s) {
@@ -189,6 +197,22 @@ PYBIND11_MODULE(_vrexhal, m) {
             },
             py::arg("region"), py::arg("fp"), py::arg("radius"), py::arg("scope") = "stream",
             py::arg("past_only") = true)
+        // Up to n entries of @tier within the radius, nearest first (a list of retrieve_similar's
+        // dicts, each with "host_tier"); HAL Query::candidates.
+        .def(
+            "retrieve_candidates",
+            [](const std::shared_ptr<PyStream>& s, std::uint32_t region, const py::tuple& fp,
+               std::uint32_t radius, const std::string& tier, std::uint32_t n, const std::string& scope,
+               bool past_only) {
+                Query q = Query::similar(region, fp_from(fp), radius, scope_from(scope), past_only);
+                q.in_tier(tier_from(tier)).nearest(n);
+                auto got = take(s->stream->retrieve_batch(std::span(&q, 1)), "retrieve_candidates");
+                py::list out;
+                for (const Retrieval& c : got.front().candidates) out.append(retrieval(c, s));
+                return out;
+            },
+            py::arg("region"), py::arg("fp"), py::arg("radius"), py::arg("tier") = "any",
+            py::arg("n") = kMaxCandidates, py::arg("scope") = "stream", py::arg("past_only") = true)
         .def(
             "release", [](PyStream& s, const PyBlock& b) { check(s.stream->release(b.b), "release"); },
             py::arg("block"))

@@ -46,6 +46,9 @@ Result<ReusePolicy> ReusePolicy::create(const ReuseOptions& o, std::uint32_t reg
         return bad("recall_guard_bits " + std::to_string(o.recall_guard_bits) + " is not in 0..32");
     if (o.motion_gate && *o.motion_gate > 255)
         return bad("motion_gate " + std::to_string(*o.motion_gate) + " is not in 0..255 (1/16 grid px)");
+    if (o.recall_candidates == 0 || o.recall_candidates > kMaxCandidates)
+        return bad("recall_candidates " + std::to_string(o.recall_candidates) + " is not in 1.." +
+                   std::to_string(kMaxCandidates) + " (the SHIE's cap)");
     return ReusePolicy(o, regions);
 }
 
@@ -73,9 +76,14 @@ std::span<const Query> ReusePolicy::queries(const Fingerprint& fp) {
     queries_.clear();
     for (std::uint32_t r = 0; r < regions_; r++) {
         queries_.push_back(Query::temporal(r, -1));
-        if (similar) queries_.push_back(Query::similar(r, fp, opts_.radius, Scope::stream, true));
+        if (similar)
+            queries_.push_back(Query::similar(r, fp, opts_.radius, Scope::stream, true)
+                                   .in_tier(opts_.tiered ? Tier::device : Tier::any));
+        // The recall walks its candidates in recall(); one candidate is the nearest-only lookup.
         if (recall_on())
-            queries_.push_back(Query::similar(r, appearance(fp), opts_.recall_radius, Scope::stream, true));
+            queries_.push_back(Query::similar(r, appearance(fp), opts_.recall_radius, Scope::stream, true)
+                                   .in_tier(opts_.tiered ? Tier::host : Tier::any)
+                                   .nearest(opts_.recall_candidates > 1 ? opts_.recall_candidates : 0));
     }
     return queries_;
 }
@@ -139,8 +147,20 @@ Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fi
     return out;
 }
 
-std::optional<Recalled> ReusePolicy::recall(const Retrieval& got, std::uint32_t hash,
-                                            std::uint32_t frame) const {
+std::optional<Recalled> ReusePolicy::recall(const Retrieval& got, std::uint32_t hash, std::uint32_t frame) {
+    if (got.candidates.empty()) return recall_one(got, hash, frame);
+    // Nearest first: the first entry the age rule and the recall guard accept.
+    for (std::size_t i = 0; i < got.candidates.size(); i++) {
+        if (auto r = recall_one(got.candidates[i], hash, frame)) {
+            if (i) counters_.recalled_past_nearest++;
+            return r;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Recalled> ReusePolicy::recall_one(const Retrieval& got, std::uint32_t hash,
+                                                std::uint32_t frame) const {
     if (!got.hit) return std::nullopt;
     std::uint64_t source = block_key(got.block);
     if (const auto h = hosted_.find(source); h != hosted_.end()) source = h->second;

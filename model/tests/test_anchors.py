@@ -128,6 +128,41 @@ def test_host_tier_entry_is_found_after_a_cut_and_bad_input_says_why() -> None:
     st.end_frame()
 
 
+def test_retrieve_candidates_by_tier_nearest_first() -> None:
+    """The binding's SHIE query by tier, N nearest (Stream.retrieve_candidates; HAL Query::candidates):
+    two host-tier copies 1 and 3 bits from a device block's fingerprint come after it with every
+    tier, alone with the host tier, never with the device tier; bad arguments raise with context."""
+    import os
+    dev = hal.Device.open("emulated")
+    alloc = hal.KvAllocator(dev, 4, 4, 32, 4)
+    fd = os.memfd_create("host-tier")
+    os.ftruncate(fd, 4 * alloc.block_bytes)
+    mem = alloc.import_memory(fd)
+    os.close(fd)
+    st = alloc.create_stream()
+    scene = np.random.default_rng(4).integers(0, 255, (96, 128), dtype=np.uint8)
+    fp = st.begin_frame(scene)["fp"]
+    blk = st.allocate(2)
+    st.end_frame()
+    st.begin_frame(np.roll(scene, 7, axis=1))
+    near = [st.index_host_tier(mem, i * alloc.block_bytes, 2, 0, (fp[0], fp[1] ^ ((1 << (2 * i + 1)) - 1)))
+            for i in range(2)]
+    both = st.retrieve_candidates(2, fp, 8)
+    assert [(c["block"].id, c["distance"], c["host_tier"]) for c in both] == \
+        [(blk.id, 0, False), (near[0].id, 1, True), (near[1].id, 3, True)]
+    assert [c["block"].id for c in st.retrieve_candidates(2, fp, 8, tier="host")] == [near[0].id, near[1].id]
+    assert [c["block"].id for c in st.retrieve_candidates(2, fp, 8, tier="device")] == [blk.id]
+    assert [c["block"].id for c in st.retrieve_candidates(2, fp, 8, tier="host", n=1)] == [near[0].id]
+    with pytest.raises(RuntimeError, match="at most 8"):
+        st.retrieve_candidates(2, fp, 8, n=9)
+    with pytest.raises(ValueError, match="tier must be"):
+        st.retrieve_candidates(2, fp, 8, tier="disk")
+    st.end_frame()
+    runs = anchors.ablation_runs(5, 4, 0.5, 4)
+    assert runs["shie_nearest_only"]["tiered"] is False and runs["shie_nearest_only"]["recall_candidates"] == 1
+    assert lcp.Options().recall_candidates == 8 and lcp.Options().tiered
+
+
 def test_resv_head_selects_the_block_of_a_matching_key() -> None:
     """The HAL's ReSV head (the device's hash and WiCSum) picks the block whose keys match the query."""
     dev = hal.Device.open("emulated")

@@ -40,7 +40,7 @@ ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "ran
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
              "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6",
-             "zombie_bound")
+             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate")
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -163,9 +163,11 @@ def report(res: dict[str, Any], budget: int, resident: int,
                 "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
                 "policy_counters": {k: int(sum(s.get("policy_counters", {}).get(k, 0) for s in st))
                                     for k in ("candidates", "unknown", "too_old", "hash_far", "gated", "reused",
-                                              "recalled", "installed")},
+                                              "recalled", "recalled_past_nearest", "installed")},
                 "options": {k: v for k, v in runs_opts.get(name, {}).items() if k not in ("extra", "policy")},
                 "prefill": {"flops_ratio": anchors.flop_ratio(st), "flops_ratio_ci": flops_ci(st),
+                            # This run's visual FLOP ratio minus V-Rex's, paired per frame (same streams).
+                            "flops_ratio_change_vs_vrex": flops_change_ci(st, stats.get("vrex_hierarchy")),
                             "time_ratio": r["prefill"]["time_ratio"],
                             "step_flops_ratio": r["prefill"]["flops_ratio"],
                             # The visual prefill alone (the step minus its questions' half), paired per frame.
@@ -181,6 +183,20 @@ def report(res: dict[str, Any], budget: int, resident: int,
             seg_of = np.repeat(np.arange(len(lengths)), lengths)[: len(s["prefill_flops"])]
             num.append(np.asarray(s["prefill_flops"], dtype=float))
             den.append(np.asarray(s["prefill_flops_exact"], dtype=float))
+            grp.append(si * 10000 + seg_of)
+        return task.ci_dict(np.concatenate(num), np.concatenate(grp), ratio_of=np.concatenate(den))
+
+    def flops_change_ci(st: list[dict[str, Any]], base: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+        """(FLOPs - V-Rex's FLOPs) / exact's, per frame of the same streams, with the CI of flops_ci."""
+        if base is None or base is st:
+            return None
+        num, den, grp = [], [], []
+        for si, (s, b) in enumerate(zip(st, base)):
+            lengths = [seg[2] for seg in res["streams"][si]["segments"]]
+            n = min(len(s["prefill_flops"]), len(b["prefill_flops"]))
+            seg_of = np.repeat(np.arange(len(lengths)), lengths)[:n]
+            num.append(np.asarray(s["prefill_flops"][:n], dtype=float) - np.asarray(b["prefill_flops"][:n], dtype=float))
+            den.append(np.asarray(s["prefill_flops_exact"][:n], dtype=float))
             grp.append(si * 10000 + seg_of)
         return task.ci_dict(np.concatenate(num), np.concatenate(grp), ratio_of=np.concatenate(den))
 

@@ -632,6 +632,11 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         "no_recall": m({"recall": False}),
         # The recall on where V-Rex's frozen knobs have it off (the deep variant: anchors.DEEP_REUSE).
         "recall_on": m({"recall": True}),
+        # The SHIE query of session 10 (issue 22): both lookups over every tier, the recall seeing the
+        # nearest entry only; then each half of the session-11 query alone.
+        "shie_nearest_only": m({"tiered": False, "recall_candidates": 1}),
+        "shie_untiered": m({"tiered": False}),
+        "shie_one_candidate": m({"recall_candidates": 1}),
         # Aliasing reused blocks (no layer-0 refresh), with the aliasing knobs frozen for it.
         "no_refresh": m(al),
         # The FCC and the guard where accuracy depends on what is reused (aliasing, no refresh).

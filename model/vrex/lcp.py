@@ -74,6 +74,8 @@ class Options:
     recall_radius: int = 8      # FCC appearance-bit radius of a recall (0..31: a SHIE similarity lookup)
     host_slots: int = 4096      # blocks of host memory recall's host tier holds (its bound; oldest reused)
     recall_guard_bits: int = 0  # key-hash distance of a recall (0..32)
+    recall_candidates: int = 8  # host-tier entries a recall walks, nearest first (1..8; 1: nearest only)
+    tiered: bool = True         # SHIE lookups by tier (device candidates: device; recall: host). False: any
     refresh: bool = False       # reused regions get a new block with layer 0 written fresh (see above)
     # Region motion gate: a region whose FCC region motion (begin_frame's region_motion, 1/16 grid
     # px, reported by the device) exceeds this takes no earlier block from the device's candidates;
@@ -238,7 +240,8 @@ class VrexPolicy(Policy):
         self.core = hal.ReusePolicy(runner.s.model.c.regions, fcc=o.fcc, radius=o.radius,
                                     guard_bits=o.guard_bits, max_age=o.max_age, similar=o.similar,
                                     recall=o.recall, recall_radius=o.recall_radius,
-                                    recall_guard_bits=o.recall_guard_bits, motion_gate=o.motion_gate)
+                                    recall_guard_bits=o.recall_guard_bits, motion_gate=o.motion_gate,
+                                    recall_candidates=o.recall_candidates, tiered=o.tiered)
         self.install_recalls = True  # anchors.Managed installs them from its tiers instead
         # Recall's host tier: blocks demoted to host memory stay findable by the SHIE (their copies
         # are indexed there). The HAL indexes within an open frame: demotions wait for begin().

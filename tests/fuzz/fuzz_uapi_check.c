@@ -203,19 +203,24 @@ static void check_lookup(struct fuzz_input *in)
 			it.flags = 0;
 			it.radius = 0;
 			it.frame_offset = (int32_t)(it.frame_offset % 8) - 4;
+			it.max_candidates %= 2;
 		} else {
 			it.frame_offset = 0;
-			it.flags &= 7;
+			it.flags &= 31;
 			it.radius %= 40;
+			it.max_candidates %= 10;
 		}
 	}
+	/* uAPI 1.6: max_candidates is in, candidate_count and candidates are out (never checked) */
 	if (it.pad || it.region > 15)
 		want = -EINVAL;
 	else if (it.kind == DRM_VREX_LOOKUP_TEMPORAL)
-		want = it.fp[0] || it.fp[1] || it.flags || it.radius || it.frame_offset < -3 ||
-		       it.frame_offset > 2 ? -EINVAL : 0;
+		want = it.fp[0] || it.fp[1] || it.flags || it.radius || it.max_candidates ||
+		       it.frame_offset < -3 || it.frame_offset > 2 ? -EINVAL : 0;
 	else if (it.kind == DRM_VREX_LOOKUP_SIMILAR)
-		want = it.flags > 3 || it.frame_offset || it.radius > 31 ? -EINVAL : 0;
+		/* 1.6: flag bits 2 and 3 choose the tiers; up to 8 candidates */
+		want = it.flags > 15 || it.frame_offset || it.radius > 31 || it.max_candidates > 8 ?
+		       -EINVAL : 0;
 	else
 		want = -EINVAL;
 	EXPECT(vrex_check_lookup_item(&it) == want);

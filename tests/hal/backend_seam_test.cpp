@@ -417,9 +417,19 @@ TEST_P(BackendSeam, MalformedBatchChangesNothing)
     q.radius = 32;
     EXPECT_EQ(be_->shie_lookup(s, std::span(&q, 1)), kInval);
     q.radius = 5;
-    q.flags = 0x8;
+    q.flags = 0x10;  // past the tiers (uAPI 1.6)
     EXPECT_EQ(be_->shie_lookup(s, std::span(&q, 1)), kInval);
     q.flags = 0;
+    q.max_candidates = DRM_VREX_LOOKUP_MAX_CANDIDATES + 1;
+    EXPECT_EQ(be_->shie_lookup(s, std::span(&q, 1)), kInval) << "candidates past the cap";
+    q.max_candidates = 0;
+    q.kind = DRM_VREX_LOOKUP_TEMPORAL;
+    q.radius = 0;
+    q.max_candidates = 1;
+    EXPECT_EQ(be_->shie_lookup(s, std::span(&q, 1)), kInval) << "candidates on temporal";
+    q.max_candidates = 0;
+    q.kind = DRM_VREX_LOOKUP_SIMILAR;
+    q.radius = 5;
     q.pad = 1;
     EXPECT_EQ(be_->shie_lookup(s, std::span(&q, 1)), kInval);
 

@@ -244,7 +244,9 @@ TEST(CApiErrors, ArgumentErrorsNameTheArgumentAndTheValidRange) {
          VREX_HAL_ERR_INVALID, "vrex_hal_retrieve_similar: fp is NULL"},
         {"unknown flags", [&] { return vrex_hal_retrieve_similar(h.s, 0, fp, 3, 0x80, &r); },
          VREX_HAL_ERR_INVALID,
-         "flags 0x80 has unknown bits 0x80 (valid: VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY)"},
+         "flags 0x80 has unknown bits 0x80 (valid: VREX_HAL_SCOPE_POOL | VREX_HAL_PAST_ONLY | "
+         "VREX_HAL_TIER_DEVICE "
+         "| VREX_HAL_TIER_HOST)"},
         {"released capacity", [&] { return vrex_hal_released_blocks(h.s, nullptr, 4, &count); },
          VREX_HAL_ERR_INVALID, "out is NULL with capacity 4 (valid: NULL only with capacity 0)"},
         {"NULL stats", [&] { return vrex_hal_get_stats(h.alloc, nullptr); }, VREX_HAL_ERR_INVALID,

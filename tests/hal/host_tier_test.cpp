@@ -311,6 +311,139 @@ TEST_P(HostTier, CApiIndexesSizePrefixed) {
     vrex_hal_device_close(dev);
 }
 
+// uAPI 1.6 / ABI 1.3: a similarity query names the tiers it wants and asks for up to N candidates,
+// nearest first. Region 6 holds a device block (frame 0's fingerprint) and three host-tier copies
+// 1, 2 and 4 bits from it.
+TEST_P(HostTier, QueriesByTierReturnUpToNCandidatesNearestFirst) {
+    auto s = alloc_->create_stream().value();
+    auto f0 = s->begin_frame(frame(40, 0));
+    ASSERT_TRUE(f0) << f0.error_message();
+    auto dev_block = s->allocate(6);
+    ASSERT_TRUE(dev_block) << dev_block.error_message();
+    ASSERT_TRUE(s->end_frame());
+    ASSERT_TRUE(s->begin_frame(frame(41, 0)));
+    std::vector<KvBlock> host;
+    const unsigned bits[3] = {1, 2, 4};
+    for (std::uint32_t i = 0; i < 3; i++) {
+        auto h = s->index_host_tier(*mem_, i * bytes_, 6, i == 1 ? 1 : 0, flipped(f0->fp, bits[i]));
+        ASSERT_TRUE(h) << h.error_message();
+        host.push_back(*h);
+    }
+    ASSERT_TRUE(s->end_frame());
+    ASSERT_TRUE(s->begin_frame(frame(42, 0)));
+
+    auto ask = [&](Tier t, std::uint32_t n, std::uint32_t radius = 8) {
+        Query q = Query::similar(6, f0->fp, radius, Scope::stream, true);
+        q.in_tier(t).nearest(n);
+        auto got = s->retrieve_batch(std::span(&q, 1));
+        EXPECT_TRUE(got) << got.error_message();
+        return got ? got->front() : Retrieval{};
+    };
+    auto ids = [](const Retrieval& r) {
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> v;
+        for (const Retrieval& c : r.candidates) v.emplace_back(c.block.id, c.distance);
+        return v;
+    };
+    using V = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+    const Retrieval any = ask(Tier::any, 8);
+    EXPECT_EQ(ids(any), (V{{dev_block->id, 0}, {host[0].id, 1}, {host[1].id, 2}, {host[2].id, 4}}));
+    ASSERT_EQ(any.candidates.size(), 4u);
+    EXPECT_TRUE(any.hit);
+    EXPECT_EQ(any.block.id, dev_block->id) << "the hit is the nearest candidate";
+    EXPECT_FALSE(any.candidates[0].host_tier);
+    for (std::size_t i = 1; i < 4; i++) {
+        EXPECT_TRUE(any.candidates[i].host_tier) << i;
+        EXPECT_EQ(any.candidates[i].block.view.data(), mem_->host_view().data() + (i - 1) * bytes_) << i;
+        EXPECT_TRUE(any.candidates[i].approximate) << i;
+    }
+    EXPECT_EQ(any.candidates[2].frame, 1u);
+    EXPECT_EQ(ids(ask(Tier::host, 8)), (V{{host[0].id, 1}, {host[1].id, 2}, {host[2].id, 4}}));
+    EXPECT_EQ(ids(ask(Tier::host, 2)), (V{{host[0].id, 1}, {host[1].id, 2}}));
+    EXPECT_EQ(ids(ask(Tier::device, 8)), (V{{dev_block->id, 0}}));
+    EXPECT_EQ(ids(ask(Tier::any, 8, 3)), (V{{dev_block->id, 0}, {host[0].id, 1}, {host[1].id, 2}}));
+    // The single nearest lookup filters by tier too (no candidates list then).
+    const Retrieval near_host = ask(Tier::host, 0);
+    ASSERT_TRUE(near_host.hit);
+    EXPECT_EQ(near_host.block.id, host[0].id);
+    EXPECT_TRUE(near_host.candidates.empty());
+    EXPECT_FALSE(ask(Tier::host, 8, 0).hit) << "nothing of the host tier at distance 0";
+    // Bad queries: past the cap, a temporal lookup with a tier or candidates.
+    Query over = Query::similar(6, f0->fp, 8).nearest(kMaxCandidates + 1);
+    auto e1 = s->retrieve_batch(std::span(&over, 1));
+    EXPECT_EQ(e1.error(), std::errc::invalid_argument);
+    EXPECT_NE(e1.error_message().find("at most 8"), std::string::npos) << e1.error_message();
+    Query tmp = Query::temporal(6, -1).in_tier(Tier::host);
+    EXPECT_EQ(s->retrieve_batch(std::span(&tmp, 1)).error(), std::errc::invalid_argument);
+    // Past the HAL: the backend refuses a count past the uAPI's cap itself (vrex.ko, the emulation).
+    drm_vrex_shie_lookup_item it{};
+    it.kind = DRM_VREX_LOOKUP_SIMILAR;
+    it.region = 6;
+    it.max_candidates = DRM_VREX_LOOKUP_MAX_CANDIDATES + 1;
+    EXPECT_EQ(backend_of(*dev_).shie_lookup(s->id(), std::span(&it, 1)), std::errc::invalid_argument);
+    ASSERT_TRUE(s->end_frame());
+}
+
+TEST_P(HostTier, CApiRetrievesCandidatesByTier) {
+    vrex_hal_device* dev = nullptr;
+    ASSERT_EQ(vrex_hal_device_open(GetParam().c_str(), &dev), VREX_HAL_OK) << vrex_hal_last_error();
+    vrex_hal_geometry g{2, 2, 64, VREX_HAL_FP16, 16, 0};
+    vrex_hal_allocator* alloc = nullptr;
+    ASSERT_EQ(vrex_hal_allocator_create(dev, &g, &alloc), VREX_HAL_OK) << vrex_hal_last_error();
+    vrex_hal_imported* mem = nullptr;
+    ASSERT_EQ(vrex_hal_import_memory(alloc, engine_->dmabuf, &mem), VREX_HAL_OK) << vrex_hal_last_error();
+    vrex_hal_stream* s = nullptr;
+    ASSERT_EQ(vrex_hal_stream_create(alloc, 0, 0, &s), VREX_HAL_OK);
+    auto px = test::synthetic_frame(128, 96, 9, 0);
+    vrex_hal_frame_info fi{};
+    ASSERT_EQ(vrex_hal_begin_frame(s, px.data(), 128, 96, 128, &fi), VREX_HAL_OK) << vrex_hal_last_error();
+    vrex_hal_block dev_block{};
+    ASSERT_EQ(vrex_hal_allocate(s, 3, 0, &dev_block), VREX_HAL_OK) << vrex_hal_stream_last_error(s);
+    ASSERT_EQ(vrex_hal_end_frame(s, nullptr), VREX_HAL_OK);
+    auto px1 = test::synthetic_frame(128, 96, 10, 0);
+    ASSERT_EQ(vrex_hal_begin_frame(s, px1.data(), 128, 96, 128, nullptr), VREX_HAL_OK)
+        << vrex_hal_last_error();
+    for (std::uint32_t i = 0; i < 2; i++) {
+        vrex_hal_host_tier_request req{};
+        req.struct_size = sizeof(req);
+        req.block_size = sizeof(vrex_hal_block);
+        req.offset = i * bytes_;
+        req.fp[0] = fi.fp[0];
+        req.fp[1] = fi.fp[1] ^ ((std::uint64_t{1} << (2 * i + 1)) - 1);  // 1 and 3 bits away
+        req.region = 3;
+        vrex_hal_block blk{};
+        ASSERT_EQ(vrex_hal_index_host_tier(s, mem, &req, &blk), VREX_HAL_OK) << vrex_hal_stream_last_error(s);
+    }
+    vrex_hal_candidate out[VREX_HAL_MAX_CANDIDATES];
+    std::uint32_t n = 99;
+    ASSERT_EQ(
+        vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY | VREX_HAL_TIER_HOST, 8, out, &n),
+        VREX_HAL_OK)
+        << vrex_hal_stream_last_error(s);
+    ASSERT_EQ(n, 2u);
+    EXPECT_EQ(out[0].retrieval.distance, 1u);
+    EXPECT_EQ(out[1].retrieval.distance, 3u);
+    EXPECT_TRUE(out[0].retrieval.hit && out[0].host_tier && out[1].host_tier);
+    ASSERT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY, 8, out, &n), VREX_HAL_OK);
+    ASSERT_EQ(n, 3u);
+    EXPECT_EQ(out[0].retrieval.block.id, dev_block.id);
+    EXPECT_EQ(out[0].host_tier, 0u);
+    vrex_hal_retrieval one{};
+    ASSERT_EQ(vrex_hal_retrieve_similar(s, 3, fi.fp, 8, VREX_HAL_PAST_ONLY | VREX_HAL_TIER_HOST, &one),
+              VREX_HAL_OK);
+    EXPECT_TRUE(one.hit);
+    EXPECT_EQ(one.distance, 1u);
+    EXPECT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, 0, 0, out, &n), VREX_HAL_ERR_INVALID);
+    EXPECT_NE(std::string(vrex_hal_stream_last_error(s)).find("max 0 is not in 1..8"), std::string::npos)
+        << vrex_hal_stream_last_error(s);
+    EXPECT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, 1u << 4, 8, out, &n), VREX_HAL_ERR_INVALID);
+    EXPECT_EQ(vrex_hal_retrieve_candidates(s, 3, fi.fp, 8, 0, 8, out, nullptr), VREX_HAL_ERR_INVALID);
+    ASSERT_EQ(vrex_hal_end_frame(s, nullptr), VREX_HAL_OK);
+    vrex_hal_imported_destroy(mem);
+    vrex_hal_stream_destroy(s);
+    vrex_hal_allocator_destroy(alloc);
+    vrex_hal_device_close(dev);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HostTier, ::testing::ValuesIn(test::available_backends()),
                          [](const auto& info) { return info.param; });
 

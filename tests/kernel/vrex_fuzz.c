@@ -268,6 +268,9 @@ static void fill_lookup(struct worker *w, struct drm_vrex_shie_lookup_item *it)
 		it->fp[1] = fp_word(w);
 		it->radius = below(w, DRM_VREX_MAX_RADIUS + 1);
 		it->flags = below(w, DRM_VREX_LOOKUP_VALID_FLAGS + 1);
+		/* 1.6: candidates, nearest first; half the lookups ask for some. */
+		if (chance(w, 2))
+			it->max_candidates = below(w, DRM_VREX_LOOKUP_MAX_CANDIDATES + 1);
 	}
 }
 

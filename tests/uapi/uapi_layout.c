@@ -89,9 +89,20 @@ int main(void)
 		      M(drm_vrex_shie_lookup_item, frame) + M(drm_vrex_shie_lookup_item, stream) +
 		      M(drm_vrex_shie_lookup_item, handle) + M(drm_vrex_shie_lookup_item, offset) +
 		      M(drm_vrex_shie_lookup_item, length) + M(drm_vrex_shie_lookup_item, found_fp) +
-		      M(drm_vrex_shie_lookup_item, block_gen));
+		      M(drm_vrex_shie_lookup_item, block_gen) +
+		      M(drm_vrex_shie_lookup_item, max_candidates) +
+		      M(drm_vrex_shie_lookup_item, candidate_count) +
+		      M(drm_vrex_shie_lookup_item, candidates));
 	check("drm_vrex_shie_lookup_item 1.3 tail",
 	      offsetof(struct drm_vrex_shie_lookup_item, block_gen), 96);
+	check("drm_vrex_shie_lookup_item 1.6 tail",
+	      offsetof(struct drm_vrex_shie_lookup_item, max_candidates), 104);
+	CHECK(drm_vrex_shie_candidate,
+	      M(drm_vrex_shie_candidate, block) + M(drm_vrex_shie_candidate, frame) +
+		      M(drm_vrex_shie_candidate, stream) + M(drm_vrex_shie_candidate, handle) +
+		      M(drm_vrex_shie_candidate, offset) + M(drm_vrex_shie_candidate, length) +
+		      M(drm_vrex_shie_candidate, found_fp) + M(drm_vrex_shie_candidate, block_gen) +
+		      M(drm_vrex_shie_candidate, hit_flags) + M(drm_vrex_shie_candidate, distance));
 	CHECK(drm_vrex_shie_batch, M(drm_vrex_shie_batch, stream) + M(drm_vrex_shie_batch, count) +
 					   M(drm_vrex_shie_batch, elem_size) + M(drm_vrex_shie_batch, flags) +
 					   M(drm_vrex_shie_batch, items));

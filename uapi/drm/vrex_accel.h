@@ -54,10 +54,12 @@ extern "C" {
  * lookup items and release records; an ALIAS insert naming a generation).
  * 1.4: host-tier blocks (DRM_VREX_INSERT_HOST_TIER). 1.5: FRAME_SUBMIT's
  * @region_motion (the struct grew from 96 to 112 bytes; a 96-byte caller
- * keeps working and gets no region motion).
+ * keeps working and gets no region motion). 1.6: similarity lookups by tier
+ * (DRM_VREX_LOOKUP_TIER_*) and up to DRM_VREX_LOOKUP_MAX_CANDIDATES nearest
+ * candidates per lookup (drm_vrex_shie_lookup_item.@max_candidates).
  */
 #define DRM_VREX_VERSION_MAJOR 1
-#define DRM_VREX_VERSION_MINOR 5
+#define DRM_VREX_VERSION_MINOR 6
 
 /**
  * enum drm_vrex_ioctl_id - ioctl numbers, offsets from DRM_COMMAND_BASE
@@ -420,10 +422,49 @@ struct drm_vrex_shie_insert_item {
 
 #define DRM_VREX_LOOKUP_SCOPE_POOL	(1u << 0)	/* SIMILAR: all streams of the pool */
 #define DRM_VREX_LOOKUP_PAST_ONLY	(1u << 1)	/* SIMILAR: frames before the current */
-#define DRM_VREX_LOOKUP_VALID_FLAGS	(DRM_VREX_LOOKUP_SCOPE_POOL | DRM_VREX_LOOKUP_PAST_ONLY)
+/*
+ * SIMILAR, vrex 1.6: the tiers the lookup accepts, entries of device blocks
+ * and/or host-tier entries (DRM_VREX_INSERT_HOST_TIER). Neither bit: every
+ * tier (the behaviour before 1.6); both: every tier.
+ */
+#define DRM_VREX_LOOKUP_TIER_DEVICE	(1u << 2)
+#define DRM_VREX_LOOKUP_TIER_HOST	(1u << 3)
+#define DRM_VREX_LOOKUP_VALID_FLAGS	(DRM_VREX_LOOKUP_SCOPE_POOL | DRM_VREX_LOOKUP_PAST_ONLY | \
+					 DRM_VREX_LOOKUP_TIER_DEVICE | DRM_VREX_LOOKUP_TIER_HOST)
 
 #define DRM_VREX_HIT		(1u << 0)
 #define DRM_VREX_HIT_APPROX	(1u << 1)
+#define DRM_VREX_HIT_HOST_TIER	(1u << 2)	/* candidates only: a host-tier entry */
+
+/* Most candidates one similarity lookup returns (vrex 1.6). */
+#define DRM_VREX_LOOKUP_MAX_CANDIDATES	8
+
+/**
+ * struct drm_vrex_shie_candidate - one answer of a similarity lookup that
+ * asked for candidates (drm_vrex_shie_lookup_item.@max_candidates)
+ * @block: block id
+ * @frame: frame of the entry
+ * @stream: stream id (of this file) the entry belongs to
+ * @handle: BO handle of the block, 0 if that handle no longer names the BO
+ * @offset: KV range inside the BO
+ * @length: KV length
+ * @found_fp: fingerprint of the entry
+ * @block_gen: generation of @block (as drm_vrex_shie_lookup_item.@block_gen)
+ * @hit_flags: DRM_VREX_HIT, DRM_VREX_HIT_APPROX, DRM_VREX_HIT_HOST_TIER
+ * @distance: Hamming distance of @found_fp from the query
+ */
+struct drm_vrex_shie_candidate {
+	__u32 block;
+	__u32 frame;
+	__u32 stream;
+	__u32 handle;
+	__u64 offset;
+	__u64 length;
+	__u64 found_fp[2];
+	__u64 block_gen;
+	__u32 hit_flags;
+	__u32 distance;
+};
 
 /**
  * struct drm_vrex_shie_lookup_item - one lookup
@@ -446,6 +487,19 @@ struct drm_vrex_shie_insert_item {
  * @block_gen: out: generation of @block (as the insert item's @block_gen), for
  *             an ALIAS insert that must reach this very block; ignored on
  *             input. Appended in vrex 1.3 (elem_size 96 before).
+ * @max_candidates: SIMILAR: 0 (the nearest only, in the fields above: the
+ *                  behaviour before 1.6) or 1..DRM_VREX_LOOKUP_MAX_CANDIDATES
+ *                  (-EINVAL above); TEMPORAL: must be 0. Appended in vrex 1.6
+ *                  (elem_size 104 before): an older caller's item is
+ *                  zero-extended and gets what it got before.
+ * @candidate_count: out: candidates written, 0..@max_candidates
+ * @candidates: out: with @max_candidates, the entries within the radius
+ *              (of the tiers asked for, under the scope and PAST_ONLY),
+ *              nearest first (smallest distance, then the most recent frame);
+ *              the first is the one the fields above report. The device
+ *              returns up to @max_candidates; those that are not this
+ *              file's are dropped. Every candidate's block counts as used.
+ *              Entries past @candidate_count are zeroed.
  *
  * A miss zeroes every out field.
  */
@@ -467,6 +521,9 @@ struct drm_vrex_shie_lookup_item {
 	__u64 length;
 	__u64 found_fp[2];
 	__u64 block_gen;
+	__u32 max_candidates;
+	__u32 candidate_count;
+	struct drm_vrex_shie_candidate candidates[DRM_VREX_LOOKUP_MAX_CANDIDATES];
 };
 
 #define DRM_VREX_MAX_BATCH	4096

@@ -328,9 +328,22 @@ struct Retrieval {
     std::uint32_t stream = 0;  // device stream id of the entry (pool scope: may be another stream)
     Fingerprint fp;            // fingerprint of the entry found
     KvBlock block;             // valid when hit
+    // Set in Query::candidates answers only: the entry is a host-tier entry (Stream::index_host_tier).
+    bool host_tier = false;
+    // A similarity query with Query::candidates = N: up to N entries within the radius, nearest first
+    // (smallest distance, then the most recent frame); candidates[0] is the hit above. Each is a hit
+    // (no nested candidates) and its block counts as used, as the nearest's does.
+    std::vector<Retrieval> candidates;
 };
 
 enum class Scope { stream, pool };
+
+// Which SHIE entries a similarity query may return: every tier, the device's own blocks, or the
+// host tier (demoted copies, Stream::index_host_tier).
+enum class Tier { any, device, host };
+
+// Most answers one similarity query returns (Query::candidates; the kernel interface's cap).
+inline constexpr std::uint32_t kMaxCandidates = 8;
 
 // One lookup of a batch: temporal (offset -3..+2) or similarity (fp within radius).
 struct VREX_API Query {
@@ -341,10 +354,17 @@ struct VREX_API Query {
     std::uint32_t radius = 20;      // similar, 0..31
     Scope scope = Scope::stream;    // similar
     bool past_only = false;         // similar: frames before the current one only
+    Tier tier = Tier::any;          // similar: the entries it may return
+    // similar: 0, the nearest entry only; 1..kMaxCandidates: also Retrieval::candidates, up to this
+    // many, nearest first (EINVAL above the cap, or on a temporal query).
+    std::uint32_t candidates = 0;
 
     static Query temporal(std::uint32_t region, std::int32_t offset);
     static Query similar(std::uint32_t region, const Fingerprint& fp, std::uint32_t radius,
                          Scope scope = Scope::stream, bool past_only = false);
+    // This similarity query restricted to @t, returning up to @n candidates (see above).
+    Query& in_tier(Tier t) noexcept;
+    Query& nearest(std::uint32_t n) noexcept;
 };
 
 struct BankStats {

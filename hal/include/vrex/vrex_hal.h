@@ -24,7 +24,7 @@ extern "C" {
  * with it the SONAME (libvrex-hal.so.<major>) and the CMake package version (find_package(vrex
  * <major>.<minor>)). docs/hal.md "ABI policy". */
 #define VREX_HAL_VERSION_MAJOR 1
-#define VREX_HAL_VERSION_MINOR 2
+#define VREX_HAL_VERSION_MINOR 3
 #define VREX_HAL_VERSION_PATCH 0
 #define VREX_HAL_VERSION_ENCODE(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define VREX_HAL_VERSION \
@@ -257,8 +257,25 @@ vrex_hal_status vrex_hal_retrieve_temporal(vrex_hal_stream *stream, uint32_t reg
 
 #define VREX_HAL_SCOPE_POOL (1u << 0)
 #define VREX_HAL_PAST_ONLY (1u << 1)
+#define VREX_HAL_TIER_DEVICE (1u << 2)	/* ABI 1.3: entries of device blocks only */
+#define VREX_HAL_TIER_HOST (1u << 3)	/* ABI 1.3: host-tier entries only (neither bit: every tier) */
 vrex_hal_status vrex_hal_retrieve_similar(vrex_hal_stream *stream, uint32_t region, const uint64_t fp[2],
 					  uint32_t radius, uint32_t flags, struct vrex_hal_retrieval *out);
+/*
+ * ABI 1.3 (C++: Query::candidates): up to @max (1..VREX_HAL_MAX_CANDIDATES) entries within
+ * @radius, nearest first (smallest distance, then the most recent frame), of the tiers @flags
+ * names (VREX_HAL_TIER_*; also VREX_HAL_SCOPE_POOL, VREX_HAL_PAST_ONLY): written to out[0..*count),
+ * each a hit, host_tier 1 for a host-tier entry. *count 0: nothing within the radius.
+ */
+#define VREX_HAL_MAX_CANDIDATES 8u
+struct vrex_hal_candidate {
+	struct vrex_hal_retrieval retrieval;
+	uint32_t host_tier;
+	uint32_t pad;
+};
+vrex_hal_status vrex_hal_retrieve_candidates(vrex_hal_stream *stream, uint32_t region, const uint64_t fp[2],
+					     uint32_t radius, uint32_t flags, uint32_t max,
+					     struct vrex_hal_candidate *out, uint32_t *count);
 vrex_hal_status vrex_hal_release(vrex_hal_stream *stream, const struct vrex_hal_block *block);
 /*
  * Batches, all or nothing (like the C++ Stream::allocate_batch / release_batch): on failure nothing

@@ -288,6 +288,113 @@ TEST_F(Policy, RecallFindsABlockPastTheAgeCapWhenTheViewComesBack) {
               std::errc::no_such_file_or_directory);
 }
 
+// Issue 22 item 1: the view came back twice, so the host tier holds two copies per region at the
+// same appearance; the nearer (the more recent frame) holds keys the recall guard refuses. The
+// recall walks the host tier's candidates to the older copy, whose keys match; a recall that sees
+// the nearest entry only (recall_candidates 1) recalls nothing.
+TEST_F(Policy, RecallWalksTheCandidatesPastARefusedNearestEntry) {
+    for (const std::uint32_t candidates : {8u, 1u}) {
+        SCOPED_TRACE(candidates);
+        ReuseOptions o{.max_age = 2,
+                       .recall = true,
+                       .recall_radius = 8,
+                       .recall_guard_bits = 0,
+                       .recall_candidates = candidates};
+        auto p = ReusePolicy::create(o, kRegions);
+        ASSERT_TRUE(p);
+        ASSERT_TRUE(p->attach_host_tier(*alloc_, 4 * kRegions));
+        frame(*p, 50, hashes(7));     // scene A, keys 7 (demoted at the third frame from now)
+        frame(*p, 50, hashes(0xf0));  // scene A again, other keys: the guard refuses the first frame's
+        EXPECT_EQ(p->counters().reused, 0u);
+        for (int i = 0; i < 4; i++) frame(*p, 200, hashes(9));  // scene B: both A frames demoted
+        const std::vector<KvBlock> first = by_frame_.at(0);     // scene A's first frame, keys 7
+        const std::uint64_t before = p->counters().recalled;
+        const std::uint64_t past_before = p->counters().recalled_past_nearest;
+        const Fingerprint fp = begin(50);
+        demote_due(*p);
+        auto choice = p->choose(*st_, fp, hashes(7), t_);
+        ASSERT_TRUE(choice) << choice.error_message();
+        const auto& rec = p->recalled();
+        for (std::uint32_t r = 0; r < kRegions; r++) {
+            EXPECT_FALSE((*choice)[r].has_value()) << r;
+            if (candidates == 1) {
+                EXPECT_FALSE(rec[r].has_value()) << r << ": the nearest copy's keys are refused";
+                continue;
+            }
+            ASSERT_TRUE(rec[r].has_value()) << r;
+            EXPECT_EQ(rec[r]->id, first[r].id) << r;
+            EXPECT_EQ(rec[r]->generation, first[r].generation) << r;
+            EXPECT_EQ(rec[r]->frame, t_ - 6) << r;
+            EXPECT_EQ(rec[r]->hash_distance, 0u) << r;
+        }
+        const std::uint64_t want = candidates == 1 ? 0u : kRegions;
+        EXPECT_EQ(p->counters().recalled - before, want);
+        EXPECT_EQ(p->counters().recalled_past_nearest - past_before, want);
+        EXPECT_TRUE(st_->end_frame());
+        t_++;
+        EXPECT_TRUE(unpin_all(*st_, pinned_));
+        pinned_.clear();
+        by_frame_.clear();
+        t_ = 0;
+        st_.reset();
+        auto s = alloc_->create_stream();
+        ASSERT_TRUE(s) << s.error_message();
+        st_ = std::move(*s);
+    }
+}
+
+// The device candidates' similarity lookup asks the device tier: a host-tier entry nearer than any
+// device entry is not a candidate there (session 10's lookup over every tier returned it, and the
+// guard refused it as a block it never saw computed).
+TEST_F(Policy, TheDeviceCandidatesLookupNeverReturnsHostTierEntries) {
+    for (const bool tiered : {true, false}) {
+        SCOPED_TRACE(tiered);
+        ReuseOptions o{.radius = 31, .max_age = 2, .recall = true, .recall_radius = 31, .tiered = tiered};
+        auto p = ReusePolicy::create(o, kRegions);
+        ASSERT_TRUE(p);
+        const std::span<const Query> q = p->queries(Fingerprint{});
+        ASSERT_EQ(q.size(), 3u * kRegions);
+        for (std::uint32_t r = 0; r < kRegions; r++) {
+            EXPECT_EQ(q[3 * r + 1].tier, tiered ? Tier::device : Tier::any) << r;
+            EXPECT_EQ(q[3 * r + 2].tier, tiered ? Tier::host : Tier::any) << r;
+            EXPECT_EQ(q[3 * r + 2].candidates, 8u) << r;
+        }
+    }
+    // On the device: a host-tier copy indexed under this very fingerprint is the nearest entry, the
+    // device tier's query skips it.
+    auto p = ReusePolicy::create({.radius = 31, .max_age = 2, .recall = true}, kRegions);
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(p->attach_host_tier(*alloc_, 4 * kRegions));
+    frame(*p, 50, hashes(7));
+    for (int i = 0; i < 3; i++) frame(*p, 200, hashes(9));
+    const Fingerprint fp = begin(50);
+    demote_due(*p);
+    std::vector<Query> qs(p->queries(fp).begin(), p->queries(fp).end());
+    auto got = st_->retrieve_batch(qs);
+    ASSERT_TRUE(got) << got.error_message();
+    for (std::uint32_t r = 0; r < kRegions; r++) {
+        const Retrieval& host = (*got)[3 * r + 2];
+        ASSERT_TRUE(host.hit) << r;
+        EXPECT_TRUE(host.host_tier) << r;
+        for (const Retrieval& c : host.candidates) EXPECT_TRUE(c.host_tier) << r;
+        // The recall's own query (appearance bits, the host-tier copy at distance 0) over each tier.
+        for (const Tier t : {Tier::device, Tier::any}) {
+            Query q = qs[3 * r + 2];
+            q.in_tier(t).nearest(8);
+            auto one = st_->retrieve_batch(std::span(&q, 1));
+            ASSERT_TRUE(one) << one.error_message();
+            bool saw_host = false;
+            for (const Retrieval& c : one->front().candidates) saw_host |= c.host_tier;
+            EXPECT_EQ(saw_host, t == Tier::any) << r;
+            if (t == Tier::any) {
+                ASSERT_FALSE(one->front().candidates.empty()) << r;
+                EXPECT_TRUE(one->front().candidates.front().host_tier) << r << ": the copy is the nearest";
+            }
+        }
+    }
+    EXPECT_TRUE(st_->end_frame());
+}
+
 TEST_F(Policy, ForgottenBlocksAreNotRecalled) {
     auto p = ReusePolicy::create({.max_age = 1, .recall = true}, kRegions);
     ASSERT_TRUE(p);
@@ -386,6 +493,10 @@ TEST_F(Policy, HostTierErrorsSayWhy) {
 
 TEST_F(Policy, RefusesRecallOptionsOutOfRange) {
     EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_radius = 32}, kRegions).error(),
+              std::errc::invalid_argument);
+    EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_candidates = 0}, kRegions).error(),
+              std::errc::invalid_argument);
+    EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_candidates = 9}, kRegions).error(),
               std::errc::invalid_argument);
     EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_guard_bits = 33}, kRegions).error(),
               std::errc::invalid_argument);

@@ -46,6 +46,7 @@ static void command_ranges(VRexCore *c, uint32_t op, VRexRange *in,
     uint64_t count = arg(c, VREX_REG_ARG_COUNT);
     uint64_t dim = arg(c, VREX_REG_RESV_DIM);
     uint64_t height = arg(c, VREX_REG_ARG_HEIGHT);
+    uint64_t records;
 
     memset(in, 0, sizeof(*in) * VREX_MAX_RANGES);
     memset(out, 0, sizeof(*out) * VREX_MAX_RANGES);
@@ -58,12 +59,14 @@ static void command_ranges(VRexCore *c, uint32_t op, VRexRange *in,
         }
         break;
     case VREX_CMD_LOOKUP_SIMILAR_BATCH:
-        if (count > VREX_LOOKUP_BATCH_MAX) {
+        /* ARG_NEAREST records per descriptor; more than the space: refused */
+        records = count * vrex_lookup_nearest(arg(c, VREX_REG_ARG_NEAREST));
+        if (count > VREX_LOOKUP_BATCH_MAX || records > VREX_LOOKUP_BATCH_MAX) {
             break;
         }
         in[0] = (VRexRange){ src, count * sizeof(struct vrex_lookup_desc) };
         /* Fetched too: bytes the engine does not store are written back as they were. */
-        in[1] = (VRexRange){ dst, count * sizeof(struct vrex_lookup_rec) };
+        in[1] = (VRexRange){ dst, records * sizeof(struct vrex_lookup_rec) };
         out[0] = in[1];
         break;
     case VREX_CMD_RESV_HASH:
@@ -183,11 +186,15 @@ static bool test_hooks_at_cmd(VRexCore *c, uint32_t op)
     return true;
 }
 
-/* A forged batch: every record the model wrote becomes a hit on the forged block. */
+/*
+ * A forged batch: every record the model wrote (ARG_NEAREST per query) becomes
+ * a hit on the forged block.
+ */
 static void forge_batch(VRexCore *c)
 {
     uint64_t dst = arg64(c, VREX_REG_ARG_DST_LO, VREX_REG_ARG_DST_HI);
-    uint32_t i, count = arg(c, VREX_REG_ARG_COUNT);
+    uint32_t i, count = arg(c, VREX_REG_ARG_COUNT) *
+                        vrex_lookup_nearest(arg(c, VREX_REG_ARG_NEAREST));
     struct vrex_lookup_rec rec;
 
     for (i = 0; i < count; i++) {

@@ -33,9 +33,13 @@
 // tier bounds itself. Per region, choose() asks one more similarity lookup for past frames within
 // recall_radius: a view that comes back after a cut arrives with the cut's motion bits, so host-tier
 // entries are indexed, and recall lookups ask, with the fingerprint's 32 motion bits cleared (the
-// SHIE compares the 96 appearance bits). A hit older than max_age whose key hash is within
-// recall_guard_bits of this frame's is recalled (what the lookup found younger is the device
-// candidates' to judge). recalled() names the block it is the copy of; the engine fetches the bytes
+// SHIE compares the 96 appearance bits). The recall lookup asks the host tier only for up to
+// recall_candidates entries, nearest first, and walks them: the first older than max_age whose key
+// hash is within recall_guard_bits of this frame's is recalled (what the lookup found younger is
+// the device candidates' to judge), so a nearer entry the rules refuse no longer hides a farther one
+// they accept. The device candidates' similarity lookup asks the device tier only (tiered; off:
+// both lookups take every tier and recall sees the nearest entry only, session 10's behaviour with
+// recall_candidates 1). recalled() names the block it is the copy of; the engine fetches the bytes
 // back into a new block (the region is not computed) and calls installed(). forget() drops blocks
 // whose bytes are gone. Recall needs the FCC (fcc): it is a similarity lookup.
 //
@@ -78,6 +82,8 @@ struct ReuseOptions {
     // A region whose FCC region motion exceeds this (1/16 grid px, 0..255) takes no device
     // candidate; nullopt: off. Needs fcc (off with it) and the frame's motion in choose()/decide().
     std::optional<std::uint32_t> motion_gate = std::nullopt;
+    std::uint32_t recall_candidates = 8;  // host-tier entries a recall walks, nearest first, 1..8
+    bool tiered = true;  // similarity lookups by tier (device candidates: device; recall: host tier)
 };
 
 // A block the engine should fetch back for a region (it is past the device's candidates: demoted to
@@ -102,7 +108,8 @@ struct ReuseCounters {
     std::uint64_t gated = 0;       // regions whose candidates the motion gate refused (not counted above)
     std::uint64_t reused = 0;      // regions that alias a block
     std::uint64_t recalled = 0;    // regions recalled through the SHIE's host tier (recall)
-    std::uint64_t installed = 0;   // blocks the engine filled from another block (installed())
+    std::uint64_t recalled_past_nearest = 0;  // of those, found past the recall lookup's nearest entry
+    std::uint64_t installed = 0;              // blocks the engine filled from another block (installed())
 };
 
 class ReusePolicy {
@@ -178,7 +185,8 @@ class ReusePolicy {
     bool gate_on() const noexcept { return opts_.motion_gate.has_value() && opts_.fcc; }
     bool guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame);
     void forget_old(std::uint32_t frame);
-    std::optional<Recalled> recall(const Retrieval& got, std::uint32_t hash, std::uint32_t frame) const;
+    std::optional<Recalled> recall(const Retrieval& got, std::uint32_t hash, std::uint32_t frame);
+    std::optional<Recalled> recall_one(const Retrieval& got, std::uint32_t hash, std::uint32_t frame) const;
     struct Computed {  // what recall needs of a block computed under this policy
         std::uint32_t hash = 0;
         std::uint32_t frame = 0;

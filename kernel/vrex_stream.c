@@ -267,6 +267,9 @@ int vrex_ioctl_stream_destroy(struct drm_device *drm, void *data, struct drm_fil
  * The FCC computes each region's motion from the vectors its search wrote
  * (lib vrex_fcc_region_motion()), four regions a register. Output only: the
  * caller's bytes are overwritten; a 96-byte (pre-1.5) caller never sees them.
+ * A 1.0 device has no such registers (they read 0, "still"): it reports 255,
+ * "unknown", as the HAL does for a pre-1.5 driver, so a gate refuses rather
+ * than trusts a motion that was never measured.
  */
 static void vrex_frame_read_region_motion(struct vrex_device *vdev,
 					  __u8 motion[VREX_FCC_REGIONS])
@@ -275,6 +278,10 @@ static void vrex_frame_read_region_motion(struct vrex_device *vdev,
 
 	BUILD_BUG_ON(sizeof(((struct drm_vrex_frame_submit *)0)->region_motion) !=
 		     VREX_FCC_REGIONS);
+	if (vdev->hw_version < VREX_VERSION_REGION_MOTION) {
+		memset(motion, 0xff, VREX_FCC_REGIONS);
+		return;
+	}
 	for (i = 0; i < VREX_FCC_REGION_MOTION_REGS; i++) {
 		v = vrex_read(vdev, VREX_REG_FCC_REGION_MOTION(i));
 		for (k = 0; k < 4; k++)

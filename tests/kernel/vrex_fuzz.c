@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -389,8 +390,21 @@ static int do_ioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) ? errno : 0;
 }
 
-/* The ioctl number for @id with the real size, or (sometimes) a wrong size or direction. */
-static unsigned long cmd_for(struct worker *w, unsigned long real, int *resized)
+/* Bit of the 8-byte word of @type that holds the user pointer @field (for cmd_for()). */
+#define PTR_WORD(type, field) (1u << (offsetof(type, field) / 8))
+
+/*
+ * The ioctl number for @id with the real size, or (sometimes) a wrong size or
+ * direction. The DRM core zero-fills the argument past a short size, so a size
+ * ending inside a user pointer would leave the pointer's low bytes only: an
+ * address the fuzzer never chose, e.g. a thread's stack address cut to 3 bytes
+ * lands in the fuzzer's own .bss, and the kernel's copy-out then overwrote
+ * slots[] there. A short size is therefore moved to the start of a pointer it
+ * would cut (the pointer reads as NULL); @ptr_words has bit i set when bytes
+ * 8i..8i+7 of the struct are a user pointer.
+ */
+static unsigned long cmd_for(struct worker *w, unsigned long real, unsigned int ptr_words,
+			     int *resized)
 {
 	unsigned int size = _IOC_SIZE(real), dir = _IOC_DIR(real);
 
@@ -398,10 +412,15 @@ static unsigned long cmd_for(struct worker *w, unsigned long real, int *resized)
 	if (!chance(w, 10))
 		return real;
 	*resized = 1;
-	if (chance(w, 3))
+	if (chance(w, 3)) {
 		dir = below(w, 4);
-	else
-		size = chance(w, 2) ? below(w, size + 1) : size + 8 * (1 + below(w, 16));
+	} else if (chance(w, 2)) {
+		size = below(w, size + 1);
+		if (size % 8 && size / 8 < 32 && (ptr_words >> (size / 8)) & 1)
+			size &= ~7u;
+	} else {
+		size += 8 * (1 + below(w, 16));
+	}
 	return _IOC(dir, _IOC_TYPE(real), _IOC_NR(real), size & _IOC_SIZEMASK);
 }
 
@@ -410,6 +429,16 @@ static const unsigned long vrex_cmds[NIDS] = {
 	DRM_IOCTL_VREX_STREAM_CREATE, DRM_IOCTL_VREX_STREAM_DESTROY, DRM_IOCTL_VREX_FRAME_SUBMIT,
 	DRM_IOCTL_VREX_SHIE_INSERT, DRM_IOCTL_VREX_SHIE_LOOKUP, DRM_IOCTL_VREX_SHIE_RETIRE,
 	DRM_IOCTL_VREX_STATS, VT_IOCTL_RESERVED_10,
+};
+
+/* The user pointers in each id's argument (cmd_for()). */
+static const unsigned int ptr_words[NIDS] = {
+	[DRM_VREX_QUERY] = PTR_WORD(struct drm_vrex_query, ptr),
+	[DRM_VREX_SHIE_INSERT] = PTR_WORD(struct drm_vrex_shie_batch, items),
+	[DRM_VREX_SHIE_LOOKUP] = PTR_WORD(struct drm_vrex_shie_batch, items),
+	[DRM_VREX_SHIE_RETIRE] = PTR_WORD(struct drm_vrex_shie_retire, remove) |
+				 PTR_WORD(struct drm_vrex_shie_retire, released),
+	[DRM_VREX_STATS] = PTR_WORD(struct drm_vrex_stats_query, ptr),
 };
 
 /*
@@ -569,7 +598,7 @@ static void fuzz_vrex_ioctl(struct worker *w)
 					    w->released, sizeof(w->released));
 		break;
 	}
-	cmd = cmd_for(w, vrex_cmds[id], &resized);
+	cmd = cmd_for(w, vrex_cmds[id], ptr_words[id], &resized);
 	r = do_ioctl(s.fd, cmd, chance(w, 60) ? (void *)user_ptr(w, &a, sizeof(a)) : &a);
 	count_result_of(id, r, &s);
 	if (r || resized)
@@ -693,7 +722,9 @@ static void fuzz_resv_ioctl(struct worker *w)
 	if (op == 3)
 		a.b.items = safe_extent(ptr, (uint64_t)a.b.count * a.b.elem_size, w->items,
 					ITEMS_BYTES);
-	r = do_ioctl(s.fd, cmd_for(w, cmds[op], (int *)&resized), &a);
+	r = do_ioctl(s.fd, cmd_for(w, cmds[op],
+				   op == 3 ? PTR_WORD(struct drm_vrex_resv_batch, items) : 0,
+				   (int *)&resized), &a);
 	count_result_of(ID_RESV, r, &s);
 	if (r || resized)
 		return;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "emulated_device.hpp"
+#include "lookup_answer.hpp"
 
 namespace vrex {
 namespace {
@@ -574,19 +575,8 @@ void lookup_take(const EmulatedFile& file, const std::vector<EmulatedBlockOwner>
     drm_vrex_shie_candidate c;
     if (!lookup_resolve(file, blocks, rep, c))
         return;
-    if (j == 0) {
-        it.block_gen = c.block_gen;
-        it.hit_flags = c.hit_flags & (DRM_VREX_HIT | DRM_VREX_HIT_APPROX);
-        it.distance = c.distance;
-        it.block = c.block;
-        it.frame = c.frame;
-        it.stream = c.stream;
-        it.handle = c.handle;
-        it.length = c.length;
-        it.offset = c.offset;
-        it.found_fp[0] = c.found_fp[0];
-        it.found_fp[1] = c.found_fp[1];
-    }
+    if (j == 0)
+        set_nearest(it, c);
     if (it.candidate_count < it.max_candidates)
         it.candidates[it.candidate_count++] = c;
 }

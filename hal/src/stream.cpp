@@ -11,6 +11,7 @@
 
 #include "device_impl.hpp"
 #include "kv_allocator_impl.hpp"
+#include "lookup_answer.hpp"
 #include "stream_impl.hpp"
 
 namespace vrex {
@@ -478,23 +479,6 @@ std::optional<KvBlock> Stream::Impl::block_from_lookup(const drm_vrex_shie_candi
 }
 
 namespace {
-
-// The nearest answer of a lookup item in the candidate form (the fields every caller knows).
-drm_vrex_shie_candidate nearest_of(const drm_vrex_shie_lookup_item& it) {
-    drm_vrex_shie_candidate c{};
-    c.block = it.block;
-    c.frame = it.frame;
-    c.stream = it.stream;
-    c.handle = it.handle;
-    c.offset = it.offset;
-    c.length = it.length;
-    c.found_fp[0] = it.found_fp[0];
-    c.found_fp[1] = it.found_fp[1];
-    c.block_gen = it.block_gen;
-    c.hit_flags = it.hit_flags;
-    c.distance = it.distance;
-    return c;
-}
 
 Retrieval retrieval_of(const drm_vrex_shie_candidate& c, const KvBlock& block) {
     Retrieval r;

@@ -19,6 +19,7 @@
 #include "backends.hpp"
 #include "device_impl.hpp"
 #include "device_test.hpp"
+#include "forwarding_backend.hpp"
 #include "frames.hpp"
 #include "vrex/hal.hpp"
 
@@ -31,9 +32,9 @@ using test::view_of;
 constexpr ModelGeometry kSmall{2, 2, 64, DType::fp16, 16};  // 16 KiB blocks
 
 // A Backend that forwards everything and runs a one-shot hook after some calls.
-class HookedBackend final : public Backend {
+class HookedBackend final : public test::ForwardingBackend {
   public:
-    explicit HookedBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
+    using ForwardingBackend::ForwardingBackend;
     // before_alias_insert runs inside shie_insert() of an ALIAS item, before the device sees it.
     std::function<void()> after_stream_destroy, after_lookup, before_alias_insert;
     // Control: ALIAS items reach the device without their generation (an insert before uAPI 1.3).
@@ -45,21 +46,11 @@ class HookedBackend final : public Backend {
     // retire after the device's own (a stale record arriving late).
     std::vector<drm_vrex_released_block> delivered, inject;
 
-    std::string_view name() const noexcept override { return in_->name(); }
-    std::string description() const override { return in_->description(); }
-    Result<drm_vrex_device_info> device_info() override { return in_->device_info(); }
-    Result<drm_vrex_bank_info> bank_info() override { return in_->bank_info(); }
-    std::error_code bo_create(drm_vrex_bo_create& a) override { return in_->bo_create(a); }
-    std::error_code bo_destroy(std::uint32_t h) override { return in_->bo_destroy(h); }
-    Result<std::span<std::byte>> bo_map(std::uint32_t h) override { return in_->bo_map(h); }
-    Result<int> bo_export_dmabuf(std::uint32_t h) override { return in_->bo_export_dmabuf(h); }
-    std::error_code stream_create(drm_vrex_stream_create& a) override { return in_->stream_create(a); }
     std::error_code stream_destroy(std::uint32_t s) override {
         auto ec = in_->stream_destroy(s);
         fire(after_stream_destroy);
         return ec;
     }
-    std::error_code frame_submit(drm_vrex_frame_submit& a) override { return in_->frame_submit(a); }
     std::error_code shie_insert(std::uint32_t s, std::span<drm_vrex_shie_insert_item> items) override {
         if (std::any_of(items.begin(), items.end(),
                         [](const drm_vrex_shie_insert_item& it) { return it.flags & DRM_VREX_INSERT_ALIAS; }))
@@ -92,12 +83,6 @@ class HookedBackend final : public Backend {
         inject.clear();
         return ec;
     }
-    Result<drm_vrex_stats> stats() override { return in_->stats(); }
-    Result<std::uint32_t> reg_read(std::uint32_t off) override { return in_->reg_read(off); }
-    int event_fd() const noexcept override { return in_->event_fd(); }
-    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override {
-        return in_->read_events(out);
-    }
     Result<ImportedBo> bo_import_dmabuf(int fd) override { return in_->bo_import_dmabuf(fd); }
 
   private:
@@ -107,7 +92,6 @@ class HookedBackend final : public Backend {
         hook = nullptr;
         h();
     }
-    std::unique_ptr<Backend> in_;
 };
 
 class Publication : public ::testing::TestWithParam<std::string> {

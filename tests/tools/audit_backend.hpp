@@ -9,13 +9,13 @@
 #include <map>
 #include <set>
 
-#include "backend.hpp"
+#include "forwarding_backend.hpp"
 
 namespace vrex::test {
 
-class AuditBackend final : public Backend {
+class AuditBackend final : public ForwardingBackend {
   public:
-    explicit AuditBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
+    using ForwardingBackend::ForwardingBackend;
 
     std::uint64_t lookup_hits = 0;
     std::uint64_t hits_on_released = 0;  // must stay 0
@@ -28,16 +28,6 @@ class AuditBackend final : public Backend {
     std::map<std::uint32_t, std::int64_t> frame;     // stream -> current frame number
     std::map<std::uint32_t, std::int64_t> last_ref;  // live block -> newest referencing frame
 
-    std::string_view name() const noexcept override { return in_->name(); }
-    std::string description() const override { return in_->description(); }
-    Result<drm_vrex_device_info> device_info() override { return in_->device_info(); }
-    Result<drm_vrex_bank_info> bank_info() override { return in_->bank_info(); }
-    std::error_code bo_create(drm_vrex_bo_create& a) override { return in_->bo_create(a); }
-    std::error_code bo_destroy(std::uint32_t h) override { return in_->bo_destroy(h); }
-    Result<std::span<std::byte>> bo_map(std::uint32_t h) override { return in_->bo_map(h); }
-    Result<int> bo_export_dmabuf(std::uint32_t h) override { return in_->bo_export_dmabuf(h); }
-    std::error_code stream_create(drm_vrex_stream_create& a) override { return in_->stream_create(a); }
-    std::error_code stream_destroy(std::uint32_t s) override { return in_->stream_destroy(s); }
     std::error_code frame_submit(drm_vrex_frame_submit& a) override {
         const std::error_code ec = in_->frame_submit(a);
         if (!ec) frame[a.stream] = a.frame;
@@ -83,16 +73,6 @@ class AuditBackend final : public Backend {
         }
         return ec;
     }
-
-    Result<drm_vrex_stats> stats() override { return in_->stats(); }
-    Result<std::uint32_t> reg_read(std::uint32_t off) override { return in_->reg_read(off); }
-    int event_fd() const noexcept override { return in_->event_fd(); }
-    Result<std::size_t> read_events(std::span<drm_vrex_event_frame> out) override {
-        return in_->read_events(out);
-    }
-
-  private:
-    std::unique_ptr<Backend> in_;
 };
 
 }  // namespace vrex::test

@@ -90,7 +90,8 @@ class KvTiers:
         self.host_blocks = host_blocks
         self.block_bytes = runner.s.alloc.block_bytes
         self._regions = c.regions
-        self._t = lcp.hal.KvTiers(self.block_bytes, c.regions, c.window, resident_frames, coldness, drop,
+        self._closed = Bytes()
+        self._t: Any = lcp.hal.KvTiers(self.block_bytes, c.regions, c.window, resident_frames, coldness, drop,
                                   host_blocks, disk_dir or "")
         self.slot_key: list[list[Key]] = []  # per frame, the key of each region's block
         self.flat_keys: list[Key] = []       # the same, flat (slot = frame * 16 + region)
@@ -233,9 +234,12 @@ class KvTiers:
 
     @property
     def bytes(self) -> Bytes:
-        return Bytes(**self._t.bytes)
+        return self._closed if self._t is None else Bytes(**self._t.bytes)
 
     def close(self) -> None:
-        """Lets the C++ hierarchy go (its disk file has no name: nothing is left behind); views of
-        its copies keep its memory until they go."""
+        """Lets the C++ hierarchy go (its host memory and its disk file, which has no name: nothing
+        is left behind) once no view of its copies is left; the bytes stay readable."""
+        if self._t is not None:
+            self._closed = self.bytes
+            self._t = None
         self.on_drop = self.on_demote = None

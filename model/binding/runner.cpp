@@ -80,7 +80,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                          bool refresh, bool recall, std::uint32_t recall_radius,
                          std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
                          std::uint32_t fetch, const std::string& kernels,
-                         std::optional<std::uint32_t> motion_gate) {
+                         std::optional<std::uint32_t> motion_gate, std::uint32_t host_blocks,
+                         const std::string& disk_dir) {
                  auto s = std::make_shared<Session>();
                  if (kernels == "scripted")
                      s->opts.kernels = lcp::Kernels::scripted;
@@ -101,8 +102,10 @@ PYBIND11_MODULE(_vrexrun, m) {
                      throw std::invalid_argument("the C++ path's question read is 'reach' or 'resv', not '" +
                                                  read + "'");
                  if (resident > 0)
-                     s->opts.tiers =
-                         lcp::TierOptions{.resident_frames = resident, .coldness = coldness_of(coldness)};
+                     s->opts.tiers = lcp::TierOptions{.resident_frames = resident,
+                                                      .coldness = coldness_of(coldness),
+                                                      .host_blocks = host_blocks,
+                                                      .disk_dir = disk_dir};
                  s->opts.profile_fcc = profile_fcc;
                  s->model = std::make_shared<lcp::ScriptedModel>(module);
                  DeviceOptions o;
@@ -123,7 +126,8 @@ PYBIND11_MODULE(_vrexrun, m) {
              py::arg("read") = "reach", py::arg("read_ratio") = 0.5, py::arg("profile_fcc") = false,
              py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
              py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
-             py::arg("fetch") = 4, py::arg("kernels") = "native", py::arg("motion_gate") = py::none())
+             py::arg("fetch") = 4, py::arg("kernels") = "native", py::arg("motion_gate") = py::none(),
+             py::arg("host_blocks") = 0, py::arg("disk_dir") = "")
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -262,10 +266,10 @@ PYBIND11_MODULE(_vrexrun, m) {
                  d["device_bytes_peak"] = b.device_peak;
                  d["host_bytes_peak"] = b.host_peak;
                  d["total_bytes_peak"] = b.total_peak;
-                 d["disk_bytes_peak"] = 0;
+                 d["disk_bytes_peak"] = b.disk_peak;
                  d["demoted"] = b.demoted;
-                 d["dropped"] = 0;
-                 d["spilled"] = 0;
+                 d["dropped"] = b.dropped;
+                 d["spilled"] = b.spilled;
                  d["fetched"] = b.fetched;
                  d["promoted"] = b.promoted;
                  d["recalled"] = b.recalled;

@@ -30,6 +30,7 @@ using namespace vrex;
 
 void bind_resv(py::module_& m);    // resv.cpp
 void bind_policy(py::module_& m);  // policy.cpp
+void bind_tiers(py::module_& m);   // tiers.cpp
 
 namespace {
 
@@ -288,4 +289,5 @@ PYBIND11_MODULE(_vrexhal, m) {
 
     bind_resv(m);
     bind_policy(m);
+    bind_tiers(m);
 }

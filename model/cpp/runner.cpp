@@ -514,7 +514,7 @@ void StreamRunner::Impl::end_tiers(std::span<const KvBlock> blocks) {
     check(tiers.age(*st_, t_ + 1, demoted), "tiers: age");
     if (hosting_)  // recall finds them again through the SHIE's host tier (anchors' on_demote)
         for (const std::uint64_t key : demoted)
-            if (policy_->recallable(key)) tiered_to_host_.push_back(key);
+            if (policy_->recallable(key) && !tiers.host_copy(key).empty()) tiered_to_host_.push_back(key);
     if (!demoted.empty())
         std::erase_if(pinned_, [&](const KvBlock& b) {
             return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
@@ -641,7 +641,7 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
                 if (!taken.count(key)) {
                     if (taken.size() >= read_.fetch_blocks) continue;  // capped
                     taken.insert(key);
-                    tiers_->fetch(key);
+                    (void)take(tiers_->fetch(key), "tiers: stage a selected block");
                 }
                 allow[b] = true;
             }

@@ -15,6 +15,10 @@ Error bad(std::string what) {
     return {std::errc::invalid_argument, "lcp tiers: " + std::move(what)};
 }
 
+std::string name(std::uint64_t key) {
+    return "block " + std::to_string(key >> 32) + "." + std::to_string(key & 0xFFFFFFFFU);
+}
+
 }  // namespace
 
 Result<KvTiers> KvTiers::create(const TierOptions& o, std::uint64_t block_bytes, std::uint32_t regions,
@@ -24,14 +28,66 @@ Result<KvTiers> KvTiers::create(const TierOptions& o, std::uint64_t block_bytes,
     if (o.resident_frames < window)
         return bad("resident_frames " + std::to_string(o.resident_frames) + " is below the visual window " +
                    std::to_string(window));
-    return KvTiers(o, block_bytes, regions, window);
+    std::optional<DiskBlockPool> disk;
+    if (o.host_blocks != 0 && !o.drop) {
+        auto d = DiskBlockPool::create(o.disk_dir, block_bytes);
+        if (!d) return d.error_info().within("lcp tiers");
+        disk.emplace(std::move(*d));
+    }
+    return KvTiers(o, block_bytes, regions, window, std::move(disk));
 }
 
 void KvTiers::set_tier(Entry& e, Tier t) {
-    if (e.tier == Tier::host) host_count_--;
-    if (t == Tier::host) host_count_++;
+    counts_[static_cast<std::size_t>(e.tier)]--;
+    counts_[static_cast<std::size_t>(t)]++;
     e.tier = t;
     for (const std::uint32_t s : e.slots) codes_[s] = t;
+}
+
+std::optional<TierEntry> KvTiers::entry(std::uint64_t key) const {
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    const Entry& e = it->second;
+    return TierEntry{e.tier, e.created, e.last_ref, e.last_read};
+}
+
+std::span<const std::uint32_t> KvTiers::slots(std::uint64_t key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? std::span<const std::uint32_t>{}
+                                : std::span<const std::uint32_t>(it->second.slots);
+}
+
+std::vector<std::uint64_t> KvTiers::keys_on(Tier t) const {
+    if (t == Tier::device) return device_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> seq_key;
+    for (const auto& [key, e] : entries_)
+        if (e.tier == t) seq_key.emplace_back(e.seq, key);
+    std::sort(seq_key.begin(), seq_key.end());
+    std::vector<std::uint64_t> out;
+    out.reserve(seq_key.size());
+    for (const auto& sk : seq_key) out.push_back(sk.second);
+    return out;
+}
+
+std::span<const std::byte> KvTiers::copy_of(const Entry& e) const {
+    if (e.tier == Tier::host) return e.host;
+    if (e.tier == Tier::disk) return disk_->view(e.disk_slot);
+    return {};
+}
+
+std::span<const std::byte> KvTiers::host_copy(std::uint64_t key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? std::span<const std::byte>{} : copy_of(it->second);
+}
+
+void KvTiers::free_copy(Entry& e) {
+    if (e.tier == Tier::host) {
+        spill_order_.erase({e.last_ref, e.seq, block_key(e.block)});
+        host_.give(e.host);
+        e.host = {};
+    } else if (e.tier == Tier::disk) {
+        disk_->give(e.disk_slot);
+    }
 }
 
 Result<void> KvTiers::add_frame(Stream& stream, std::uint32_t frame, std::span<const KvBlock> blocks,
@@ -45,20 +101,26 @@ Result<void> KvTiers::add_frame(Stream& stream, std::uint32_t frame, std::span<c
         Entry& e = it->second;
         if (fresh) {
             e.block = blocks[r];
+            e.seq = entries_.size() - 1;
             e.created = frame;
+            counts_[static_cast<std::size_t>(Tier::device)]++;
             device_.push_back(key);
-        } else if (e.tier == Tier::host) {
+        } else if (e.tier != Tier::device) {
             // Reused while the device still holds it (its SHIE entry is live): pinned again, the
-            // same bytes, the copy freed.
+            // same bytes (a dropped block has no copy to compare), the copy freed.
             if (auto ok = stream.pin(e.block); !ok)
-                return ok.error_info().within("lcp tiers: promote block " + std::to_string(e.block.id));
-            if (std::memcmp(e.block.view.data(), e.host.data(), block_bytes_) != 0)
-                return Error{std::errc::io_error, "lcp tiers: block " + std::to_string(e.block.id) +
-                                                      ": device bytes differ from its demoted copy"};
-            host_.give(e.host);
-            e.host = {};
+                return ok.error_info().within("lcp tiers: promote " + name(key));
+            if (e.tier != Tier::dropped &&
+                std::memcmp(e.block.view.data(), copy_of(e).data(), block_bytes_) != 0)
+                return Error{std::errc::io_error,
+                             "lcp tiers: " + name(key) + ": device bytes differ from its demoted copy"};
+            free_copy(e);
             set_tier(e, Tier::device);
-            device_.push_back(key);
+            // Back in entry order: the order blocks leave the device does not depend on promotions.
+            const auto pos = std::lower_bound(
+                device_.begin(), device_.end(), e.seq,
+                [&](std::uint64_t k, std::uint64_t seq) { return entries_.at(k).seq < seq; });
+            device_.insert(pos, key);
             repinned.push_back(e.block);
             bytes_.promoted++;
         }
@@ -70,45 +132,100 @@ Result<void> KvTiers::add_frame(Stream& stream, std::uint32_t frame, std::span<c
     return {};
 }
 
-Result<void> KvTiers::age(Stream& stream, std::uint32_t next, std::vector<std::uint64_t>& demoted) {
-    std::vector<std::uint64_t> keep;
-    keep.reserve(device_.size());
-    for (const std::uint64_t key : device_) {
-        Entry& e = entries_.at(key);
-        std::int64_t ref = e.created;
-        if (opts_.coldness == Coldness::zombie) ref = e.last_ref;
-        if (opts_.coldness == Coldness::use) ref = std::max<std::int64_t>(e.last_ref, e.last_read);
-        if (std::int64_t{next} - ref < std::int64_t{opts_.resident_frames}) {
-            keep.push_back(key);
-            continue;
-        }
-        if (e.block.view.size() != block_bytes_)
-            return bad("demote block " + std::to_string(e.block.id) + ": " +
-                       std::to_string(e.block.view.size()) + " bytes, not " + std::to_string(block_bytes_));
+bool KvTiers::is_cold(const Entry& e, std::uint32_t next) const {
+    std::int64_t ref = e.created;
+    if (opts_.coldness == Coldness::zombie) ref = e.last_ref;
+    if (opts_.coldness == Coldness::use) ref = std::max<std::int64_t>(e.last_ref, e.last_read);
+    return std::int64_t{next} - ref >= std::int64_t{opts_.resident_frames};
+}
+
+bool KvTiers::cold(std::uint64_t key, std::uint32_t next) const {
+    const auto it = entries_.find(key);
+    return it != entries_.end() && is_cold(it->second, next);
+}
+
+// Block @key (on the device) leaves it: a host copy (then the host tier's limit) or nothing (drop).
+Result<void> KvTiers::leave(Stream& stream, std::uint64_t key, Entry& e,
+                            std::vector<std::uint64_t>* spilled) {
+    if (e.block.view.size() != block_bytes_)
+        return bad("demote " + name(key) + ": " + std::to_string(e.block.view.size()) + " bytes, not " +
+                   std::to_string(block_bytes_));
+    if (opts_.drop) {
+        set_tier(e, Tier::dropped);
+        bytes_.dropped++;
+    } else {
         e.host = host_.take();
         std::memcpy(e.host.data(), e.block.view.data(), block_bytes_);
         set_tier(e, Tier::host);
+        spill_order_.emplace(e.last_ref, e.seq, key);
         bytes_.demoted++;
-        if (auto ok = stream.unpin(e.block); !ok)
-            return ok.error_info().within("lcp tiers: demote block " + std::to_string(e.block.id));
-        demoted.push_back(key);
+    }
+    if (auto ok = stream.unpin(e.block); !ok) return ok.error_info().within("lcp tiers: demote " + name(key));
+    if (!opts_.drop && opts_.host_blocks != 0 && host_.in_use() > opts_.host_blocks) return spill(spilled);
+    return {};
+}
+
+// The host tier over its limit: the copy referenced least recently (first seen on a tie) goes to disk.
+Result<void> KvTiers::spill(std::vector<std::uint64_t>* spilled) {
+    const auto first = spill_order_.begin();
+    const std::uint64_t key = std::get<2>(*first);
+    Entry& e = entries_.at(key);
+    auto slot = disk_->put(e.host);
+    if (!slot) return slot.error_info().within("lcp tiers: spill " + name(key));
+    spill_order_.erase(first);
+    host_.give(e.host);
+    e.host = {};
+    e.disk_slot = *slot;
+    set_tier(e, Tier::disk);
+    bytes_.spilled++;
+    if (spilled != nullptr) spilled->push_back(key);
+    return {};
+}
+
+Result<void> KvTiers::age(Stream& stream, std::uint32_t next, std::vector<std::uint64_t>& left,
+                          std::vector<std::uint64_t>* spilled) {
+    std::vector<std::uint64_t> keep;
+    keep.reserve(device_.size());
+    for (std::size_t i = 0; i < device_.size(); i++) {
+        const std::uint64_t key = device_[i];
+        Entry& e = entries_.at(key);
+        if (!is_cold(e, next)) {
+            keep.push_back(key);
+            continue;
+        }
+        if (auto ok = leave(stream, key, e, spilled); !ok) {
+            // The blocks not looked at yet stay where they are: the hierarchy stays consistent.
+            if (e.tier == Tier::device) keep.push_back(key);
+            keep.insert(keep.end(), device_.begin() + static_cast<std::ptrdiff_t>(i) + 1, device_.end());
+            device_ = std::move(keep);
+            return ok;
+        }
+        left.push_back(key);
     }
     device_ = std::move(keep);
     return {};
 }
 
+Result<void> KvTiers::demote(Stream& stream, std::uint64_t key, std::vector<std::uint64_t>* spilled) {
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.tier != Tier::device)
+        return bad("demote " + name(key) + ": not on the device");
+    std::erase(device_, key);
+    return leave(stream, key, it->second, spilled);
+}
+
 std::span<const std::byte> KvTiers::stage(Entry& e, std::unordered_set<std::uint64_t>& area,
                                           std::uint64_t key) {
     if (area.insert(key).second) bytes_.fetched++;
-    return e.host;
+    return copy_of(e);
 }
 
 void KvTiers::stage_window(std::uint32_t next) {
     for (std::uint32_t f = next >= window_ ? next - window_ + 1 : 0; f < next; f++)
         for (std::uint32_t r = 0; r < regions_; r++) {
-            const std::uint64_t key = slot_keys_[std::size_t{f} * regions_ + r];
+            const std::uint64_t key = slot_keys_.at(std::size_t{f} * regions_ + r);
             Entry& e = entries_.at(key);
-            if (e.tier == Tier::host) {
+            if (e.tier == Tier::host || e.tier == Tier::disk) {
                 const auto bytes = stage(e, window_staged_, key);
                 staging_.assign(bytes.begin(), bytes.end());
             }
@@ -117,7 +234,7 @@ void KvTiers::stage_window(std::uint32_t next) {
 
 std::span<const std::byte> KvTiers::fetch_prefill(std::uint64_t key) {
     const auto it = entries_.find(key);
-    if (it == entries_.end()) return {};
+    if (it == entries_.end() || it->second.tier == Tier::dropped) return {};
     bytes_.recalled++;
     Entry& e = it->second;
     if (e.tier == Tier::device) return e.block.view;
@@ -130,11 +247,18 @@ void KvTiers::touch(std::uint64_t key, std::uint32_t frame) {
     if (it != entries_.end()) it->second.last_read = std::max<std::int64_t>(it->second.last_read, frame);
 }
 
-void KvTiers::fetch(std::uint64_t key) {
-    Entry& e = entries_.at(key);
-    if (e.tier == Tier::device) return;
+Result<std::span<const std::byte>> KvTiers::fetch(std::uint64_t key) {
+    const auto it = entries_.find(key);
+    if (it == entries_.end())
+        return Error{std::errc::no_such_file_or_directory, "lcp tiers: fetch " + name(key) + ": unknown"};
+    Entry& e = it->second;
+    if (e.tier == Tier::device) return std::span<const std::byte>(e.block.view);
+    if (e.tier == Tier::dropped)
+        return Error{std::errc::no_message_available,
+                     "lcp tiers: fetch " + name(key) + ": dropped, nothing to fetch"};
     const auto bytes = stage(e, staged_, key);
     staging_.assign(bytes.begin(), bytes.end());
+    return bytes;
 }
 
 void KvTiers::end_read() {
@@ -148,10 +272,12 @@ void KvTiers::account(std::uint64_t meta_bytes) {
     end_read();
     const std::uint64_t dev =
         (device_.size() + window_staged_.size() + stage_peak_) * block_bytes_ + meta_bytes;
-    const std::uint64_t host = host_count_ * block_bytes_;
+    const std::uint64_t host = host_blocks() * block_bytes_;
+    const std::uint64_t disk = disk_blocks() * block_bytes_;
     bytes_.device_peak = std::max(bytes_.device_peak, dev);
     bytes_.host_peak = std::max(bytes_.host_peak, host);
-    bytes_.total_peak = std::max(bytes_.total_peak, dev + host);
+    bytes_.disk_peak = std::max(bytes_.disk_peak, disk);
+    bytes_.total_peak = std::max(bytes_.total_peak, dev + host + disk);
     bytes_.device_series.push_back(dev);
     bytes_.fetched_series.push_back(bytes_.fetched - fetched_before_);
     fetched_before_ = bytes_.fetched;

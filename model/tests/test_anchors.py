@@ -244,7 +244,7 @@ def test_streaming_llm_keeps_sinks_and_the_newest_frames(model: Decoder) -> None
     r = managed(model, memory="sink_window", budget=8 * 16)
     run(r, frames(12))
     tiers = r.policy.tiers
-    on = {k for k, e in tiers.entries.items() if e.tier == "device"}
+    on = set(tiers.keys_on("device"))
     # Budget 8 frames, room left for the next frame: the sinks (frame 0) + frames 6..11.
     want = set(tiers.slot_key[0]) | {k for f in range(6, 12) for k in tiers.slot_key[f]}
     assert on == want
@@ -282,7 +282,7 @@ def test_use_coldness_keeps_the_device_blocks_the_read_selected(model: Decoder) 
             qg = torch.tensor([t - 3]) if t >= 6 else torch.zeros(0, dtype=torch.long)
             r.step(luma(t), x, qr, qg)
         tiers = r.policy.tiers
-        on[cold] = {k for k, e in tiers.entries.items() if e.tier == "device"}
+        on[cold] = set(tiers.keys_on("device"))
         recent = {k for f in range(11, 14) for k in tiers.slot_key[f]}  # resident 4: 3 frames after aging
         if cold == "zombie":
             assert on[cold] == recent
@@ -290,8 +290,8 @@ def test_use_coldness_keeps_the_device_blocks_the_read_selected(model: Decoder) 
             # The blocks asked about at frames 11..13 (region 5 of frames 8..10) stay warm.
             assert on[cold] - recent == {tiers.slot_key[f][5] for f in (8, 9, 10)}
             for f in (8, 9, 10):
-                e = tiers.entries[tiers.slot_key[f][5]]
-                assert e.last_read == f + 3 and not tiers.cold(e, 14) and tiers.cold(e, f + 3 + 4)
+                k = tiers.slot_key[f][5]
+                assert tiers.entry(k).last_read == f + 3 and not tiers.cold(k, 14) and tiers.cold(k, f + 3 + 4)
         r.close()
     assert len(on["use"]) == len(on["zombie"]) + 3  # (block ids differ between the two sessions)
 
@@ -306,18 +306,21 @@ def test_demote_spill_fetch_round_trip_bytes_equal(model: Decoder, tmp_path: obj
             if r.policy.tiers.on_device(k):
                 want.setdefault(k, v.clone())
     tiers = r.policy.tiers
-    tier_of = {k: e.tier for k, e in tiers.entries.items()}
+    tier_of = {k: tiers.entry(k).tier for k in tiers.flat_keys}
     assert set(tier_of.values()) == {"device", "host", "disk"}
     # After frame 9: frames 7..9 resident (the next frame makes 4), 0..6 demoted, 20 of them on the host.
     assert tiers.count("disk") == 7 * 16 - 20 and tiers.count("host") == 20 and tiers.count("device") == 3 * 16
     codes = tiers.slot_tiers()
     assert [hierarchy.TIERS[x] for x in codes] == [tier_of[k] for k in tiers.flat_keys]
-    for k in tiers.entries:
+    for k in tier_of:
         assert torch.equal(tiers.fetch(k), want[k]), (k, tier_of[k])
     # Views of demoted blocks read the copies: the same bytes the device held.
     for f in range(10):
         for reg in range(16):
-            assert torch.equal(r.views[f][reg], want[tiers.slot_key[f][reg]])
+            k = tiers.slot_key[f][reg]
+            assert torch.equal(r.views[f][reg], want[k])
+            if tier_of[k] != "device":  # a zero-copy view of the C++ hierarchy's host or disk copy
+                assert r.views[f][reg].data_ptr() == tiers.copy(k).data_ptr()
     b = tiers.bytes
     assert b.demoted == 7 * 16 and b.spilled == 7 * 16 - 20
     assert b.total_peak >= b.device_peak + 20 * tiers.block_bytes
@@ -514,8 +517,8 @@ def test_recall_in_the_hierarchy_fetches_demoted_blocks_back(model: Decoder) -> 
     # (scene B's own frames past the age cap are recalled from B's first frame too)
     assert pon.tiers.bytes.demoted >= 16 and pon.tiers.bytes.recalled >= 16
     assert pon.fresh[-1] == 0  # the returning frame computed nothing
-    assert pon.tiers.entries[pon.tiers.slot_key[0][0]].tier == "host"  # scene A's blocks were demoted
-    assert all(torch.equal(on.views[9][r], pon.tiers.entries[pon.tiers.slot_key[0][r]].host) for r in range(16))
+    assert pon.tiers.entry(pon.tiers.slot_key[0][0]).tier == "host"  # scene A's blocks were demoted
+    assert all(torch.equal(on.views[9][r], pon.tiers.copy(pon.tiers.slot_key[0][r])) for r in range(16))
     assert pgone.fresh[-1] == 16  # dropped: forgotten, computed again
     # Recall is the SHIE's lookup over its host tier: A's device entries went with zombie release
     # (resident 5 < 9 frames), its copies were indexed there; a tier too small to keep them loses A.

@@ -240,7 +240,7 @@ class Managed(lcp.Policy):
             # from whatever tier holds them (dropped ones were forgotten: tiers.on_drop).
             for r, (key, _frame, _hd, _fd) in self.prefill.recalled().items():
                 key = (int(key[0]), int(key[1]))
-                if key in self.tiers.entries and self.tiers.readable(key):
+                if key in self.tiers and self.tiers.readable(key):
                     out[r] = lcp.Install(self.tiers.fetch_prefill(key), key)
                     self.tiers.touch(key, self.run.t)  # a recall is a read (coldness `use`)
         if self.meter is not None:
@@ -334,7 +334,7 @@ class Managed(lcp.Policy):
         if self.memory == "tiers":
             tiers.age(t)
             return
-        dev = [k for k, e in tiers.entries.items() if e.tier == "device"]
+        dev = tiers.keys_on("device")
         over = len(dev) - (self.budget - c.regions)  # room for the next frame's blocks
         if over <= 0:
             return
@@ -342,9 +342,9 @@ class Managed(lcp.Policy):
         cand = [k for k in dev if k not in window]
         if self.memory == "sink_window":
             sinks = set(tiers.slot_key[0])
-            cand = sorted((k for k in cand if k not in sinks), key=lambda k: tiers.entries[k].last_ref)
+            cand = sorted((k for k in cand if k not in sinks), key=lambda k: tiers.entry(k).last_ref)
         elif self.memory == "recent":
-            cand.sort(key=lambda k: tiers.entries[k].last_ref)
+            cand.sort(key=lambda k: tiers.entry(k).last_ref)
         else:  # infinipot
             cand = self._infinipot_order(cand, t)
         for k in cand[:over]:
@@ -356,9 +356,8 @@ class Managed(lcp.Policy):
         newest = self.run.views[t - 1]
         red, vn = [], []
         for k in cand:
-            e = self.tiers.entries[k]
-            v = self.run.s.view(e.block)
-            r = e.slots[-1][1]
+            v = self.run.s.view(self.run.pinned[k])
+            r = self.tiers.slots(k)[-1][1]
             red.append(float(F.cosine_similarity(v[:, 0].reshape(1, -1), newest[r][:, 0].reshape(1, -1))))
             vn.append(float(v[:, 1].norm(dim=-1).mean()))
         return [cand[i] for i in infinipot_order(red, vn)]

@@ -30,8 +30,9 @@ KERNELS = ("native", "scripted")
 READS = ("reach", "resv")  # Options.extra["read"]: what the questions read (vrex::lcp::ReadOptions)
 # The one managed (vrex/anchors.py) configuration the C++ runner runs: V-Rex of record (vrex_hierarchy).
 HIERARCHY = {"prefill": "vrex", "memory": "tiers", "read": "resv_pos"}
-# anchors.Managed's options the C++ hierarchy does not build (hierarchy.py's disk tier, dropping).
-_PYTHON_ONLY = ("drop", "host_blocks", "disk_dir", "budget", "match", "log_reads")
+# anchors.Managed's options the C++ runner does not run (dropping: the policy would have to forget the
+# dropped blocks; the eviction rules' budget; DTD's reuse meter; the read log).
+_PYTHON_ONLY = ("drop", "budget", "match", "log_reads")
 
 
 def available() -> bool:
@@ -102,7 +103,8 @@ class Session:
                                   recall_radius=opts.recall_radius, recall_guard_bits=opts.recall_guard_bits,
                                   resident=int(ex.get("resident", 0)) if self.hierarchy else 0,
                                   coldness=str(ex.get("coldness", "zombie")), fetch=int(ex.get("fetch", 4)),
-                                  kernels=kernels, motion_gate=opts.motion_gate)
+                                  kernels=kernels, motion_gate=opts.motion_gate,
+                                  host_blocks=int(ex.get("host_blocks", 0)), disk_dir=str(ex.get("disk_dir") or ""))
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":

@@ -1,11 +1,19 @@
-// vrex::lcp::KvTiers on the emulated device: the C++ runner's memory hierarchy (hierarchy.py's rules):
-// demotion copies and unpins, coldness, staging reads and recalls, promotion, the byte accounting.
+// vrex::lcp::KvTiers on the emulated device: the memory hierarchy of both paths (hierarchy.py binds it):
+// demotion copies and unpins, coldness, staging reads and recalls, promotion, the disk tier below
+// host memory, dropping (the no-demotion control), the byte accounting.
 #include "vrex/lcp/tiers.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "emulated_stream.hpp"
@@ -38,7 +46,13 @@ class Tiers : public EmulatedStream {
         pinned_.insert(pinned_.end(), repinned.begin(), repinned.end());
         tiers.account(0);
         std::vector<std::uint64_t> demoted;
-        EXPECT_TRUE(tiers.age(*st_, t_ + 1, demoted));
+        if (before_age_) before_age_();
+        aged_ = tiers.age(*st_, t_ + 1, demoted, &spilled_);
+        if (before_age_) {
+            after_age_();
+        } else {
+            EXPECT_TRUE(aged_) << aged_.error_message();
+        }
         std::erase_if(pinned_, [&](const KvBlock& b) {
             return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
         });
@@ -52,19 +66,56 @@ class Tiers : public EmulatedStream {
         }
     }
 
-    KvTiers tiers(Coldness c = Coldness::zombie) {
-        auto t = KvTiers::create({5, c}, alloc_->block_bytes(), kRegions, kWindow);
+    KvTiers tiers(Coldness c = Coldness::zombie) { return tiers({.resident_frames = 5, .coldness = c}); }
+    KvTiers tiers(const TierOptions& o) {
+        auto t = KvTiers::create(o, alloc_->block_bytes(), kRegions, kWindow);
         EXPECT_TRUE(t) << t.error_message();
         return std::move(*t);
     }
 
     std::vector<KvBlock> pinned_;
+    std::vector<std::uint64_t> spilled_;            // every spill of frame(), in order
+    std::function<void()> before_age_, after_age_;  // set: aged_ is the test's to check
+    Result<void> aged_;
     std::uint32_t t_ = 0;
 };
 
+// A byte of frame() @t's pattern for region @r.
+std::byte pattern(std::uint32_t t, std::uint32_t r) {
+    return static_cast<std::byte>(1 + t * kRegions + r);
+}
+
+bool all_equal(std::span<const std::byte> bytes, std::byte b) {
+    return !bytes.empty() && std::all_of(bytes.begin(), bytes.end(), [&](std::byte x) { return x == b; });
+}
+
+// Tiers with a directory of their own for the disk tier, which must be empty again at the end.
+class DiskTiers : public Tiers {
+  protected:
+    void SetUp() override {
+        Tiers::SetUp();
+        char name[] = "/tmp/vrex-tiers-test-XXXXXX";
+        ASSERT_NE(::mkdtemp(name), nullptr);
+        dir_ = name;
+    }
+    void TearDown() override {
+        Tiers::TearDown();
+        EXPECT_EQ(entries(), 0u) << "the spill file was left in " << dir_;
+        EXPECT_EQ(::rmdir(dir_.c_str()), 0);
+    }
+    std::size_t entries() const {
+        return static_cast<std::size_t>(
+            std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()));
+    }
+    TierOptions spilling(std::uint32_t host_blocks, Coldness c = Coldness::zombie) const {
+        return {.resident_frames = 5, .coldness = c, .host_blocks = host_blocks, .disk_dir = dir_};
+    }
+    std::string dir_;
+};
+
 TEST_F(Tiers, RefusesAResidencyBelowTheWindow) {
-    EXPECT_FALSE(KvTiers::create({3, Coldness::zombie}, alloc_->block_bytes(), kRegions, kWindow));
-    EXPECT_FALSE(KvTiers::create({5, Coldness::zombie}, 0, kRegions, kWindow));
+    EXPECT_FALSE(KvTiers::create({.resident_frames = 3}, alloc_->block_bytes(), kRegions, kWindow));
+    EXPECT_FALSE(KvTiers::create({.resident_frames = 5}, 0, kRegions, kWindow));
 }
 
 TEST_F(Tiers, ColdBlocksAreCopiedToHostAndUnpinned) {
@@ -99,12 +150,12 @@ TEST_F(Tiers, AccountsDeviceBytesWithStagingAndTotalWithHost) {
     for (int i = 0; i < 7; i++) frames.push_back(frame(t));
     const std::uint64_t bb = alloc_->block_bytes();
     // One read stages 3 demoted blocks (one twice: counted once), another 1; a recall stages 1.
-    t.fetch(block_key(frames[0][1]));
-    t.fetch(block_key(frames[0][2]));
-    t.fetch(block_key(frames[0][2]));
-    t.fetch(block_key(frames[1][3]));
+    EXPECT_TRUE(t.fetch(block_key(frames[0][1])));
+    EXPECT_TRUE(t.fetch(block_key(frames[0][2])));
+    EXPECT_TRUE(t.fetch(block_key(frames[0][2])));
+    EXPECT_TRUE(t.fetch(block_key(frames[1][3])));
     t.end_read();
-    t.fetch(block_key(frames[1][4]));
+    EXPECT_TRUE(t.fetch(block_key(frames[1][4])));
     t.end_read();
     (void)t.fetch_prefill(block_key(frames[1][9]));
     t.account(1000);
@@ -147,7 +198,8 @@ TEST_F(Tiers, FifoDemotesAReferencedBlockStagesItForTheWindowAndPromotesItWhenRe
 TEST_F(Tiers, FifoAtTheWindowStagesOnlyTheWindowsFrames) {
     // resident_frames = the window: after frame 3, frame 0 is demoted; the next prefill's window is
     // frames 1..3, all on the device, so nothing is staged (frame 0 was, by an off-by-one).
-    auto f = KvTiers::create({kWindow, Coldness::fifo}, alloc_->block_bytes(), kRegions, kWindow);
+    auto f = KvTiers::create({.resident_frames = kWindow, .coldness = Coldness::fifo}, alloc_->block_bytes(),
+                             kRegions, kWindow);
     ASSERT_TRUE(f) << f.error_message();
     for (int i = 0; i < 4; i++) frame(*f);
     EXPECT_EQ(f->slot_tiers()[0], Tier::host);
@@ -180,6 +232,199 @@ TEST_F(Tiers, UseColdnessKeepsABlockTheReadSelected) {
         EXPECT_EQ(t.device_blocks(), 4 * kRegions);
         EXPECT_EQ(t.bytes().demoted, 4 * kRegions);
     }
+}
+
+TEST_F(DiskTiers, SpillsTheLeastRecentlyReferencedHostCopyFirst) {
+    KvTiers t = tiers(spilling(20));
+    std::vector<std::vector<KvBlock>> frames;
+    frames.push_back(frame(t));
+    // Region 0's block of frame 0 is referenced until frame 2: its last reference ties with frame
+    // 2's blocks and it entered first, so it spills after frame 1's blocks and before frame 2's.
+    for (int i = 1; i < 3; i++) frames.push_back(frame(t, {frames[0][0]}));
+    for (int i = 3; i < 10; i++) frames.push_back(frame(t));
+    EXPECT_EQ(entries(), 0u);  // the spill file has no name
+    // After frame 9 (aged for frame 10): frames 6..9 on the device, 0..5 demoted (one block fewer:
+    // frame 1 and 2 alias frame 0's region 0), 20 of them on the host, the rest on disk.
+    const std::size_t demoted = 6 * kRegions - 2;
+    EXPECT_EQ(t.device_blocks(), 4 * kRegions);
+    EXPECT_EQ(t.host_blocks(), 20u);
+    EXPECT_EQ(t.disk_blocks(), demoted - 20);
+    EXPECT_EQ(t.bytes().demoted, demoted);
+    EXPECT_EQ(t.bytes().spilled, demoted - 20);
+    std::vector<std::uint64_t> want;
+    for (std::uint32_t r = 1; r < kRegions; r++) want.push_back(block_key(frames[0][r]));
+    for (std::uint32_t r = 1; r < kRegions; r++) want.push_back(block_key(frames[1][r]));
+    want.push_back(block_key(frames[0][0]));
+    for (std::uint32_t f = 2; want.size() < demoted - 20; f++)
+        for (std::uint32_t r = f == 2 ? 1 : 0; r < kRegions && want.size() < demoted - 20; r++)
+            want.push_back(block_key(frames[f][r]));
+    EXPECT_EQ(spilled_, want);
+    for (const std::uint64_t k : want) EXPECT_EQ(t.entry(k)->tier, Tier::disk);
+    EXPECT_EQ(t.keys_on(Tier::disk).size(), want.size());
+    EXPECT_EQ(t.slot_tiers()[0], Tier::disk);
+    EXPECT_EQ(t.slot_tiers()[5 * kRegions + 15], Tier::host);
+}
+
+TEST_F(DiskTiers, ReadsSpilledBlocksBackWithTheirBytes) {
+    KvTiers t = tiers(spilling(3));
+    std::vector<std::vector<KvBlock>> frames;
+    // 70 spills: the file grows past its first chunk of slots.
+    for (int i = 0; i < 10; i++) frames.push_back(frame(t));
+    ASSERT_GT(t.disk_blocks(), DiskBlockPool::kSlotsPerChunk);
+    for (std::uint32_t f = 0; f < 6; f++)
+        for (std::uint32_t r = 0; r < kRegions; r++) {
+            const std::uint64_t k = block_key(frames[f][r]);
+            const auto tier = t.entry(k)->tier;
+            ASSERT_TRUE(tier == Tier::disk || tier == Tier::host);
+            EXPECT_TRUE(all_equal(t.host_copy(k), pattern(f, r))) << f << " " << r;
+            auto bytes = t.fetch(k);
+            ASSERT_TRUE(bytes) << bytes.error_message();
+            EXPECT_TRUE(all_equal(*bytes, pattern(f, r))) << f << " " << r;
+            EXPECT_TRUE(all_equal(t.fetch_prefill(k), pattern(f, r)));
+        }
+    EXPECT_EQ(t.bytes().fetched, 2 * 6 * kRegions);  // once for the read, once for the prefill
+    EXPECT_EQ(t.bytes().recalled, 6 * kRegions);
+}
+
+TEST_F(DiskTiers, AccountsTheDiskInTheTotal) {
+    KvTiers t = tiers(spilling(20));
+    for (int i = 0; i < 10; i++) frame(t);
+    t.account(0);
+    const std::uint64_t bb = alloc_->block_bytes();
+    // Every block is on one tier: the total is the stream's 160 blocks, the disk 6 frames - 20.
+    EXPECT_EQ(t.bytes().device_series.back(), 4 * kRegions * bb);
+    EXPECT_EQ(t.bytes().total_peak, 10 * kRegions * bb);
+    EXPECT_EQ(t.bytes().host_peak, 20 * bb);
+    EXPECT_EQ(t.bytes().disk_peak, (6 * kRegions - 20) * bb);
+}
+
+TEST_F(DiskTiers, PromotesASpilledBlockAFrameReferencesAgain) {
+    KvTiers t = tiers(spilling(1));
+    const std::vector<KvBlock> first = frame(t);
+    for (int i = 1; i < 5; i++) frame(t);
+    // Aged for frame 5: frame 0 demoted, all but its last copy (region 15) on disk.
+    ASSERT_EQ(t.entry(block_key(first[0]))->tier, Tier::disk);
+    const std::size_t on_disk = t.disk_blocks();
+    frame(t, {first[0]});
+    EXPECT_EQ(t.bytes().promoted, 1u);
+    EXPECT_EQ(t.entry(block_key(first[0]))->tier, Tier::device);
+    EXPECT_EQ(t.slot_tiers()[0], Tier::device);
+    // Its disk slot was given back (frame 1's blocks went to disk meanwhile: 16 more, one fewer).
+    EXPECT_EQ(t.disk_blocks(), on_disk + kRegions - 1);
+    EXPECT_TRUE(t.host_copy(block_key(first[0])).empty());
+}
+
+TEST_F(DiskTiers, ReportsAMissingDirectoryAndAFullDisk) {
+    auto missing = KvTiers::create({.resident_frames = 5, .host_blocks = 4, .disk_dir = dir_ + "/nowhere"},
+                                   alloc_->block_bytes(), kRegions, kWindow);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error(), std::errc::no_such_file_or_directory);
+    EXPECT_NE(missing.error_message().find(dir_ + "/nowhere"), std::string::npos) << missing.error_message();
+    // A file size limit below the first chunk of slots while frame 4 ages (the emulated device's
+    // own memory grows before): frame 0 leaves, 16 host copies of 4 allowed, the spill fails with
+    // EFBIG and says where.
+    KvTiers t = tiers(spilling(4));
+    for (int i = 0; i < 4; i++) frame(t);
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    ::signal(SIGXFSZ, SIG_IGN);
+    before_age_ = [&] {
+        rlimit small = old;
+        small.rlim_cur = alloc_->block_bytes();
+        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    };
+    after_age_ = [&] { ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0); };
+    frame(t);
+    ASSERT_FALSE(aged_);
+    EXPECT_EQ(aged_.error(), std::errc::file_too_large);
+    EXPECT_NE(aged_.error_message().find("spill block"), std::string::npos) << aged_.error_message();
+    EXPECT_NE(aged_.error_message().find(dir_), std::string::npos) << aged_.error_message();
+    // Nothing was lost: the demoted block whose copy could not spill is still on the host, the
+    // blocks the failed age() did not reach are still on the device.
+    EXPECT_EQ(t.host_blocks(), 5u);
+    EXPECT_EQ(t.disk_blocks(), 0u);
+    EXPECT_EQ(t.device_blocks() + t.host_blocks(), 5 * kRegions);
+    std::erase_if(pinned_, [&](const KvBlock& b) { return t.entry(block_key(b))->tier != Tier::device; });
+}
+
+TEST_F(Tiers, DropsColdBlocksAndRefusesToFetchThem) {
+    KvTiers t = tiers({.resident_frames = 5, .drop = true, .host_blocks = 4});
+    std::vector<std::vector<KvBlock>> frames;
+    for (int i = 0; i < 8; i++) frames.push_back(frame(t));
+    t.account(0);
+    EXPECT_EQ(t.bytes().dropped, 4 * kRegions);
+    EXPECT_EQ(t.count(Tier::dropped), 4 * kRegions);
+    EXPECT_EQ(t.bytes().demoted, 0u);
+    EXPECT_EQ(t.host_blocks() + t.disk_blocks(), 0u);  // no copy: host_blocks has nothing to limit
+    EXPECT_EQ(t.bytes().total_peak, t.bytes().device_peak);
+    const std::uint64_t gone = block_key(frames[0][3]);
+    EXPECT_EQ(t.slot_tiers()[3], Tier::dropped);
+    EXPECT_FALSE(st_->unpin(frames[0][3]));  // unpinned when dropped
+    const auto f = t.fetch(gone);
+    ASSERT_FALSE(f);
+    EXPECT_EQ(f.error(), std::errc::no_message_available);
+    EXPECT_NE(f.error_message().find("dropped"), std::string::npos);
+    EXPECT_TRUE(t.fetch_prefill(gone).empty());
+    EXPECT_TRUE(t.host_copy(gone).empty());
+    EXPECT_EQ(t.bytes().fetched + t.bytes().recalled, 0u);
+    EXPECT_EQ(t.fetch(99).error(), std::errc::no_such_file_or_directory);
+}
+
+TEST_F(Tiers, DemotesTheBlockAnEvictionRuleChoosesAndNoOther) {
+    KvTiers t = tiers();
+    const std::vector<KvBlock> first = frame(t);
+    const std::uint64_t k = block_key(first[4]);
+    EXPECT_TRUE(t.demote(*st_, k));
+    std::erase_if(pinned_, [&](const KvBlock& b) { return block_key(b) == k; });
+    EXPECT_EQ(t.entry(k)->tier, Tier::host);
+    EXPECT_EQ(t.keys_on(Tier::device).size(), kRegions - 1);
+    EXPECT_TRUE(all_equal(t.host_copy(k), pattern(0, 4)));
+    const auto again = t.demote(*st_, k);
+    ASSERT_FALSE(again);
+    EXPECT_NE(again.error_message().find("not on the device"), std::string::npos);
+}
+
+TEST_F(Tiers, ColdIsTheRuleAgeApplies) {
+    KvTiers t = tiers();
+    const std::vector<KvBlock> first = frame(t);
+    EXPECT_FALSE(t.cold(block_key(first[0]), 4));
+    EXPECT_TRUE(t.cold(block_key(first[0]), 5));
+    EXPECT_FALSE(t.cold(12345, 100));
+    EXPECT_EQ(t.entry(block_key(first[0]))->last_ref, 0u);
+    EXPECT_FALSE(t.entry(12345));
+}
+
+TEST(DiskBlockPool, GivesSlotsBackAndKeepsTheirAddresses) {
+    char name[] = "/tmp/vrex-disk-pool-XXXXXX";
+    ASSERT_NE(::mkdtemp(name), nullptr);
+    {
+        EXPECT_FALSE(DiskBlockPool::create(name, 0));
+        auto p = DiskBlockPool::create(name, 4096);
+        ASSERT_TRUE(p) << p.error_message();
+        std::vector<std::byte> b(4096);
+        std::vector<std::uint32_t> slots;
+        for (int i = 0; i < 70; i++) {
+            std::fill(b.begin(), b.end(), static_cast<std::byte>(i));
+            auto s = p->put(b);
+            ASSERT_TRUE(s) << s.error_message();
+            slots.push_back(*s);
+        }
+        const std::byte* first = p->view(slots[0]).data();
+        EXPECT_EQ(p->slots(), 2 * DiskBlockPool::kSlotsPerChunk);
+        EXPECT_EQ(p->view(slots[0]).data(), first);
+        for (int i = 0; i < 70; i++) EXPECT_TRUE(all_equal(p->view(slots[i]), static_cast<std::byte>(i)));
+        p->give(slots[5]);
+        std::fill(b.begin(), b.end(), std::byte{200});
+        auto s = p->put(b);
+        ASSERT_TRUE(s);
+        EXPECT_EQ(*s, slots[5]);  // a slot given back first
+        EXPECT_TRUE(all_equal(p->view(*s), std::byte{200}));
+        EXPECT_EQ(p->in_use(), 70u);
+        EXPECT_FALSE(p->put(std::span<const std::byte>(b).first(10)));
+        DiskBlockPool moved = std::move(*p);
+        EXPECT_TRUE(all_equal(moved.view(slots[69]), std::byte{69}));
+    }
+    EXPECT_EQ(::rmdir(name), 0);  // nothing left in it
 }
 
 }  // namespace

@@ -477,6 +477,7 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 		VREX_NODE="$node"
 		VREX_SIM_DEVICES=$([[ $front == sim || $front == unplug ]] && echo 1 || echo 0)
 		VREX_SIM_MODULE=1
+		VREX_HW10=$([[ $front == sim ]] && echo 1 || echo 0)
 		export VREX_EXPECT_SIMULATED=$([[ $front == sim ]] && echo 1 || echo 0)
 		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
 		VREX_KMEMLEAK=$debug

@@ -17,6 +17,9 @@
 #   VREX_KMEMLEAK      1: leaks suspected by kmemleak after rmmod fail the guest (boot-time
 #                      suspects are cleared before vrex.ko is loaded)
 #   VREX_HALT          poweroff, or reboot for kernels without ACPI (QEMU runs with -no-reboot)
+#   VREX_HW10          1: after the test programs, vrex_sim.ko is reloaded as hardware 1.0
+#                      (hw_version=1.0; hw_version=2.0 must be refused) and /tests/vrex_hw10_test
+#                      runs again, expecting 1.0 (the vrex_sim lines)
 # /etc/vrex-tests holds one "name|command" line per test program.
 
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp /run
@@ -100,6 +103,48 @@ while IFS='|' read -r name cmd; do
 	echo "@@VREX END $name rc=$?"
 done </etc/vrex-tests
 
+# Hardware 1.0: the simulated devices go, vrex_sim.ko comes back as a 1.0 device (vrex.ko stays
+# bound to whatever appears), and the 1.0 program runs; the 1.0 device is then removed below as the
+# first one would have been.
+hw10() {
+	local d ok=0 msg i
+	for d in $sims; do
+		rmdir $d || { ok=1 && msg="cannot remove $d"; }
+	done
+	sims=
+	[ $ok = 0 ] && { msg=$(unload vrex_sim) || ok=1; }
+	result hw10-unload $ok "$msg"
+	[ $ok = 0 ] || return
+	# A revision the model does not simulate: refused at load, with a message naming the value.
+	if insmod /vrex_sim.ko hw_version=2.0 2>/dev/null; then
+		rmmod vrex_sim
+		result hw10-param-refused 1 "hw_version=2.0 loaded"
+	else
+		dmesg | grep -q 'vrex_sim: hw_version=2.0 is not a revision the model simulates (valid: 1.0, 1.1)'
+		result hw10-param-refused $? "$(dmesg | grep -m1 'vrex_sim: hw_version=')"
+	fi
+	msg=$(insmod /vrex_sim.ko hw_version=1.0 2>&1)
+	ok=$?
+	d=/sys/kernel/config/vrex_sim/sim0
+	if [ $ok = 0 ] && mkdir $d && echo 1 >$d/enable; then
+		sims=$d
+		msg="$msg $(cat $d/dev_name) hw_version=$(cat /sys/module/vrex_sim/parameters/hw_version)"
+	else
+		ok=1
+	fi
+	# Read-only once loaded: every device of a load is the same revision.
+	echo 1.1 >/sys/module/vrex_sim/parameters/hw_version 2>/dev/null && { ok=1 && msg="$msg parameter writable"; }
+	result hw10-sim $ok "$msg"
+	i=0
+	while [ ! -e "$VREX_NODE" ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "@@VREX BEGIN hw10_1_0"
+	timeout -s KILL "$VREX_TEST_TIMEOUT" /tests/vrex_hw10_test 1.0 </dev/null 2>&1
+	echo "@@VREX END hw10_1_0 rc=$?"
+}
+
 # rmmod @1, retried for up to 3 s: the last file references of a test program that just exited
 # can still be on their way out (fput is deferred to a work item), holding the module for a moment.
 # A reference that is never dropped still fails; the message says how many tries it took.
@@ -112,6 +157,8 @@ unload() {
 	done
 	[ $n = 0 ] || echo "unloaded after $n retries"
 }
+
+[ "${VREX_HW10:-0}" = 1 ] && [ -x /tests/vrex_hw10_test ] && hw10
 
 # Devices go away under a bound driver (as on hot unplug), then both modules unload.
 if [ -n "$sims" ] || [ "${VREX_SIM_MODULE:-0}" = 1 ]; then

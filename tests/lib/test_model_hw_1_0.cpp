@@ -39,7 +39,8 @@ class Revision {
         }
         const vrex_kv_ref h0{VREX_KV_ADDR_EXTERNAL | 0x1000, 4096, 9};
         const vrex_fp near1 = flip(base, 1);
-        ASSERT_EQ(vrex_model_insert_host(m(), 0, 5, -2, &near1, &h0, &host), 0) << "host-tier inserts are 1.0";
+        ASSERT_EQ(vrex_model_insert_host(m(), 0, 5, -2, &near1, &h0, &host), 0)
+            << "host-tier inserts are 1.0";
         ASSERT_EQ(dev_.frame(0, 1), 0);
     }
     vrex_model* m() { return dev_.get(); }
@@ -133,7 +134,8 @@ TEST(ModelHw10, LookupsIgnoreTierFlagsAndNeverSayHostTier) {
     // TIER_HOST: 1.1 answers the host-tier copy (distance 1), 1.0 the nearest of every tier.
     v11.similar(VREX_ARGF_TIER_HOST);
     EXPECT_EQ(vrex_model_read(v11.m(), VREX_REG_RES_BLOCK), v11.host);
-    EXPECT_EQ(vrex_model_read(v11.m(), VREX_REG_RES_FLAGS), VREX_RESF_HIT | VREX_RESF_APPROX | VREX_RESF_HOST_TIER);
+    EXPECT_EQ(vrex_model_read(v11.m(), VREX_REG_RES_FLAGS),
+              VREX_RESF_HIT | VREX_RESF_APPROX | VREX_RESF_HOST_TIER);
     v10.similar(VREX_ARGF_TIER_HOST);
     EXPECT_EQ(v10.status(), uint32_t{VREX_STATUS_DONE}) << "the bits are ignored, not refused";
     EXPECT_EQ(vrex_model_read(v10.m(), VREX_REG_RES_BLOCK), v10.dblk[0]);

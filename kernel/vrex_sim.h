@@ -61,6 +61,8 @@ struct vrex_sim_device {
 	struct platform_device *pdev;	/* NULL: not created */
 };
 
+/* vrex_sim_backend.c: the hw_version parameter, checked at load (-EINVAL, logged). */
+int vrex_sim_parse_hw_version(void);
 /* vrex_sim_backend.c: a backend with one reference, the caller's. */
 struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size);
 void vrex_sim_put(struct vrex_sim *sim);

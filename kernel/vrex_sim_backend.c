@@ -12,9 +12,37 @@
 #include <linux/platform_device.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/vmalloc.h>
 
 #include "vrex_sim.h"
+
+/*
+ * The hardware revision of every simulated device: "1.1" (the newest) or
+ * "1.0", which lacks what lib/vrex_regs.h lists for 1.1, so that vrex.ko's
+ * 1.0 paths run. Read-only: all devices of one load are the same revision.
+ */
+static char *vrex_sim_hw_version_param = "1.1";
+module_param_named(hw_version, vrex_sim_hw_version_param, charp, 0444);
+MODULE_PARM_DESC(hw_version, "Hardware revision of the simulated devices: 1.1 (default) or 1.0");
+
+static u32 vrex_sim_hw_version = VREX_VERSION_VALUE;
+
+int vrex_sim_parse_hw_version(void)
+{
+	const char *v = vrex_sim_hw_version_param;
+
+	if (v && sysfs_streq(v, "1.1")) {
+		vrex_sim_hw_version = VREX_VERSION_VALUE;
+	} else if (v && sysfs_streq(v, "1.0")) {
+		vrex_sim_hw_version = VREX_VERSION_1_0;
+	} else {
+		pr_err("vrex_sim: hw_version=%s is not a revision the model simulates (valid: 1.0, 1.1)\n",
+		       v ? v : "(null)");
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static struct vrex_sim *to_vrex_sim(struct vrex_backend *be)
 {
@@ -194,6 +222,7 @@ struct vrex_sim *vrex_sim_create(u32 nbanks, u32 bank_size)
 	vrex_model_default_config(&cfg);
 	cfg.nbanks = nbanks;
 	cfg.bank_size = bank_size;
+	cfg.hw_version = vrex_sim_hw_version;
 	if (nbanks % cfg.group_banks)
 		cfg.group_banks = 1;
 	arena_size = vrex_model_arena_size(&cfg);

@@ -10,6 +10,9 @@
  *   cat /sys/kernel/config/vrex_sim/sim0/dev_name           (vrex.N.auto)
  *   echo 0 > /sys/kernel/config/vrex_sim/sim0/enable        (or rmdir)
  *
+ * Module parameter hw_version=1.0 makes every device a hardware 1.0 one
+ * (default 1.1; anything else refuses to load).
+ *
  * Tests of the driver's probe also set max_streams_reg before enabling:
  * "none" (default) or the value the MAX_STREAMS register reads instead of
  * the model's, e.g. 0, a limit vrex.ko must refuse.
@@ -258,6 +261,11 @@ static struct configfs_subsystem vrex_sim_subsys = {
 
 static int __init vrex_sim_init(void)
 {
+	int ret;
+
+	ret = vrex_sim_parse_hw_version();
+	if (ret)
+		return ret;
 	config_group_init(&vrex_sim_subsys.su_group);
 	mutex_init(&vrex_sim_subsys.su_mutex);
 	return configfs_register_subsystem(&vrex_sim_subsys);

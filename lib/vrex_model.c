@@ -39,6 +39,7 @@ void vrex_model_default_config(struct vrex_model_config *cfg)
 	cfg->resv_heads = VREX_DEFAULT_RESV_HEADS;
 	cfg->resv_tokens = VREX_DEFAULT_RESV_TOKENS;
 	cfg->resv_clusters = VREX_DEFAULT_RESV_TOKENS;
+	cfg->hw_version = VREX_VERSION_VALUE;
 }
 
 static int config_valid(const struct vrex_model_config *cfg)
@@ -59,6 +60,9 @@ static int config_valid(const struct vrex_model_config *cfg)
 	if (!cfg->zombie_frames || cfg->zombie_frames > VREX_MAX_ZOMBIE_FRAMES)
 		return 0;
 	if (cfg->resv_heads > VREX_MAX_RESV_HEADS)
+		return 0;
+	if (cfg->hw_version && cfg->hw_version != VREX_VERSION_VALUE &&
+	    cfg->hw_version != VREX_VERSION_1_0)
 		return 0;
 	if (cfg->resv_heads && !vrex_resv_head_arena_size(cfg->resv_tokens, cfg->resv_clusters))
 		return 0;
@@ -139,6 +143,8 @@ int vrex_model_init(struct vrex_model *m, const struct vrex_model_config *cfg, v
 	/* The model is large (register latches): fill it in place, never copy it. */
 	vrex_memset(m, 0, sizeof(*m));
 	m->cfg = *cfg;
+	if (!m->cfg.hw_version)
+		m->cfg.hw_version = VREX_VERSION_VALUE;
 	m->mem = mem_size ? mem : NULL;
 	m->mem_size = mem_size;
 	m->streams = (struct vrex_stream *)(base + l.streams);

@@ -48,6 +48,13 @@ struct vrex_model_config {
 	u32 resv_heads;		/* 0 (no ReSV unit)..VREX_MAX_RESV_HEADS */
 	u32 resv_tokens;	/* per head */
 	u32 resv_clusters;	/* per head, <= resv_tokens */
+	/*
+	 * The hardware revision the model is: VREX_VERSION_VALUE (1.1, also
+	 * for 0) or VREX_VERSION_1_0, which lacks what vrex_regs.h lists for
+	 * 1.1 (no ARG_NEAREST register, tier flags ignored, no RESF_HOST_TIER,
+	 * FCC_REGION_MOTION reads 0): what a driver meets on a 1.0 board.
+	 */
+	u32 hw_version;
 };
 
 struct vrex_stream {

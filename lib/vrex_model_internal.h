@@ -16,6 +16,12 @@
 #define RES_LAST VREX_REG_RES_LAST
 #define REG(off) regs[(off) / 4]
 
+/* What 1.1 added (vrex_regs.h): ARG_NEAREST, tier flags, RESF_HOST_TIER, region motion. */
+static inline int model_is_1_1(const struct vrex_model *m)
+{
+	return m->cfg.hw_version >= VREX_VERSION_NEAREST;
+}
+
 static inline struct vrex_stream *open_stream(struct vrex_model *m, u32 stream)
 {
 	if (stream >= m->cfg.max_streams || !m->streams[stream].open)

@@ -29,7 +29,8 @@ static void lookup_hit(struct vrex_model *m, u32 entry, u32 distance,
 	res->frame = e->frame;
 	res->stream = e->stream;
 	res->region = e->region;
-	res->host = e->valid == VREX_SHIE_TIER_HOST;
+	/* 1.0 found host-tier entries like any other and never said so. */
+	res->host = e->valid == VREX_SHIE_TIER_HOST && model_is_1_1(m);
 	res->fp = e->fp;
 	res->kv = m->blocks.b[e->block].kv;
 }
@@ -64,9 +65,16 @@ int vrex_model_lookup_temporal(struct vrex_model *m, u32 stream, u32 region, s32
 	return 0;
 }
 
+/* The flags a similarity lookup acts on: 1.0 ignores the tier bits (every tier). */
+static u32 similar_flags(const struct vrex_model *m, u32 flags)
+{
+	return model_is_1_1(m) ? flags : flags & ~(VREX_ARGF_TIER_DEVICE | VREX_ARGF_TIER_HOST);
+}
+
 /* LOOKUP_SIMILAR_BATCH: the descriptor checks that fail the whole command. */
 static int similar_args(struct vrex_model *m, u32 stream, u32 region, u32 radius, u32 flags)
 {
+	flags = similar_flags(m, flags);
 	if (!open_stream(m, stream) || radius > VREX_SHIE_MAX_RADIUS || (flags & ~SIMILAR_FLAGS))
 		return VREX_EINVAL;
 	return region >= VREX_SHIE_REGIONS ? VREX_ERANGE : 0;
@@ -78,6 +86,7 @@ static int similar_query(struct vrex_model *m, u32 stream, u32 region, const str
 {
 	struct vrex_stream *s = open_stream(m, stream);
 
+	flags = similar_flags(m, flags);
 	if (!s || !fp || radius > VREX_SHIE_MAX_RADIUS || (flags & ~SIMILAR_FLAGS))
 		return VREX_EINVAL;
 	if ((flags & VREX_ARGF_PAST_ONLY) && !s->nframes)
@@ -189,7 +198,8 @@ int vrex_model_lookup_similar_batch(struct vrex_model *m, u64 src, u64 dst, u32 
 				    u32 nearest, u32 *hits)
 {
 	struct vrex_lookup_batch *b = &m->batch;
-	const u32 k = vrex_lookup_nearest(nearest);
+	/* 1.0 has no ARG_NEAREST: one record per descriptor. */
+	const u32 k = model_is_1_1(m) ? vrex_lookup_nearest(nearest) : 1;
 	const u32 rec_size = k * sizeof(struct vrex_lookup_rec);
 	struct vrex_lookup_desc d;
 	struct vrex_lookup_result r;

@@ -143,6 +143,9 @@ u32 vrex_model_read(struct vrex_model *m, u32 off)
 {
 	if (off >= VREX_REG_WINDOW || (off & 3))
 		return 0;
+	/* 1.0 has no ARG_NEAREST: an unknown offset. */
+	if (off == VREX_REG_ARG_NEAREST && !model_is_1_1(m))
+		return 0;
 	if (off >= ARG_FIRST && off <= ARG_LAST)
 		return m->REG(off);
 	if (off >= RES_FIRST && off <= RES_LAST)
@@ -154,7 +157,7 @@ u32 vrex_model_read(struct vrex_model *m, u32 off)
 	case VREX_REG_ID:
 		return VREX_ID_VALUE;
 	case VREX_REG_VERSION:
-		return VREX_VERSION_VALUE;
+		return m->cfg.hw_version;
 	case VREX_REG_CAPS:
 		return VREX_CAP_FCC | VREX_CAP_SHIE | VREX_CAP_POOLED | VREX_CAP_PREDICT_SLOTS |
 		       (m->cfg.resv_heads ? VREX_CAP_RESV : 0);
@@ -193,7 +196,8 @@ u32 vrex_model_read(struct vrex_model *m, u32 off)
 	case VREX_REG_FCC_REGION_MOTION(1):
 	case VREX_REG_FCC_REGION_MOTION(2):
 	case VREX_REG_FCC_REGION_MOTION(3):
-		return region_motion_reg(m, (off - VREX_REG_FCC_REGION_MOTION(0)) / 4);
+		return model_is_1_1(m) ?
+		       region_motion_reg(m, (off - VREX_REG_FCC_REGION_MOTION(0)) / 4) : 0;
 	default:
 		return read_tables(m, off);
 	}
@@ -202,6 +206,8 @@ u32 vrex_model_read(struct vrex_model *m, u32 off)
 void vrex_model_write(struct vrex_model *m, u32 off, u32 val)
 {
 	if (off >= VREX_REG_WINDOW || (off & 3))
+		return;
+	if (off == VREX_REG_ARG_NEAREST && !model_is_1_1(m))
 		return;
 	if (off >= ARG_FIRST && off <= ARG_LAST) {
 		m->REG(off) = val;

@@ -70,9 +70,11 @@ typedef uint8_t vrex_u8;
 
 #define VREX_ID_VALUE			0x56524558u	/* "VREX" */
 #define VREX_VERSION_VALUE		0x00010001u	/* 1.1 */
+#define VREX_VERSION_1_0		0x00010000u
 /*
  * 1.1: ARG_NEAREST, the lookups' TIER_* flags, RESF_HOST_TIER (1.0 ignores
  * them), and the FCC_REGION_MOTION result registers (1.0 reads them as 0).
+ * The reference model is either (struct vrex_model_config.hw_version).
  */
 #define VREX_VERSION_NEAREST		0x00010001u
 #define VREX_VERSION_REGION_MOTION	0x00010001u

@@ -22,7 +22,10 @@
 #               port; vrex.ko's PCI driver binds it (MMIO registers, MSI completion, BAR2 banks,
 #               staging window by DMA through the IOMMU); vrex_sim.ko is loaded without a device
 #               (the import suite creates its foreign exporter); the suites get
-#               VREX_EXPECT_SIMULATED=0
+#               VREX_EXPECT_SIMULATED=0. A second function, a hardware 1.0 device model
+#               (hw-version=1.0, 2 MiB of banks), is held off vrex.ko until the end, when it takes
+#               the first one's place for the 1.0 checks (tests/kernel/vrex_hw10_test.c; the sim
+#               lines reload vrex_sim.ko with hw_version=1.0 for them instead)
 #   unplug-6.12-amd64  the pci guest with a QMP socket: tests/qemu/vrex_hotunplug.c holds mmaps
 #               (the BO's, two dma-bufs' with their GEM handle open and closed), a dma-buf
 #               imported from a vrex_sim.ko device and one of its own imported by it, two files
@@ -471,12 +474,18 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 		echo "fuzz|/tests/vrex_fuzz ${VREX_FUZZ_SHORT:-4} ${VREX_FUZZ_SHORT_CALLS:-40000}" >>"$tests_list"
 	fi
 
+	# Hardware 1.0 (tests/kernel/vrex_hw10_test.c, docs/testing.md "Hardware 1.0 in the guests"):
+	# the vrex_sim lines reload vrex_sim.ko as 1.0, the pci lines bind a second, 1.0 function.
+	local hw10=0
+	[[ $front == sim ]] && hw10=sim
+	[[ $front == pci ]] && ((!debug)) && hw10=pci
 	cat >"$root/etc/vrex-guest.conf" <<-EOF
 		VREX_DEPS="$deps"
 		VREX_PARAMS="$params"
 		VREX_NODE="$node"
 		VREX_SIM_DEVICES=$([[ $front == sim || $front == unplug ]] && echo 1 || echo 0)
 		VREX_SIM_MODULE=1
+		VREX_HW10=$hw10
 		export VREX_EXPECT_SIMULATED=$([[ $front == sim ]] && echo 1 || echo 0)
 		VREX_TEST_TIMEOUT=$((test_timeout + fuzz_seconds))
 		VREX_KMEMLEAK=$debug
@@ -523,6 +532,9 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 		((debug)) || qargs+=(-device "intel-iommu,intremap=off")
 		qargs+=(-device pcie-root-port,id=rp1,chassis=1,slot=1
 			-device vrex-pci,id=vrex0,bus=rp1,banks=16,bank-size-kb=4096,test-hooks=on)
+		# A hardware 1.0 function beside it, told apart by its 2 MiB of banks (init.sh hw10_pci_fn).
+		[[ $hw10 == pci ]] && qargs+=(-device pcie-root-port,id=rp2,chassis=2,slot=2
+			-device vrex-pci,id=vrex10,bus=rp2,banks=2,bank-size-kb=1024,hw-version=1.0)
 		((debug)) || append+=" intel_iommu=on iommu.strict=1"
 		[[ $front == unplug ]] && qargs+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
 		# The root port's slot belongs to native PCIe hot-plug (pciehp), not to q35's ACPI
@@ -632,6 +644,19 @@ run_kernel() { # target: [debug-][pci-|dt-|unplug-]<kernel>
 	fi
 	grep -aq '^@@VREX DONE' "$log" ||
 		fail_case guest "no completion marker: panic or hang${stopped:+ (stopped: $stopped)} (see $log)"
+
+	# The device model refuses a revision it does not simulate (the 1.0 one booted above).
+	if [[ $hw10 == pci ]]; then
+		local refusal
+		refusal=$(timeout 30 "$qemu" -M q35 -accel tcg -display none -vga none -parallel none -net none \
+			-serial none -monitor none -L /usr/share/seabios -L /usr/share/qemu -S \
+			-device vrex-pci,hw-version=2.0 </dev/null 2>&1)
+		if [[ $refusal == *'vrex: hw-version=2.0 is not a revision the model simulates (valid: 1.0, 1.1)'* ]]; then
+			echo "PASS hw10-qemu-refused -device vrex-pci,hw-version=2.0 refused" >>"$cases"
+		else
+			fail_case hw10-qemu-refused "QEMU took hw-version=2.0 or said something else: ${refusal:0:200}"
+		fi
+	fi
 
 	# The device model's lines check the hardware half the suites cannot see from user space.
 	if [[ $front != sim ]]; then

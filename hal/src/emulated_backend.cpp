@@ -77,7 +77,8 @@ std::string EmulatedBackend::description() const
     const std::uint64_t size = dev_->cfg.bank_size;
     const bool mib = size % (std::uint64_t{1} << 20) == 0;
     return std::to_string(dev_->cfg.nbanks) + " banks x " + std::to_string(mib ? size >> 20 : size >> 10) +
-           (mib ? " MiB" : " KiB") + ", reference model in-process";
+           (mib ? " MiB" : " KiB") + ", reference model in-process" +
+           (dev_->cfg.hw_version == VREX_VERSION_1_0 ? ", hardware 1.0" : "");
 }
 
 void EmulatedBackend::simulate_hang(std::uint32_t commands)
@@ -330,8 +331,10 @@ std::error_code EmulatedBackend::frame_submit(drm_vrex_frame_submit& a)
     a.static_ratio = r.read(VREX_REG_FCC_STATIC_RATIO);
     a.roi_dx = static_cast<std::int32_t>(r.read(VREX_REG_FCC_ROI_DX));
     a.roi_dy = static_cast<std::int32_t>(r.read(VREX_REG_FCC_ROI_DY));
+    // A 1.0 device has no such registers (they read 0, "still"): 255, "unknown", as vrex.ko reports.
+    const bool motion = dev_->cfg.hw_version >= VREX_VERSION_REGION_MOTION;
     for (std::uint32_t i = 0; i < VREX_FCC_REGION_MOTION_REGS; i++) {
-        const std::uint32_t v = r.read(VREX_REG_FCC_REGION_MOTION(i));
+        const std::uint32_t v = motion ? r.read(VREX_REG_FCC_REGION_MOTION(i)) : 0xffff'ffffu;
         for (std::uint32_t k = 0; k < 4; k++)
             a.region_motion[4 * i + k] = static_cast<std::uint8_t>(v >> (8 * k));
     }
@@ -475,6 +478,12 @@ std::error_code EmulatedBackend::shie_lookup(std::uint32_t stream, std::span<drm
             return err(std::errc::invalid_argument);
         }
     }
+    // A 1.0 device ignores the tier flags and ARG_NEAREST: it cannot answer these (vrex.ko's
+    // vrex_lookup_apply), and the whole batch is refused before any lookup runs.
+    if (dev_->cfg.hw_version < VREX_VERSION_NEAREST)
+        for (const drm_vrex_shie_lookup_item& it : items)
+            if ((it.flags & (DRM_VREX_LOOKUP_TIER_DEVICE | DRM_VREX_LOOKUP_TIER_HOST)) || lookup_records(it) > 1)
+                return err(std::errc::operation_not_supported);
 
     // Temporal items one by one as they come; similarity items grouped by their records per query,
     // up to VREX_LOOKUP_BATCH_MAX records per LOOKUP_SIMILAR_BATCH, as vrex.ko does (lookups only

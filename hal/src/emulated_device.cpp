@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 extern "C" {
 #include "vrex_quota.h"
@@ -26,7 +28,22 @@ std::map<std::string, std::weak_ptr<EmulatedDevice>>& registry()
 std::string config_key(const vrex_model_config& c)
 {
     return std::to_string(c.nbanks) + "x" + std::to_string(c.bank_size) + "/g" + std::to_string(c.group_banks) +
-           "/z" + std::to_string(c.zombie_frames);
+           "/z" + std::to_string(c.zombie_frames) + "/v" + std::to_string(c.hw_version >> 16) + "." +
+           std::to_string(c.hw_version & 0xffff);
+}
+
+// The hardware revision the emulation is: VREX_EMU_HW_VERSION "1.1" (the default, also when unset
+// or empty) or "1.0", to run an engine as on a 1.0 board (vrex_sim.ko's hw_version parameter and
+// QEMU's hw-version property are the kernel side's).
+Result<std::uint32_t> emulated_hw_version()
+{
+    const char* v = std::getenv("VREX_EMU_HW_VERSION");
+    const std::string_view s = v ? v : "";
+    if (s.empty() || s == "1.1") return std::uint32_t{VREX_VERSION_VALUE};
+    if (s == "1.0") return std::uint32_t{VREX_VERSION_1_0};
+    return Error{std::errc::invalid_argument, "emulated device: VREX_EMU_HW_VERSION=\"" + std::string(s) +
+                                                  "\" is not a hardware revision the emulation models (valid: "
+                                                  "1.0, 1.1; unset for 1.1)"};
 }
 
 // The emulated device's geometry from @o, every field checked against the range the reference
@@ -58,6 +75,9 @@ Result<vrex_model_config> emulated_config(const BackendOptions& o) {
     else if (c.nbanks % c.group_banks)
         c.group_banks = 1;  // the default pairs do not divide an odd bank count
     if (o.emu_zombie_frames) c.zombie_frames = o.emu_zombie_frames;
+    auto hw = emulated_hw_version();
+    if (!hw) return hw.error_info();
+    c.hw_version = *hw;
     if (c.group_banks > c.nbanks || c.nbanks % c.group_banks)
         return out_of_range("emu_group_banks " + std::to_string(c.group_banks) + " does not divide the " +
                             std::to_string(c.nbanks) +

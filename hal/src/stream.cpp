@@ -507,6 +507,28 @@ std::uint32_t tier_flags(Tier t) {
 
 }  // namespace
 
+// A device before hardware 1.1 refuses a batch holding a query by tier or with more than one
+// candidate (EOPNOTSUPP, nothing ran): the error names the first such query and the revision.
+Error Stream::Impl::hw_1_0_refusal(std::span<const Query> queries, std::size_t start, std::size_t n,
+                                   std::error_code ec) const {
+    const std::uint32_t v = alloc_->device().info().hw_version;
+    std::string what = "a lookup the device refuses";
+    for (std::size_t i = start; i < start + n; i++) {
+        const Query& q = queries[i];
+        if (q.kind != Query::Kind::similar || (q.tier == Tier::any && q.candidates <= 1)) continue;
+        what = "query " + std::to_string(i) + " (" +
+               (q.tier == Tier::any      ? std::string("any tier")
+                : q.tier == Tier::device ? "device tier"
+                                         : "host tier") +
+               ", " + std::to_string(q.candidates) + " candidates)";
+        break;
+    }
+    return Error{ec, what + ": the device is hardware " + std::to_string(v >> 16) + "." +
+                         std::to_string(v & 0xffff) +
+                         ", which has no lookups by tier or with candidates (hardware 1.1); ask Tier::any "
+                         "and at most 1 candidate there"};
+}
+
 Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Query> queries) {
     if (queries.empty()) {
         if (auto ec = local_error({})) return ec;
@@ -549,7 +571,10 @@ Result<std::vector<Retrieval>> Stream::Impl::do_retrieve_batch(std::span<const Q
             std::lock_guard lock(alloc_->impl_->mu);
             births = alloc_->impl_->blocks->births();
         }
-        if (auto ec = backend_of(alloc_->device()).shie_lookup(id_, items)) return ec;
+        if (auto ec = backend_of(alloc_->device()).shie_lookup(id_, items)) {
+            if (ec == std::errc::operation_not_supported) return hw_1_0_refusal(queries, start, n, ec);
+            return ec;
+        }
         for (drm_vrex_shie_lookup_item& it : items) {
             Retrieval r;
             if (it.max_candidates) {

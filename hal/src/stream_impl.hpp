@@ -32,6 +32,8 @@ struct VREX_LOCAL Stream::Impl {
                                                    std::int32_t frame_offset);
     Result<void> do_reuse(std::uint32_t region, const KvBlock& block, std::int32_t frame_offset);
     Result<std::vector<Retrieval>> do_retrieve_batch(std::span<const Query> queries);
+    Error hw_1_0_refusal(std::span<const Query> queries, std::size_t start, std::size_t n,
+                         std::error_code ec) const;
     Result<void> do_release(std::span<const KvBlock> blocks);
     Result<void> do_publish(std::span<const KvBlock> blocks);
     Result<void> do_set_positions(const KvBlock& block, std::uint32_t first_token, std::uint32_t token_count);

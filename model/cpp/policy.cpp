@@ -78,12 +78,12 @@ std::span<const Query> ReusePolicy::queries(const Fingerprint& fp) {
         queries_.push_back(Query::temporal(r, -1));
         if (similar)
             queries_.push_back(Query::similar(r, fp, opts_.radius, Scope::stream, true)
-                                   .in_tier(opts_.tiered ? Tier::device : Tier::any));
+                                   .in_tier(tiered_on() ? Tier::device : Tier::any));
         // The recall walks its candidates in recall(); one candidate is the nearest-only lookup.
         if (recall_on())
             queries_.push_back(Query::similar(r, appearance(fp), opts_.recall_radius, Scope::stream, true)
-                                   .in_tier(opts_.tiered ? Tier::host : Tier::any)
-                                   .nearest(opts_.recall_candidates > 1 ? opts_.recall_candidates : 0));
+                                   .in_tier(tiered_on() ? Tier::host : Tier::any)
+                                   .nearest(recall_candidates() > 1 ? recall_candidates() : 0));
     }
     return queries_;
 }
@@ -95,6 +95,12 @@ Result<FrameChoice> ReusePolicy::choose(Stream& stream, const Fingerprint& fp,
         return bad(std::to_string(key_hashes.size()) + " key hashes for " + std::to_string(regions_) +
                    " regions");
     auto got = stream.retrieve_batch(queries(fp));
+    if (!got && got.error() == std::errc::operation_not_supported && asks_hw_1_1()) {
+        // A hardware 1.0 device refused the batch whole (the HAL's contract: nothing ran). Ask as
+        // 1.0 allows from now on, rather than failing every frame.
+        hw_1_0_ = true;
+        got = stream.retrieve_batch(queries(fp));
+    }
     if (!got) return got.error_info().within("lcp policy: candidates of frame " + std::to_string(frame));
     return decide(*got, fp, key_hashes, frame, region_motion);
 }
@@ -117,6 +123,7 @@ Result<FrameChoice> ReusePolicy::decide(std::span<const Retrieval> got, const Fi
     if (got.size() != std::size_t{regions_} * per)
         return bad(std::to_string(got.size()) + " retrievals for " + std::to_string(regions_ * per) +
                    " queries");
+    if (hw_1_0_) counters_.hw_1_0_frames++;
     FrameChoice out(regions_);
     for (std::uint32_t r = 0; r < regions_; r++) {
         const Retrieval& tmp = got[r * per];

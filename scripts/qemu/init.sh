@@ -17,6 +17,12 @@
 #   VREX_KMEMLEAK      1: leaks suspected by kmemleak after rmmod fail the guest (boot-time
 #                      suspects are cleared before vrex.ko is loaded)
 #   VREX_HALT          poweroff, or reboot for kernels without ACPI (QEMU runs with -no-reboot)
+#   VREX_HW10          sim: after the test programs, vrex_sim.ko is reloaded as hardware 1.0
+#                      (hw_version=1.0; hw_version=2.0 must be refused) and /tests/vrex_hw10_test
+#                      runs again, expecting 1.0 (the vrex_sim lines); pci: the guest has a second
+#                      V-Rex function, a 1.0 device model (its BAR2 2 MiB), kept from vrex.ko
+#                      (driver_override) until then, when it takes the 1.1 function's place for
+#                      the program (the pci lines)
 # /etc/vrex-tests holds one "name|command" line per test program.
 
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp /run
@@ -56,6 +62,24 @@ for m in $VREX_DEPS; do
 done
 [ -z "$failed_deps" ]
 result modules $? "$failed_deps"
+
+# The pci lines' hardware 1.0 function (VREX_HW10=pci): the V-Rex function whose BAR2 (the banks)
+# is 2 MiB. Its driver_override keeps vrex.ko off it, so the suites see the 1.1 function alone.
+hw10_pci_fn() {
+	local d r
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat $d/vendor)" = 0x10ee ] && [ "$(cat $d/device)" = 0x5652 ] || continue
+		# shellcheck disable=SC2046 # start end flags
+		set -- $(sed -n 3p $d/resource)
+		r=$(($2 - $1 + 1))
+		[ $r = 2097152 ] && basename $d
+	done
+}
+if [ "${VREX_HW10:-0}" = pci ]; then
+	hw10_fn=$(hw10_pci_fn)
+	[ -n "$hw10_fn" ] && echo none >/sys/bus/pci/devices/$hw10_fn/driver_override
+	result hw10-hold $? "${hw10_fn:-no 1.0 function}"
+fi
 
 # shellcheck disable=SC2086 # parameters are words on purpose
 msg=$(insmod /vrex.ko $VREX_PARAMS 2>&1)
@@ -100,6 +124,77 @@ while IFS='|' read -r name cmd; do
 	echo "@@VREX END $name rc=$?"
 done </etc/vrex-tests
 
+# The programs against the 1.0 device: tests/kernel's, then the HAL conformance suite's hardware
+# revision tests on the kernel backend when the guest has it (VREX_QEMU_PROGRAMS).
+hw10_run() {
+	local i=0 hal=/opt/hal_conformance/vrex_hal_conformance_guest
+	while [ ! -e "$VREX_NODE" ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "@@VREX BEGIN hw10_1_0"
+	timeout -s KILL "$VREX_TEST_TIMEOUT" /tests/vrex_hw10_test 1.0 </dev/null 2>&1
+	echo "@@VREX END hw10_1_0 rc=$?"
+	[ -x $hal ] || return 0
+	echo "@@VREX BEGIN hal_hw10_1_0"
+	VREX_EXPECT_HW=1.0 timeout -s KILL "$VREX_TEST_TIMEOUT" $hal --require-backend=kernel \
+		'--gtest_filter=Backends/HwRevision.*/kernel' </dev/null 2>&1
+	echo "@@VREX END hal_hw10_1_0 rc=$?"
+}
+
+# Hardware 1.0: the simulated devices go, vrex_sim.ko comes back as a 1.0 device (vrex.ko stays
+# bound to whatever appears), and the 1.0 program runs; the 1.0 device is then removed below as the
+# first one would have been.
+hw10() {
+	local d ok=0 msg
+	for d in $sims; do
+		rmdir $d || { ok=1 && msg="cannot remove $d"; }
+	done
+	sims=
+	[ $ok = 0 ] && { msg=$(unload vrex_sim) || ok=1; }
+	result hw10-unload $ok "$msg"
+	[ $ok = 0 ] || return
+	# A revision the model does not simulate: refused at load, with a message naming the value.
+	if insmod /vrex_sim.ko hw_version=2.0 2>/dev/null; then
+		rmmod vrex_sim
+		result hw10-param-refused 1 "hw_version=2.0 loaded"
+	else
+		dmesg | grep -q 'vrex_sim: hw_version=2.0 is not a revision the model simulates (valid: 1.0, 1.1)'
+		result hw10-param-refused $? "$(dmesg | grep -m1 'vrex_sim: hw_version=')"
+	fi
+	msg=$(insmod /vrex_sim.ko hw_version=1.0 2>&1)
+	ok=$?
+	d=/sys/kernel/config/vrex_sim/sim0
+	if [ $ok = 0 ] && mkdir $d && echo 1 >$d/enable; then
+		sims=$d
+		msg="$msg $(cat $d/dev_name) hw_version=$(cat /sys/module/vrex_sim/parameters/hw_version)"
+	else
+		ok=1
+	fi
+	# Read-only once loaded: every device of a load is the same revision.
+	echo 1.1 >/sys/module/vrex_sim/parameters/hw_version 2>/dev/null && { ok=1 && msg="$msg parameter writable"; }
+	result hw10-sim $ok "$msg"
+	hw10_run
+}
+
+# The pci lines: the 1.1 function unbound, the 1.0 function bound for the program, then back.
+hw10_pci() {
+	local drv=/sys/bus/pci/drivers/vrex fn11='' d ok=0
+	for d in $drv/0*; do
+		[ -e "$d" ] && fn11=$(basename $d)
+	done
+	if [ -z "$fn11" ] || [ -z "$hw10_fn" ] || ! echo $fn11 >$drv/unbind ||
+		! echo vrex >/sys/bus/pci/devices/$hw10_fn/driver_override || ! echo $hw10_fn >$drv/bind; then
+		ok=1
+	fi
+	result hw10-bind $ok "1.0 function ${hw10_fn:-none} in place of ${fn11:-none}"
+	hw10_run
+	ok=0
+	echo $hw10_fn >$drv/unbind && echo none >/sys/bus/pci/devices/$hw10_fn/driver_override &&
+		echo $fn11 >$drv/bind || ok=1
+	result hw10-rebind $ok "$fn11"
+}
+
 # rmmod @1, retried for up to 3 s: the last file references of a test program that just exited
 # can still be on their way out (fput is deferred to a work item), holding the module for a moment.
 # A reference that is never dropped still fails; the message says how many tries it took.
@@ -112,6 +207,9 @@ unload() {
 	done
 	[ $n = 0 ] || echo "unloaded after $n retries"
 }
+
+[ "${VREX_HW10:-0}" = sim ] && [ -x /tests/vrex_hw10_test ] && hw10
+[ "${VREX_HW10:-0}" = pci ] && [ -x /tests/vrex_hw10_test ] && hw10_pci
 
 # Devices go away under a bound driver (as on hot unplug), then both modules unload.
 if [ -n "$sims" ] || [ "${VREX_SIM_MODULE:-0}" = 1 ]; then

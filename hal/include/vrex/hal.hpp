@@ -79,10 +79,17 @@ struct DeviceCaps {
     bool resv = false;           // the ReSV unit (vrex/resv.hpp)
 };
 
+// Hardware revisions (DeviceInfo::hw_version: major << 16 | minor). 1.1 added similarity queries by
+// tier and with candidates (Query::in_tier(), nearest(): a 1.0 device refuses a batch holding one,
+// EOPNOTSUPP naming the revision, and runs none of it) and FrameInfo::region_motion (a 1.0 device
+// reports kRegionMotionUnknown in every region). docs/hardware.md "Hardware 1.0".
+inline constexpr std::uint32_t kHwVersion1_0 = 0x0001'0000;
+inline constexpr std::uint32_t kHwVersion1_1 = 0x0001'0001;
+
 // The device's identity, geometry and limits.
 struct DeviceInfo {
     std::uint32_t hw_id = 0;
-    std::uint32_t hw_version = 0;
+    std::uint32_t hw_version = 0;  // kHwVersion1_0, kHwVersion1_1
     DeviceCaps caps;
     std::uint32_t bank_count = 0;   // banks of device memory
     std::uint64_t bank_size = 0;    // bytes per bank
@@ -257,7 +264,8 @@ struct FrameInfo {
     // Per SHIE region (the 4x4 grid, region r at row r / 4, column r % 4): the mean motion-vector
     // length the FCC's search found against the stream's previous frame, 1/16 px of its working
     // grid; 0 iff nothing in the region moved (a stream's first frame: all 0), at most 90.
-    // kRegionMotionUnknown in every region: the device did not report it (a kernel before uAPI 1.5).
+    // kRegionMotionUnknown in every region: the device did not report it (a kernel before uAPI 1.5,
+    // a hardware 1.0 device).
     std::array<std::uint8_t, 16> region_motion{};
 };
 inline constexpr std::uint8_t kRegionMotionUnknown = 255;
@@ -356,7 +364,8 @@ struct VREX_API Query {
     bool past_only = false;         // similar: frames before the current one only
     Tier tier = Tier::any;          // similar: the entries it may return
     // similar: 0, the nearest entry only; 1..kMaxCandidates: also Retrieval::candidates, up to this
-    // many, nearest first (EINVAL above the cap, or on a temporal query).
+    // many, nearest first (EINVAL above the cap, or on a temporal query). A tier other than any, or
+    // more than 1 candidate: hardware 1.1 (kHwVersion1_1; a 1.0 device refuses the batch, EOPNOTSUPP).
     std::uint32_t candidates = 0;
 
     static Query temporal(std::uint32_t region, std::int32_t offset);

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "emulated_stream.hpp"
@@ -500,6 +502,90 @@ TEST_F(Policy, RefusesRecallOptionsOutOfRange) {
               std::errc::invalid_argument);
     EXPECT_EQ(ReusePolicy::create({.recall = true, .recall_guard_bits = 33}, kRegions).error(),
               std::errc::invalid_argument);
+}
+
+// On a hardware 1.0 device (the emulation with VREX_EMU_HW_VERSION=1.0): the policy's tiered,
+// multi-candidate queries are refused (EOPNOTSUPP, nothing ran), so the policy asks every tier and
+// the nearest only, leaves the motion gate off (the device reports no region motion: 255 everywhere)
+// and counts the frames it decided so; a stream runs and reuses as on 1.1 with tiers off.
+class Hw10Policy : public Policy {
+  protected:
+    void SetUp() override {
+        const char* old = std::getenv("VREX_EMU_HW_VERSION");
+        const std::string saved = old ? old : "";
+        setenv("VREX_EMU_HW_VERSION", "1.0", 1);
+        Policy::SetUp();
+        if (old)
+            setenv("VREX_EMU_HW_VERSION", saved.c_str(), 1);
+        else
+            unsetenv("VREX_EMU_HW_VERSION");
+    }
+};
+
+TEST_F(Hw10Policy, FallsBackToUntieredNearestOnlyLookupsAndCountsTheFrames) {
+    ASSERT_EQ(alloc_->device().info().hw_version, kHwVersion1_0);
+    const ReuseOptions o{.guard_bits = 0, .recall = true, .motion_gate = 0, .recall_candidates = 8};
+    auto p = ReusePolicy::create(o, kRegions);
+    ASSERT_TRUE(p);
+    // What the policy asks on 1.1 fails on this device, naming the revision.
+    const Fingerprint fp0 = begin(50);
+    auto raw = st_->retrieve_batch(p->queries(fp0));
+    ASSERT_FALSE(raw);
+    EXPECT_EQ(raw.error(), std::errc::operation_not_supported);
+    EXPECT_NE(raw.error_message().find("hardware 1.0"), std::string::npos) << raw.error_message();
+    EXPECT_TRUE(st_->end_frame());
+    t_++;
+    EXPECT_FALSE(p->fitted_to_hw_1_0());
+    // choose() fits itself and the stream runs: frame 1 computes, frames 2 and 3 reuse everything
+    // (same scene and key hashes) although the region motion reads 255 and the gate is 0.
+    EXPECT_EQ(count(frame(*p, 50, hashes(0))), 0u);
+    EXPECT_TRUE(p->fitted_to_hw_1_0());
+    EXPECT_EQ(count(frame(*p, 50, hashes(0))), kRegions);
+    EXPECT_EQ(st_->frame().region_motion[0], kRegionMotionUnknown);
+    EXPECT_EQ(count(frame(*p, 50, hashes(0))), kRegions);
+    EXPECT_EQ(p->counters().hw_1_0_frames, 3u);
+    EXPECT_EQ(p->counters().gated, 0u);
+    EXPECT_EQ(p->counters().reused, 2u * kRegions);
+    for (const Query& q : p->queries(fp0)) {
+        EXPECT_EQ(q.tier, Tier::any);
+        EXPECT_EQ(q.candidates, 0u);
+    }
+}
+
+TEST_F(Hw10Policy, FitDeviceFromTheDeviceInfo) {
+    auto p = ReusePolicy::create({.recall = true, .recall_candidates = 4}, kRegions);
+    ASSERT_TRUE(p);
+    const Fingerprint fp{};
+    const auto asks = [&] {
+        std::uint32_t tiered = 0, candidates = 0;
+        for (const Query& q : p->queries(fp)) {
+            tiered += q.tier != Tier::any;
+            candidates += q.candidates;
+        }
+        return std::pair{tiered, candidates};
+    };
+    EXPECT_EQ(asks(), std::pair(2 * kRegions, 4 * kRegions)) << "as for 1.1: device + host tier, 4 recalls";
+    p->fit_device(alloc_->device().info());
+    EXPECT_TRUE(p->fitted_to_hw_1_0());
+    EXPECT_EQ(asks(), std::pair(0u, 0u));
+    DeviceInfo v11;
+    v11.hw_version = kHwVersion1_1;
+    p->fit_device(v11);
+    EXPECT_FALSE(p->fitted_to_hw_1_0());
+    EXPECT_EQ(asks(), std::pair(2 * kRegions, 4 * kRegions));
+    // Decided through queries()/decide() after fit_device(): counted too.
+    p->fit_device(alloc_->device().info());
+    const Fingerprint f = begin(9);
+    auto got = st_->retrieve_batch(p->queries(f));
+    ASSERT_TRUE(got) << got.error_message();
+    const std::array<std::uint8_t, kRegions> unknown = [] {
+        std::array<std::uint8_t, kRegions> a{};
+        a.fill(kRegionMotionUnknown);
+        return a;
+    }();
+    EXPECT_TRUE(p->decide(*got, f, hashes(0), 0, unknown));
+    EXPECT_EQ(p->counters().hw_1_0_frames, 1u);
+    EXPECT_TRUE(st_->end_frame());
 }
 
 }  // namespace

@@ -394,6 +394,16 @@ bool vrex_core_realize(VRexCore *c, Error **errp)
     int ret;
 
     vrex_model_default_config(&cfg);
+    /* The hardware revision (lib/vrex_regs.h lists what 1.0 lacks). */
+    if (!c->hw_version || !strcmp(c->hw_version, "1.1")) {
+        cfg.hw_version = VREX_VERSION_VALUE;
+    } else if (!strcmp(c->hw_version, "1.0")) {
+        cfg.hw_version = VREX_VERSION_1_0;
+    } else {
+        error_setg(errp, "vrex: hw-version=%s is not a revision the model "
+                   "simulates (valid: 1.0, 1.1)", c->hw_version);
+        return false;
+    }
     cfg.nbanks = c->nbanks;
     cfg.bank_size = (uint64_t)c->bank_size_kb * KiB;
     cfg.max_streams = c->streams;

@@ -43,6 +43,7 @@ struct VRexCore {
     uint32_t shie_capacity;
     uint32_t latency_ns;        /* command latency: CMD write to completion */
     bool test_hooks;            /* VREX_REG_TEST_* (fault injection) */
+    char *hw_version;           /* "1.1" (also when unset) or "1.0" */
 
     /* Set by the front end. */
     const VRexBusOps *bus;
@@ -81,6 +82,7 @@ extern const MemoryRegionOps vrex_core_mmio_ops;
     DEFINE_PROP_UINT32("streams", state, field.streams, 16),                  \
     DEFINE_PROP_UINT32("shie-capacity", state, field.shie_capacity, 16384),   \
     DEFINE_PROP_UINT32("latency-ns", state, field.latency_ns, 20000),        \
-    DEFINE_PROP_BOOL("test-hooks", state, field.test_hooks, false)
+    DEFINE_PROP_BOOL("test-hooks", state, field.test_hooks, false),          \
+    DEFINE_PROP_STRING("hw-version", state, field.hw_version)
 
 #endif

@@ -41,7 +41,8 @@
 // both lookups take every tier and recall sees the nearest entry only, session 10's behaviour with
 // recall_candidates 1). recalled() names the block it is the copy of; the engine fetches the bytes
 // back into a new block (the region is not computed) and calls installed(). forget() drops blocks
-// whose bytes are gone. Recall needs the FCC (fcc): it is a similarity lookup.
+// whose bytes are gone. Recall needs the FCC (fcc): it is a similarity lookup. On a hardware 1.0
+// device (no tiers, no candidates, no region motion) the lookups are session 10's: fit_device().
 //
 // A long stream's cache keeps every frame readable: apply_choice() pins every block it allocates, so the
 // device's zombie rule retires only the block's SHIE entry (it stops being a candidate), never its
@@ -110,6 +111,7 @@ struct ReuseCounters {
     std::uint64_t recalled = 0;    // regions recalled through the SHIE's host tier (recall)
     std::uint64_t recalled_past_nearest = 0;  // of those, found past the recall lookup's nearest entry
     std::uint64_t installed = 0;              // blocks the engine filled from another block (installed())
+    std::uint64_t hw_1_0_frames = 0;          // frames decided as a hardware 1.0 device allows (fit_device())
 };
 
 class ReusePolicy {
@@ -131,6 +133,15 @@ class ReusePolicy {
     Result<FrameChoice> decide(std::span<const Retrieval> got, const Fingerprint& fp,
                                std::span<const std::uint32_t> key_hashes, std::uint32_t frame,
                                std::span<const std::uint8_t> region_motion = {});
+
+    // The device the queries go to. Hardware 1.0 (DeviceInfo::hw_version < kHwVersion1_1) has no
+    // lookups by tier or with candidates and reports no region motion: the policy then asks every
+    // tier and the nearest entry only (tiered off, recall_candidates 1: session 10's lookups) and
+    // the motion gate is off, and counts each frame it decides so in hw_1_0_frames. choose() fits
+    // itself when the device refuses its first batch for that (EOPNOTSUPP: nothing ran) and asks
+    // again; an engine that calls queries()/decide() itself calls this once with the device's info.
+    void fit_device(const DeviceInfo& info) noexcept { hw_1_0_ = info.hw_version < kHwVersion1_1; }
+    bool fitted_to_hw_1_0() const noexcept { return hw_1_0_; }
 
     // @blocks[i] was computed in @frame from keys hashing to @key_hashes[i]. EINVAL when the
     // spans differ in length.
@@ -182,7 +193,14 @@ class ReusePolicy {
     ReusePolicy(const ReuseOptions& options, std::uint32_t regions)
         : opts_(options), regions_(regions), recalled_(regions) {}
     bool recall_on() const noexcept { return opts_.recall && opts_.fcc; }
-    bool gate_on() const noexcept { return opts_.motion_gate.has_value() && opts_.fcc; }
+    bool gate_on() const noexcept { return opts_.motion_gate.has_value() && opts_.fcc && !hw_1_0_; }
+    bool tiered_on() const noexcept { return opts_.tiered && !hw_1_0_; }
+    // Whether queries() asks what only hardware 1.1 answers (a tier, more than one candidate).
+    bool asks_hw_1_1() const noexcept {
+        const bool similar = opts_.similar && opts_.fcc;
+        return tiered_on() ? similar || recall_on() : recall_on() && recall_candidates() > 1;
+    }
+    std::uint32_t recall_candidates() const noexcept { return hw_1_0_ ? 1 : opts_.recall_candidates; }
     bool guard(const KvBlock& block, std::uint32_t hash, std::uint32_t frame);
     void forget_old(std::uint32_t frame);
     std::optional<Recalled> recall(const Retrieval& got, std::uint32_t hash, std::uint32_t frame);
@@ -201,6 +219,7 @@ class ReusePolicy {
 
     ReuseOptions opts_;
     std::uint32_t regions_ = 0;
+    bool hw_1_0_ = false;                           // fit_device(): the device is hardware 1.0
     std::unordered_map<std::uint64_t, Born> born_;  // (id << 32 | generation) -> when and what it holds
     std::vector<Query> queries_;                    // reused per frame
     std::unordered_map<std::uint64_t, Computed> recallable_;   // recall: computed, not forgotten

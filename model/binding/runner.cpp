@@ -81,7 +81,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                          std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
                          std::uint32_t fetch, const std::string& kernels,
                          std::optional<std::uint32_t> motion_gate, std::uint32_t host_blocks,
-                         const std::string& disk_dir) {
+                         const std::string& disk_dir, std::uint32_t host_reserve) {
                  auto s = std::make_shared<Session>();
                  if (kernels == "scripted")
                      s->opts.kernels = lcp::Kernels::scripted;
@@ -105,7 +105,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                      s->opts.tiers = lcp::TierOptions{.resident_frames = resident,
                                                       .coldness = coldness_of(coldness),
                                                       .host_blocks = host_blocks,
-                                                      .disk_dir = disk_dir};
+                                                      .disk_dir = disk_dir,
+                                                      .host_reserve_blocks = host_reserve};
                  s->opts.profile_fcc = profile_fcc;
                  s->model = std::make_shared<lcp::ScriptedModel>(module);
                  DeviceOptions o;
@@ -127,7 +128,7 @@ PYBIND11_MODULE(_vrexrun, m) {
              py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
              py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
              py::arg("fetch") = 4, py::arg("kernels") = "native", py::arg("motion_gate") = py::none(),
-             py::arg("host_blocks") = 0, py::arg("disk_dir") = "")
+             py::arg("host_blocks") = 0, py::arg("disk_dir") = "", py::arg("host_reserve") = 0)
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -277,6 +278,14 @@ PYBIND11_MODULE(_vrexrun, m) {
                  d["fetched_series"] = b.fetched_series;
                  d["device_blocks"] = t->device_blocks();
                  d["host_blocks"] = t->host_blocks();
+                 // The host pool's reservation (TierOptions::host_reserve_blocks): slots set up when the
+                 // stream's tiers were created (outside every step), its setup cost, and the slots the
+                 // pool grew for past it (every first use of a slot without a reservation).
+                 const lcp::HostBlockPool& pool = t->host_pool();
+                 d["host_reserved"] = pool.reserved();
+                 d["host_grown"] = pool.grown();
+                 d["host_reserve_cpu_s"] = pool.reserve_cpu_s();
+                 d["host_reserve_wall_s"] = pool.reserve_wall_s();
                  if (const lcp::ReuseCounters* c = r.r->counters()) {
                      py::dict pc;
                      pc["candidates"] = c->candidates;

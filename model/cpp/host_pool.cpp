@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -101,10 +102,21 @@ void HostBlockPool::Unmap::operator()(std::byte* p) const noexcept {
     ::munmap(p, bytes);
 }
 
-HostBlockPool::HostBlockPool(std::size_t block_bytes, bool prepare_ahead) : block_(block_bytes) {
+HostBlockPool::HostBlockPool(std::size_t block_bytes, bool prepare_ahead, std::size_t reserve_blocks)
+    : block_(block_bytes) {
     if (block_bytes == 0) throw std::invalid_argument("vrex host block pool: a block needs bytes");
     chunk_ = (block_bytes + kChunk - 1) / kChunk * kChunk;  // whole 2 MiB, >= one block
     per_chunk_ = chunk_ / block_bytes;
+    if (reserve_blocks != 0) {
+        const double c0 = thread_cpu_s();
+        const auto w0 = std::chrono::steady_clock::now();
+        const std::size_t n = (reserve_blocks + per_chunk_ - 1) / per_chunk_;
+        chunks_.reserve(n);
+        for (std::size_t i = 0; i < n; i++) chunks_.push_back(map_chunk(chunk_));
+        reserved_ = n * per_chunk_;
+        reserve_cpu_s_ = thread_cpu_s() - c0;
+        reserve_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    }
     if (prepare_ahead) ahead_ = std::make_unique<Ahead>(chunk_);
 }
 
@@ -125,12 +137,12 @@ std::span<std::byte> HostBlockPool::take() {
         used_++;
         return {p, block_};
     }
-    if (chunks_.empty() || next_ == per_chunk_) {
-        chunks_.push_back(ahead_ ? ahead_->next() : map_chunk(chunk_));
-        next_ = 0;
-    }
-    std::byte* p = chunks_.back().get() + next_ * block_;
-    next_++;
+    // Reserved chunks first (mapped and faulted in already), then one more chunk whenever the last is
+    // carved up.
+    const std::size_t chunk = carved_ / per_chunk_;
+    if (chunk == chunks_.size()) chunks_.push_back(ahead_ ? ahead_->next() : map_chunk(chunk_));
+    std::byte* p = chunks_[chunk].get() + (carved_ % per_chunk_) * block_;
+    carved_++;
     used_++;
     return {p, block_};
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 #include <system_error>
 
@@ -34,7 +35,20 @@ Result<KvTiers> KvTiers::create(const TierOptions& o, std::uint64_t block_bytes,
         if (!d) return d.error_info().within("lcp tiers");
         disk.emplace(std::move(*d));
     }
-    return KvTiers(o, block_bytes, regions, window, std::move(disk));
+    try {
+        return KvTiers(o, block_bytes, regions, window, std::move(disk));
+    } catch (const std::bad_alloc&) {
+        return Error{std::errc::not_enough_memory,
+                     "lcp tiers: reserve " + std::to_string(host_reservation(o)) + " host blocks of " +
+                         std::to_string(block_bytes) + " bytes"};
+    }
+}
+
+std::size_t KvTiers::host_reservation(const TierOptions& o) {
+    if (o.drop) return 0;
+    if (o.host_blocks != 0)
+        return std::min<std::size_t>(o.host_reserve_blocks, std::size_t{o.host_blocks} + 1);
+    return o.host_reserve_blocks;
 }
 
 void KvTiers::set_tier(Entry& e, Tier t) {

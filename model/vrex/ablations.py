@@ -161,6 +161,10 @@ def report(res: dict[str, Any], budget: int, resident: int,
                 "host_bytes_peak": _sum(st, "host_bytes_peak"), "disk_bytes_peak": _sum(st, "disk_bytes_peak"),
                 "device_ratio": dev / full_dev, "reuse_rate": r["reuse_rate"],
                 "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
+                # The C++ path's host pool (vrex.run --host-reserve): slots reserved when each stream's
+                # tiers were created (outside every step), their setup CPU/wall seconds, slots grown past them.
+                "host_pool": {k: sum(s.get(f"host_{k}", 0) for s in st)
+                              for k in ("reserved", "grown", "reserve_cpu_s", "reserve_wall_s")},
                 "policy_counters": {k: int(sum(s.get("policy_counters", {}).get(k, 0) for s in st))
                                     for k in ("candidates", "unknown", "too_old", "hash_far", "gated", "reused",
                                               "recalled", "recalled_past_nearest", "installed")},

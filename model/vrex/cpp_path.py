@@ -104,7 +104,8 @@ class Session:
                                   resident=int(ex.get("resident", 0)) if self.hierarchy else 0,
                                   coldness=str(ex.get("coldness", "zombie")), fetch=int(ex.get("fetch", 4)),
                                   kernels=kernels, motion_gate=opts.motion_gate,
-                                  host_blocks=int(ex.get("host_blocks", 0)), disk_dir=str(ex.get("disk_dir") or ""))
+                                  host_blocks=int(ex.get("host_blocks", 0)), disk_dir=str(ex.get("disk_dir") or ""),
+                                  host_reserve=int(ex.get("host_reserve", 0)))
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":

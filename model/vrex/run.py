@@ -583,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vrex-knobs", default="", metavar="JSON",
                     help="--anchors: lcp.Options fields that override V-Rex's frozen knobs (and so every "
                          "ablation's), e.g. '{\"guard_bits\": 2, \"motion_gate\": 0}'")
+    ap.add_argument("--host-reserve", type=int, default=0, metavar="BLOCKS",
+                    help="--anchors --path cpp: host slots per stream the hierarchy's host pool maps and faults in "
+                         "when the stream starts (outside every step; 0: it grows with the demotions)")
     ap.add_argument("--anchor-runs", default="",
                     help="--anchors: comma-separated anchors/ablations to run (default: all but ablations.STUDY_RUNS)")
     ap.add_argument("--variant", choices=tuple(VARIANTS), default="builtin",
@@ -601,6 +604,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
         print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
+        return 2
+    if args.host_reserve < 0:
+        print("vrex.run: --host-reserve must be >= 0", file=sys.stderr)
         return 2
     if args.streams < 1 or args.frames < 2 or args.questions < 1 or not 0 <= args.warmup < args.frames:
         print("vrex.run: --streams >= 1, --frames >= 2, --questions >= 1 and 0 <= --warmup < --frames",
@@ -621,12 +627,17 @@ def main(argv: list[str] | None = None) -> int:
                 vrex_knobs = {**vrex_knobs, **over}
             runs.update(ablations.runs(args.budget, args.resident, args.resv_ratio, only=only,
                                        vrex=vrex_knobs, alias=alias_knobs, measure_resv=not args.no_resv_recall))
+            if args.host_reserve:
+                for kw in runs.values():
+                    if "extra" in kw:
+                        kw["extra"]["host_reserve"] = args.host_reserve
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
                   split=args.split, workload=args.workload, variant=args.variant, kernels=args.kernels)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
             res["args"]["vrex_knobs"] = {k: v for k, v in vrex_knobs.items()}
+            res["args"]["host_reserve"] = args.host_reserve
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"vrex.run: {e}", file=sys.stderr)
         return 1

@@ -144,6 +144,48 @@ TEST_F(Tiers, ColdBlocksAreCopiedToHostAndUnpinned) {
     EXPECT_TRUE(t.fetch_prefill(12345).empty());
 }
 
+// A host reservation (TierOptions::host_reserve_blocks, whole chunks): the demotions land in it and
+// keep their bytes, with the tiers and counters of ColdBlocksAreCopiedToHostAndUnpinned; past it the
+// host tier grows and counts the slots it grew for.
+TEST_F(Tiers, AHostReservationHoldsTheDemotionsAndGrowsPastIt) {
+    KvTiers t = tiers({.resident_frames = 5, .host_reserve_blocks = kRegions});
+    const std::size_t per = t.host_pool().chunk_bytes() / alloc_->block_bytes();
+    ASSERT_EQ(t.host_pool().reserved(), per);  // one chunk
+    ASSERT_EQ(t.host_pool().chunks(), 1u);
+    std::vector<std::vector<KvBlock>> frames;
+    for (int i = 0; i < 8; i++) frames.push_back(frame(t));
+    EXPECT_EQ(t.device_blocks(), 4 * kRegions);
+    EXPECT_EQ(t.host_blocks(), 4 * kRegions);
+    EXPECT_EQ(t.bytes().demoted, 4 * kRegions);
+    EXPECT_EQ(t.host_pool().grown(), 0u);
+    EXPECT_EQ(t.host_pool().chunks(), 1u);
+    // Frames until the demotions pass the reservation by one frame's blocks.
+    const std::size_t frames_past = per / kRegions + 1 + 4;
+    while (frames.size() < frames_past) frames.push_back(frame(t));
+    EXPECT_EQ(t.bytes().demoted, (frames_past - 4) * kRegions);
+    EXPECT_EQ(t.host_pool().grown(), (frames_past - 4) * kRegions - per);
+    EXPECT_EQ(t.host_pool().chunks(), 2u);
+    for (std::uint32_t f = 0; f + 4 < frames_past; f++)
+        for (std::uint32_t r = 0; r < kRegions; r++)
+            ASSERT_TRUE(all_equal(t.host_copy(block_key(frames[f][r])), pattern(f, r))) << f << "." << r;
+    // No reservation: today's tier, nothing mapped before the first demotion.
+    EXPECT_EQ(tiers().host_pool().reserved(), 0u);
+    // Nothing is ever copied with drop: no reservation.
+    EXPECT_EQ(tiers({.resident_frames = 5, .drop = true, .host_reserve_blocks = 1000}).host_pool().reserved(),
+              0u);
+}
+
+// Capped by host_blocks, the reservation is what the host tier can hold (host_blocks + 1: the copy
+// that spills is made first), in whole chunks.
+TEST_F(DiskTiers, AHostReservationIsCappedAtTheHostTier) {
+    const std::size_t per = (std::size_t{2} << 20) / alloc_->block_bytes();
+    TierOptions o = spilling(static_cast<std::uint32_t>(per) + 5);
+    o.host_reserve_blocks = static_cast<std::uint32_t>(10 * per);
+    EXPECT_EQ(tiers(o).host_pool().reserved(), 2 * per);
+    o.host_blocks = static_cast<std::uint32_t>(per) - 1;  // host_blocks + 1 = one chunk
+    EXPECT_EQ(tiers(o).host_pool().reserved(), per);
+}
+
 TEST_F(Tiers, AccountsDeviceBytesWithStagingAndTotalWithHost) {
     KvTiers t = tiers();
     std::vector<std::vector<KvBlock>> frames;

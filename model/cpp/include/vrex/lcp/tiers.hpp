@@ -54,6 +54,11 @@ struct TierOptions {
     bool drop = false;              // the no-demotion control: cold blocks are dropped, not copied
     std::uint32_t host_blocks = 0;  // host copies kept before the oldest spills to disk; 0: no limit
     std::string disk_dir{};         // where the spill file lives (empty: $TMPDIR, else /tmp)
+    // Host slots mapped and faulted in by create(), once per stream, as a board's driver sets up its
+    // pinned DMA pool at open: demotions into them only copy. Capped at what the host tier can hold
+    // (host_blocks + 1: the copy that spills is made first); none with drop. Beyond it the pool grows
+    // as without one (host_pool().grown()). 0: none, the pool grows from the first demotion.
+    std::uint32_t host_reserve_blocks = 0;
 };
 
 // hierarchy.py's TIERS order (the codes slot_tiers() gives Python).
@@ -142,6 +147,8 @@ class KvTiers {
     std::uint64_t block_bytes() const noexcept { return block_bytes_; }
     // CPU time spent so far outside the caller's thread, preparing host memory (TierOptions::host_ahead).
     double host_prepare_cpu_s() const noexcept { return host_.prepare_cpu_s(); }
+    // The host tier's pool: its reservation (reserved(), its setup cost) and growth (grown()).
+    const HostBlockPool& host_pool() const noexcept { return host_; }
 
   private:
     struct Entry {
@@ -160,8 +167,9 @@ class KvTiers {
           block_bytes_(block_bytes),
           regions_(regions),
           window_(window),
-          host_(block_bytes, o.host_ahead),
+          host_(block_bytes, o.host_ahead, host_reservation(o)),
           disk_(std::move(disk)) {}
+    static std::size_t host_reservation(const TierOptions& o);
     void set_tier(Entry& e, Tier t);
     bool is_cold(const Entry& e, std::uint32_t next) const;
     Result<void> leave(Stream& stream, std::uint64_t key, Entry& e, std::vector<std::uint64_t>* spilled);

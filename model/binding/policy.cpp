@@ -164,6 +164,7 @@ void bind_policy(py::module_& m) {
             d["recalled"] = c.recalled;
             d["recalled_past_nearest"] = c.recalled_past_nearest;
             d["installed"] = c.installed;
+            d["hw_1_0_frames"] = c.hw_1_0_frames;
             return d;
         });
 

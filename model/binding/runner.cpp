@@ -81,7 +81,8 @@ PYBIND11_MODULE(_vrexrun, m) {
                          std::uint32_t recall_guard_bits, std::uint32_t resident, const std::string& coldness,
                          std::uint32_t fetch, const std::string& kernels,
                          std::optional<std::uint32_t> motion_gate, std::uint32_t host_blocks,
-                         const std::string& disk_dir, std::uint32_t host_reserve) {
+                         const std::string& disk_dir, std::uint32_t host_reserve, std::uint32_t host_slots,
+                         std::uint32_t recall_candidates, bool tiered) {
                  auto s = std::make_shared<Session>();
                  if (kernels == "scripted")
                      s->opts.kernels = lcp::Kernels::scripted;
@@ -95,6 +96,9 @@ PYBIND11_MODULE(_vrexrun, m) {
                                                  policy + "'");
                  s->opts.reuse = {fcc,    radius,        guard_bits,        max_age,    similar,
                                   recall, recall_radius, recall_guard_bits, motion_gate};
+                 s->opts.reuse.recall_candidates = recall_candidates;
+                 s->opts.reuse.tiered = tiered;
+                 s->opts.host_slots = host_slots;
                  s->opts.refresh = refresh;
                  if (read == "resv")
                      s->opts.read = {.resv = true, .ratio = read_ratio, .fetch_blocks = fetch};
@@ -128,7 +132,8 @@ PYBIND11_MODULE(_vrexrun, m) {
              py::arg("refresh") = false, py::arg("recall") = false, py::arg("recall_radius") = 8,
              py::arg("recall_guard_bits") = 0, py::arg("resident") = 0, py::arg("coldness") = "zombie",
              py::arg("fetch") = 4, py::arg("kernels") = "native", py::arg("motion_gate") = py::none(),
-             py::arg("host_blocks") = 0, py::arg("disk_dir") = "", py::arg("host_reserve") = 0)
+             py::arg("host_blocks") = 0, py::arg("disk_dir") = "", py::arg("host_reserve") = 0,
+             py::arg("host_slots") = 4096, py::arg("recall_candidates") = 8, py::arg("tiered") = true)
         .def_property_readonly("block_bytes", [](const Session& s) { return s.alloc->block_bytes(); })
         .def("stream", [](const std::shared_ptr<Session>& s) {
             return Runner{s, std::make_unique<lcp::StreamRunner>(*s->model, s->alloc, s->opts)};
@@ -297,6 +302,7 @@ PYBIND11_MODULE(_vrexrun, m) {
                      pc["recalled"] = c->recalled;
                      pc["recalled_past_nearest"] = c->recalled_past_nearest;
                      pc["installed"] = c->installed;
+                     pc["hw_1_0_frames"] = c->hw_1_0_frames;
                      d["policy_counters"] = pc;
                  }
                  return d;

@@ -201,6 +201,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
     native_ = o.kernels == Kernels::native;
     if (o.policy == Policy::vrex) {
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
+        policy_->fit_device(alloc_->device().info());  // a hardware 1.0 board: untiered, nearest only
         hosting_ = o.reuse.recall && o.reuse.fcc;
         if (hosting_) check(policy_->attach_host_tier(*alloc_, o.host_slots), "recall's host tier");
     }

@@ -4,6 +4,7 @@ as the Python path's anchors.Managed vrex_hierarchy on the same frames; and the 
 any of those mechanisms is off on the C++ side."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,40 @@ def test_cpp_disk_tier_equals_the_python_path(record: Any, record_disk: tuple[Pa
     other = py_runs[sum(HOST_LIMITS) - host_blocks]
     assert [k for k in DISK_STATS if other[k] != cpp[k]], "another host limit went unnoticed"
     assert not list(disk.iterdir())  # the spill files have no names
+
+
+def test_cpp_runner_on_a_hardware_1_0_device_equals_the_python_path(
+        record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hardware 1.0 board (the emulation as 1.0: no lookups by tier or with candidates, no region
+    motion): the C++ runner fits its policy to the device when it opens, so it decides every frame
+    as the Python path's policy does after its first refused batch -- untiered, nearest only -- and
+    both count those frames. Without the runner's fit_device() its first tiered batch is refused."""
+    model, extra, _, _ = record
+    monkeypatch.setenv("VREX_EMU_HW_VERSION", "1.0")
+    py = trace(lcp.Session(model, lcp.Options(**vrex_of_record())).stream(), cutback, extra)
+    cpp = cpp_trace(record, cutback, **vrex_of_record())
+    assert mismatches(py, cpp) == [], {k: (py[k], cpp[k]) for k in mismatches(py, cpp)}
+    assert cpp["policy_counters"]["hw_1_0_frames"] >= len(cutback) - 1
+    assert cpp["recalled"] >= 16  # recall still finds the view that came back, through the nearest entry
+    assert record[3]["policy_counters"]["hw_1_0_frames"] == 0
+
+
+def test_every_option_reaches_the_cpp_runner() -> None:
+    """A field of lcp.Options the C++ path does not hand to the runner ran as its default there:
+    the SHIE ablations' `tiered` and `recall_candidates`, and `host_slots`, did until session 12."""
+    assert {f.name for f in dataclasses.fields(lcp.Options)} == set(cpp_path.OPTIONS)
+
+
+@pytest.mark.parametrize("knobs", [{"tiered": False, "recall_candidates": 1}, {"host_slots": 16}],
+                         ids=["nearest_only", "host_slots"])
+def test_cpp_shie_query_knobs_equal_the_python_path(record: Any, cutback: list[tuple[np.ndarray, torch.Tensor]],
+                                                   knobs: dict[str, Any]) -> None:
+    """The session-10 SHIE query (untiered, nearest entry only: ablations' shie_nearest_only), and a
+    host tier of 16 blocks, on both paths: the same decisions, answers and bytes, and not V-Rex of
+    record's (a knob the runner dropped would give the default run)."""
+    model, extra, _, _ = record
+    opts = vrex_of_record(**knobs)
+    py = trace(lcp.Session(model, lcp.Options(**opts)).stream(), cutback, extra)
+    cpp = cpp_trace(record, cutback, **opts)
+    assert mismatches(py, cpp) == [], {k: (py[k], cpp[k]) for k in mismatches(py, cpp)}
+    assert mismatches(record[3], cpp), f"{knobs} changed nothing"

@@ -70,6 +70,13 @@ class _Alloc:
         self.block_bytes = block_bytes
 
 
+# Every field of lcp.Options, as Session hands it to the C++ runner (or refuses it in why_not): a
+# field added to Options without a way into the runner would make a C++ run silently the default's
+# (test_cpp_vrex.py checks the two lists agree).
+OPTIONS = ("policy", "fcc", "radius", "guard_bits", "max_age", "similar", "recall", "recall_radius", "host_slots",
+           "recall_guard_bits", "recall_candidates", "tiered", "refresh", "motion_gate", "backend", "extra")
+
+
 class Session:
     """lcp.Session's face (stream(), alloc.block_bytes) over a C++ session of its own emulated device."""
 
@@ -105,7 +112,8 @@ class Session:
                                   coldness=str(ex.get("coldness", "zombie")), fetch=int(ex.get("fetch", 4)),
                                   kernels=kernels, motion_gate=opts.motion_gate,
                                   host_blocks=int(ex.get("host_blocks", 0)), disk_dir=str(ex.get("disk_dir") or ""),
-                                  host_reserve=int(ex.get("host_reserve", 0)))
+                                  host_reserve=int(ex.get("host_reserve", 0)), host_slots=opts.host_slots,
+                                  recall_candidates=opts.recall_candidates, tiered=opts.tiered)
         self.alloc = _Alloc(self.s.block_bytes)
 
     def stream(self) -> "StreamRunner":

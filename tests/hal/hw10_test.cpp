@@ -19,24 +19,13 @@
 
 #include "backends.hpp"
 #include "device_impl.hpp"
+#include "panned_texture.hpp"
 #include "vrex/hal.hpp"
 
 namespace vrex {
 namespace {
 
-constexpr std::uint32_t kW = 128, kH = 96;
-
-// Structure in every 8x8 macroblock, panned @shift px: the FCC's search finds the pan everywhere.
-std::vector<std::uint8_t> textured(std::uint32_t seed, std::uint32_t shift) {
-    std::vector<std::uint8_t> px(std::size_t{kW} * kH);
-    for (std::uint32_t y = 0; y < kH; y++)
-        for (std::uint32_t x = 0; x < kW; x++) {
-            const std::uint32_t xs = x + shift;
-            px[std::size_t{y} * kW + x] =
-                static_cast<std::uint8_t>((xs / 8 * 37 + y / 8 * 91 + seed * 53) ^ (xs * y * seed));
-        }
-    return px;
-}
+constexpr std::uint32_t kW = test::kPanW, kH = test::kPanH;
 
 std::string name_of(std::uint32_t v) {
     return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff);
@@ -103,7 +92,7 @@ void build(const std::shared_ptr<Device>& dev, Scene& sc) {
     ASSERT_TRUE(s) << s.error_message();
     sc.s = std::move(*s);
     for (std::uint32_t t = 0; t < 3; t++) {
-        const auto px = textured(3, t == 2 ? 2 : 0);  // frame 2 panned: every region moves
+        const auto px = test::panned_texture(3, t == 2 ? 2 : 0);  // frame 2 panned: every region moves
         auto f = sc.s->begin_frame(LumaView{px.data(), kW, kH, kW});
         ASSERT_TRUE(f) << f.error_message();
         sc.motion[t] = f->region_motion;

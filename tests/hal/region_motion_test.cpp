@@ -17,26 +17,14 @@
 #include "device_impl.hpp"
 #include "device_test.hpp"
 #include "forwarding_backend.hpp"
+#include "panned_texture.hpp"
 #include "vrex/hal.hpp"
 #include "vrex/vrex_hal.h"
 
 namespace vrex {
 namespace {
 
-constexpr std::uint32_t kW = 128, kH = 96;  // the FCC's working grid: one pixel a grid pixel
-
-// A texture with structure in every 8x8 macroblock, panned @shift px: the FCC's search finds the
-// shift in every block (a flat block would keep the zero vector).
-std::vector<std::uint8_t> textured(std::uint32_t seed, std::uint32_t shift) {
-    std::vector<std::uint8_t> px(std::size_t{kW} * kH);
-    for (std::uint32_t y = 0; y < kH; y++)
-        for (std::uint32_t x = 0; x < kW; x++) {
-            const std::uint32_t xs = x + shift;
-            px[std::size_t{y} * kW + x] =
-                static_cast<std::uint8_t>((xs / 8 * 37 + y / 8 * 91 + seed * 53) ^ (xs * y * seed));
-        }
-    return px;
-}
+constexpr std::uint32_t kW = test::kPanW, kH = test::kPanH;
 
 std::uint32_t moving(const std::array<std::uint8_t, 16>& m) {
     std::uint32_t n = 0;
@@ -55,7 +43,7 @@ TEST_P(RegionMotion, APannedFrameMarksEveryRegionAStillOneNone) {
     auto s = a->create_stream();
     ASSERT_TRUE(s) << s.error_message();
     const auto frame = [&](std::uint32_t shift) {
-        const auto px = textured(3, shift);
+        const auto px = test::panned_texture(3, shift);
         auto f = (*s)->begin_frame(LumaView{px.data(), kW, kH, kW});
         EXPECT_TRUE(f) << f.error_message();
         const FrameInfo fi = f ? *f : FrameInfo{};
@@ -86,7 +74,7 @@ TEST_P(RegionMotion, TheCAbiReportsTheOpenFramesMotion) {
     std::array<std::uint8_t, VREX_HAL_REGIONS> m{};
     EXPECT_EQ(vrex_hal_frame_region_motion(s, m.data()), VREX_HAL_ERR_NOT_IN_FRAME);
     for (std::uint32_t shift : {0u, 2u}) {
-        const auto px = textured(5, shift);
+        const auto px = test::panned_texture(5, shift);
         vrex_hal_frame_info fi{};
         ASSERT_EQ(vrex_hal_begin_frame(s, px.data(), kW, kH, kW, &fi), VREX_HAL_OK);
         m.fill(VREX_HAL_REGION_MOTION_UNKNOWN);
@@ -126,7 +114,7 @@ TEST_P(RegionMotion, ADriverBefore15ReportsUnknownNotStill) {
     auto s = a->create_stream();
     ASSERT_TRUE(s) << s.error_message();
     for (std::uint32_t shift : {0u, 0u, 2u}) {
-        const auto px = textured(3, shift);
+        const auto px = test::panned_texture(3, shift);
         auto f = (*s)->begin_frame(LumaView{px.data(), kW, kH, kW});
         ASSERT_TRUE(f) << f.error_message();
         for (std::uint8_t v : f->region_motion) EXPECT_EQ(v, kRegionMotionUnknown) << "shift " << shift;

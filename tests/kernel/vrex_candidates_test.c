@@ -54,15 +54,12 @@ struct ctx {
 
 static int lookup(struct ctx *c, struct drm_vrex_shie_lookup_item *it, uint32_t n)
 {
-	return vt_shie_batch(c->fd, DRM_IOCTL_VREX_SHIE_LOOKUP, c->stream, it, n, sizeof(*it));
+	return vt_lookup(c->fd, c->stream, it, n);
 }
 
 static struct drm_vrex_shie_lookup_item query(struct ctx *c, uint32_t flags, uint32_t max)
 {
-	return (struct drm_vrex_shie_lookup_item){
-		.fp = { c->fp[0], c->fp[1] }, .kind = DRM_VREX_LOOKUP_SIMILAR, .region = REGION,
-		.radius = 10, .flags = flags, .max_candidates = max,
-	};
+	return vt_similar(c->fp, REGION, 10, flags, max);
 }
 
 /* The candidates of @it are the three blocks (or the first @n), nearest first. */

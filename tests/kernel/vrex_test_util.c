@@ -220,6 +220,20 @@ struct drm_vrex_shie_lookup_item vt_temporal(uint32_t region, int32_t frame_offs
 	};
 }
 
+struct drm_vrex_shie_lookup_item vt_similar(const __u64 fp[2], uint32_t region, uint32_t radius,
+					    uint32_t flags, uint32_t max_candidates)
+{
+	return (struct drm_vrex_shie_lookup_item){
+		.fp = { fp[0], fp[1] }, .kind = DRM_VREX_LOOKUP_SIMILAR, .region = region,
+		.radius = radius, .flags = flags, .max_candidates = max_candidates,
+	};
+}
+
+int vt_lookup(int fd, uint32_t stream, struct drm_vrex_shie_lookup_item *items, uint32_t n)
+{
+	return vt_shie_batch(fd, DRM_IOCTL_VREX_SHIE_LOOKUP, stream, items, n, sizeof(*items));
+}
+
 /* ---- debugfs ----------------------------------------------------------------------------- */
 
 /* Last path component of symlink @link; "" if it is not one. */

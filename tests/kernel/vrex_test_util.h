@@ -67,6 +67,11 @@ uint64_t vt_stat(int fd, unsigned int idx);
 struct drm_vrex_shie_insert_item vt_kv_item(const __u64 fp[2], uint32_t handle, uint64_t offset,
 					    uint32_t region, int32_t frame_offset);
 struct drm_vrex_shie_lookup_item vt_temporal(uint32_t region, int32_t frame_offset);
+/* A similarity lookup of @fp in @region within @radius; @flags and @max_candidates as given. */
+struct drm_vrex_shie_lookup_item vt_similar(const __u64 fp[2], uint32_t region, uint32_t radius,
+					    uint32_t flags, uint32_t max_candidates);
+/* SHIE_LOOKUP of @n items of the current size on @stream. */
+int vt_lookup(int fd, uint32_t stream, struct drm_vrex_shie_lookup_item *items, uint32_t n);
 
 /* ---- debugfs ----------------------------------------------------------------------------- */
 

@@ -382,6 +382,18 @@ def test_dtd_matches_the_reuse_rate_it_is_given(model: Decoder) -> None:
     r.close()
 
 
+def test_the_matched_rate_counts_only_the_frames_before_the_reader() -> None:
+    """vrex.run rotates the runs' order every frame: whether the V-Rex run decided frame t before or
+    after the DTD run reads its rate at frame t must not change what DTD matches."""
+    first, last = ReuseMeter(), ReuseMeter()
+    first.add(0, 4, 16)
+    first.add(1, 16, 16)  # frame 1 decided before the reader looks
+    last.add(0, 4, 16)
+    assert first.rate(before=1) == last.rate(before=1) == 0.25
+    last.add(1, 16, 16)
+    assert first.rate() == last.rate() == 20 / 32
+
+
 def test_resv_recall_records_against_oracle(model: Decoder) -> None:
     r = managed(model, prefill="vrex", memory="tiers", resident=4, read="resv", fetch=32, ratio=0.5)
     run(r, frames(12))

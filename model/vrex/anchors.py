@@ -113,14 +113,29 @@ def rekv_frame_order(frame_keys: list[torch.Tensor], q: torch.Tensor) -> list[in
 
 
 class ReuseMeter:
-    """The V-Rex run's reuse rate so far (pooled over its streams), read by the DTD run."""
+    """The V-Rex run's reuse rate (pooled over its streams), read by the DTD run. vrex.run rotates the
+    runs' order every frame, so at frame t the V-Rex run may or may not have decided frame t yet:
+    rate(before=t) counts only its frames before t, which makes the DTD run's matched rate the same
+    whatever the order (and whichever other runs share the process)."""
 
     def __init__(self) -> None:
         self.reused = 0
         self.regions = 0
+        self._by_frame: dict[int, list[int]] = {}  # frame -> [reused, regions] of that frame
 
-    def rate(self) -> float:
-        return self.reused / self.regions if self.regions else 0.0
+    def add(self, frame: int, reused: int, regions: int) -> None:
+        self.reused += reused
+        self.regions += regions
+        counts = self._by_frame.setdefault(frame, [0, 0])
+        counts[0] += reused
+        counts[1] += regions
+
+    def rate(self, before: int | None = None) -> float:
+        reused, regions = self.reused, self.regions
+        if before is not None:
+            reused -= sum(v[0] for f, v in self._by_frame.items() if f >= before)
+            regions -= sum(v[1] for f, v in self._by_frame.items() if f >= before)
+        return reused / regions if regions else 0.0
 
 
 class DtdPrefill(lcp.Policy):
@@ -143,7 +158,7 @@ class DtdPrefill(lcp.Policy):
         out: dict[int, Any] = {}
         assert self.cur is not None
         if self.prev is not None:
-            want = round(self.meter.rate() * (self.seen + c.regions)) - self.dropped
+            want = round(self.meter.rate(before=self.run.t) * (self.seen + c.regions)) - self.dropped
             n = max(0, min(c.regions, want))
             for r in dtd_pick(self.cur, self.prev, n):
                 got = self.run.st.retrieve_temporal(r, -1)
@@ -244,8 +259,7 @@ class Managed(lcp.Policy):
                     out[r] = lcp.Install(self.tiers.fetch_prefill(key), key)
                     self.tiers.touch(key, self.run.t)  # a recall is a read (coldness `use`)
         if self.meter is not None:
-            self.meter.reused += len(out)
-            self.meter.regions += self.c.regions
+            self.meter.add(self.run.t, len(out), self.c.regions)
         self.fresh.append(self.c.regions - len(out))
         return out
 

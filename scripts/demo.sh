@@ -116,11 +116,10 @@ fi
 # variant, the other stream seeds and the seeds pooled, with the test clip MIRE at its task step 2
 # (docs/model.md "Session 12: the records with MIRE at step 2"), recorded by the commands in
 # model/anchors-test-s12-{s9,seed,sweep,deep}*.json's "command" (plot: accuracy and KV bytes against
-# stream length, $out-anchors.svg). Records only, no run (~2 s CPU). Seed 21 at budget 84 is the s9
-# pair (with the ablations); its seed21 twins differ in timechat_dtd alone (docs/model.md, session 12).
+# stream length, $out-anchors.svg). Records only, no run (~2 s CPU).
 # VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
 python3 model/vrex/anchors_report.py model/anchors-test-s12-s9-edited.json --svg "$out-anchors.svg" \
-	--sweep model/anchors-test-s12-sweep-*.json model/anchors-test-s12-s9-cutback.json model/anchors-test-s12-seed2[23]-*.json model/anchors-test-s12-deep-*.json
+	--sweep model/anchors-test-s12-sweep-*.json model/anchors-test-s12-s9-cutback.json model/anchors-test-s12-seed*.json model/anchors-test-s12-deep-*.json
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"

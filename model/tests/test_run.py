@@ -138,3 +138,10 @@ def test_vrex_knobs_must_be_options_fields(vtest_avi: Path, capsys: pytest.Captu
     assert run.main(["--anchors", "--vrex-knobs", '{"guard_bits": 2, "nope": 1}', str(vtest_avi)]) == 1
     assert "not lcp.Options fields: nope" in capsys.readouterr().err
     assert run.main(["--anchors", "--vrex-knobs", "[2]", str(vtest_avi)]) == 1
+
+
+def test_host_reserve_is_refused_where_it_would_do_nothing(vtest_avi: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The host pool's reservation is the C++ runner's: the Python path's runs would ignore it."""
+    assert run.main(["--anchors", "--path", "python", "--host-reserve", "8", "--frames", "4", str(vtest_avi)]) == 1
+    assert "C++ path only" in capsys.readouterr().err

@@ -178,6 +178,9 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     base_opts = {"radius": radius, "guard_bits": guard_bits, "max_age": max_age}
     if path == "cpp" and any(cpp_path.why_not(kw) is not None for kw in runs.values()):
         path = "python"
+    if path == "python" and any(kw.get("extra", {}).get("host_reserve") for kw in runs.values()):
+        raise ValueError("--host-reserve sets up the C++ runner's host pool: it runs on the C++ path only, and "
+                         "these runs take the Python path")
     if resv_read and path == "cpp":
         runs = {**runs, **RESV_READ_RUN}
     # The C++ runner's question read "resv" (cpp_path.READS); anchors.py's managed runs name their own

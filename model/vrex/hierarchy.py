@@ -108,7 +108,15 @@ class KvTiers:
             raise KeyError(f"block {key} has no host or disk copy")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            return torch.from_numpy(arr).view(torch.float32).view(self.run.s.shape)
+            return self._block(arr)
+
+    def _block(self, arr: np.ndarray) -> torch.Tensor:
+        """The C++ side's bytes of one block @arr as the runner's block tensor (no copy)."""
+        return torch.from_numpy(arr).view(torch.float32).view(self.run.s.shape)
+
+    def _on_device(self, key: Key, staged: np.ndarray | None) -> torch.Tensor:
+        """Block @key's bytes for this step: its device memory, or the copy @staged back from host/disk."""
+        return self.run.s.view(self.run.pinned[key]) if staged is None else self._block(staged).clone()
 
     def _point(self, key: Key, tensor: torch.Tensor, frames: int) -> None:
         """Every view of block @key in frames before @frames reads @tensor."""
@@ -174,18 +182,12 @@ class KvTiers:
         """The bytes of block @key on the device: its own memory, or a copy staged from host/disk
         (counted as device bytes for this step: questions are answered one after the other, so the
         staging area holds one read at a time). A dropped block cannot be fetched (KeyError)."""
-        arr = self._t.fetch(key)
-        if arr is None:
-            return self.run.s.view(self.run.pinned[key])
-        return torch.from_numpy(arr).view(torch.float32).view(self.run.s.shape).clone()
+        return self._on_device(key, self._t.fetch(key))
 
     def fetch_prefill(self, key: Key) -> torch.Tensor:
         """Block @key's bytes for a new frame's region (a recall): its device memory when it is
         still there, else staged back from host/disk for this step's prefill."""
-        arr = self._t.fetch_prefill(key)
-        if arr is None:
-            return self.run.s.view(self.run.pinned[key])
-        return torch.from_numpy(arr).view(torch.float32).view(self.run.s.shape).clone()
+        return self._on_device(key, self._t.fetch_prefill(key))
 
     def end_read(self) -> None:
         """One question's read is over: its staging area is free again."""

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -24,59 +25,57 @@ const float* floats(std::span<const std::byte> b) {
 
 class Pages : public EmulatedStream {
   protected:
-    // One frame as the runner has it: @reuse[r] set aliases that block, else a new pinned block
-    // filled with frame t's pattern; the page table gets the frame's device memory, the frame enters
-    // @tiers, cold blocks are demoted and the table follows.
-    std::vector<KvBlock> frame(KvTiers& tiers, KvPageTable& pages,
-                               const std::vector<std::optional<KvBlock>>& reuse = {}) {
+    // One frame as the runner has it: region 0 aliases @region0 when given, the other regions get
+    // new blocks holding frame t's pattern; the table gets the frame's device memory, the frame
+    // enters the hierarchy, cold blocks leave the device and the table follows.
+    std::vector<KvBlock> frame(std::optional<KvBlock> region0 = std::nullopt) {
         EXPECT_TRUE(st_->begin_frame({luma_.data(), 128, 96, 128}));
-        std::vector<std::optional<KvBlock>> choice = reuse;
-        choice.resize(kRegions);
+        FrameChoice choice(kRegions);
+        choice[0] = region0;
         auto f = apply_choice(*st_, choice);
         EXPECT_TRUE(f) << f.error_message();
-        for (const KvBlock& b : f->fresh_blocks) {
-            std::memset(b.data.data(), static_cast<int>(1 + t_ * kRegions + b.region), b.data.size());
-            pinned_.push_back(b);
-        }
+        for (const KvBlock& b : f->fresh_blocks)
+            std::ranges::fill(b.data, static_cast<std::byte>(1 + t_ * kRegions + b.region));
         std::vector<const float*> device;
-        for (const KvBlock& b : f->blocks) device.push_back(floats(b.view));
-        pages.add_frame(device);
+        for (const KvBlock& b : f->blocks) {
+            device.push_back(floats(b.view));
+            seen_.try_emplace(block_key(b), b);
+        }
+        pages_.add_frame(device);
         EXPECT_TRUE(st_->end_frame());
-        std::vector<KvBlock> repinned;
-        EXPECT_TRUE(tiers.add_frame(*st_, t_, f->blocks, repinned));
-        pinned_.insert(pinned_.end(), repinned.begin(), repinned.end());
-        tiers.account(0);
-        std::vector<std::uint64_t> demoted;
-        EXPECT_TRUE(tiers.age(*st_, t_ + 1, demoted));
-        std::erase_if(pinned_, [&](const KvBlock& b) {
-            return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
-        });
-        pages.sync(tiers);
-        t_++;
+        std::vector<KvBlock> promoted;  // pinned again: seen_ has them
+        EXPECT_TRUE(tiers_->add_frame(*st_, t_, f->blocks, promoted));
+        std::vector<std::uint64_t> left;
+        EXPECT_TRUE(tiers_->age(*st_, ++t_, left));
+        pages_.sync(*tiers_);
         return f->blocks;
     }
 
-    void TearDown() override {
-        if (st_) {
-            EXPECT_TRUE(unpin_all(*st_, pinned_));
-        }
-    }
-
-    KvTiers tiers(const TierOptions& o) {
+    void use(const TierOptions& o) {
         auto t = KvTiers::create(o, alloc_->block_bytes(), kRegions, kWindow);
-        EXPECT_TRUE(t) << t.error_message();
-        return std::move(*t);
+        ASSERT_TRUE(t) << t.error_message();
+        tiers_.emplace(std::move(*t));
     }
 
-    std::vector<KvBlock> pinned_;
+    void TearDown() override {
+        for (const auto& [key, b] : seen_)
+            if (tiers_ && tiers_->entry(key)->tier == Tier::device) {
+                EXPECT_TRUE(st_->unpin(b));
+            }
+    }
+
+    std::optional<KvTiers> tiers_;
+    KvPageTable pages_{kRegions};
+    std::map<std::uint64_t, KvBlock> seen_;  // every block a frame used, by key
     std::uint32_t t_ = 0;
 };
 
 TEST_F(Pages, ADemotedBlockIsReadFromItsHostCopyAndNeverFromItsDeviceMemory) {
-    KvTiers t = tiers({.resident_frames = 5});
-    KvPageTable pages(kRegions);
+    use({.resident_frames = 5});
+    KvTiers& t = *tiers_;
+    KvPageTable& pages = pages_;
     std::vector<std::vector<KvBlock>> frames;
-    for (int i = 0; i < 8; i++) frames.push_back(frame(t, pages));
+    for (int i = 0; i < 8; i++) frames.push_back(frame());
     ASSERT_EQ(pages.frames(), 8u);
     // Frames 0..3 were demoted: their pages are gone; frames 4..7 read their device memory.
     for (std::uint32_t r = 0; r < kRegions; r++) {
@@ -96,21 +95,22 @@ TEST_F(Pages, ADemotedBlockIsReadFromItsHostCopyAndNeverFromItsDeviceMemory) {
     EXPECT_TRUE(pages.stage(7 * kRegions, t));  // on the device: its page unchanged
     EXPECT_EQ(pages.readable()[7 * kRegions], floats(frames[7][0].view));
     // The next frame's moves forget the staged copy: it was that step's.
-    frame(t, pages);
+    frame();
     EXPECT_EQ(pages.readable()[slot], nullptr);
 }
 
 TEST_F(Pages, APromotedBlockIsReadFromItsDeviceMemoryAgain) {
-    KvTiers t = tiers({.resident_frames = 5});
-    KvPageTable pages(kRegions);
-    const KvBlock old = frame(t, pages)[0];
-    for (int i = 1; i < 5; i++) frame(t, pages);
+    use({.resident_frames = 5});
+    KvTiers& t = *tiers_;
+    KvPageTable& pages = pages_;
+    const KvBlock old = frame()[0];
+    for (int i = 1; i < 5; i++) frame();
     // Unreferenced for 5 frames: demoted, its page gone; a read stages its host copy.
     ASSERT_EQ(t.slot_tiers()[0], Tier::host);
     EXPECT_EQ(pages.readable()[0], nullptr);
     ASSERT_TRUE(pages.stage(0, t));
     EXPECT_EQ(pages.readable()[0], floats(t.host_copy(block_key(old))));
-    frame(t, pages, {old});  // referenced again: promoted, every slot of it read on the device
+    frame(old);  // referenced again: promoted, every slot of it read on the device
     ASSERT_EQ(t.bytes().promoted, 1u);
     ASSERT_EQ(t.slot_tiers()[0], Tier::device);
     for (const std::uint32_t s : {0U, 5 * kRegions})
@@ -118,9 +118,10 @@ TEST_F(Pages, APromotedBlockIsReadFromItsDeviceMemoryAgain) {
 }
 
 TEST_F(Pages, ADroppedBlockHasNoPage) {
-    KvTiers t = tiers({.resident_frames = 5, .drop = true});
-    KvPageTable pages(kRegions);
-    for (int i = 0; i < 6; i++) frame(t, pages);
+    use({.resident_frames = 5, .drop = true});
+    KvTiers& t = *tiers_;
+    KvPageTable& pages = pages_;
+    for (int i = 0; i < 6; i++) frame();
     ASSERT_EQ(t.slot_tiers()[3], Tier::dropped);
     EXPECT_FALSE(pages.stage(3, t));
     EXPECT_EQ(pages.readable()[3], nullptr);

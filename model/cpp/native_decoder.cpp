@@ -77,8 +77,19 @@ namespace {
 // instead of gathering the window frames' keys and values into tiles for the matmul kernel.
 constexpr std::size_t kFewRows = 16;
 
+// Literal messages: the checks run per key, so nothing is built unless one fails.
+void need(bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(std::string("vrex native decoder: ") + what);
+}
+
 void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("vrex native decoder: " + what);
+}
+
+[[noreturn]] void unreadable(const char* reader, std::size_t frame, std::size_t region) {
+    throw std::invalid_argument(std::string("vrex native decoder: ") + reader + ": frame " +
+                                std::to_string(frame) + " region " + std::to_string(region) +
+                                " is not readable (its block left the device, no copy staged)");
 }
 
 void sized(const std::vector<float>& v, std::size_t n, const char* what) {
@@ -200,9 +211,7 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
     const std::size_t nwin = std::size_t{t} + 1 - w0, nkeys = nwin * n;
     for (std::size_t fr = w0; fr <= t; fr++)
         for (std::size_t r = 0; r < R; r++)
-            need(pages.blocks[fr * R + r] != nullptr,
-                 "prefill: frame " + std::to_string(fr) + " region " + std::to_string(r) +
-                     " of the window is not readable (its block left the device, no copy staged)");
+            if (!pages.blocks[fr * R + r]) unreadable("prefill's window", fr, r);
     s.rope_at(c, t - w0);  // the largest distance first: the table's pointers stay valid below
     s.x.resize(nf * d);
     s.h.resize(nf * d);
@@ -348,10 +357,8 @@ void NativeDecoder::ask(NativeScratch& ss, const KvPages& pages, std::uint32_t t
     s.frame_start.assign(1, 0);
     // One key: token @sl of frame @fr, its query the question's frame @qi.
     auto add_key = [&](std::size_t i, std::int64_t fr, std::size_t sl, std::uint32_t qi, std::size_t& m) {
-        const std::size_t slot = static_cast<std::size_t>(fr) * R + sl / tpr;
-        const float* blk = pages.blocks[slot];
-        need(blk != nullptr, "ask: frame " + std::to_string(fr) + " region " + std::to_string(sl / tpr) +
-                                 " is not readable (its block left the device, no copy staged)");
+        const float* blk = pages.blocks[static_cast<std::size_t>(fr) * R + sl / tpr];
+        if (!blk) unreadable("ask", static_cast<std::size_t>(fr), sl / tpr);
         const auto row = static_cast<std::uint32_t>(sl % tpr);
         nk::KeyRun* last = s.runs.size() > s.run_start.back() ? &s.runs.back() : nullptr;
         if (last && last->block == blk && last->query == qi && last->row + last->rows == row)
@@ -384,8 +391,15 @@ void NativeDecoder::ask(NativeScratch& ss, const KvPages& pages, std::uint32_t t
             const std::int64_t reach = c.question_reach;
             for (std::int64_t fr = q_target[i] - reach; fr <= q_target[i] + reach; fr++) {
                 if (fr < 0 || fr > t) continue;
-                const std::uint32_t qi = frame_query(fr);
-                for (std::size_t sl = 0; sl < n; sl++) add_key(i, fr, sl, qi, m);
+                // A frame read whole: one run per region.
+                const std::uint32_t qi = frame_query(fr), b = nk::rel_bucket(fr - q_target[i]);
+                for (std::size_t r = 0; r < R; r++) {
+                    const float* blk = pages.blocks[static_cast<std::size_t>(fr) * R + r];
+                    if (!blk) unreadable("ask", static_cast<std::size_t>(fr), r);
+                    s.runs.push_back({blk, 0, static_cast<std::uint32_t>(tpr), qi});
+                }
+                for (std::size_t sl = 0; sl < n; sl++)
+                    s.key_bias[i * cols + m++] = b | static_cast<std::uint32_t>(sl) << 8;
             }
         }
         s.key_count[i] = m;

@@ -145,7 +145,7 @@ VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
 
 namespace {
 
-// attend_runs for head_dim = 8 * C: the run's query chunks and the output's sums stay in registers.
+// attend_runs for head_dim = 8 * C: the output's sums stay in registers.
 template <std::size_t C>
 inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, std::size_t koff,
                                                              std::size_t voff, const KeyRun* runs,
@@ -165,15 +165,35 @@ inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, st
                 __builtin_prefetch(v + off);
             }
         }
-        V8 qv[C];
-        for (std::size_t c = 0; c < C; c++) VREX_LOAD8(qv[c], qs + std::size_t{run.query} * hd + 8 * c);
+        const float* q = qs + std::size_t{run.query} * hd;
         const float* k = run.block + koff + std::size_t{run.row} * hd;
-        for (std::size_t e = 0; e < run.rows; e++, j++, k += hd) {
+        std::size_t e = 0;
+        // Four keys at once: four independent sums (and their lanes' sums) in flight, each query
+        // chunk loaded once for the four; each key's sum is dot()'s, chunk after chunk.
+        for (; e + 4 <= run.rows; e += 4, j += 4, k += 4 * hd) {
+            V8 acc[4] = {};
+            for (std::size_t c = 0; c < C; c++) {
+                V8 qc;
+                VREX_LOAD8(qc, q + 8 * c);
+                for (std::size_t u = 0; u < 4; u++) {
+                    V8 kv;
+                    VREX_LOAD8(kv, k + u * hd + 8 * c);
+                    acc[u] += qc * kv;
+                }
+            }
+            for (std::size_t u = 0; u < 4; u++) {
+                float d = 0;
+                for (std::size_t l = 0; l < 8; l++) d += acc[u][l];
+                s[j + u] = d + s[j + u];
+            }
+        }
+        for (; e < run.rows; e++, j++, k += hd) {
             V8 acc = {};
             for (std::size_t c = 0; c < C; c++) {  // dot(): chunk sums in order, then the lanes in order
-                V8 kv;
+                V8 qc, kv;
+                VREX_LOAD8(qc, q + 8 * c);
                 VREX_LOAD8(kv, k + 8 * c);
-                acc += qv[c] * kv;
+                acc += qc * kv;
             }
             float d = 0;
             for (std::size_t l = 0; l < 8; l++) d += acc[l];

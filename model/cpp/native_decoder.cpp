@@ -212,7 +212,8 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
     for (std::size_t fr = w0; fr <= t; fr++)
         for (std::size_t r = 0; r < R; r++)
             if (!pages.blocks[fr * R + r]) unreadable("prefill's window", fr, r);
-    s.rope_at(c, t - w0);  // the largest distance first: the table's pointers stay valid below
+    // The largest distances first (both signs): the tables' pointers stay valid below.
+    s.rope_rel(c, -static_cast<std::int64_t>(t - w0));
     s.x.resize(nf * d);
     s.h.resize(nf * d);
     s.q.resize(nf * a);
@@ -238,7 +239,6 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
                                   static_cast<std::uint32_t>(fr - w0)});
         s.qrot.resize(nwin * hd);
     } else {
-        s.qrot.resize(nf * hd);
         s.kt.resize(nwin * hd * n);
         s.vt.resize(nwin * n * hd);
     }
@@ -262,7 +262,8 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
         }
         if (l + 1 == c.layers) break;  // the last layer's visual outputs feed nothing
         // Windowed attention over frames w0 .. t (every key visible), grouped-query. The queries are
-        // scaled here and rotated below, per window frame, by their distance to it (t - frame).
+        // scaled here; below, each pair of query and window frame is rotated by its distance (t -
+        // frame): the query's copy per frame (few rows) or the frame's key tile (the tiled path).
         nk::matmul(s.h.data(), d, nf, lw.wq.data(), d, a, s.q.data(), a, false);
         for (float& x : s.q) x *= scale;
         for (std::size_t kv = 0; kv < kvh; kv++) {
@@ -286,32 +287,35 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
             if (few) continue;
             // More: the scores against each window frame's keys and the weighted sum over its values
             // are products of the matmul kernel, a multiply-add costing the same wherever it is. Its
-            // operands are the frame's keys transposed and its values gathered into tiles, per step:
-            // hd x visual values each, 1 / fresh rows of the products that read them.
+            // operands are tiles, made per step (hd x visual values each, 1 / fresh rows of the
+            // products that read them): the frame's values gathered, its keys transposed and rotated
+            // on the way by R(frame - t) -- <R(t - f) q, k> = <q, R(f - t) k>, the identity the
+            // few-rows path uses from the query's side -- so that no query is copied and rotated per
+            // frame (a rotation per query and frame where the tile's rotation comes with its copy).
             for (std::size_t fr = w0; fr <= t; fr++) {
                 float* kt = s.kt.data() + (fr - w0) * hd * n;
                 float* vt = s.vt.data() + (fr - w0) * n * hd;
+                const float* rope =
+                    s.rope_rel(c, static_cast<std::int64_t>(fr) - static_cast<std::int64_t>(t));
+                const float *cs = rope, *sn = rope + half;
                 for (std::size_t r = 0; r < R; r++) {
                     const float* blk = pages.blocks[fr * R + r];
                     for (std::size_t i = 0; i < tpr; i++) {
                         const std::size_t m = r * tpr + i;
                         const float* kr = blk + koff + i * hd;
-                        for (std::size_t e = 0; e < hd; e++) kt[e * n + m] = kr[e];
+                        for (std::size_t e = 0; e < half; e++) {  // rotate()'s arithmetic
+                            const float x1 = kr[e], x2 = kr[half + e];
+                            kt[e * n + m] = x1 * cs[e] - x2 * sn[e];
+                            kt[(half + e) * n + m] = x1 * sn[e] + x2 * cs[e];
+                        }
                         std::memcpy(vt + m * hd, blk + voff + i * hd, hd * sizeof(float));
                     }
                 }
             }
             for (std::size_t hh = kv * rep; hh < (kv + 1) * rep; hh++) {
-                for (std::size_t fr = w0; fr <= t; fr++) {
-                    const float* rope = s.rope_at(c, t - fr);
-                    for (std::size_t j = 0; j < nf; j++) {
-                        float* qr = s.qrot.data() + j * hd;
-                        std::memcpy(qr, s.q.data() + j * a + hh * hd, hd * sizeof(float));
-                        nk::rotate(qr, rope, rope + half, half);
-                    }
-                    nk::matmul(s.qrot.data(), hd, nf, s.kt.data() + (fr - w0) * hd * n, hd, n,
+                for (std::size_t fr = w0; fr <= t; fr++)
+                    nk::matmul(s.q.data() + hh * hd, a, nf, s.kt.data() + (fr - w0) * hd * n, hd, n,
                                s.scores.data() + (fr - w0) * n, nkeys, false);
-                }
                 for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
                 for (std::size_t fr = w0; fr <= t; fr++)
                     nk::matmul(s.scores.data() + (fr - w0) * n, nkeys, nf, s.vt.data() + (fr - w0) * n * hd,

@@ -46,6 +46,18 @@ std::span<T> writable(py::array_t<T, py::array::c_style>& a, std::size_t n, cons
     return {a.mutable_data(), n};
 }
 
+// Every frame's blocks of @pages [frames, regions, layers, 2, kv_heads, tokens_per_region, head_dim]
+// (a Python test's paged cache): one pointer per (frame, region), as lcp::KvPages reads them.
+std::vector<float*> page_pointers(const lcp::NativeConfig& c, py::array_t<float, py::array::c_style>& pages) {
+    const std::size_t block = std::size_t{c.layers} * 2 * c.kv_heads * c.tokens_per_region * c.head_dim;
+    if (pages.ndim() != 7 || static_cast<std::size_t>(pages.shape(1)) != c.regions)
+        throw std::invalid_argument("pages must be [frames, regions, layers, 2, kv_heads, tokens, head_dim]");
+    const auto all = writable(pages, static_cast<std::size_t>(pages.shape(0)) * c.regions * block, "pages");
+    std::vector<float*> per(all.size() / block);
+    for (std::size_t i = 0; i < per.size(); i++) per[i] = all.data() + i * block;
+    return per;
+}
+
 struct Runner {
     std::shared_ptr<Session> s;
     std::unique_ptr<lcp::StreamRunner> r;
@@ -167,47 +179,36 @@ PYBIND11_MODULE(_vrexrun, m) {
              })
         .def(
             "prefill",
-            [](Native& n, const CF32& z, const CF32& vis, const std::vector<std::uint32_t>& fresh,
-               F32& blocks, F32& k, F32& v, std::uint32_t t) {
+            [](Native& n, const CF32& z, const CF32& vis, const std::vector<std::uint32_t>& fresh, F32& pages,
+               std::uint32_t t) {
                 const auto& c = n.model->native().config();
-                const std::size_t block =
-                    std::size_t{c.layers} * 2 * c.kv_heads * c.tokens_per_region * c.head_dim;
-                if (k.ndim() != 4)
-                    throw std::invalid_argument("k must be [layers, kv_heads, capacity, head_dim]");
-                const auto cap = static_cast<std::size_t>(k.shape(2));
-                const std::size_t cache = std::size_t{c.layers} * c.kv_heads * cap * c.head_dim;
-                auto b = writable(blocks, c.regions * block, "blocks");
-                std::vector<float*> per(c.regions);
-                for (std::size_t r = 0; r < c.regions; r++) per[r] = b.data() + r * block;
-                const lcp::KvCacheView view{writable(k, cache, "k").data(), writable(v, cache, "v").data(),
-                                            cap};
-                n.model->native().prefill(n.scratch, values(z, 2, "z"), values(vis, 2, "vis"), fresh, per,
-                                          view, t);
+                const auto per = page_pointers(c, pages);
+                if (per.size() < (std::size_t{t} + 1) * c.regions)
+                    throw std::invalid_argument("pages must hold frames 0 .. t");
+                const std::span<float* const> blocks(per.data() + std::size_t{t} * c.regions, c.regions);
+                const std::vector<const float*> read(per.begin(), per.end());
+                n.model->native().prefill(n.scratch, values(z, 2, "z"), values(vis, 2, "vis"), fresh, blocks,
+                                          {read}, t);
             },
-            py::arg("z"), py::arg("vis"), py::arg("fresh"), py::arg("blocks").noconvert(),
-            py::arg("k").noconvert(), py::arg("v").noconvert(), py::arg("t"))
+            py::arg("z"), py::arg("vis"), py::arg("fresh"), py::arg("pages").noconvert(), py::arg("t"))
         .def(
             "ask",
-            [](Native& n, F32& k, F32& v, std::uint32_t t, const CI64& q_region, const CI64& q_target,
+            [](Native& n, F32& pages, std::uint32_t t, const CI64& q_region, const CI64& q_target,
                std::optional<CI64> q_read) {
                 const auto& c = n.model->native().config();
-                if (k.ndim() != 4)
-                    throw std::invalid_argument("k must be [layers, kv_heads, capacity, head_dim]");
-                const auto cap = static_cast<std::size_t>(k.shape(2));
-                const std::size_t cache = std::size_t{c.layers} * c.kv_heads * cap * c.head_dim;
-                const lcp::KvCacheView view{writable(k, cache, "k").data(), writable(v, cache, "v").data(),
-                                            cap};
+                const auto per = page_pointers(c, pages);
+                const std::vector<const float*> blocks(per.begin(), per.end());
                 const auto qr = values(q_region, 1, "q_region");
                 lcp::QuestionRead read;
                 if (q_read) read = {values(*q_read, 2, "q_read"), static_cast<std::size_t>(q_read->shape(1))};
                 F32 out({static_cast<py::ssize_t>(qr.size()), static_cast<py::ssize_t>(c.codes)});
-                n.model->native().ask(n.scratch, view, t, qr, values(q_target, 1, "q_target"),
+                n.model->native().ask(n.scratch, {blocks}, t, qr, values(q_target, 1, "q_target"),
                                       q_read ? &read : nullptr,
                                       {out.mutable_data(), std::size_t(out.size())});
                 return out;
             },
-            py::arg("k").noconvert(), py::arg("v").noconvert(), py::arg("t"), py::arg("q_region"),
-            py::arg("q_target"), py::arg("q_read") = py::none())
+            py::arg("pages").noconvert(), py::arg("t"), py::arg("q_region"), py::arg("q_target"),
+            py::arg("q_read") = py::none())
         .def("selector", [](Native& n, const CI64& q_region, const CI64& q_target, std::uint32_t t) {
             const auto& c = n.model->native().config();
             const auto qr = values(q_region, 1, "q_region");

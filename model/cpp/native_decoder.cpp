@@ -16,57 +16,18 @@ namespace vrex::lcp {
 namespace nk = native;
 
 struct NativeScratch::Impl {
-    // RoPE tables of positions 0 .. rope_pos - 1: cos then sin, head_dim / 2 each, per position.
-    std::vector<float> rope;
-    std::size_t rope_pos = 0;
-    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0;
-    std::vector<std::int64_t> key_tok;    // the questions' keys: cache row (frame * visual + slot)
-    std::vector<std::int64_t> win_rows;   // a prefill's window rows, for attend_rows
-    std::vector<std::uint32_t> key_bias;  // per key: bucket | slot << 8
+    // RoPE tables of distances 0 .. rope_pos - 1: cos then sin, head_dim / 2 each, per distance; and
+    // the same for the negative distances (a question's reach has frames after its target).
+    std::vector<float> rope, rope_neg;
+    std::size_t rope_pos = 0, rope_neg_pos = 0;
+    std::vector<float> x, h, q, k, v, o, g, gg, zf, scores, read0, qrot, kt, vt;
+    std::vector<nk::KeyRun> runs;          // the reads' runs of key rows: per question, or the window's
+    std::vector<std::size_t> run_start;    // per question, its first run (and one past the last)
+    std::vector<std::int64_t> key_frames;  // per question, the frames it reads (its rotated queries)
+    std::vector<std::size_t> frame_start;  // per question, its first frame (and one past the last)
+    std::vector<std::uint32_t> key_bias;   // per key: bucket | slot << 8
     std::vector<std::size_t> key_count;
     std::vector<char> fresh;
-
-    // The cache's keys per (frame, layer) transposed, [kv_heads, head_dim, visual]: the operand that
-    // lets a query row's scores against a frame be one product of the matmul kernel. Built when a
-    // frame's keys are first read, kept while the cache is the same one, filled frame after frame:
-    // a past frame's rows never change. Anything else (another cache, a frame out of order) drops them.
-    std::vector<float> kt_cache;
-    std::vector<char> kt_built;  // per (frame, layer)
-    const float* kt_k = nullptr;
-    std::size_t kt_capacity = 0;
-    std::int64_t kt_frame = -1;  // the frame the cache was last prefilled (or asked) at
-
-    // Keeps the transposed keys valid for @cache at frame @t: @prefill (frame t's rows are being written)
-    // must follow frame t - 1, an ask must follow frame t's prefill.
-    void track(const NativeConfig& c, const KvCacheView& cache, std::uint32_t t, bool prefill) {
-        const bool same = cache.k == kt_k && cache.capacity == kt_capacity &&
-                          static_cast<std::int64_t>(t) == kt_frame + (prefill ? 1 : 0);
-        const std::size_t frames = cache.capacity / c.visual();
-        if (!same) {
-            kt_built.assign(frames * c.layers, 0);
-            kt_k = cache.k;
-            kt_capacity = cache.capacity;
-        }
-        kt_cache.resize(frames * c.layers * c.kv_heads * c.head_dim * c.visual());
-        if (prefill) std::fill_n(kt_built.begin() + std::ptrdiff_t{t} * c.layers, c.layers, 0);
-        kt_frame = t;
-    }
-
-    // Frame @f's keys of layer @l, transposed ([kv_heads, head_dim, visual]), from @cache.
-    const float* kt(const NativeConfig& c, const KvCacheView& cache, std::size_t f, std::size_t l) {
-        const std::size_t n = c.visual(), hd = c.head_dim, kvh = c.kv_heads;
-        float* out = kt_cache.data() + (f * c.layers + l) * kvh * hd * n;
-        if (!kt_built[f * c.layers + l]) {
-            for (std::size_t kv = 0; kv < kvh; kv++) {
-                const float* rows = cache.k + ((l * kvh + kv) * cache.capacity + f * n) * hd;
-                float* o = out + kv * hd * n;
-                for (std::size_t m = 0; m < n; m++)
-                    for (std::size_t e = 0; e < hd; e++) o[e * n + m] = rows[m * hd + e];
-            }
-            kt_built[f * c.layers + l] = 1;
-        }
-        return out;
-    }
 
     const float* rope_at(const NativeConfig& c, std::size_t pos) {
         const std::size_t half = c.head_dim / 2;
@@ -85,24 +46,50 @@ struct NativeScratch::Impl {
         }
         return rope.data() + pos * 2 * half;
     }
+
+    // The rotation by distance @d (R(-d): the same cosines, the sines negated, exactly). A pointer
+    // stays valid until a larger distance is asked for: callers ask for their largest first.
+    const float* rope_rel(const NativeConfig& c, std::int64_t d) {
+        if (d >= 0) return rope_at(c, static_cast<std::size_t>(d));
+        const std::size_t half = c.head_dim / 2, m = static_cast<std::size_t>(-d);
+        if (m >= rope_neg_pos) {
+            rope_at(c, m);
+            rope_neg.resize(rope_pos * 2 * half);
+            for (std::size_t p = rope_neg_pos; p < rope_pos; p++)
+                for (std::size_t i = 0; i < half; i++) {
+                    rope_neg[p * 2 * half + i] = rope[p * 2 * half + i];
+                    rope_neg[p * 2 * half + half + i] = -rope[p * 2 * half + half + i];
+                }
+            rope_neg_pos = rope_pos;
+        }
+        return rope_neg.data() + m * 2 * half;
+    }
 };
 
 NativeScratch::NativeScratch() : impl_(std::make_unique<Impl>()) {}
-void NativeScratch::cache_changed() noexcept {
-    impl_->kt_k = nullptr;  // the next prefill or ask rebuilds what it reads
-}
 NativeScratch::~NativeScratch() = default;
 NativeScratch::NativeScratch(NativeScratch&&) noexcept = default;
 NativeScratch& NativeScratch::operator=(NativeScratch&&) noexcept = default;
 
 namespace {
 
-// Fresh tokens below which a prefill's attention reads the window's rows in place (attend_rows)
-// instead of building the window frames' transposed keys for tiled products (kt()).
+// Fresh tokens below which a prefill's attention reads the window's blocks in place (attend_runs)
+// instead of gathering the window frames' keys and values into tiles for the matmul kernel.
 constexpr std::size_t kFewRows = 16;
+
+// Literal messages: the checks run per key, so nothing is built unless one fails.
+void need(bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(std::string("vrex native decoder: ") + what);
+}
 
 void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("vrex native decoder: " + what);
+}
+
+[[noreturn]] void unreadable(const char* reader, std::size_t frame, std::size_t region) {
+    throw std::invalid_argument(std::string("vrex native decoder: ") + reader + ": frame " +
+                                std::to_string(frame) + " region " + std::to_string(region) +
+                                " is not readable (its block left the device, no copy staged)");
 }
 
 void sized(const std::vector<float>& v, std::size_t n, const char* what) {
@@ -198,48 +185,35 @@ void NativeDecoder::prepare(NativeScratch& ss, std::span<const float> tokens, st
 
 void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::span<const float> vis,
                             std::span<const std::uint32_t> fresh, std::span<float* const> blocks,
-                            const KvCacheView& cache, std::uint32_t t) const {
+                            const KvPages& pages, std::uint32_t t) const {
     const NativeConfig& c = w_.c;
     auto& s = *ss.impl_;
     const std::size_t n = c.visual(), d = c.d_model, hd = c.head_dim, half = hd / 2, kvh = c.kv_heads,
                       kva = kvh * hd, a = std::size_t{c.heads} * hd, tpr = c.tokens_per_region,
-                      rep = c.heads / c.kv_heads, cap = cache.capacity, f = c.ffn;
+                      rep = c.heads / c.kv_heads, f = c.ffn, R = c.regions;
     need(z.size() == n * c.feat_dim && vis.size() == n * d,
          "prefill: z [visual, feat_dim], vis [visual, d_model]");
-    need(blocks.size() == c.regions, "prefill: one block per region");
-    need(cache.k && cache.v && cap >= (std::size_t{t} + 1) * n,
-         "prefill: the cache holds fewer than t + 1 frames");
-    s.fresh.assign(c.regions, 0);
+    need(blocks.size() == R, "prefill: one block per region");
+    need(pages.blocks.size() >= (std::size_t{t} + 1) * R, "prefill: the pages hold fewer than t + 1 frames");
+    for (std::size_t r = 0; r < R; r++)
+        need(blocks[r] && pages.blocks[std::size_t{t} * R + r] == blocks[r],
+             "prefill: frame t's pages are its blocks");
+    s.fresh.assign(R, 0);
     for (std::size_t i = 0; i < fresh.size(); i++) {
-        need(fresh[i] < c.regions && (i == 0 || fresh[i] > fresh[i - 1]),
+        need(fresh[i] < R && (i == 0 || fresh[i] > fresh[i - 1]),
              "prefill: fresh regions ascending, < regions");
         s.fresh[fresh[i]] = 1;
     }
-    s.track(c, cache, t, true);
-    const float* rope = s.rope_at(c, t);
-    const float *cs = rope, *sn = rope + half;
-    const std::size_t row0 = std::size_t{t} * n;
-    auto cache_row = [&](float* base, std::size_t l, std::size_t kv, std::size_t row) {
-        return base + ((l * kvh + kv) * cap + row) * hd;
-    };
-    auto block_row = [&](float* b, std::size_t l, std::size_t kv_or_v, std::size_t kv, std::size_t i) {
-        return b + (((l * 2 + kv_or_v) * kvh + kv) * tpr + i) * hd;
-    };
-    // The reused regions' K/V of every layer, as their blocks hold them (K rotated to position t).
-    for (std::size_t r = 0; r < c.regions; r++) {
-        if (s.fresh[r]) continue;
-        for (std::size_t l = 0; l < c.layers; l++)
-            for (std::size_t kv = 0; kv < kvh; kv++)
-                for (std::size_t i = 0; i < tpr; i++) {
-                    float* kd = cache_row(cache.k, l, kv, row0 + r * tpr + i);
-                    std::memcpy(kd, block_row(blocks[r], l, 0, kv, i), hd * sizeof(float));
-                    nk::rotate(kd, cs, sn, half);
-                    std::memcpy(cache_row(cache.v, l, kv, row0 + r * tpr + i),
-                                block_row(blocks[r], l, 1, kv, i), hd * sizeof(float));
-                }
-    }
+    // The reused regions are their blocks already: nothing to do for them.
     const std::size_t nf = fresh.size() * tpr;
     if (nf == 0) return;
+    const std::size_t w0 = t + 1 >= c.window ? t + 1 - c.window : 0;  // first frame of the visual window
+    const std::size_t nwin = std::size_t{t} + 1 - w0, nkeys = nwin * n;
+    for (std::size_t fr = w0; fr <= t; fr++)
+        for (std::size_t r = 0; r < R; r++)
+            if (!pages.blocks[fr * R + r]) unreadable("prefill's window", fr, r);
+    // The largest distances first (both signs): the tables' pointers stay valid below.
+    s.rope_rel(c, -static_cast<std::int64_t>(t - w0));
     s.x.resize(nf * d);
     s.h.resize(nf * d);
     s.q.resize(nf * a);
@@ -255,9 +229,19 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
         std::memcpy(s.zf.data() + j * kva, z.data() + tok * c.feat_dim,
                     c.feat_dim * sizeof(float));  // value0
     }
-    const std::size_t w0 = t + 1 >= c.window ? t + 1 - c.window : 0;  // first frame of the visual window
-    const std::size_t nkeys = (std::size_t{t} + 1 - w0) * n;
     s.scores.resize(std::max(s.scores.size(), nf * nkeys));
+    const bool few = nf < kFewRows;
+    if (few) {  // the window's runs: every region's block of every window frame, whole
+        s.runs.clear();
+        for (std::size_t fr = w0; fr <= t; fr++)
+            for (std::size_t r = 0; r < R; r++)
+                s.runs.push_back({pages.blocks[fr * R + r], 0, static_cast<std::uint32_t>(tpr),
+                                  static_cast<std::uint32_t>(fr - w0)});
+        s.qrot.resize(nwin * hd);
+    } else {
+        s.kt.resize(nwin * hd * n);
+        s.vt.resize(nwin * n * hd);
+    }
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     for (std::size_t l = 0; l < c.layers; l++) {
         const NativeWeights::Layer& lw = w_.layers[l];
@@ -266,57 +250,77 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
         const bool value0 = l == 0 || l == c.read_layer;
         if (!value0) nk::matmul(s.h.data(), d, nf, lw.wv.data(), d, kva, s.v.data(), kva, false);
         const float* vsrc = value0 ? s.zf.data() : s.v.data();
+        // The fresh rows, once, into their blocks (pre-rotation: what every reader expects).
         for (std::size_t j = 0; j < nf; j++) {
-            const std::size_t r = fresh[j / tpr], i = j % tpr, row = row0 + r * tpr + i;
+            const std::size_t r = fresh[j / tpr], i = j % tpr;
             for (std::size_t kv = 0; kv < kvh; kv++) {
-                const float* kj = s.k.data() + j * kva + kv * hd;
-                const float* vj = vsrc + j * kva + kv * hd;
-                std::memcpy(block_row(blocks[r], l, 0, kv, i), kj,
-                            hd * sizeof(float));  // fresh block: pre-rotation
-                std::memcpy(block_row(blocks[r], l, 1, kv, i), vj, hd * sizeof(float));
-                float* kd = cache_row(cache.k, l, kv, row);
-                std::memcpy(kd, kj, hd * sizeof(float));
-                nk::rotate(kd, cs, sn, half);
-                std::memcpy(cache_row(cache.v, l, kv, row), vj, hd * sizeof(float));
+                std::memcpy(blocks[r] + (((l * 2) * kvh + kv) * tpr + i) * hd, s.k.data() + j * kva + kv * hd,
+                            hd * sizeof(float));
+                std::memcpy(blocks[r] + (((l * 2 + 1) * kvh + kv) * tpr + i) * hd, vsrc + j * kva + kv * hd,
+                            hd * sizeof(float));
             }
         }
         if (l + 1 == c.layers) break;  // the last layer's visual outputs feed nothing
-        // Windowed attention over frames w0 .. t (every key visible), grouped-query.
+        // Windowed attention over frames w0 .. t (every key visible), grouped-query. The queries are
+        // scaled here; below, each pair of query and window frame is rotated by its distance (t -
+        // frame): the query's copy per frame (few rows) or the frame's key tile (the tiled path).
         nk::matmul(s.h.data(), d, nf, lw.wq.data(), d, a, s.q.data(), a, false);
-        for (std::size_t j = 0; j < nf; j++)
-            for (std::size_t hh = 0; hh < c.heads; hh++) {
-                float* qj = s.q.data() + j * a + hh * hd;
-                for (std::size_t e = 0; e < hd; e++) qj[e] *= scale;
-                nk::rotate(qj, cs, sn, half);
-            }
-        // A few fresh tokens (a V-Rex frame computes ~1 region): each reads the window's rows in
-        // place (attend_rows, as a question does), where transposing up to window x layers frames'
-        // keys that nothing else reads would cost more than their products.
-        if (nf < kFewRows) {
-            s.win_rows.resize(nkeys);
-            for (std::size_t m = 0; m < nkeys; m++) s.win_rows[m] = static_cast<std::int64_t>(w0 * n + m);
-            for (std::size_t hh = 0; hh < c.heads; hh++) {
-                const std::size_t kv = hh / rep;
-                const float* kb = cache_row(cache.k, l, kv, 0);
-                const float* vb = cache_row(cache.v, l, kv, 0);
+        for (float& x : s.q) x *= scale;
+        for (std::size_t kv = 0; kv < kvh; kv++) {
+            const std::size_t koff = ((l * 2) * kvh + kv) * tpr * hd,
+                              voff = ((l * 2 + 1) * kvh + kv) * tpr * hd;
+            // A few fresh tokens (a V-Rex frame computes ~1 region): each reads the window's blocks in
+            // place, as a question does.
+            for (std::size_t hh = kv * rep; few && hh < (kv + 1) * rep; hh++)
                 for (std::size_t j = 0; j < nf; j++) {
+                    const float* qj = s.q.data() + j * a + hh * hd;
+                    for (std::size_t fr = w0; fr <= t; fr++) {
+                        float* qr = s.qrot.data() + (fr - w0) * hd;
+                        std::memcpy(qr, qj, hd * sizeof(float));
+                        const float* rope = s.rope_at(c, t - fr);
+                        nk::rotate(qr, rope, rope + half, half);
+                    }
                     std::fill_n(s.scores.data(), nkeys, 0.0F);
-                    nk::attend_rows(s.q.data() + j * a + hh * hd, kb, vb, hd, s.win_rows.data(), nkeys,
+                    nk::attend_runs(s.qrot.data(), koff, voff, hd, s.runs.data(), s.runs.size(),
                                     s.scores.data(), s.o.data() + j * a + hh * hd);
                 }
+            if (few) continue;
+            // More: the scores against each window frame's keys and the weighted sum over its values
+            // are products of the matmul kernel, a multiply-add costing the same wherever it is. Its
+            // operands are tiles, made per step (hd x visual values each, 1 / fresh rows of the
+            // products that read them): the frame's values gathered, its keys transposed and rotated
+            // on the way by R(frame - t) -- <R(t - f) q, k> = <q, R(f - t) k>, the identity the
+            // few-rows path uses from the query's side -- so that no query is copied and rotated per
+            // frame (a rotation per query and frame where the tile's rotation comes with its copy).
+            for (std::size_t fr = w0; fr <= t; fr++) {
+                float* kt = s.kt.data() + (fr - w0) * hd * n;
+                float* vt = s.vt.data() + (fr - w0) * n * hd;
+                const float* rope =
+                    s.rope_rel(c, static_cast<std::int64_t>(fr) - static_cast<std::int64_t>(t));
+                const float *cs = rope, *sn = rope + half;
+                for (std::size_t r = 0; r < R; r++) {
+                    const float* blk = pages.blocks[fr * R + r];
+                    for (std::size_t i = 0; i < tpr; i++) {
+                        const std::size_t m = r * tpr + i;
+                        const float* kr = blk + koff + i * hd;
+                        for (std::size_t e = 0; e < half; e++) {  // rotate()'s arithmetic
+                            const float x1 = kr[e], x2 = kr[half + e];
+                            kt[e * n + m] = x1 * cs[e] - x2 * sn[e];
+                            kt[(half + e) * n + m] = x1 * sn[e] + x2 * cs[e];
+                        }
+                        std::memcpy(vt + m * hd, blk + voff + i * hd, hd * sizeof(float));
+                    }
+                }
             }
-        }
-        // More: the scores against each window frame's transposed keys and the weighted sum over the
-        // window's values are products of the same kernel as the projections: a multiply-add costs
-        // the same wherever it is.
-        for (std::size_t hh = 0; hh < c.heads && nf >= kFewRows; hh++) {
-            const std::size_t kv = hh / rep;
-            for (std::size_t f = w0; f <= t; f++)
-                nk::matmul(s.q.data() + hh * hd, a, nf, s.kt(c, cache, f, l) + kv * hd * n, hd, n,
-                           s.scores.data() + (f - w0) * n, nkeys, false);
-            for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
-            nk::matmul(s.scores.data(), nkeys, nf, cache_row(cache.v, l, kv, w0 * n), nkeys, hd,
-                       s.o.data() + hh * hd, a, false);
+            for (std::size_t hh = kv * rep; hh < (kv + 1) * rep; hh++) {
+                for (std::size_t fr = w0; fr <= t; fr++)
+                    nk::matmul(s.q.data() + hh * hd, a, nf, s.kt.data() + (fr - w0) * hd * n, hd, n,
+                               s.scores.data() + (fr - w0) * n, nkeys, false);
+                for (std::size_t j = 0; j < nf; j++) nk::softmax(s.scores.data() + j * nkeys, nkeys);
+                for (std::size_t fr = w0; fr <= t; fr++)
+                    nk::matmul(s.scores.data() + (fr - w0) * n, nkeys, nf, s.vt.data() + (fr - w0) * n * hd,
+                               n, hd, s.o.data() + hh * hd, a, fr > w0);
+            }
         }
         nk::matmul(s.o.data(), a, nf, lw.wo.data(), a, d, s.x.data(), d, true);
         // SwiGLU MLP, residual.
@@ -327,34 +331,56 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
     }
 }
 
-void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32_t t,
+void NativeDecoder::ask(NativeScratch& ss, const KvPages& pages, std::uint32_t t,
                         std::span<const std::int64_t> q_region, std::span<const std::int64_t> q_target,
                         const QuestionRead* read, std::span<float> logits) const {
     const NativeConfig& c = w_.c;
     auto& s = *ss.impl_;
     const std::size_t nq = q_region.size(), n = c.visual(), d = c.d_model, hd = c.head_dim, half = hd / 2,
-                      kvh = c.kv_heads, a = std::size_t{c.heads} * hd, rep = c.heads / c.kv_heads,
-                      cap = cache.capacity, f = c.ffn, fd = c.feat_dim;
+                      kvh = c.kv_heads, a = std::size_t{c.heads} * hd, rep = c.heads / c.kv_heads, f = c.ffn,
+                      fd = c.feat_dim, tpr = c.tokens_per_region, R = c.regions;
     need(q_target.size() == nq && logits.size() == nq * c.codes,
          "ask: one target per question, [Q, codes] logits");
-    need(cache.k && cache.v && cap >= (std::size_t{t} + 1) * n,
-         "ask: the cache holds fewer than t + 1 frames");
+    need(pages.blocks.size() >= (std::size_t{t} + 1) * R, "ask: the pages hold fewer than t + 1 frames");
     for (std::size_t i = 0; i < nq; i++)
         need(q_region[i] >= 0 && q_region[i] < c.regions && q_target[i] >= 0 && q_target[i] <= t,
              "ask: question regions 0 .. regions - 1 about frames 0 .. t");
-    // The keys each question reads, with their bias indices (bucket of the frame distance, slot).
+    // The keys each question reads, as runs of rows of their blocks (one per region of a frame read
+    // whole; consecutive tokens of one block and frame merged), with their bias indices (bucket of
+    // the frame distance, slot) and the frames they are in (one rotated query each).
     const std::size_t span = 2 * std::size_t{c.question_reach} + 1;
     const std::size_t cols = read ? read->cols : span * n;
     if (read)
         need(read->tokens.size() == nq * read->cols,
              "ask: q_read: one row per question, tokens of frames 0 .. t");
-    s.key_tok.resize(nq * cols);
     s.key_bias.resize(nq * cols);
     s.key_count.assign(nq, 0);
+    s.runs.clear();
+    s.run_start.assign(1, 0);
+    s.key_frames.clear();
+    s.frame_start.assign(1, 0);
+    // One key: token @sl of frame @fr, its query the question's frame @qi.
+    auto add_key = [&](std::size_t i, std::int64_t fr, std::size_t sl, std::uint32_t qi, std::size_t& m) {
+        const float* blk = pages.blocks[static_cast<std::size_t>(fr) * R + sl / tpr];
+        if (!blk) unreadable("ask", static_cast<std::size_t>(fr), sl / tpr);
+        const auto row = static_cast<std::uint32_t>(sl % tpr);
+        nk::KeyRun* last = s.runs.size() > s.run_start.back() ? &s.runs.back() : nullptr;
+        if (last && last->block == blk && last->query == qi && last->row + last->rows == row)
+            last->rows++;
+        else
+            s.runs.push_back({blk, row, 1, qi});
+        s.key_bias[i * cols + m++] = nk::rel_bucket(fr - q_target[i]) | static_cast<std::uint32_t>(sl) << 8;
+    };
     for (std::size_t i = 0; i < nq; i++) {
-        std::int64_t* kt = s.key_tok.data() + i * cols;
-        std::uint32_t* kb = s.key_bias.data() + i * cols;
         std::size_t m = 0;
+        const std::size_t f0 = s.key_frames.size();
+        auto frame_query = [&](std::int64_t fr) {
+            // The question's frames are few (its reach, or q_read's): a look back finds them.
+            for (std::size_t k = s.key_frames.size(); k-- > f0;)
+                if (s.key_frames[k] == fr) return static_cast<std::uint32_t>(k - f0);
+            s.key_frames.push_back(fr);
+            return static_cast<std::uint32_t>(s.key_frames.size() - 1 - f0);
+        };
         if (read) {
             for (std::size_t j = 0; j < cols; j++) {
                 const std::int64_t tok = read->tokens[i * cols + j];
@@ -362,21 +388,27 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
                      "ask: q_read: one row per question, tokens of frames 0 .. t");
                 if (tok < 0) continue;
                 const std::int64_t fr = tok / static_cast<std::int64_t>(n);
-                kt[m] = tok;
-                kb[m++] = nk::rel_bucket(fr - q_target[i]) | static_cast<std::uint32_t>(tok % n) << 8;
+                add_key(i, fr, static_cast<std::size_t>(tok % static_cast<std::int64_t>(n)), frame_query(fr),
+                        m);
             }
         } else {
             const std::int64_t reach = c.question_reach;
             for (std::int64_t fr = q_target[i] - reach; fr <= q_target[i] + reach; fr++) {
                 if (fr < 0 || fr > t) continue;
-                const std::uint32_t b = nk::rel_bucket(fr - q_target[i]);
-                for (std::size_t sl = 0; sl < n; sl++) {
-                    kt[m] = fr * static_cast<std::int64_t>(n) + static_cast<std::int64_t>(sl);
-                    kb[m++] = b | static_cast<std::uint32_t>(sl) << 8;
+                // A frame read whole: one run per region.
+                const std::uint32_t qi = frame_query(fr), b = nk::rel_bucket(fr - q_target[i]);
+                for (std::size_t r = 0; r < R; r++) {
+                    const float* blk = pages.blocks[static_cast<std::size_t>(fr) * R + r];
+                    if (!blk) unreadable("ask", static_cast<std::size_t>(fr), r);
+                    s.runs.push_back({blk, 0, static_cast<std::uint32_t>(tpr), qi});
                 }
+                for (std::size_t sl = 0; sl < n; sl++)
+                    s.key_bias[i * cols + m++] = b | static_cast<std::uint32_t>(sl) << 8;
             }
         }
         s.key_count[i] = m;
+        s.run_start.push_back(s.runs.size());
+        s.frame_start.push_back(s.key_frames.size());
     }
     s.x.resize(nq * d);
     s.h.resize(nq * d);
@@ -386,6 +418,12 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
     s.g.resize(nq * 2 * f);
     s.gg.resize(nq * f);
     s.scores.resize(std::max(s.scores.size(), cols));
+    std::size_t most_frames = 0;
+    for (std::size_t i = 0; i < nq; i++)
+        most_frames = std::max(most_frames, s.frame_start[i + 1] - s.frame_start[i]);
+    s.qrot.resize(std::max(s.qrot.size(), most_frames * hd));
+    // The largest distances first (both signs): the tables' pointers stay valid below.
+    s.rope_rel(c, -static_cast<std::int64_t>(t));
     for (std::size_t i = 0; i < nq; i++)
         std::memcpy(s.x.data() + i * d, w_.question_embed.data() + static_cast<std::size_t>(q_region[i]) * d,
                     d * sizeof(float));
@@ -397,26 +435,30 @@ void NativeDecoder::ask(NativeScratch& ss, const KvCacheView& cache, std::uint32
         nk::matmul(s.h.data(), d, nq, lw.wq.data(), d, a, s.q.data(), a, false);
         std::fill(s.o.begin(), s.o.end(), 0.0F);
         for (std::size_t i = 0; i < nq; i++) {
-            const float* rope = s.rope_at(c, static_cast<std::size_t>(q_target[i]));
             const std::size_t m = s.key_count[i];
-            const std::int64_t* kt = s.key_tok.data() + i * cols;
+            if (m == 0) continue;  // blind: nothing to read (its logits are set to 0 below)
             const std::uint32_t* kb = s.key_bias.data() + i * cols;
             const auto region = static_cast<std::size_t>(q_region[i]);
+            const std::size_t r0 = s.run_start[i], nr = s.run_start[i + 1] - r0, fq0 = s.frame_start[i],
+                              nfq = s.frame_start[i + 1] - fq0;
             for (std::size_t hh = 0; hh < c.heads; hh++) {
                 float* qi = s.q.data() + i * a + hh * hd;
                 for (std::size_t e = 0; e < hd; e++) qi[e] *= scale;
-                nk::rotate(qi, rope, rope + half, half);
-                if (m == 0) continue;  // blind: nothing to read (its logits are set to 0 below)
+                // The query rotated to its distance to each frame it reads (R(target - frame)).
+                for (std::size_t k = 0; k < nfq; k++) {
+                    float* qr = s.qrot.data() + k * hd;
+                    std::memcpy(qr, qi, hd * sizeof(float));
+                    const float* rope = s.rope_rel(c, q_target[i] - s.key_frames[fq0 + k]);
+                    nk::rotate(qr, rope, rope + half, half);
+                }
                 const std::size_t kv = hh / rep;
-                const float* kbase = cache.k + (l * kvh + kv) * cap * hd;
-                const float* vbase = cache.v + (l * kvh + kv) * cap * hd;
                 const float* rel = lw.rel.data() + hh * nb;
                 const float* slot = lw.slot.data() + (hh * c.regions + region) * n;
                 float* sc = s.scores.data();
-                float* oi = s.o.data() + i * a + hh * hd;
-                // The reach or q_read's tokens alike: the rows it reads, in place, one kernel call.
                 for (std::size_t j = 0; j < m; j++) sc[j] = rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                nk::attend_rows(qi, kbase, vbase, hd, kt, m, sc, oi);
+                nk::attend_runs(s.qrot.data(), ((l * 2) * kvh + kv) * tpr * hd,
+                                ((l * 2 + 1) * kvh + kv) * tpr * hd, hd, s.runs.data() + r0, nr, sc,
+                                s.o.data() + i * a + hh * hd);
             }
         }
         if (l == c.read_layer) std::copy(s.o.begin(), s.o.end(), s.read0.begin());

@@ -145,68 +145,103 @@ VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
 
 namespace {
 
-// attend_rows for head_dim = 8 * C: @q's chunks and the output's sums stay in registers.
+// attend_runs for head_dim = 8 * C: the output's sums stay in registers.
 template <std::size_t C>
-inline __attribute__((always_inline)) void attend_rows_fixed(const float* q, const float* kbase,
-                                                             const float* vbase, const std::int64_t* rows,
-                                                             std::size_t m, float* s, float* out) {
+inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, std::size_t koff,
+                                                             std::size_t voff, const KeyRun* runs,
+                                                             std::size_t nruns, float* s, float* out) {
     constexpr std::size_t hd = 8 * C;
-    V8 qv[C];
-    for (std::size_t c = 0; c < C; c++) VREX_LOAD8(qv[c], q + 8 * c);
-    for (std::size_t j = 0; j < m; j++) {
-        // The rows are scattered (a question's blocks, far back in the history): ask for the row 8
-        // keys ahead now, its K for the scores and its V for the weighted sum that follows.
-        if (j + 8 < m) {
-            const std::size_t ahead = static_cast<std::size_t>(rows[j + 8]) * hd;
-            for (std::size_t off = 0; off < hd; off += 16) {
-                __builtin_prefetch(kbase + ahead + off);
-                __builtin_prefetch(vbase + ahead + off);
+    std::size_t j = 0;
+    for (std::size_t r = 0; r < nruns; r++) {
+        const KeyRun& run = runs[r];
+        // The runs are scattered (blocks of several frames, far back in the history): ask for the
+        // run two ahead now, its K for the scores and its V for the weighted sum that follows.
+        if (r + 2 < nruns) {
+            const KeyRun& ahead = runs[r + 2];
+            const float* k = ahead.block + koff + std::size_t{ahead.row} * hd;
+            const float* v = ahead.block + voff + std::size_t{ahead.row} * hd;
+            for (std::size_t off = 0; off < std::size_t{ahead.rows} * hd; off += 16) {
+                __builtin_prefetch(k + off);
+                __builtin_prefetch(v + off);
             }
         }
-        const float* k = kbase + static_cast<std::size_t>(rows[j]) * hd;
-        V8 acc = {};
-        for (std::size_t c = 0; c < C; c++) {  // dot(): chunk sums in order, then the lanes in order
-            V8 kv;
-            VREX_LOAD8(kv, k + 8 * c);
-            acc += qv[c] * kv;
+        const float* q = qs + std::size_t{run.query} * hd;
+        const float* k = run.block + koff + std::size_t{run.row} * hd;
+        std::size_t e = 0;
+        // Four keys at once: four independent sums (and their lanes' sums) in flight, each query
+        // chunk loaded once for the four; each key's sum is dot()'s, chunk after chunk.
+        for (; e + 4 <= run.rows; e += 4, j += 4, k += 4 * hd) {
+            V8 acc[4] = {};
+            for (std::size_t c = 0; c < C; c++) {
+                V8 qc;
+                VREX_LOAD8(qc, q + 8 * c);
+                for (std::size_t u = 0; u < 4; u++) {
+                    V8 kv;
+                    VREX_LOAD8(kv, k + u * hd + 8 * c);
+                    acc[u] += qc * kv;
+                }
+            }
+            for (std::size_t u = 0; u < 4; u++) {
+                float d = 0;
+                for (std::size_t l = 0; l < 8; l++) d += acc[u][l];
+                s[j + u] = d + s[j + u];
+            }
         }
-        float d = 0;
-        for (std::size_t l = 0; l < 8; l++) d += acc[l];
-        s[j] = d + s[j];
+        for (; e < run.rows; e++, j++, k += hd) {
+            V8 acc = {};
+            for (std::size_t c = 0; c < C; c++) {  // dot(): chunk sums in order, then the lanes in order
+                V8 qc, kv;
+                VREX_LOAD8(qc, q + 8 * c);
+                VREX_LOAD8(kv, k + 8 * c);
+                acc += qc * kv;
+            }
+            float d = 0;
+            for (std::size_t l = 0; l < 8; l++) d += acc[l];
+            s[j] = d + s[j];
+        }
     }
-    softmax(s, m);
+    softmax(s, j);
     V8 o[C];
     for (auto& x : o) x = V8{};
-    for (std::size_t j = 0; j < m; j++) {  // axpy() into a zeroed row, key after key
-        const float* v = vbase + static_cast<std::size_t>(rows[j]) * hd;
-        for (std::size_t c = 0; c < C; c++) {
-            V8 vv;
-            VREX_LOAD8(vv, v + 8 * c);
-            o[c] += s[j] * vv;
-        }
+    j = 0;
+    for (std::size_t r = 0; r < nruns; r++) {  // axpy() into a zeroed row, key after key
+        const float* v = runs[r].block + voff + std::size_t{runs[r].row} * hd;
+        for (std::size_t e = 0; e < runs[r].rows; e++, j++, v += hd)
+            for (std::size_t c = 0; c < C; c++) {
+                V8 vv;
+                VREX_LOAD8(vv, v + 8 * c);
+                o[c] += s[j] * vv;
+            }
     }
     for (std::size_t c = 0; c < C; c++) VREX_STORE8(out + 8 * c, o[c]);
 }
 
 }  // namespace
 
-VREX_NATIVE_CLONES void attend_rows(const float* q, const float* kbase, const float* vbase, std::size_t hd,
-                                    const std::int64_t* rows, std::size_t m, float* s, float* out) {
+VREX_NATIVE_CLONES void attend_runs(const float* qs, std::size_t koff, std::size_t voff, std::size_t hd,
+                                    const KeyRun* runs, std::size_t nruns, float* s, float* out) {
     switch (hd) {
         case 16:
-            return attend_rows_fixed<2>(q, kbase, vbase, rows, m, s, out);
+            return attend_runs_fixed<2>(qs, koff, voff, runs, nruns, s, out);
         case 32:
-            return attend_rows_fixed<4>(q, kbase, vbase, rows, m, s, out);
+            return attend_runs_fixed<4>(qs, koff, voff, runs, nruns, s, out);
         case 64:
-            return attend_rows_fixed<8>(q, kbase, vbase, rows, m, s, out);
+            return attend_runs_fixed<8>(qs, koff, voff, runs, nruns, s, out);
         default:
             break;
     }
-    for (std::size_t j = 0; j < m; j++)
-        s[j] = dot(q, kbase + static_cast<std::size_t>(rows[j]) * hd, hd) + s[j];
+    std::size_t m = 0;
+    for (std::size_t r = 0; r < nruns; r++)
+        for (std::size_t e = 0; e < runs[r].rows; e++, m++)
+            s[m] = dot(qs + std::size_t{runs[r].query} * hd,
+                       runs[r].block + koff + (std::size_t{runs[r].row} + e) * hd, hd) +
+                   s[m];
     softmax(s, m);
     std::fill_n(out, hd, 0.0F);
-    for (std::size_t j = 0; j < m; j++) axpy(s[j], vbase + static_cast<std::size_t>(rows[j]) * hd, out, hd);
+    m = 0;
+    for (std::size_t r = 0; r < nruns; r++)
+        for (std::size_t e = 0; e < runs[r].rows; e++, m++)
+            axpy(s[m], runs[r].block + voff + (std::size_t{runs[r].row} + e) * hd, out, hd);
 }
 
 VREX_NATIVE_CLONES void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w,

@@ -31,14 +31,26 @@ float dot(const float* a, const float* b, std::size_t n);
 // y[:] += s * x[:] over @n values.
 void axpy(float s, const float* x, float* y, std::size_t n);
 
-// One query row's attention over gathered cache rows (a question's read, Decoder.ask): scores
-// s[j] = @q . k[@rows[j]] + s[j] (@s [m] holds the biases on entry), p = softmax(s), @out [hd] =
-// sum_j p[j] v[@rows[j]]; @kbase / @vbase rows of @hd floats, @s ends holding p. One call per
-// (question, head, layer): the keys' dot products and the weighted sum run inline with @q and the
-// sum in registers, where a call per key (dot, axpy) cost more than its 2 x hd multiply-adds. The
-// arithmetic of dot() + softmax() + axpy() over the keys, in their order.
-void attend_rows(const float* q, const float* kbase, const float* vbase, std::size_t hd,
-                 const std::int64_t* rows, std::size_t m, float* s, float* out);
+// A run of key rows one query reads in place: @rows consecutive rows, from row @row, of a block's
+// K and V (the caller names the layer and head by offsets), scored with rotated query @query. The
+// keys stay as blocks hold them, before rotation: RoPE's <R(a)q, R(b)k> = <R(a-b)q, k>, so the
+// query is rotated to its distance to the run's frame instead (one rotation per frame, not one per
+// key, and no rotated copy of the keys).
+struct KeyRun {
+    const float* block = nullptr;
+    std::uint32_t row = 0, rows = 0;
+    std::uint32_t query = 0;  // which of the caller's rotated queries
+};
+
+// One query's attention over runs of key rows read where they are (a question's read, a few fresh
+// tokens' window): scores s[j] = q . k_j + s[j] over the runs' rows in order (@s [m], m their rows
+// in total, holds the biases on entry), p = softmax(s), @out [hd] = sum_j p[j] v_j; @s ends holding
+// p. Run i's K row e is @runs[i].block + @koff + (row + e) * hd, its V row the same past @voff, its
+// query @qs + query * hd. One call per (query, head, layer): the dot products and the weighted sum
+// run inline with the query and the sum in registers, where a call per key (dot, axpy) cost more
+// than its 2 x hd multiply-adds. The arithmetic of dot() + softmax() + axpy() over the keys.
+void attend_runs(const float* qs, std::size_t koff, std::size_t voff, std::size_t hd, const KeyRun* runs,
+                 std::size_t nruns, float* s, float* out);
 
 // RMSNorm of @rows rows of @x [rows, d] (stride @ldx) by @w [d] -> @y [rows, d] (stride @ldy).
 void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t d, float eps,

@@ -15,8 +15,10 @@
 #include <unordered_set>
 #include <utility>
 
+#include "native_kernels.hpp"
 #include "native_load.hpp"
 #include "vrex/lcp/geometry.hpp"
+#include "vrex/lcp/kv_pages.hpp"
 #include "vrex/resv.hpp"
 
 extern "C" {
@@ -133,6 +135,7 @@ struct StreamRunner::Impl {
     std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
                                                                      const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
+    void stage_reads(const torch::IValue& q_read);
     // The regions this frame fills from another block's bytes instead of computing them.
     struct Install {
         std::uint32_t region = 0;
@@ -180,10 +183,13 @@ struct StreamRunner::Impl {
     const float* rope_at(std::size_t pos);
     std::vector<float> position_weights(std::int64_t region, std::int64_t target, std::int64_t lo,
                                         std::int64_t hi) const;
-    std::vector<float*> blocks_;        // the frame's block memory per region (native kernels)
+    std::vector<float*> blocks_;  // the frame's block memory per region
+    // Native kernels: where every frame's blocks are read (the paged cache: no attention cache).
+    std::optional<KvPageTable> pages_;
     std::vector<float> sel_q_, sel_w_;  // the native selector's outputs (selector())
     std::vector<std::int64_t> sel_fr_;
-    torch::Tensor k_, v_;  // attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step)
+    // The scripted kernels' attention-ready cache [L, KVH, capacity, hd], K rotated (Decoder.step).
+    torch::Tensor k_, v_;
     std::uint32_t t_ = 0;
     bool closed_ = false;
 };
@@ -199,6 +205,7 @@ StreamRunner::Impl::Impl(ScriptedModel& model, std::shared_ptr<KvAllocator> allo
                                  std::to_string(need));
     st_ = take(alloc_->create_stream(), "create stream");
     native_ = o.kernels == Kernels::native;
+    if (native_) pages_.emplace(g.regions);
     if (o.policy == Policy::vrex) {
         policy_.emplace(take(ReusePolicy::create(o.reuse, g.regions), "reuse policy"));
         policy_->fit_device(alloc_->device().info());  // a hardware 1.0 board: untiered, nearest only
@@ -369,17 +376,20 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
     return padded_rows(rows);
 }
 
-// Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted.
+// Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted:
+// the blocks hold them before rotation, so its rows are rotated here, into the hash's input.
 void StreamRunner::Impl::hash_frame(StepStats& stats) {
     const Geometry& g = model_.geometry();
-    const std::size_t n = g.visual, hd = g.head_dim, dim = std::size_t{g.kv_heads} * hd,
-                      cap = static_cast<std::size_t>(k_.size(2));
-    const float* k0 = k_.data_ptr<float>();  // layer 0: [KVH, capacity, hd]
+    const std::size_t n = g.visual, hd = g.head_dim, half = hd / 2, dim = std::size_t{g.kv_heads} * hd,
+                      tpr = g.tokens_per_region;
+    const float* rope = rope_at(t_);
     std::vector<float> k(n * dim);
     for (std::size_t j = 0; j < n; j++)
-        for (std::size_t h = 0; h < g.kv_heads; h++)
-            std::memcpy(k.data() + j * dim + h * hd, k0 + (h * cap + std::size_t{t_} * n + j) * hd,
-                        hd * sizeof(float));
+        for (std::size_t h = 0; h < g.kv_heads; h++) {
+            float* kj = k.data() + j * dim + h * hd;  // block layer 0, K, head h, token j % tpr
+            std::memcpy(kj, blocks_[j / tpr] + (h * tpr + j % tpr) * hd, hd * sizeof(float));
+            native::rotate(kj, rope, rope + half, half);
+        }
     std::vector<std::uint32_t> h(n);
     const double h0 = thread_cpu_s();
     check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), k, h), "hash the frame's keys");
@@ -393,6 +403,17 @@ void StreamRunner::Impl::hash_frame(StepStats& stats) {
         lut_ = take(resv_mass_lut(static_cast<double>((qnorm_t_ * kt.norm(2, 1).median()).item<float>())),
                     "ReSV MASS table");
     }
+}
+
+// The blocks the questions' read @q_read selected off the device are read where the hierarchy
+// staged them (their host or disk copy): the pages point there for this step.
+void StreamRunner::Impl::stage_reads(const torch::IValue& q_read) {
+    if (!tiers_ || !q_read.isTensor()) return;
+    const torch::Tensor r = q_read.toTensor().contiguous();
+    const std::int64_t* tok = r.data_ptr<std::int64_t>();
+    const std::int64_t tpr = model_.geometry().tokens_per_region;
+    for (std::int64_t i = 0; i < r.numel(); i++)
+        if (tok[i] >= 0) (void)pages_->stage(static_cast<std::size_t>(tok[i] / tpr), *tiers_);
 }
 
 // decoder.rope_tables at @pos: cos then sin [head_dim / 2] each, the angle in double, then fp32.
@@ -768,16 +789,23 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         computed_blocks.push_back(fb.fresh_blocks[i]);
         computed_hashes.push_back(hashes[r]);
     }
-    reserve();
+    blocks_.clear();
+    for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
+    if (native_) {
+        pages_->add_frame(std::vector<const float*>(blocks_.begin(), blocks_.end()));
+        // The window's blocks a fifo hierarchy demoted are read from the copies it staged for it.
+        const std::uint32_t w0 = t_ + 1 >= window_ ? t_ + 1 - window_ : 0;
+        for (std::size_t s = std::size_t{w0} * g.regions; tiers_ && s < std::size_t{t_} * g.regions; s++)
+            (void)pages_->stage(s, *tiers_);
+    } else {
+        reserve();
+    }
     e0 = thread_cpu_s();
     en[1] = e0 - e1;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
-    const KvCacheView cache{k_.data_ptr<float>(), v_.data_ptr<float>(), static_cast<std::size_t>(k_.size(2))};
     if (native_) {
-        blocks_.clear();
-        for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
-        model_.native().prefill(scratch_, tokens_in, vis_, fresh, blocks_, cache, t_);
+        model_.native().prefill(scratch_, tokens_in, vis_, fresh, blocks_, {pages_->readable()}, t_);
     } else {
         c10::List<torch::Tensor> cur;
         for (const KvBlock& b : fb.blocks) cur.push_back(view(b));
@@ -805,8 +833,9 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
             qr = {{r.data_ptr<std::int64_t>(), static_cast<std::size_t>(r.numel())},
                   static_cast<std::size_t>(r.size(1))};
         }
-        model_.native().ask(scratch_, cache, t_, q_region_in, q_target_in, q_read.isTensor() ? &qr : nullptr,
-                            out_logits);
+        stage_reads(q_read);
+        model_.native().ask(scratch_, {pages_->readable()}, t_, q_region_in, q_target_in,
+                            q_read.isTensor() ? &qr : nullptr, out_logits);
     } else {
         const torch::Tensor logits =
             m.run_method("ask", k_, v_, static_cast<std::int64_t>(t_), q_region, q_target, q_read)
@@ -844,6 +873,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     st[5] = e0 - e1;
     // The hierarchy's moves (demotion copies) are part of V-Rex's step time, not of the vrex layer's.
     if (tiers_) end_tiers(fb.blocks);
+    if (tiers_ && native_) pages_->sync(*tiers_);  // no page outlives its block's device memory
     const double t1 = thread_cpu_s();
     en[5] += t1 - e0;
     en[5] -= resv_s_ - resv_read;

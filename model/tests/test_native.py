@@ -1,6 +1,7 @@
 """The C++ runner's native decoder kernels (model/cpp/native_decoder.cpp: vrex::lcp::NativeDecoder)
 against the scripted module they replace (vrex/script.py's StepModule, decoder.py's own methods):
-the same embedding and guard hashes, the same cache rows, blocks and logits within 1e-4 on both
+the same embedding and guard hashes, the same blocks (read in place: the scripted cache's rows are
+the native pages' rows, K rotated to its frame) and logits within 1e-4 on both
 variants (read_layer 0 and -1), fresh-region counts 0/1/3/16 at every frame t = 0 .. window + 2,
 questions over their reach or over q_read tokens (blind ones included), ReSV's selector inputs; and
 a C++-path stream run with native kernels decides and answers as one with the scripted kernels."""
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 import synthetic
-from vrex import cpp_path, footage, lcp, run, script
+from vrex import cpp_path, decoder, footage, lcp, run, script
 
 pytestmark = pytest.mark.skipif(not cpp_path.available(), reason="_vrexrun not built (libtorch-dev missing)")
 
@@ -23,6 +24,16 @@ COUNTS = (0, 1, 3, 16)  # fresh regions per frame (frame 0 computes all 16: noth
 
 def _max_diff(a: np.ndarray, b: torch.Tensor) -> float:
     return float(np.abs(a - b.numpy()).max()) if a.size else 0.0
+
+
+def _cache_rows(page: np.ndarray, t: int, rope_base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Frame @t's blocks [regions, layers, 2, kv_heads, tokens, head_dim] as attention-cache rows
+    [layers, kv_heads, visual, head_dim]: K rotated to position t, V as they are."""
+    kv = torch.from_numpy(page).permute(1, 2, 3, 0, 4, 5)  # [L, 2, KVH, R, T, hd]
+    L, _, kvh, R, T, hd = kv.shape
+    k, v = kv[:, 0].reshape(L, kvh, R * T, hd), kv[:, 1].reshape(L, kvh, R * T, hd)
+    cos, sin = decoder.rope_tables(torch.tensor([t]), hd, rope_base)
+    return decoder.rotate(k, cos, sin), v
 
 
 def _hash_bits_agree(native: np.ndarray, scripted: torch.Tensor, k0: torch.Tensor, planes: torch.Tensor,
@@ -51,7 +62,7 @@ def test_native_kernels_equal_the_scripted_methods(read_layer: int, tmp_path: Pa
     for stream in range(len(COUNTS)):
         cap = frames * n
         ck, cv = torch.zeros(c.layers, c.kv_heads, cap, c.head_dim), torch.zeros(c.layers, c.kv_heads, cap, c.head_dim)
-        nk, nv = ck.numpy().copy(), cv.numpy().copy()
+        pages = np.full((frames, c.regions) + block_shape, np.nan, np.float32)  # the native side's blocks
         s_blocks: list[torch.Tensor] = []  # per region, the block the frame holds (scripted / native copies)
         n_blocks: list[np.ndarray] = []
         for t in range(frames):
@@ -75,15 +86,16 @@ def test_native_kernels_equal_the_scripted_methods(read_layer: int, tmp_path: Pa
                     s_blocks[r], n_blocks[r] = garbage, garbage.numpy().copy()
             with torch.no_grad():
                 sm.prefill(z, vis, fresh, list(s_blocks), ck, cv, t)
-            nb = np.stack(n_blocks)
-            nat.prefill(z.numpy(), nvis, fresh, nb, nk, nv, t)
+            pages[t] = np.stack(n_blocks)
+            nat.prefill(z.numpy(), nvis, fresh, pages, t)
             for r in range(c.regions):
-                n_blocks[r] = nb[r]
-            rows = slice(0, (t + 1) * n)
-            assert _max_diff(nk[:, :, rows], ck[:, :, rows]) <= TOL, f"K rows, frame {t}, fresh {fresh}"
-            assert _max_diff(nv[:, :, rows], cv[:, :, rows]) <= TOL, f"V rows, frame {t}, fresh {fresh}"
+                n_blocks[r] = pages[t, r].copy()
+            rows = slice(t * n, (t + 1) * n)
+            pk, pv = _cache_rows(pages[t], t, c.rope_base)
+            assert _max_diff(pk.numpy(), ck[:, :, rows]) <= TOL, f"K rows, frame {t}, fresh {fresh}"
+            assert _max_diff(pv.numpy(), cv[:, :, rows]) <= TOL, f"V rows, frame {t}, fresh {fresh}"
             for r in fresh:
-                assert _max_diff(nb[r], s_blocks[r]) <= TOL, f"block {r}, frame {t}"
+                assert _max_diff(pages[t, r], s_blocks[r]) <= TOL, f"block {r}, frame {t}"
             # Questions over their reach, then over q_read tokens (the last question blind: all -1).
             q_region = torch.from_numpy(rng.integers(0, c.regions, 5))
             q_target = torch.from_numpy(rng.integers(0, t + 1, 5))
@@ -93,7 +105,7 @@ def test_native_kernels_equal_the_scripted_methods(read_layer: int, tmp_path: Pa
             for read in (None, q_read):
                 with torch.no_grad():
                     want = sm.ask(ck, cv, t, q_region, q_target, read)
-                got = nat.ask(nk, nv, t, q_region.numpy(), q_target.numpy(), None if read is None else read.numpy())
+                got = nat.ask(pages, t, q_region.numpy(), q_target.numpy(), None if read is None else read.numpy())
                 assert _max_diff(got, want) <= TOL, f"logits, frame {t}, q_read {read is not None}"
                 assert np.array_equal(got.argmax(-1), want.argmax(-1).numpy())
             assert not want[4].any() and not got[4].any(), "a blind question's logits are 0"
@@ -109,19 +121,17 @@ def test_native_kernels_refuse_bad_input(tmp_path: Path) -> None:
     m = synthetic.decoder()
     c = m.c
     nat = cpp_path._vrexrun.NativeDecoder(str(script.export(m, tmp_path / "step.pt")))  # type: ignore[union-attr]
-    k = np.zeros((c.layers, c.kv_heads, c.visual, c.head_dim), np.float32)
-    v = k.copy()
+    pages = np.zeros((1, c.regions, c.layers, 2, c.kv_heads, c.tokens_per_region, c.head_dim), np.float32)
     with pytest.raises(ValueError, match="q_read: one row per question, tokens of frames 0 .. t"):
-        nat.ask(k, v, 0, np.array([1]), np.array([0]), np.array([[c.visual]]))
+        nat.ask(pages, 0, np.array([1]), np.array([0]), np.array([[c.visual]]))
     with pytest.raises(ValueError, match="fewer than t \\+ 1 frames"):
-        nat.ask(k, v, 1, np.array([1]), np.array([0]))
+        nat.ask(pages, 1, np.array([1]), np.array([0]))
     with pytest.raises(ValueError, match="question regions 0 .. regions - 1 about frames 0 .. t"):
-        nat.ask(k, v, 0, np.array([16]), np.array([0]))
-    blocks = np.zeros((c.regions, c.layers, 2, c.kv_heads, c.tokens_per_region, c.head_dim), np.float32)
+        nat.ask(pages, 0, np.array([16]), np.array([0]))
     z = np.zeros((c.visual, c.feat_dim), np.float32)
     vis = nat.embed(z)
     with pytest.raises(ValueError, match="fresh regions ascending"):
-        nat.prefill(z, vis, [3, 1], blocks, k, v, 0)
+        nat.prefill(z, vis, [3, 1], pages, 0)
 
 
 def test_a_native_cpp_stream_decides_and_answers_as_the_scripted_one(vtest_avi: Path,

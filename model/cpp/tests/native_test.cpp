@@ -73,39 +73,94 @@ TEST(NativeKernels, DotSoftmaxRotateAndNorm) {
     EXPECT_FLOAT_EQ(y[1], 4 * inv);
 }
 
-// attend_rows: a question's read over scattered cache rows (with repeats and out of order) against
-// softmax(q . k + bias) . v in double, for every head_dim it specialises and one it does not.
-TEST(NativeKernels, AttendRowsEqualsSoftmaxReadInDouble) {
-    for (const std::size_t hd : {16UL, 32UL, 64UL, 24UL})
-        for (const std::size_t m : {1UL, 7UL, 64UL, 260UL}) {
-            const std::size_t rows_in_cache = 300;
-            const auto k = random_values(rows_in_cache * hd, 20), v = random_values(rows_in_cache * hd, 21);
-            const auto q = random_values(hd, 22), bias = random_values(m, 23);
-            std::vector<std::int64_t> rows(m);
-            for (std::size_t j = 0; j < m; j++)
-                rows[j] = static_cast<std::int64_t>((j * 37 + 5) % rows_in_cache);
-            std::vector<double> sd(m);
-            double top = -INFINITY;
-            for (std::size_t j = 0; j < m; j++) {
-                double d = bias[j];
-                for (std::size_t e = 0; e < hd; e++)
-                    d += double{q[e]} * k[static_cast<std::size_t>(rows[j]) * hd + e];
-                sd[j] = d;
-                top = std::max(top, d);
-            }
-            double z = 0;
-            for (auto& x : sd) z += (x = std::exp(x - top));
-            std::vector<float> s(bias), out(hd + 1, 7.0F);
-            native::attend_rows(q.data(), k.data(), v.data(), hd, rows.data(), m, s.data(), out.data());
-            for (std::size_t e = 0; e < hd; e++) {
-                double want = 0;
-                for (std::size_t j = 0; j < m; j++)
-                    want += sd[j] / z * v[static_cast<std::size_t>(rows[j]) * hd + e];
-                EXPECT_NEAR(out[e], want, 1e-5) << "hd " << hd << " m " << m << " at " << e;
-            }
-            for (std::size_t j = 0; j < m; j++) EXPECT_NEAR(s[j], sd[j] / z, 1e-6) << "p[" << j << "]";
-            EXPECT_EQ(out[hd], 7.0F) << "wrote past the output row";
+// The RoPE tables of decoder.rope_tables at distance @d (negative too): cos then sin, [hd / 2] each.
+std::vector<float> rope_at(std::int64_t d, std::size_t hd) {
+    std::vector<float> r(hd);
+    for (std::size_t i = 0; i < hd / 2; i++) {
+        const double ang = static_cast<double>(d) * std::pow(1000.0, -static_cast<double>(i) * 2.0 / hd);
+        r[i] = static_cast<float>(std::cos(ang));
+        r[hd / 2 + i] = static_cast<float>(std::sin(ang));
+    }
+    return r;
+}
+
+// decoder.rotate in double: pairs (i, i + hd / 2) by the angle of position @pos.
+std::vector<double> rotated(const float* x, std::int64_t pos, std::size_t hd) {
+    std::vector<double> y(hd);
+    for (std::size_t i = 0; i < hd / 2; i++) {
+        const double ang = static_cast<double>(pos) * std::pow(1000.0, -static_cast<double>(i) * 2.0 / hd);
+        y[i] = x[i] * std::cos(ang) - x[hd / 2 + i] * std::sin(ang);
+        y[hd / 2 + i] = x[i] * std::sin(ang) + x[hd / 2 + i] * std::cos(ang);
+    }
+    return y;
+}
+
+// attend_runs as the paged read uses it: a query at position pos over runs of rows of blocks of
+// several frames, read in place (pointers and offsets into [L][K, V][KVH][T][hd] blocks, runs
+// partial, out of order, repeated, frames before and after pos), the query rotated per frame by its
+// distance (R(pos - frame) q): against the softmax read over keys rotated explicitly to their
+// frame's position and the query to pos, in double -- the RoPE identity the paged cache rests on.
+TEST(NativeKernels, AttendRunsWithPerFrameQueriesEqualsTheReadOverRotatedKeys) {
+    for (const std::size_t hd : {16UL, 32UL, 64UL, 24UL}) {
+        const std::size_t L = 2, kvh = 2, T = 4, block = L * 2 * kvh * T * hd, frames = 6, regions = 3;
+        const std::int64_t pos = 3;
+        std::vector<std::vector<float>> blocks;
+        for (std::size_t b = 0; b < frames * regions; b++)
+            blocks.push_back(random_values(block, static_cast<unsigned>(50 + b)));
+        const auto q = random_values(hd, 24);
+        // Frames 5, 0, 3, 2 (order of first read): their rotated queries 0 .. 3.
+        const std::vector<std::int64_t> frame_of = {5, 0, 3, 2};
+        std::vector<float> qs(frame_of.size() * hd);
+        for (std::size_t k = 0; k < frame_of.size(); k++) {
+            std::copy(q.begin(), q.end(), qs.begin() + static_cast<std::ptrdiff_t>(k * hd));
+            const auto rope = rope_at(pos - frame_of[k], hd);
+            native::rotate(qs.data() + k * hd, rope.data(), rope.data() + hd / 2, hd / 2);
         }
+        struct Pick {
+            std::size_t query, region, row, rows;
+        };
+        const std::vector<Pick> picks = {{0, 2, 0, 4}, {1, 1, 1, 2}, {2, 0, 0, 4}, {2, 1, 3, 1},
+                                         {0, 2, 0, 4}, {3, 2, 2, 2}, {1, 0, 0, 1}};
+        std::vector<native::KeyRun> runs;
+        for (const Pick& p : picks)
+            runs.push_back({blocks[static_cast<std::size_t>(frame_of[p.query]) * regions + p.region].data(),
+                            static_cast<std::uint32_t>(p.row), static_cast<std::uint32_t>(p.rows),
+                            static_cast<std::uint32_t>(p.query)});
+        const std::size_t l = 1, kv = 1, koff = ((l * 2) * kvh + kv) * T * hd,
+                          voff = ((l * 2 + 1) * kvh + kv) * T * hd;
+        std::vector<const float*> krow, vrow;
+        std::vector<std::int64_t> kframe;
+        for (const native::KeyRun& r : runs)
+            for (std::size_t e = 0; e < r.rows; e++) {
+                krow.push_back(r.block + koff + (r.row + e) * hd);
+                vrow.push_back(r.block + voff + (r.row + e) * hd);
+                kframe.push_back(frame_of[r.query]);
+            }
+        const std::size_t m = krow.size();
+        const auto bias = random_values(m, 25);
+        const auto qd = rotated(q.data(), pos, hd);
+        std::vector<double> sd(m);
+        double top = -INFINITY;
+        for (std::size_t j = 0; j < m; j++) {
+            const auto kd = rotated(krow[j], kframe[j], hd);
+            double d = bias[j];
+            for (std::size_t e = 0; e < hd; e++) d += qd[e] * kd[e];
+            sd[j] = d;
+            top = std::max(top, d);
+        }
+        double z = 0;
+        for (auto& x : sd) z += (x = std::exp(x - top));
+        std::vector<float> s(bias), out(hd + 1, 7.0F);
+        native::attend_runs(qs.data(), koff, voff, hd, runs.data(), runs.size(), s.data(), out.data());
+        for (std::size_t e = 0; e < hd; e++) {
+            double want = 0;
+            for (std::size_t j = 0; j < m; j++) want += sd[j] / z * vrow[j][e];
+            EXPECT_NEAR(out[e], want, 1e-5) << "hd " << hd << " at " << e;
+        }
+        for (std::size_t j = 0; j < m; j++)
+            EXPECT_NEAR(s[j], sd[j] / z, 1e-5) << "hd " << hd << " p[" << j << "]";
+        EXPECT_EQ(out[hd], 7.0F) << "wrote past the output row";
+    }
 }
 
 TEST(NativeKernels, RelBucketsAreDecoderPys) {
@@ -175,75 +230,102 @@ TEST(NativeDecoder, RefusesWeightsThatDoNotFitTheirConfig) {
     EXPECT_THROW(NativeDecoder{r}, std::invalid_argument);
 }
 
-TEST(NativeDecoder, AFullyReusedFrameIsItsBlocksAndABlindQuestionReadsNothing) {
+// A fully reused frame writes nothing: its pages are its source's blocks, read where they are.
+TEST(NativeDecoder, AFullyReusedFrameReadsItsSourceBlocksInPlace) {
     const NativeDecoder dec(small_model());
     const NativeConfig& c = dec.config();
     NativeScratch s;
-    const std::size_t n = c.visual(), hd = c.head_dim, cap = 3 * n, block = 2 * 2 * 2 * hd;
-    std::vector<float> k(c.layers * cap * hd, NAN), v(k.size(), NAN);
-    const KvCacheView cache{k.data(), v.data(), cap};
+    const std::size_t n = c.visual(), hd = c.head_dim, block = 2 * 2 * 2 * hd;
     auto z = random_values(n * c.feat_dim, 30);
     std::vector<float> vis(n * c.d_model);
     dec.embed(z, vis);
-    // Frame 0 computes both regions; frame 1 reuses them: its rows are the blocks' K rotated to
-    // position 1 and their V, whatever the frame's tokens.
     std::vector<float> b0(block, NAN), b1(block, NAN);
     std::vector<float*> blocks = {b0.data(), b1.data()};
+    std::vector<const float*> pages = {b0.data(), b1.data(), b0.data(),
+                                       b1.data()};  // frame 1 aliases frame 0
     const std::vector<std::uint32_t> both = {0, 1};
-    dec.prefill(s, z, vis, both, blocks, cache, 0);
+    dec.prefill(s, z, vis, both, blocks, {pages}, 0);
     for (float x : b0) ASSERT_FALSE(std::isnan(x));
-    dec.prefill(s, random_values(z.size(), 31), vis, {}, blocks, cache, 1);
-    const double inv = std::pow(1000.0, -2.0 / 8.0);
-    for (std::size_t l = 0; l < c.layers; l++)
-        for (std::size_t tok = 0; tok < n; tok++) {
-            const float* bk = blocks[tok / 2] + (l * 2 * 2 + tok % 2) * hd;  // [L, 2, KVH=1, T=2, hd]
-            const float* bv = bk + 2 * hd;
-            const float* ck = k.data() + (l * cap + n + tok) * hd;
-            const float* cv = v.data() + (l * cap + n + tok) * hd;
-            EXPECT_NEAR(ck[0], bk[0] * std::cos(1.0) - bk[4] * std::sin(1.0), 1e-5);
-            EXPECT_NEAR(ck[1], bk[1] * std::cos(inv) - bk[5] * std::sin(inv), 1e-5);
-            for (std::size_t e = 0; e < hd; e++) EXPECT_EQ(cv[e], bv[e]);
-        }
-    // Layer 0's values are the tokens' features (value0), padded with zeros.
+    // Layer 0's values are the tokens' features (value0), padded with zeros: [L, 2, KVH=1, T=2, hd].
     for (std::size_t tok = 0; tok < n; tok++)
         for (std::size_t e = 0; e < hd; e++)
-            EXPECT_EQ(v[tok * hd + e], e < c.feat_dim ? z[tok * c.feat_dim + e] : 0.0F);
-    const std::vector<std::int64_t> region = {0, 1}, target = {1, 0}, toks = {-1, -1, 3, 5};
+            EXPECT_EQ(blocks[tok / 2][(2 + tok % 2) * hd + e],
+                      e < c.feat_dim ? z[tok * c.feat_dim + e] : 0.0F);
+    const auto before = b0;
+    dec.prefill(s, random_values(z.size(), 31), vis, {}, blocks, {pages}, 1);
+    EXPECT_EQ(b0, before) << "a reused block is only read";
+    // Frame 1 read through its own copies of the blocks: the same answers.
+    const std::vector<float> c0 = b0, c1 = b1;
+    std::vector<const float*> copies = {b0.data(), b1.data(), c0.data(), c1.data()};
+    const std::vector<std::int64_t> region = {0, 1}, target = {1, 0};
+    std::vector<float> aliased(2 * c.codes), copied(2 * c.codes);
+    dec.ask(s, {pages}, 1, region, target, nullptr, aliased);
+    dec.ask(s, {copies}, 1, region, target, nullptr, copied);
+    EXPECT_EQ(aliased, copied);
+    const std::vector<std::int64_t> toks = {-1, -1, 3, 5};
     const QuestionRead read{toks, 2};
     std::vector<float> logits(2 * c.codes, NAN);
-    dec.ask(s, cache, 1, region, target, &read, logits);
+    dec.ask(s, {pages}, 1, region, target, &read, logits);
     for (std::size_t i = 0; i < c.codes; i++) {
         EXPECT_EQ(logits[i], 0.0F) << "the blind question";
         EXPECT_TRUE(std::isfinite(logits[c.codes + i]) && logits[c.codes + i] != 0.0F);
     }
-    const std::vector<std::int64_t> late = {8, 0};  // frame 2's token: not in the cache yet
+    const std::vector<std::int64_t> late = {8, 0};  // frame 2's token: not in the pages yet
     const QuestionRead bad{late, 1};
-    EXPECT_THROW(dec.ask(s, cache, 1, region, target, &bad, logits), std::invalid_argument);
+    EXPECT_THROW(dec.ask(s, {pages}, 1, region, target, &bad, logits), std::invalid_argument);
+    EXPECT_THROW(dec.prefill(s, z, vis, both, blocks, {std::span(pages).first(2)}, 1), std::invalid_argument)
+        << "pages shorter than t + 1 frames";
 }
 
-TEST(NativeDecoder, RewrittenPastRowsAreReadAfterCacheChanged) {
+// An unreadable page (a block whose device memory was given back, no copy staged) is refused by
+// every reader, never read.
+TEST(NativeDecoder, AnUnreadablePageIsRefused) {
     const NativeDecoder dec(small_model());
     const NativeConfig& c = dec.config();
-    const std::size_t n = c.visual(), hd = c.head_dim, cap = 3 * n, block = 2 * 2 * 2 * hd;
-    std::vector<float> k(c.layers * cap * hd, 0.0F), v(k.size(), 0.0F);
-    const KvCacheView cache{k.data(), v.data(), cap};
     NativeScratch s;
-    std::vector<float> vis(n * c.d_model), b0(block), b1(block);
-    std::vector<float*> blocks = {b0.data(), b1.data()};
+    const std::size_t n = c.visual(), hd = c.head_dim, block = 2 * 2 * 2 * hd;
+    const auto z = random_values(n * c.feat_dim, 32);
+    std::vector<float> vis(n * c.d_model), b0(block), b1(block), b2(block), b3(block);
+    dec.embed(z, vis);
+    std::vector<float*> f0 = {b0.data(), b1.data()}, f1 = {b2.data(), b3.data()};
+    std::vector<const float*> pages = {b0.data(), b1.data(), b2.data(), b3.data()};
+    const std::vector<std::uint32_t> both = {0, 1}, first = {0};
+    dec.prefill(s, z, vis, both, f0, {pages}, 0);
+    pages[1] = nullptr;  // frame 0, region 1: gone
+    std::vector<float> logits(c.codes);
+    const std::vector<std::int64_t> region = {0}, target = {1}, frame1 = {4, 5}, frame0 = {0, 2};
+    EXPECT_THROW(dec.prefill(s, z, vis, first, f1, {pages}, 1), std::invalid_argument) << "the window";
+    EXPECT_THROW(dec.ask(s, {pages}, 1, region, target, nullptr, logits), std::invalid_argument)
+        << "the reach";
+    const QuestionRead bad{frame0, 2}, good{frame1, 2};
+    EXPECT_THROW(dec.ask(s, {pages}, 1, region, target, &bad, logits), std::invalid_argument);
+    dec.ask(s, {pages}, 1, region, target, &good, logits);  // reads frame 1 and region 0 only
+    for (const float x : logits) EXPECT_TRUE(std::isfinite(x));
+}
+
+// Nothing read is kept: a block rewritten between two reads is read as it is now.
+TEST(NativeDecoder, ARewrittenBlockIsReadAsItIsNow) {
+    const NativeDecoder dec(small_model());
+    const NativeConfig& c = dec.config();
+    const std::size_t n = c.visual(), hd = c.head_dim, block = 2 * 2 * 2 * hd;
+    NativeScratch s;
+    std::vector<float> vis(n * c.d_model);
+    std::vector<std::vector<float>> b(4, std::vector<float>(block));
+    std::vector<const float*> pages = {b[0].data(), b[1].data(), b[2].data(), b[3].data()};
     const std::vector<std::uint32_t> both = {0, 1};
     for (std::uint32_t t = 0; t < 2; t++) {
         const auto z = random_values(n * c.feat_dim, 40 + t);
         dec.embed(z, vis);
-        dec.prefill(s, z, vis, both, blocks, cache, t);
+        std::vector<float*> blocks = {b[2 * t].data(), b[2 * t + 1].data()};
+        dec.prefill(s, z, vis, both, blocks, {pages}, t);
     }
     const std::vector<std::int64_t> region = {0, 1}, target = {0, 1};
     std::vector<float> before(2 * c.codes), after(2 * c.codes), fresh(2 * c.codes);
-    dec.ask(s, cache, 1, region, target, nullptr, before);  // reads (and transposes) frame 0's keys
-    for (std::size_t i = 0; i < n * hd; i++) k[i] *= 3.0F;  // frame 0, layer 0: rewritten
-    s.cache_changed();
-    dec.ask(s, cache, 1, region, target, nullptr, after);
+    dec.ask(s, {pages}, 1, region, target, nullptr, before);
+    for (std::size_t i = 0; i < hd; i++) b[0][i] *= 3.0F;  // frame 0, region 0, layer 0's first K row
+    dec.ask(s, {pages}, 1, region, target, nullptr, after);
     NativeScratch other;
-    dec.ask(other, cache, 1, region, target, nullptr, fresh);
+    dec.ask(other, {pages}, 1, region, target, nullptr, fresh);
     EXPECT_EQ(after, fresh);
     EXPECT_NE(after, before);
 }

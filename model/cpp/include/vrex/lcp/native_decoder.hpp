@@ -14,8 +14,9 @@
 //
 // Layouts (row-major fp32, what the runner and the HAL hold): tokens [visual, feat_dim]; embeddings
 // [visual, d_model]; a block [layers, 2 (K, V), kv_heads, tokens_per_region, head_dim], K before
-// rotation; the attention cache K and V [layers, kv_heads, capacity, head_dim], K rotated to its
-// frame's position. The weights are copied once, when the decoder is built (native_load), into
+// rotation. There is no attention cache: every read goes to the blocks where they are (KvPages), a
+// query rotated to its distance to each key's frame (RoPE is relative) so that no key is rotated
+// or copied. The weights are copied once, when the decoder is built (native_load), into
 // layouts of their own; a NativeDecoder is immutable and may serve several streams, each with its
 // own NativeScratch (one thread at a time per scratch).
 #pragma once
@@ -63,11 +64,13 @@ struct NativeWeights {
     std::vector<float> planes_t;        // [kv_heads*tokens_per_region*head_dim, hash_bits], transposed
 };
 
-// The attention cache a step reads and writes: K and V [layers, kv_heads, capacity, head_dim].
-struct KvCacheView {
-    float* k = nullptr;
-    float* v = nullptr;
-    std::size_t capacity = 0;  // tokens per (layer, head)
+// The KV a step reads, in place (a paged cache): per (frame, region), frame-major, the block that
+// holds it -- device memory, or a demoted block's host copy the hierarchy staged for this step --
+// in the block layout (K before rotation). A reused region is one more pointer to its source's
+// block. nullptr: not readable now (its device memory was given back and no copy is staged);
+// reading such a slot is refused, never done through a stale pointer.
+struct KvPages {
+    std::span<const float* const> blocks;
 };
 
 // The tokens each question reads instead of its reach (Decoder.ask's q_read): [questions, cols],
@@ -77,14 +80,11 @@ struct QuestionRead {
     std::size_t cols = 0;
 };
 
-// Per-stream working memory: activations, the RoPE tables of the positions seen (computed once
-// each, in double as decoder.rope_tables does), the questions' key lists, and each frame's keys
-// transposed, made when first read. Those copies assume what a stream does: frames prefilled in
-// order into one cache, a past frame's rows never rewritten. Another cache, or a frame out of order,
-// drops them by itself; code that rewrites past rows of the same cache must call cache_changed().
+// Per-stream working memory: activations, the RoPE tables of the distances seen (computed once each,
+// in double as decoder.rope_tables does), the reads' key runs. Nothing in it outlives a call's
+// meaning: any pages may be passed to any call.
 class NativeScratch {
   public:
-    void cache_changed() noexcept;
     NativeScratch();
     ~NativeScratch();
     NativeScratch(NativeScratch&&) noexcept;
@@ -111,17 +111,17 @@ class NativeDecoder {
     // layer-0 K layout: the layer-0 refresh of a reused region writes them).
     void prepare(NativeScratch& s, std::span<const float> tokens, std::span<float> vis,
                  std::span<std::uint32_t> hashes, std::span<float> k0 = {}) const;
-    // Frame @t's K/V of every layer into @cache (rows t*visual ..) and into the blocks of the
-    // @fresh regions (ascending); @blocks [regions] point at the frame's blocks in region order
-    // (the reused ones are only read). @z [visual, feat_dim] the frame's tokens, @vis its embedding.
+    // Frame @t's K/V of every layer into the blocks of the @fresh regions (ascending), written once;
+    // @blocks [regions] the frame's blocks in region order (the reused ones are only read), the same
+    // pointers as @pages' frame t. The window's attention reads frames t - window + 1 .. t of @pages
+    // (at least t + 1 frames). @z [visual, feat_dim] the frame's tokens, @vis its embedding.
     void prefill(NativeScratch& s, std::span<const float> z, std::span<const float> vis,
-                 std::span<const std::uint32_t> fresh, std::span<float* const> blocks,
-                 const KvCacheView& cache, std::uint32_t t) const;
-    // The questions (regions @q_region about frames @q_target <= t) over @cache holding frames
+                 std::span<const std::uint32_t> fresh, std::span<float* const> blocks, const KvPages& pages,
+                 std::uint32_t t) const;
+    // The questions (regions @q_region about frames @q_target <= t) over @pages holding frames
     // 0 .. t, each over its reach or, given @read, over its tokens -> @logits [questions, codes].
-    void ask(NativeScratch& s, const KvCacheView& cache, std::uint32_t t,
-             std::span<const std::int64_t> q_region, std::span<const std::int64_t> q_target,
-             const QuestionRead* read, std::span<float> logits) const;
+    void ask(NativeScratch& s, const KvPages& pages, std::uint32_t t, std::span<const std::int64_t> q_region,
+             std::span<const std::int64_t> q_target, const QuestionRead* read, std::span<float> logits) const;
 
     // script.StepModule.selector (ReSV's inputs from layer 0): per question its query @query [Q,
     // heads*head_dim] (scaled, rotated to its target), the frames of its reach @frames [Q, 2*reach+1]

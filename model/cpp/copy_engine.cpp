@@ -31,6 +31,7 @@ void CopyEngine::run() {
     const double t0 = thread_cpu_s();
     for (const Copy& c : queue_) std::memcpy(c.dst, c.src, c.n);
     cpu_s_ += thread_cpu_s() - t0;
+    kicks_++;
     copies_ += queue_.size();
     for (const Copy& c : queue_) bytes_ += c.n;
     queue_.clear();

@@ -28,8 +28,10 @@ class CopyEngine {
     void run();
 
     bool idle() const noexcept { return queue_.empty(); }
-    // Totals since construction: thread CPU time of run(), copies and bytes it made.
+    // Totals since construction: thread CPU time of run(), the runs that copied (kicks), the copies
+    // and bytes they made.
     double cpu_s() const noexcept { return cpu_s_; }
+    std::uint64_t kicks() const noexcept { return kicks_; }
     std::uint64_t copies() const noexcept { return copies_; }
     std::uint64_t bytes() const noexcept { return bytes_; }
 
@@ -41,7 +43,7 @@ class CopyEngine {
     };
     std::vector<Copy> queue_;
     double cpu_s_ = 0;
-    std::uint64_t copies_ = 0, bytes_ = 0;
+    std::uint64_t kicks_ = 0, copies_ = 0, bytes_ = 0;
 };
 
 }  // namespace vrex::lcp

@@ -18,6 +18,7 @@
 #include "native_load.hpp"
 #include "vrex/lcp/copy_engine.hpp"
 #include "vrex/lcp/geometry.hpp"
+#include "vrex/lcp/install.hpp"
 #include "vrex/resv.hpp"
 
 extern "C" {
@@ -143,6 +144,7 @@ struct StreamRunner::Impl {
     std::vector<Install> installs(const FrameChoice& choice, StepStats& stats);
     void fill(std::span<const Install> ins, const FrameBlocks& fb, std::span<const float> tokens);
     void end_tiers(std::span<const KvBlock> blocks);
+    std::vector<BlockInstall> fills_;  // fill()'s working memory
     CopyEngine dma_;  // the installs' copies (a board's DMA engine, emulated: engine part dma_move)
     // select_tiered()'s working memory, kept across frames (no allocation per question): the rows as
     // read, each question's length, and q_read [Q, longest] that the returned tensor views.
@@ -485,36 +487,17 @@ std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const Fram
     return out;
 }
 
-// The frame's installed regions' new blocks from their sources' bytes: the copies go to the copy
-// engine in one kick (with refresh only layers 1.., layer 0 is the frame's own), then with refresh
-// each block's layer 0 is written: K = the guard's layer-0 keys (k0_, from prepare), V = the frame's
-// standardised features @tokens [64, feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout
-// [L][K, V][KVH][T][hd] fp32.
+// The frame's installed regions' new blocks from their sources' bytes (install_blocks: the copies in
+// one kick of the copy engine; with refresh layer 0 is the frame's own: the guard's keys k0_ and the
+// frame's features @tokens).
 void StreamRunner::Impl::fill(std::span<const Install> ins, const FrameBlocks& fb,
                               std::span<const float> tokens) {
     const Geometry& g = model_.geometry();
-    for (const Install& in : ins) {
-        const std::span<std::byte> dst = fb.blocks[in.region].data;
-        const std::size_t skip = refresh_ ? dst.size() / g.layers : 0;  // layer 0's K and V
-        dma_.queue(dst.subspan(skip), in.bytes.subspan(skip, dst.size() - skip));
-    }
-    dma_.run();
-    if (!refresh_) return;
-    const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
-    for (const Install& in : ins) {
-        auto* out = reinterpret_cast<float*>(fb.blocks[in.region].data.data());  // NOLINT: fp32 KV
-        const std::size_t first = std::size_t{in.region} * tpr;
-        // Layer 0's K is the block's first KVH x T x hd values, k0_'s per-region layout.
-        std::memcpy(out, k0_.data() + in.region * kvh * tpr * hd, kvh * tpr * hd * sizeof(float));
-        for (std::size_t h = 0; h < kvh; h++)
-            for (std::size_t i = 0; i < tpr; i++) {
-                float* vd = out + ((kvh + h) * tpr + i) * hd;
-                for (std::size_t d = 0; d < hd; d++) {
-                    const std::size_t c = h * hd + d;
-                    vd[d] = c < g.feat_dim ? tokens[(first + i) * g.feat_dim + c] : 0.0F;
-                }
-            }
-    }
+    fills_.clear();
+    for (const Install& in : ins) fills_.push_back({in.region, fb.blocks[in.region].data, in.bytes});
+    const Layer0 layer0{k0_, tokens};
+    install_blocks(dma_, {g.layers, g.kv_heads, g.tokens_per_region, g.head_dim, g.feat_dim}, fills_,
+                   refresh_ ? &layer0 : nullptr);
 }
 
 // After the frame: it enters the hierarchy (hierarchy.KvTiers.add_frame), its keys are hashed for

@@ -17,7 +17,9 @@
 
 #include "native_kernels.hpp"
 #include "native_load.hpp"
+#include "vrex/lcp/copy_engine.hpp"
 #include "vrex/lcp/geometry.hpp"
+#include "vrex/lcp/install.hpp"
 #include "vrex/lcp/kv_pages.hpp"
 #include "vrex/resv.hpp"
 
@@ -143,8 +145,20 @@ struct StreamRunner::Impl {
         std::uint64_t source = 0;          // its block_key
     };
     std::vector<Install> installs(const FrameChoice& choice, StepStats& stats);
-    void fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const;
+    void fill(std::span<const Install> ins, const FrameBlocks& fb, std::span<const float> tokens);
     void end_tiers(std::span<const KvBlock> blocks);
+    std::vector<BlockInstall> fills_;  // fill()'s working memory
+    CopyEngine dma_;  // the installs' copies (a board's DMA engine, emulated: engine part dma_move)
+    // select_tiered()'s working memory, kept across frames (no allocation per question): the rows as
+    // read, each question's length, and q_read [Q, longest] that the returned tensor views.
+    std::vector<std::int64_t> sel_rows_, sel_read_;
+    std::vector<std::size_t> sel_len_;
+    std::vector<std::uint8_t> sel_allow_;
+    std::vector<std::uint64_t> sel_taken_;
+    std::vector<float> sel_qrot_;
+    std::vector<std::uint32_t> sel_qh_;
+    std::vector<KvBlock> repinned_;       // end_tiers(): promoted blocks of the frame
+    std::vector<std::uint64_t> demoted_;  // end_tiers(): blocks the frame's aging demoted
     double time_fcc(const LumaView& luma, const Fingerprint& device_fp);
 
     ScriptedModel& model_;
@@ -494,31 +508,17 @@ std::vector<StreamRunner::Impl::Install> StreamRunner::Impl::installs(const Fram
     return out;
 }
 
-// A new block of @in.region from @in.bytes; with refresh its layer 0 is the frame's own: K = the
-// guard's layer-0 keys (k0_, from prepare), V = the frame's standardised features @tokens [64,
-// feat_dim] zero-padded to KVH x hd (Decoder.value0). Layout [L][K, V][KVH][T][hd] fp32.
-void StreamRunner::Impl::fill(const Install& in, const KvBlock& dst, std::span<const float> tokens) const {
+// The frame's installed regions' new blocks from their sources' bytes (install_blocks: the copies in
+// one kick of the copy engine; with refresh layer 0 is the frame's own: the guard's keys k0_ and the
+// frame's features @tokens).
+void StreamRunner::Impl::fill(std::span<const Install> ins, const FrameBlocks& fb,
+                              std::span<const float> tokens) {
     const Geometry& g = model_.geometry();
-    if (!refresh_) {
-        std::memcpy(dst.data.data(), in.bytes.data(), dst.data.size());
-        return;
-    }
-    // Layer 0 (K and V: the first 1 / layers of the block) is rewritten below: the rest is copied.
-    const std::size_t layer0 = dst.data.size() / g.layers;
-    std::memcpy(dst.data.data() + layer0, in.bytes.data() + layer0, dst.data.size() - layer0);
-    auto* out = reinterpret_cast<float*>(dst.data.data());  // NOLINT: the block holds fp32 KV
-    const std::size_t tpr = g.tokens_per_region, hd = g.head_dim, kvh = g.kv_heads;
-    const std::size_t first = std::size_t{in.region} * tpr;
-    // Layer 0's K is the block's first KVH x T x hd values, k0_'s per-region layout.
-    std::memcpy(out, k0_.data() + in.region * kvh * tpr * hd, kvh * tpr * hd * sizeof(float));
-    for (std::size_t h = 0; h < kvh; h++)
-        for (std::size_t i = 0; i < tpr; i++) {
-            float* vd = out + ((kvh + h) * tpr + i) * hd;
-            for (std::size_t d = 0; d < hd; d++) {
-                const std::size_t c = h * hd + d;
-                vd[d] = c < g.feat_dim ? tokens[(first + i) * g.feat_dim + c] : 0.0F;
-            }
-        }
+    fills_.clear();
+    for (const Install& in : ins) fills_.push_back({in.region, fb.blocks[in.region].data, in.bytes});
+    const Layer0 layer0{k0_, tokens};
+    install_blocks(dma_, {g.layers, g.kv_heads, g.tokens_per_region, g.head_dim, g.feat_dim}, fills_,
+                   refresh_ ? &layer0 : nullptr);
 }
 
 // After the frame: it enters the hierarchy (hierarchy.KvTiers.add_frame), its keys are hashed for
@@ -528,18 +528,18 @@ void StreamRunner::Impl::end_tiers(std::span<const KvBlock> blocks) {
     KvTiers& tiers = *tiers_;
     const Geometry& g = model_.geometry();
     if (tiers.options().coldness == Coldness::fifo) tiers.stage_window(t_);
-    std::vector<KvBlock> repinned;
-    check(tiers.add_frame(*st_, t_, blocks, repinned), "tiers: add frame");
-    pinned_.insert(pinned_.end(), repinned.begin(), repinned.end());
+    repinned_.clear();
+    check(tiers.add_frame(*st_, t_, blocks, repinned_), "tiers: add frame");
+    pinned_.insert(pinned_.end(), repinned_.begin(), repinned_.end());
     tiers.account(std::uint64_t{t_ + 1} * g.visual * 4);
-    std::vector<std::uint64_t> demoted;
-    check(tiers.age(*st_, t_ + 1, demoted), "tiers: age");
+    demoted_.clear();
+    check(tiers.age(*st_, t_ + 1, demoted_), "tiers: age");
     if (hosting_)  // recall finds them again through the SHIE's host tier (anchors' on_demote)
-        for (const std::uint64_t key : demoted)
+        for (const std::uint64_t key : demoted_)
             if (policy_->recallable(key) && !tiers.host_copy(key).empty()) tiered_to_host_.push_back(key);
-    if (!demoted.empty())
+    if (!demoted_.empty())
         std::erase_if(pinned_, [&](const KvBlock& b) {
-            return std::find(demoted.begin(), demoted.end(), block_key(b)) != demoted.end();
+            return std::find(demoted_.begin(), demoted_.end(), block_key(b)) != demoted_.end();
         });
 }
 
@@ -613,13 +613,14 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
     const std::int64_t* qr = q_region.data_ptr<std::int64_t>();
     const std::size_t dim = q0_.size() / R, hd = g.head_dim, half = hd / 2;
     const auto scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
-    std::vector<float> q(nq * dim);
+    sel_qrot_.resize(nq * dim);
+    float* q = sel_qrot_.data();
     for (std::size_t i = 0; i < nq; i++) {
         if (!demoted_in_reach[i]) continue;
         const float* rope = rope_at(static_cast<std::size_t>(tg[i]));
         for (std::size_t h = 0; h < dim / hd; h++) {
             const float* x = q0_.data() + static_cast<std::size_t>(qr[i]) * dim + h * hd;
-            float* y = q.data() + i * dim + h * hd;
+            float* y = q + i * dim + h * hd;
             for (std::size_t j = 0; j < half; j++) {
                 const float a = x[j] * rope[j], b = x[half + j] * rope[half + j];
                 const float c = x[j] * rope[half + j], d = x[half + j] * rope[j];
@@ -628,31 +629,32 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
             }
         }
     }
-    std::vector<std::uint32_t> qh(nq);
+    sel_qh_.assign(nq, 0);
     const double h0 = thread_cpu_s();
     for (std::size_t i = 0; i < nq; i++)
         if (demoted_in_reach[i]) {
-            check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q.data() + i * dim, dim},
-                            {&qh[i], 1}),
-                  "hash the questions' queries");
+            check(
+                resv_hash(read_.seed, static_cast<std::uint32_t>(dim), {q + i * dim, dim}, {&sel_qh_[i], 1}),
+                "hash the questions' queries");
             stats.hashed++;
         }
     resv_s_ += thread_cpu_s() - h0;
-    std::vector<std::vector<std::int64_t>> rows(nq);
-    std::vector<bool> allow;
-    std::unordered_set<std::uint64_t> taken;
+    // Every question's rows one after another (sel_len_ apart), then padded into q_read.
+    sel_rows_.clear();
+    sel_len_.assign(nq, 0);
     for (std::size_t i = 0; i < nq; i++) {
+        const std::size_t row0 = sel_rows_.size();
         const std::int64_t g0 = tg[i], lo = std::max<std::int64_t>(0, g0 - reach),
                            hi = std::min(t - 1, g0 + reach);
-        allow.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, hi - lo + 1) * R), false);
-        for (std::size_t s = 0; s < allow.size(); s++)
-            allow[s] = codes[static_cast<std::size_t>(lo * R) + s] == Tier::device;
+        sel_allow_.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, hi - lo + 1) * R), 0);
+        for (std::size_t s = 0; s < sel_allow_.size(); s++)
+            sel_allow_[s] = codes[static_cast<std::size_t>(lo * R) + s] == Tier::device;
         if (demoted_in_reach[i]) {
-            const std::size_t n = allow.size() / R * g.visual;
+            const std::size_t n = sel_allow_.size() / R * g.visual;
             const std::span<const std::uint32_t> hashes(khash_.data() + lo * g.visual, n);
             const std::vector<float> pos = position_weights(qr[i], g0, lo, hi);
-            const auto blocks = select_blocks(hashes, pos, qh[i], stats);
-            taken.clear();
+            const auto blocks = select_blocks(hashes, pos, sel_qh_[i], stats);
+            sel_taken_.clear();
             for (const std::uint32_t b : blocks) {
                 const auto slot = static_cast<std::size_t>(lo * R) + b;
                 const std::uint64_t key = tiers_->slot_key(slot);
@@ -660,24 +662,33 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
                     tiers_->touch(key, t_);
                     continue;
                 }
-                if (!taken.count(key)) {
-                    if (taken.size() >= read_.fetch_blocks) continue;  // capped
-                    taken.insert(key);
+                if (std::find(sel_taken_.begin(), sel_taken_.end(), key) == sel_taken_.end()) {
+                    if (sel_taken_.size() >= read_.fetch_blocks) continue;  // capped
+                    sel_taken_.push_back(key);
                     (void)take(tiers_->fetch(key), "tiers: stage a selected block");
                 }
-                allow[b] = true;
+                sel_allow_[b] = 1;
             }
         }
         tiers_->end_read();
-        for (std::size_t s = 0; s < allow.size(); s++)
-            if (allow[s])
+        for (std::size_t s = 0; s < sel_allow_.size(); s++)
+            if (sel_allow_[s])
                 for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
-                    rows[i].push_back(lo * g.visual + static_cast<std::int64_t>(s * g.tokens_per_region + k));
+                    sel_rows_.push_back(lo * g.visual +
+                                        static_cast<std::int64_t>(s * g.tokens_per_region + k));
         if (t - g0 <= reach)  // the current frame: computed in this step
-            for (std::uint32_t k = 0; k < g.visual; k++) rows[i].push_back(t * g.visual + k);
-        stats.question_keys += rows[i].size();
+            for (std::uint32_t k = 0; k < g.visual; k++) sel_rows_.push_back(t * g.visual + k);
+        sel_len_[i] = sel_rows_.size() - row0;
+        stats.question_keys += sel_len_[i];
     }
-    return padded_rows(rows);
+    // Decoder.ask's q_read [Q, M], -1 padded (padded_rows()'s layout), in memory kept across frames.
+    const std::size_t m = nq ? *std::max_element(sel_len_.begin(), sel_len_.end()) : 0;
+    sel_read_.assign(nq * m, -1);
+    for (std::size_t i = 0, from = 0; i < nq; from += sel_len_[i], i++)
+        std::copy_n(sel_rows_.begin() + static_cast<std::ptrdiff_t>(from), sel_len_[i],
+                    sel_read_.begin() + static_cast<std::ptrdiff_t>(i * m));
+    return torch::from_blob(sel_read_.data(), {static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)},
+                            torch::kInt64);
 }
 
 std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,
@@ -716,6 +727,8 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     st.fill(0);
     en.fill(0);
     resv_s_ = 0;
+    // The copy engines' clocks (read, not started: they run only when copies are queued).
+    const double dma0 = dma_.cpu_s(), tdma0 = tiers_ ? tiers_->copy_engine().cpu_s() : 0.0;
     const double t0 = thread_cpu_s();
     const FrameInfo fi = take(st_->begin_frame(luma), "begin_frame");
     double e0 = thread_cpu_s();
@@ -775,10 +788,8 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     const std::vector<Install> ins = installs(choice, stats);
     pinned_.insert(pinned_.end(), fb.fresh_blocks.begin(), fb.fresh_blocks.end());
     std::vector<bool> installed(g.regions, false);
-    for (const Install& in : ins) {
-        fill(in, fb.blocks[in.region], tokens_in);
-        installed[in.region] = true;
-    }
+    fill(ins, fb, tokens_in);
+    for (const Install& in : ins) installed[in.region] = true;
     std::vector<std::uint32_t> fresh;
     std::vector<KvBlock> computed_blocks;
     std::vector<std::uint32_t> computed_hashes;
@@ -801,7 +812,8 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
         reserve();
     }
     e0 = thread_cpu_s();
-    en[1] = e0 - e1;
+    const double dma_install = dma_.cpu_s() - dma0;
+    en[1] = e0 - e1 - dma_install;
     // The visual prefill, then the questions (Decoder.prefill / ask: the questions read frame t's K/V
     // of every layer, the visual tokens never read the questions), timed apart.
     if (native_) {
@@ -823,7 +835,9 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     else if (read_.resv)  // frame 0: its questions read frame 0, as exact's do
         stats.question_keys = static_cast<std::uint64_t>(nq) * g.visual;
     e1 = thread_cpu_s();
-    en[3] = e1 - a0 - resv_s_;  // the ReSV unit's part counts apart (en[6])
+    // The questions' staged copies (KvTiers::fetch, run at end_read) are the copy engine's.
+    const double dma_read = tiers_ ? tiers_->copy_engine().cpu_s() - tdma0 : 0.0;
+    en[3] = e1 - a0 - resv_s_ - dma_read;  // the ReSV unit's part counts apart (en[6]), the DMA's too
     const double resv_read = resv_s_;
     std::vector<float> out_logits(static_cast<std::size_t>(nq) * g.codes);
     if (native_) {
@@ -879,6 +893,11 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     en[5] -= resv_s_ - resv_read;
     en[6] = resv_read;
     en[7] = resv_s_ - resv_read;
+    // The hierarchy's demotions (and fifo's window staging) ran on the copy engine in end_tiers().
+    const double dma_after = tiers_ ? tiers_->copy_engine().cpu_s() - tdma0 - dma_read : 0.0;
+    en[5] -= dma_after;
+    en[9] = dma_read;
+    en[10] = dma_install + dma_after;
     if (tiers_) {  // another thread's work for this stream: reported beside step_s, not in it
         const double prep = tiers_->host_prepare_cpu_s();
         en[8] = prep - host_prep_s_;

@@ -72,7 +72,12 @@ std::span<const std::uint32_t> KvTiers::slots(std::uint64_t key) const {
 }
 
 std::vector<std::uint64_t> KvTiers::keys_on(Tier t) const {
-    if (t == Tier::device) return device_;
+    if (t == Tier::device) {
+        std::vector<std::uint64_t> out;
+        out.reserve(device_.size());
+        for (const Resident& d : device_) out.push_back(d.key);
+        return out;
+    }
     std::vector<std::pair<std::uint64_t, std::uint64_t>> seq_key;
     for (const auto& [key, e] : entries_)
         if (e.tier == t) seq_key.emplace_back(e.seq, key);
@@ -96,7 +101,7 @@ std::span<const std::byte> KvTiers::host_copy(std::uint64_t key) const {
 
 void KvTiers::free_copy(Entry& e) {
     if (e.tier == Tier::host) {
-        spill_order_.erase({e.last_ref, e.seq, block_key(e.block)});
+        if (limited()) spill_order_.erase({e.last_ref, e.seq, block_key(e.block)});
         host_.give(e.host);
         e.host = {};
     } else if (e.tier == Tier::disk) {
@@ -118,7 +123,7 @@ Result<void> KvTiers::add_frame(Stream& stream, std::uint32_t frame, std::span<c
             e.seq = entries_.size() - 1;
             e.created = frame;
             counts_[static_cast<std::size_t>(Tier::device)]++;
-            device_.push_back(key);
+            device_.push_back({key, &e});
         } else if (e.tier != Tier::device) {
             // Reused while the device still holds it (its SHIE entry is live): pinned again, the
             // same bytes (a dropped block has no copy to compare), the copy freed.
@@ -131,10 +136,10 @@ Result<void> KvTiers::add_frame(Stream& stream, std::uint32_t frame, std::span<c
             free_copy(e);
             set_tier(e, Tier::device);
             // Back in entry order: the order blocks leave the device does not depend on promotions.
-            const auto pos = std::lower_bound(
-                device_.begin(), device_.end(), e.seq,
-                [&](std::uint64_t k, std::uint64_t seq) { return entries_.at(k).seq < seq; });
-            device_.insert(pos, key);
+            const auto pos =
+                std::lower_bound(device_.begin(), device_.end(), e.seq,
+                                 [](const Resident& d, std::uint64_t seq) { return d.e->seq < seq; });
+            device_.insert(pos, {key, &e});
             repinned.push_back(e.block);
             bytes_.promoted++;
         }
@@ -158,24 +163,51 @@ bool KvTiers::cold(std::uint64_t key, std::uint32_t next) const {
     return it != entries_.end() && is_cold(it->second, next);
 }
 
-// Block @key (on the device) leaves it: a host copy (then the host tier's limit) or nothing (drop).
-Result<void> KvTiers::leave(Stream& stream, std::uint64_t key, Entry& e,
+// Blocks @out (on the device, their sizes checked) leave it in order: each one's copy is queued into
+// a slot of the host pool and the copy engine runs once for them all (a board's DMA of the frame's
+// demotions into its pinned pool), then each is unpinned; with drop nothing is copied. With a host
+// limit each block goes alone, copy then spill, so the pool holds what session 12's order held. The
+// keys that left are appended to @left (when given). On an error the blocks not yet finished stay on
+// the device, their queued copies given back.
+Result<void> KvTiers::leave(Stream& stream, std::span<const Resident> out, std::vector<std::uint64_t>* left,
                             std::vector<std::uint64_t>* spilled) {
-    if (e.block.view.size() != block_bytes_)
-        return bad("demote " + name(key) + ": " + std::to_string(e.block.view.size()) + " bytes, not " +
-                   std::to_string(block_bytes_));
+    const std::size_t step = limited() ? 1 : out.size();
+    for (std::size_t i = 0; i < out.size(); i += step) {
+        const auto batch = out.subspan(i, std::min(step, out.size() - i));
+        if (!opts_.drop)
+            for (const Resident& d : batch) {
+                d.e->host = host_.take();
+                dma_.queue(d.e->host, d.e->block.view);
+            }
+        dma_.run();
+        for (std::size_t j = 0; j < batch.size(); j++) {
+            if (auto ok = finish_leave(stream, batch[j], spilled); !ok) {
+                for (const Resident& d : batch.subspan(j + 1)) {
+                    host_.give(d.e->host);
+                    d.e->host = {};
+                }
+                return ok;
+            }
+            if (left != nullptr) left->push_back(batch[j].key);
+        }
+    }
+    return {};
+}
+
+// Block @d's copy is made (or it is dropped): its tier changes, its pin goes, the host limit holds.
+Result<void> KvTiers::finish_leave(Stream& stream, const Resident& d, std::vector<std::uint64_t>* spilled) {
+    Entry& e = *d.e;
     if (opts_.drop) {
         set_tier(e, Tier::dropped);
         bytes_.dropped++;
     } else {
-        e.host = host_.take();
-        std::memcpy(e.host.data(), e.block.view.data(), block_bytes_);
         set_tier(e, Tier::host);
-        spill_order_.emplace(e.last_ref, e.seq, key);
+        if (limited()) spill_order_.emplace(e.last_ref, e.seq, d.key);
         bytes_.demoted++;
     }
-    if (auto ok = stream.unpin(e.block); !ok) return ok.error_info().within("lcp tiers: demote " + name(key));
-    if (!opts_.drop && opts_.host_blocks != 0 && host_.in_use() > opts_.host_blocks) return spill(spilled);
+    if (auto ok = stream.unpin(e.block); !ok)
+        return ok.error_info().within("lcp tiers: demote " + name(d.key));
+    if (limited() && host_.in_use() > opts_.host_blocks) return spill(spilled);
     return {};
 }
 
@@ -198,34 +230,38 @@ Result<void> KvTiers::spill(std::vector<std::uint64_t>* spilled) {
 
 Result<void> KvTiers::age(Stream& stream, std::uint32_t next, std::vector<std::uint64_t>& left,
                           std::vector<std::uint64_t>* spilled) {
-    std::vector<std::uint64_t> keep;
-    keep.reserve(device_.size());
-    for (std::size_t i = 0; i < device_.size(); i++) {
-        const std::uint64_t key = device_[i];
-        Entry& e = entries_.at(key);
-        if (!is_cold(e, next)) {
-            keep.push_back(key);
-            continue;
+    leaving_.clear();
+    Result<void> size_error;
+    for (const Resident& d : device_) {
+        if (!is_cold(*d.e, next)) continue;
+        if (auto ok = sized(d); !ok) {  // it and the blocks after it stay where they are
+            size_error = std::move(ok);
+            break;
         }
-        if (auto ok = leave(stream, key, e, spilled); !ok) {
-            // The blocks not looked at yet stay where they are: the hierarchy stays consistent.
-            if (e.tier == Tier::device) keep.push_back(key);
-            keep.insert(keep.end(), device_.begin() + static_cast<std::ptrdiff_t>(i) + 1, device_.end());
-            device_ = std::move(keep);
-            return ok;
-        }
-        left.push_back(key);
+        leaving_.push_back(d);
     }
-    device_ = std::move(keep);
-    return {};
+    auto ok = leave(stream, leaving_, &left, spilled);
+    // The hierarchy stays consistent whatever failed: the device keeps exactly its blocks, in order.
+    std::erase_if(device_, [](const Resident& d) { return d.e->tier != Tier::device; });
+    if (!ok) return ok;
+    return size_error;
 }
 
 Result<void> KvTiers::demote(Stream& stream, std::uint64_t key, std::vector<std::uint64_t>* spilled) {
     const auto it = entries_.find(key);
     if (it == entries_.end() || it->second.tier != Tier::device)
         return bad("demote " + name(key) + ": not on the device");
-    std::erase(device_, key);
-    return leave(stream, key, it->second, spilled);
+    const Resident d{key, &it->second};
+    if (auto ok = sized(d); !ok) return ok;
+    auto ok = leave(stream, std::span(&d, 1), nullptr, spilled);
+    std::erase_if(device_, [](const Resident& r) { return r.e->tier != Tier::device; });
+    return ok;
+}
+
+Result<void> KvTiers::sized(const Resident& d) const {
+    if (d.e->block.view.size() == block_bytes_) return {};
+    return bad("demote " + name(d.key) + ": " + std::to_string(d.e->block.view.size()) + " bytes, not " +
+               std::to_string(block_bytes_));
 }
 
 std::span<const std::byte> KvTiers::stage(Entry& e, std::unordered_set<std::uint64_t>& area,
@@ -239,10 +275,8 @@ void KvTiers::stage_window(std::uint32_t next) {
         for (std::uint32_t r = 0; r < regions_; r++) {
             const std::uint64_t key = slot_keys_.at(std::size_t{f} * regions_ + r);
             Entry& e = entries_.at(key);
-            if (e.tier == Tier::host || e.tier == Tier::disk) {
-                const auto bytes = stage(e, window_staged_, key);
-                staging_.assign(bytes.begin(), bytes.end());
-            }
+            if (e.tier == Tier::host || e.tier == Tier::disk)
+                dma_.queue(staging_, stage(e, window_staged_, key));
         }
 }
 
@@ -271,11 +305,12 @@ Result<std::span<const std::byte>> KvTiers::fetch(std::uint64_t key) {
         return Error{std::errc::no_message_available,
                      "lcp tiers: fetch " + name(key) + ": dropped, nothing to fetch"};
     const auto bytes = stage(e, staged_, key);
-    staging_.assign(bytes.begin(), bytes.end());
+    dma_.queue(staging_, bytes);  // run when the read ends: its copies in one kick
     return bytes;
 }
 
 void KvTiers::end_read() {
+    dma_.run();
     std::size_t n = 0;
     for (const std::uint64_t k : staged_) n += window_staged_.count(k) == 0;
     stage_peak_ = std::max(stage_peak_, n);

@@ -105,7 +105,7 @@ class FrameStats:
     ask_s: float | None = None
     # The C++ path only: the rest of step_s (outside emu_s) per part of the engine
     # (vrex/lcp/runner.hpp kEngineNames: prepare, install, prefill, select, ask, after, resv_read,
-    # resv_insert, host_prep).
+    # resv_insert, host_prep, dma_read, dma_move).
     engine: dict[str, float] = field(default_factory=dict)
 
 

@@ -400,14 +400,16 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
     def engine_timing(name: str) -> dict[str, Any]:
         """The step without the emulated hardware's work -- the vrex layer's calls (emu_s: FCC, SHIE
         lookups, the policy, block calls) and, on the C++ path, the ReSV unit's (engine parts
-        resv_read and resv_insert: hashing queries and keys, WiCSum); on a board the FCC, SHIE and ReSV are hardware -- paired per
+        resv_read and resv_insert: hashing queries and keys, WiCSum) and the copy engine's (dma_read,
+        dma_move: the hierarchy's copies); on a board the FCC, SHIE, ReSV and DMA are hardware -- paired per
         frame with exact's step without its own, against the same FLOP ratios; and the visual prefill
         without them (also minus the questions' half), when the halves were timed apart."""
         def resv(r: Rec, part: str) -> list[float]:
             return [p.get(part, 0.0) if p else 0.0 for p in (r.engine or [{}] * len(r.emu_s))]
 
         def hw(r: Rec) -> list[float]:
-            return [e + a + b for e, a, b in zip(r.emu_s, resv(r, "resv_read"), resv(r, "resv_insert"))]
+            return [e + a + b + c + d for e, a, b, c, d in zip(r.emu_s, resv(r, "resv_read"), resv(r, "resv_insert"),
+                                                             resv(r, "dma_read"), resv(r, "dma_move"))]
 
         def eng(r: Rec) -> list[float]:
             return [s - h for s, h in zip(r.step_s, hw(r))]
@@ -416,10 +418,11 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         out: dict[str, Any] = {"time_ratio": task.ci_dict(en, gg, ratio_of=ed), "ms_mean": float(en.mean() * 1e3),
                                "exact_ms_mean": float(ed.mean() * 1e3),
                                "clock": "thread CPU time of the step minus emu_s (the vrex layer's calls) and "
-                                        "the ReSV unit's emulated work"}
+                                        "the ReSV unit's and the copy engine's emulated work"}
         if not any(a is None for r in recs[name] + recs["exact"] for a in r.ask_s):
             def vis(r: Rec) -> list[float]:
-                return [s - e - i - a for s, e, i, a in zip(r.step_s, r.emu_s, resv(r, "resv_insert"), r.ask_s)]
+                return [s - e - i - m - a for s, e, i, m, a in zip(r.step_s, r.emu_s, resv(r, "resv_insert"),
+                                                                   resv(r, "dma_move"), r.ask_s)]
             vn, vd = paired(name, vis)[0], paired("exact", vis)[0]
             out["visual"] = {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "ms_mean": float(vn.mean() * 1e3),
                              "exact_ms_mean": float(vd.mean() * 1e3),

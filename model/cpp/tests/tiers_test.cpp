@@ -144,6 +144,55 @@ TEST_F(Tiers, ColdBlocksAreCopiedToHostAndUnpinned) {
     EXPECT_TRUE(t.fetch_prefill(12345).empty());
 }
 
+// The moves' copies are the copy engine's: a frame's demotions in one kick (before their unpins),
+// a question's staged copies when its read ends, each counted with its bytes.
+TEST_F(Tiers, AFramesDemotionsRunInOneKickAndAReadsStagingWhenItEnds) {
+    KvTiers t = tiers();
+    std::vector<std::vector<KvBlock>> frames;
+    for (int i = 0; i < 8; i++) frames.push_back(frame(t));
+    const CopyEngine& dma = t.copy_engine();
+    EXPECT_EQ(dma.copies(), 4 * kRegions);  // frames 0..3, one copy each
+    EXPECT_EQ(dma.kicks(), 4U);             // one per demoting frame, not one per block
+    EXPECT_EQ(dma.bytes(), 4 * kRegions * alloc_->block_bytes());
+    EXPECT_TRUE(dma.idle());
+    auto got = t.fetch(block_key(frames[1][2]));
+    ASSERT_TRUE(got) << got.error_message();
+    EXPECT_TRUE(all_equal(*got, pattern(1, 2)));
+    EXPECT_FALSE(dma.idle());  // staged when the read ends
+    EXPECT_EQ(dma.copies(), 4 * kRegions);
+    t.end_read();
+    EXPECT_TRUE(dma.idle());
+    EXPECT_EQ(dma.copies(), 4 * kRegions + 1);
+    EXPECT_EQ(dma.kicks(), 5U);
+    EXPECT_TRUE(all_equal(t.host_copy(block_key(frames[1][2])), pattern(1, 2)));
+}
+
+// An unpin that fails within a frame's demotions: the blocks before it left, the failing one is on
+// the host (its copy made), and the blocks after it stay on the device with their host slots given
+// back; the next frame demotes them.
+TEST_F(Tiers, AFailedUnpinLeavesTheRestOnTheDeviceWithoutHostSlots) {
+    KvTiers t = tiers();
+    std::vector<std::vector<KvBlock>> frames;
+    for (int i = 0; i < 4; i++) frames.push_back(frame(t));
+    before_age_ = [&] { ASSERT_TRUE(st_->unpin(frames[0][7])); };
+    after_age_ = [] {};
+    frames.push_back(frame(t));  // frame 4: frame 0 goes cold
+    ASSERT_FALSE(aged_);
+    EXPECT_EQ(aged_.error(), std::errc::no_such_file_or_directory) << aged_.error_message();
+    EXPECT_EQ(t.host_blocks(), 8U);  // regions 0..7 of frame 0
+    EXPECT_EQ(t.host_pool().in_use(), 8U) << "the copies of the blocks that stayed were not given back";
+    EXPECT_EQ(t.device_blocks(), 5 * kRegions - 8);
+    for (std::uint32_t r = 0; r < kRegions; r++)
+        EXPECT_EQ(t.entry(block_key(frames[0][r]))->tier, r <= 7 ? Tier::host : Tier::device) << r;
+    std::erase_if(pinned_, [&](const KvBlock& b) { return block_key(b) == block_key(frames[0][7]); });
+    before_age_ = nullptr;
+    frame(t);  // frame 5: frame 0's rest and frame 1 leave
+    EXPECT_EQ(t.host_blocks(), 2 * kRegions);
+    EXPECT_EQ(t.host_pool().in_use(), 2 * kRegions);
+    for (std::uint32_t r = 8; r < kRegions; r++)
+        EXPECT_TRUE(all_equal(t.host_copy(block_key(frames[0][r])), pattern(0, r))) << r;
+}
+
 // A host reservation (TierOptions::host_reserve_blocks, whole chunks): the demotions land in it and
 // keep their bytes, with the tiers and counters of ColdBlocksAreCopiedToHostAndUnpinned; past it the
 // host tier grows and counts the slots it grew for.
@@ -305,6 +354,11 @@ TEST_F(DiskTiers, SpillsTheLeastRecentlyReferencedHostCopyFirst) {
     EXPECT_EQ(t.keys_on(Tier::disk).size(), want.size());
     EXPECT_EQ(t.slot_tiers()[0], Tier::disk);
     EXPECT_EQ(t.slot_tiers()[5 * kRegions + 15], Tier::host);
+    // Under a host limit each demotion's copy runs alone, before its spill: the host pool never
+    // holds more than the limit and the one copy that spills.
+    EXPECT_EQ(t.copy_engine().kicks(), demoted);
+    EXPECT_EQ(t.copy_engine().copies(), demoted);
+    EXPECT_EQ(t.host_pool().grown(), 21U);
 }
 
 TEST_F(DiskTiers, ReadsSpilledBlocksBackWithTheirBytes) {

@@ -117,9 +117,13 @@ inline constexpr std::array<const char*, 6> kStageNames = {"begin_frame", "looku
 // resv_insert (hashing the frame's keys as they are inserted). Not in step_s: host_prep, the CPU
 // time the hierarchy's host pool spent on another thread since the previous step, preparing host
 // memory for demotions (TierOptions::host_ahead; a DMA pool's driver work): step_s + host_prep is
-// the step's whole CPU time.
-inline constexpr std::array<const char*, 9> kEngineNames = {
-    "prepare", "install", "prefill", "select", "ask", "after", "resv_read", "resv_insert", "host_prep"};
+// the step's whole CPU time. Also emulated hardware, a board's copy engine (lcp::CopyEngine, the
+// same copies on the step's thread): dma_read (a question's demoted blocks staged back: within the
+// questions' half, ask_s) and dma_move (installs' fills, demotions into the host pool, fifo's
+// window staging); the parts above leave them out.
+inline constexpr std::array<const char*, 11> kEngineNames = {
+    "prepare",   "install",     "prefill",   "select",   "ask",     "after",
+    "resv_read", "resv_insert", "host_prep", "dma_read", "dma_move"};
 
 struct StepStats {
     double step_s = 0;  // thread CPU time of the whole step (FCC, policy, HAL calls, selection, decoder)

@@ -18,6 +18,9 @@
 //   when it is still there, else its host or disk copy). A demoted block a new frame references
 //   again is re-pinned (promoted); demoted blocks the next prefill's window references (fifo) are
 //   staged (stage_window()).
+// - The moves' copies (demotions, staged reads) are a copy engine's (CopyEngine: a board's DMA,
+//   emulated): a frame's demotions are queued and run in one kick before their blocks are unpinned,
+//   a question's staged copies when its read ends (end_read()). copy_engine() reports its time.
 // - Bytes per step: device = pinned blocks + blocks staged for this step's prefill and its largest
 //   read + the selectors' metadata; total = device + host + disk. Peaks over the stream.
 // No torch: the caller hands it block handles.
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "vrex/hal.hpp"
+#include "vrex/lcp/copy_engine.hpp"
 #include "vrex/lcp/disk_pool.hpp"
 #include "vrex/lcp/host_pool.hpp"
 
@@ -149,6 +153,8 @@ class KvTiers {
     double host_prepare_cpu_s() const noexcept { return host_.prepare_cpu_s(); }
     // The host tier's pool: its reservation (reserved(), its setup cost) and growth (grown()).
     const HostBlockPool& host_pool() const noexcept { return host_; }
+    // The emulated DMA of the moves: its thread CPU time is emulated hardware, not the engine's.
+    const CopyEngine& copy_engine() const noexcept { return dma_; }
 
   private:
     struct Entry {
@@ -161,18 +167,31 @@ class KvTiers {
         std::uint32_t disk_slot = 0;       // its slot of disk_ while on the disk tier
         std::vector<std::uint32_t> slots;  // slots that reference it
     };
+    // A device-resident entry: its key and where it lives (entries_ is node-based: the pointer
+    // stays valid until the entry is erased, which nothing does), so the per-frame scans of the
+    // device blocks make no hash lookups.
+    struct Resident {
+        std::uint64_t key = 0;
+        Entry* e = nullptr;
+    };
     KvTiers(const TierOptions& o, std::uint64_t block_bytes, std::uint32_t regions, std::uint32_t window,
             std::optional<DiskBlockPool> disk)
         : opts_(o),
           block_bytes_(block_bytes),
           regions_(regions),
           window_(window),
+          staging_(block_bytes),
           host_(block_bytes, o.host_ahead, host_reservation(o)),
           disk_(std::move(disk)) {}
     static std::size_t host_reservation(const TierOptions& o);
     void set_tier(Entry& e, Tier t);
     bool is_cold(const Entry& e, std::uint32_t next) const;
-    Result<void> leave(Stream& stream, std::uint64_t key, Entry& e, std::vector<std::uint64_t>* spilled);
+    // Only a host limit needs the spill order (and its set's node per demotion).
+    bool limited() const noexcept { return opts_.host_blocks != 0 && !opts_.drop; }
+    Result<void> leave(Stream& stream, std::span<const Resident> out, std::vector<std::uint64_t>* left,
+                       std::vector<std::uint64_t>* spilled);
+    Result<void> sized(const Resident& d) const;  // EINVAL unless its view is block_bytes() long
+    Result<void> finish_leave(Stream& stream, const Resident& d, std::vector<std::uint64_t>* spilled);
     Result<void> spill(std::vector<std::uint64_t>* spilled);
     void free_copy(Entry& e);
     std::span<const std::byte> copy_of(const Entry& e) const;
@@ -182,7 +201,8 @@ class KvTiers {
     std::uint64_t block_bytes_ = 0;
     std::uint32_t regions_ = 0, window_ = 0;
     std::unordered_map<std::uint64_t, Entry> entries_;
-    std::vector<std::uint64_t> device_;  // keys of the device-resident entries, in entry order (seq)
+    std::vector<Resident> device_;   // the device-resident entries, in entry order (seq)
+    std::vector<Resident> leaving_;  // age()'s cold blocks (kept: no allocation per frame)
     // The host copies in spill order: least recently referenced first, then first seen. A block's
     // last_ref does not change while it is off the device (a reference promotes it).
     std::set<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> spill_order_;  // (last_ref, seq, key)
@@ -192,8 +212,9 @@ class KvTiers {
     std::unordered_set<std::uint64_t> staged_, window_staged_;  // this question's read, this step's prefill
     std::size_t stage_peak_ = 0;
     std::uint64_t fetched_before_ = 0;  // bytes_.fetched at the last account()
-    std::vector<std::byte> staging_;    // where staged copies land (one block; the copy is the cost)
     TierBytes bytes_;
+    std::vector<std::byte> staging_;  // where staged copies land (one block; the copy is the cost)
+    CopyEngine dma_;
     HostBlockPool host_;  // where demoted copies live (a DMA engine's pinned pool, not one allocation each)
     std::optional<DiskBlockPool> disk_;  // below host memory when host_blocks limits it
 };

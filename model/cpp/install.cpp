@@ -1,0 +1,40 @@
+#include "vrex/lcp/install.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace vrex::lcp {
+
+void install_blocks(CopyEngine& dma, const InstallShape& shape, std::span<const BlockInstall> ins,
+                    const Layer0* layer0) {
+    const std::size_t tpr = shape.tokens_per_region, hd = shape.head_dim, kvh = shape.kv_heads;
+    const std::size_t layer_bytes = 2 * kvh * tpr * hd * sizeof(float);  // one layer's K and V
+    for (const BlockInstall& in : ins)
+        if (in.dst.size() != shape.layers * layer_bytes || in.src.size() != in.dst.size())
+            throw std::invalid_argument("vrex install: region " + std::to_string(in.region) + ": a " +
+                                        std::to_string(in.dst.size()) + "-byte block from " +
+                                        std::to_string(in.src.size()) + " bytes, not " +
+                                        std::to_string(shape.layers * layer_bytes));
+    // Layer 0 is rewritten below with refresh: only the rest is copied.
+    const std::size_t skip = layer0 != nullptr ? layer_bytes : 0;
+    for (const BlockInstall& in : ins) dma.queue(in.dst.subspan(skip), in.src.subspan(skip));
+    dma.run();
+    if (layer0 == nullptr) return;
+    for (const BlockInstall& in : ins) {
+        auto* out = reinterpret_cast<float*>(in.dst.data());  // NOLINT: the block holds fp32 KV
+        const std::size_t first = std::size_t{in.region} * tpr;
+        // Layer 0's K is the block's first KVH x T x hd values, k0's per-region layout.
+        std::memcpy(out, layer0->k0.data() + in.region * kvh * tpr * hd, kvh * tpr * hd * sizeof(float));
+        for (std::size_t h = 0; h < kvh; h++)
+            for (std::size_t i = 0; i < tpr; i++) {
+                float* vd = out + ((kvh + h) * tpr + i) * hd;
+                for (std::size_t d = 0; d < hd; d++) {
+                    const std::size_t c = h * hd + d;
+                    vd[d] = c < shape.feat_dim ? layer0->tokens[(first + i) * shape.feat_dim + c] : 0.0F;
+                }
+            }
+    }
+}
+
+}  // namespace vrex::lcp

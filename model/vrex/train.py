@@ -69,7 +69,12 @@ class Data:
     """Encoder tokens of the train + val clips, the standardisation and the codebook."""
 
     def __init__(self, paths: dict[str, Path], n_codes: int, gen: torch.Generator):
-        self.feats = {c.key: torch.from_numpy(task.features(c, paths[c.key])) for c in task.CLIPS if c.split != "test"}
+        # A cold feature cache encodes the clips, and building the encoder's layers draws from torch's
+        # global RNG: forked, so the decoder's initialisation does not depend on whether the cache was
+        # warm (the warm path draws nothing here, so its weights stay the shipped ones).
+        with torch.random.fork_rng(devices=[]):
+            self.feats = {c.key: torch.from_numpy(task.features(c, paths[c.key]))
+                          for c in task.CLIPS if c.split != "test"}
         train = [self.feats[c.key] for c in task.clips_of("train")]
         flat = torch.cat(train).reshape(-1, train[0].shape[-1])
         self.mean, self.std = flat.mean(0), flat.std(0) + 1e-5

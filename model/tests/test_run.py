@@ -145,3 +145,20 @@ def test_host_reserve_is_refused_where_it_would_do_nothing(vtest_avi: Path,
     """The host pool's reservation is the C++ runner's: the Python path's runs would ignore it."""
     assert run.main(["--anchors", "--path", "python", "--host-reserve", "8", "--frames", "4", str(vtest_avi)]) == 1
     assert "C++ path only" in capsys.readouterr().err
+
+
+def test_the_copy_engine_is_left_out_of_the_engine_and_counted_in_beside_it(
+        vtest_avi: Path, footage_env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    mire = footage_env["VREX_MIRE_PATH"]
+    assert run.main(["--anchors", "--anchor-runs", "vrex_hierarchy", "--no-resv-recall", "--no-control",
+                     "--no-resv-read", "--json", "--streams", "2", "--frames", "24", "--warmup", "2",
+                     "--workload", "cutback", "--path", "cpp", "--kernels", "native", str(vtest_avi), mire]) == 0
+    e = json.loads(capsys.readouterr().out)["vrex_hierarchy"]["prefill"]["engine"]
+    parts, counted = e["parts"], e["copy_engine_counted"]
+    assert parts["dma_move"]["ms_per_frame"] > 0  # the hierarchy demotes: its copies ran on the engine
+    dma = parts["dma_move"]["ms_per_frame"] + parts["dma_read"]["ms_per_frame"]
+    assert counted["ms_mean"] == pytest.approx(e["ms_mean"] + dma, rel=1e-6)
+    assert counted["visual"]["ms_mean"] == pytest.approx(e["visual"]["ms_mean"] + parts["dma_move"]["ms_per_frame"],
+                                                         rel=1e-6)
+    assert counted["time_ratio"]["mean"] > e["time_ratio"]["mean"]
+    assert counted["visual"]["time_ratio"]["mean"] > e["visual"]["time_ratio"]["mean"]

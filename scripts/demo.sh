@@ -114,12 +114,14 @@ fi
 # anchors and its ablations at equal device memory, then the anchors at equal accuracy (the device KV
 # each needs, from the budget sweeps on the same streams): edited and cutback streams, the deep
 # variant, the other stream seeds and the seeds pooled, with the test clip MIRE at its task step 2
-# (docs/model.md "Session 12: the records with MIRE at step 2"), recorded by the commands in
-# model/anchors-test-s12-{s9,seed,sweep,deep}*.json's "command" (plot: accuracy and KV bytes against
-# stream length, $out-anchors.svg). Records only, no run (~2 s CPU).
+# (docs/model.md "Session 12: the records with MIRE at step 2"; seeds 22/23 at budget 84 and the deep
+# variant from session 13's reruns, "Session 13: the deep variant at step 2", which carry the
+# timechat_dtd fix), recorded by the commands in each record's "command" (plot: accuracy and KV bytes
+# against stream length, $out-anchors.svg). Records only, no run (~2 s CPU).
 # VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
 python3 model/vrex/anchors_report.py model/anchors-test-s12-s9-edited.json --svg "$out-anchors.svg" \
-	--sweep model/anchors-test-s12-sweep-*.json model/anchors-test-s12-s9-cutback.json model/anchors-test-s12-seed*.json model/anchors-test-s12-deep-*.json
+	--sweep model/anchors-test-s12-sweep-*.json model/anchors-test-s12-s9-cutback.json model/anchors-test-s12-seed21-*.json \
+	model/anchors-test-s12-seed2[23]-sweep-*.json model/anchors-test-s13-seed2[23]-*.json model/anchors-test-s13-deep-*.json
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"

@@ -121,7 +121,7 @@ fi
 # VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
 python3 model/vrex/anchors_report.py model/anchors-test-s12-s9-edited.json --svg "$out-anchors.svg" \
 	--sweep model/anchors-test-s12-sweep-*.json model/anchors-test-s12-s9-cutback.json model/anchors-test-s12-seed21-*.json \
-	model/anchors-test-s12-seed2[23]-sweep-*.json model/anchors-test-s13-seed2[23]-*.json model/anchors-test-s13-deep-*.json
+	model/anchors-test-s13-seed2[23]-*.json model/anchors-test-s13-deep-*.json
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"

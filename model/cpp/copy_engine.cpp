@@ -1,22 +1,12 @@
 #include "vrex/lcp/copy_engine.hpp"
 
-#include <time.h>
-
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "thread_clock.hpp"
+
 namespace vrex::lcp {
-
-namespace {
-
-double thread_cpu_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-}  // namespace
 
 void CopyEngine::queue(std::span<std::byte> dst, std::span<const std::byte> src) {
     if (dst.size() != src.size())

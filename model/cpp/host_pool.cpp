@@ -1,7 +1,6 @@
 #include "vrex/lcp/host_pool.hpp"
 
 #include <sys/mman.h>
-#include <time.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -12,18 +11,14 @@
 #include <thread>
 #include <utility>
 
+#include "thread_clock.hpp"
+
 namespace vrex::lcp {
 
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{2} << 20;
 constexpr std::size_t kPage = 4096;
-
-double thread_cpu_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // @bytes of anonymous memory, faulted in page by page. Not asked for transparent huge pages: measured
 // in the runner (docs/model.md, session 11), MADV_HUGEPAGE made demotions cost 0.12-0.58 ms a frame

@@ -1,7 +1,6 @@
 #include "vrex/lcp/runner.hpp"
 
 #include <ATen/Parallel.h>
-#include <time.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 
 #include "native_kernels.hpp"
 #include "native_load.hpp"
+#include "thread_clock.hpp"
 #include "vrex/lcp/copy_engine.hpp"
 #include "vrex/lcp/geometry.hpp"
 #include "vrex/lcp/install.hpp"
@@ -39,12 +39,6 @@ struct FccProbe {
 
 namespace {
 
-double thread_cpu_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 template <class T>
 T take(Result<T> r, const std::string& what) {
     if (!r) throw std::runtime_error("vrex runner: " + what + ": " + r.error_message());
@@ -55,17 +49,18 @@ void check(const Result<void>& r, const std::string& what) {
     if (!r) throw std::runtime_error("vrex runner: " + what + ": " + r.error_message());
 }
 
-// One row of cache tokens per question, padded with -1 to the longest (Decoder.ask's q_read).
-torch::Tensor padded_rows(const std::vector<std::vector<std::int64_t>>& rows) {
-    std::size_t m = 0;
-    for (const auto& r : rows) m = std::max(m, r.size());
-    torch::Tensor q_read = torch::full({static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(m)},
-                                       -1, torch::kInt64);
-    auto acc = q_read.accessor<std::int64_t, 2>();
-    for (std::size_t i = 0; i < rows.size(); i++)
-        for (std::size_t j = 0; j < rows[i].size(); j++)
-            acc[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)] = rows[i][j];
-    return q_read;
+// One row of cache tokens per question, padded with -1 to the longest (Decoder.ask's q_read), from
+// every question's @rows one after another (@len apart), in @out: the tensor views it, so it is
+// valid until the next read is selected.
+torch::Tensor padded_rows(std::span<const std::int64_t> rows, std::span<const std::size_t> len,
+                          std::vector<std::int64_t>& out) {
+    const std::size_t m = len.empty() ? 0 : *std::max_element(len.begin(), len.end());
+    out.assign(len.size() * m, -1);
+    for (std::size_t i = 0, from = 0; i < len.size(); from += len[i], i++)
+        std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(from), len[i],
+                    out.begin() + static_cast<std::ptrdiff_t>(i * m));
+    return torch::from_blob(out.data(), {static_cast<std::int64_t>(len.size()), static_cast<std::int64_t>(m)},
+                            torch::kInt64);
 }
 
 }  // namespace
@@ -149,8 +144,8 @@ struct StreamRunner::Impl {
     void end_tiers(std::span<const KvBlock> blocks);
     std::vector<BlockInstall> fills_;  // fill()'s working memory
     CopyEngine dma_;  // the installs' copies (a board's DMA engine, emulated: engine part dma_move)
-    // select_tiered()'s working memory, kept across frames (no allocation per question): the rows as
-    // read, each question's length, and q_read [Q, longest] that the returned tensor views.
+    // select()'s and select_tiered()'s working memory, kept across frames (no allocation per question): the
+    // rows as read, each question's length, and q_read [Q, longest] that the returned tensor views.
     std::vector<std::int64_t> sel_rows_, sel_read_;
     std::vector<std::size_t> sel_len_;
     std::vector<std::uint8_t> sel_allow_;
@@ -360,11 +355,13 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
           "hash the questions' queries");
     resv_s_ += thread_cpu_s() - h0;
     stats.hashed += nq;
-    std::vector<std::vector<std::int64_t>> rows(nq);
+    sel_rows_.clear();
+    sel_len_.assign(nq, 0);
     const std::int64_t* frp = fr.data_ptr<std::int64_t>();
     const float* wp = w.data_ptr<float>();
     const std::int64_t* tg = q_target.data_ptr<std::int64_t>();
     for (std::size_t i = 0; i < nq; i++) {
+        const std::size_t row0 = sel_rows_.size();
         // The reach's past frames are consecutive: columns j0 .. j1 of the question's row.
         std::size_t j0 = span_frames, j1 = 0;
         for (std::size_t j = 0; j < span_frames; j++)
@@ -380,14 +377,16 @@ torch::IValue StreamRunner::Impl::select(const torch::Tensor& q_region, const to
             const auto blocks = select_blocks(hashes, pos, qh[i], stats);
             for (const std::uint32_t b : blocks)
                 for (std::uint32_t k = 0; k < g.tokens_per_region; k++)
-                    rows[i].push_back(static_cast<std::int64_t>(f0 * g.visual + b * g.tokens_per_region + k));
+                    sel_rows_.push_back(
+                        static_cast<std::int64_t>(f0 * g.visual + b * g.tokens_per_region + k));
         }
         if (static_cast<std::int64_t>(t_) - tg[i] <= reach)  // the current frame: computed in this step
             for (std::uint32_t k = 0; k < g.visual; k++)
-                rows[i].push_back(static_cast<std::int64_t>(std::uint64_t{t_} * g.visual + k));
-        stats.question_keys += rows[i].size();
+                sel_rows_.push_back(static_cast<std::int64_t>(std::uint64_t{t_} * g.visual + k));
+        sel_len_[i] = sel_rows_.size() - row0;
+        stats.question_keys += sel_len_[i];
     }
-    return padded_rows(rows);
+    return padded_rows(sel_rows_, sel_len_, sel_read_);
 }
 
 // Frame t's layer-0 keys (rotated to its position, the heads concatenated) hashed once, as inserted:
@@ -681,14 +680,7 @@ torch::IValue StreamRunner::Impl::select_tiered(const torch::Tensor& q_region, c
         sel_len_[i] = sel_rows_.size() - row0;
         stats.question_keys += sel_len_[i];
     }
-    // Decoder.ask's q_read [Q, M], -1 padded (padded_rows()'s layout), in memory kept across frames.
-    const std::size_t m = nq ? *std::max_element(sel_len_.begin(), sel_len_.end()) : 0;
-    sel_read_.assign(nq * m, -1);
-    for (std::size_t i = 0, from = 0; i < nq; from += sel_len_[i], i++)
-        std::copy_n(sel_rows_.begin() + static_cast<std::ptrdiff_t>(from), sel_len_[i],
-                    sel_read_.begin() + static_cast<std::ptrdiff_t>(i * m));
-    return torch::from_blob(sel_read_.data(), {static_cast<std::int64_t>(nq), static_cast<std::int64_t>(m)},
-                            torch::kInt64);
+    return padded_rows(sel_rows_, sel_len_, sel_read_);
 }
 
 std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<const float> tokens_in,

@@ -132,7 +132,7 @@ struct StreamRunner::Impl {
     std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selector(const torch::Tensor& q_region,
                                                                      const torch::Tensor& q_target);
     void hash_frame(StepStats& stats);
-    void stage_reads(const torch::IValue& q_read);
+    void stage_reads(std::span<const std::int64_t> q_read);
     // The regions this frame fills from another block's bytes instead of computing them.
     struct Install {
         std::uint32_t region = 0;
@@ -420,13 +420,11 @@ void StreamRunner::Impl::hash_frame(StepStats& stats) {
 
 // The blocks the questions' read @q_read selected off the device are read where the hierarchy
 // staged them (their host or disk copy): the pages point there for this step.
-void StreamRunner::Impl::stage_reads(const torch::IValue& q_read) {
-    if (!tiers_ || !q_read.isTensor()) return;
-    const torch::Tensor r = q_read.toTensor().contiguous();
-    const std::int64_t* tok = r.data_ptr<std::int64_t>();
+void StreamRunner::Impl::stage_reads(std::span<const std::int64_t> q_read) {
+    if (!tiers_) return;
     const std::int64_t tpr = model_.geometry().tokens_per_region;
-    for (std::int64_t i = 0; i < r.numel(); i++)
-        if (tok[i] >= 0) (void)pages_->stage(static_cast<std::size_t>(tok[i] / tpr), *tiers_);
+    for (const std::int64_t tok : q_read)
+        if (tok >= 0) (void)pages_->stage(static_cast<std::size_t>(tok / tpr), *tiers_);
 }
 
 // decoder.rope_tables at @pos: cos then sin [head_dim / 2] each, the angle in double, then fp32.
@@ -839,7 +837,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
             qr = {{r.data_ptr<std::int64_t>(), static_cast<std::size_t>(r.numel())},
                   static_cast<std::size_t>(r.size(1))};
         }
-        stage_reads(q_read);
+        stage_reads(qr.tokens);
         model_.native().ask(scratch_, {pages_->readable()}, t_, q_region_in, q_target_in,
                             q_read.isTensor() ? &qr : nullptr, out_logits);
     } else {

@@ -1,5 +1,6 @@
 #include "vrex/lcp/install.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -26,14 +27,17 @@ void install_blocks(CopyEngine& dma, const InstallShape& shape, std::span<const 
         const std::size_t first = std::size_t{in.region} * tpr;
         // Layer 0's K is the block's first KVH x T x hd values, k0's per-region layout.
         std::memcpy(out, layer0->k0.data() + in.region * kvh * tpr * hd, kvh * tpr * hd * sizeof(float));
-        for (std::size_t h = 0; h < kvh; h++)
+        // Head h's values are features h * hd .. (h + 1) * hd - 1, zeros past feat_dim.
+        for (std::size_t h = 0; h < kvh; h++) {
+            const std::size_t feat = shape.feat_dim, c0 = std::min(h * hd, feat),
+                              have = std::min(hd, feat - c0);
             for (std::size_t i = 0; i < tpr; i++) {
                 float* vd = out + ((kvh + h) * tpr + i) * hd;
-                for (std::size_t d = 0; d < hd; d++) {
-                    const std::size_t c = h * hd + d;
-                    vd[d] = c < shape.feat_dim ? layer0->tokens[(first + i) * shape.feat_dim + c] : 0.0F;
-                }
+                std::memcpy(vd, layer0->tokens.data() + (first + i) * shape.feat_dim + c0,
+                            have * sizeof(float));
+                std::fill(vd + have, vd + hd, 0.0F);
             }
+        }
     }
 }
 

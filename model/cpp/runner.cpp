@@ -192,7 +192,9 @@ struct StreamRunner::Impl {
     const float* rope_at(std::size_t pos);
     std::vector<float> position_weights(std::int64_t region, std::int64_t target, std::int64_t lo,
                                         std::int64_t hi) const;
-    std::vector<float*> blocks_;  // the frame's block memory per region
+    std::vector<float*> blocks_;           // the frame's block memory per region
+    std::vector<float> hash_keys_;         // hash_frame(): the frame's layer-0 keys, rotated
+    std::vector<std::uint32_t> hash_out_;  // hash_frame(): their hashes
     // Native kernels: where every frame's blocks are read (the paged cache: no attention cache).
     std::optional<KvPageTable> pages_;
     std::vector<float> sel_q_, sel_w_;  // the native selector's outputs (selector())
@@ -396,14 +398,16 @@ void StreamRunner::Impl::hash_frame(StepStats& stats) {
     const std::size_t n = g.visual, hd = g.head_dim, half = hd / 2, dim = std::size_t{g.kv_heads} * hd,
                       tpr = g.tokens_per_region;
     const float* rope = rope_at(t_);
-    std::vector<float> k(n * dim);
+    std::vector<float>& k = hash_keys_;  // kept across frames: no allocation a step
+    k.resize(n * dim);
     for (std::size_t j = 0; j < n; j++)
         for (std::size_t h = 0; h < g.kv_heads; h++) {
             float* kj = k.data() + j * dim + h * hd;  // block layer 0, K, head h, token j % tpr
             std::memcpy(kj, blocks_[j / tpr] + (h * tpr + j % tpr) * hd, hd * sizeof(float));
             native::rotate(kj, rope, rope + half, half);
         }
-    std::vector<std::uint32_t> h(n);
+    std::vector<std::uint32_t>& h = hash_out_;
+    h.resize(n);
     const double h0 = thread_cpu_s();
     check(resv_hash(read_.seed, static_cast<std::uint32_t>(dim), k, h), "hash the frame's keys");
     resv_s_ += thread_cpu_s() - h0;
@@ -793,7 +797,7 @@ std::vector<float> StreamRunner::Impl::step(const LumaView& luma, std::span<cons
     blocks_.clear();
     for (const KvBlock& b : fb.blocks) blocks_.push_back(block_data(b));
     if (native_) {
-        pages_->add_frame(std::vector<const float*>(blocks_.begin(), blocks_.end()));
+        pages_->add_frame(blocks_);
         // The window's blocks a fifo hierarchy demoted are read from the copies it staged for it.
         const std::uint32_t w0 = t_ + 1 >= window_ ? t_ + 1 - window_ : 0;
         for (std::size_t s = std::size_t{w0} * g.regions; tiers_ && s < std::size_t{t_} * g.regions; s++)

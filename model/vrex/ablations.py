@@ -40,7 +40,8 @@ ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "ran
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
              "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6",
-             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate")
+             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate", "no_refresh_r4",
+             *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -75,7 +76,8 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
 
 # Runs of the zombie-release study (docs/model.md "Session 11: zombie release by use"), left out of
 # the default set (vrexctl run, make bench): name them in `only` (vrex.run --anchor-runs).
-STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound")
+STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound", "no_refresh_r4",
+              *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
 # Zombie release by use (coldness `use`) and the creation-age control's curve around it: each use run
 # with the two creation-age runs whose residency brackets it (one frame less, the same).
 ZOMBIE_BRACKETS = {"zombie_use_r4": ("no_zombie_r4", "no_zombie"), "zombie_use": ("no_zombie", "no_zombie_r6")}

@@ -577,7 +577,10 @@ REUSE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {"builtin": (VREX_REUS
 
 # Resident frames of creation age where blocks are aliased (the alias_no_zombie_r* study runs): with
 # alias_no_zombie (`resident`) the curve on which ablations.zombie_by_reference places no_refresh.
-ALIAS_CURVE = (4, 6, 7, 8, 10, 12, 16)
+# Frozen on the validation clip (model/anchors-val-s14-zombie-alias-*.json, 4-16 frames): no_refresh's
+# traffic fell between 6 and 7 frames, its bytes between 5 and 6, no_refresh_r4's between 4 and 6; 8
+# is the margin.
+ALIAS_CURVE = (4, 6, 7, 8)
 
 
 def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,

@@ -362,7 +362,8 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
         other = runs[name].get("extra", {}).get("paired_with")
         if other in ok:  # a grid point against its named reference (vrex.tune), paired per question
             out["accuracy_change_vs_paired"] = {"run": other, **task.ci_dict(ok[name] - ok[other], g)}
-        if "no_refresh" in ok and name.startswith("alias_"):  # an aliasing ablation against aliasing V-Rex
+        # An aliasing ablation, or the aliasing V-Rex at other resident frames, against aliasing V-Rex.
+        if "no_refresh" in ok and (name.startswith("alias_") or name.startswith("no_refresh_")):
             out["accuracy_change_vs_alias"] = task.ci_dict(ok[name] - ok["no_refresh"], g)
         splits = {"reused": reused_t, "fresh": ~reused_t, "event": ev, "static": ~ev}
         out["split"] = {}

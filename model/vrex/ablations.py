@@ -15,6 +15,10 @@ and questions, and these JSON sections:
   zombie_by_use.{zombie_use, zombie_use_r4}
       zombie release by use against creation age's curve (no_zombie_r4 / no_zombie / no_zombie_r6):
       device bytes at equal staging traffic, blocks staged back at equal device bytes (CIs)
+  zombie_by_reference.{no_refresh, no_refresh_r4}
+      zombie release against creation age where blocks are aliased: the aliasing V-Rex at 5 and 4
+      resident frames on the curve of alias_no_zombie at anchors.ALIAS_CURVE's resident frames, the
+      same two figures (vrex/on_curve.py)
   zombie_bound
       from the zombie_bound run's logged selections (vrex/zombie_bound.py): creation age and use
       replayed, the clairvoyant bound on any coldness rule, and whether a read predicts a read

@@ -73,3 +73,10 @@ def test_a_run_missing_its_same_residency_control_is_left_out() -> None:
     s["no_refresh_r4"] = stream_stats(10.0, 3.0)
     z = ablations.zombie_by_reference(s, SEGS, resident=5, reps=20)
     assert set(z) == {"no_refresh_r4"} and z["no_refresh_r4"]["same_residency"] == "alias_no_zombie_r4"
+
+
+def test_at_another_resident_the_curve_holds_each_resident_frame_once() -> None:
+    # At --resident 6 alias_no_zombie is creation age at 6 frames: alias_no_zombie_r6 would repeat it.
+    z = ablations.zombie_by_reference(stats((22.0, 1.5)), SEGS, resident=6, reps=20)["no_refresh"]
+    assert z["control"] == ["alias_no_zombie_r4", "alias_no_zombie", "alias_no_zombie_r7"]
+    assert z["control_resident_frames"] == [4, 6, 7] and z["same_residency"] == "alias_no_zombie"

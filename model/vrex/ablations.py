@@ -104,7 +104,8 @@ def zombie_by_reference(stats: dict[str, list[dict[str, Any]]], seg_lengths: lis
     """Zombie release (coldness `zombie`) against creation age where blocks are aliased: each
     ZOMBIE_ALIAS run placed on the curve of the alias_no_zombie runs present (ordered by their resident
     frames), beside the control at its own resident frames (vrex/on_curve.py)."""
-    frames = {"alias_no_zombie": resident, **{f"alias_no_zombie_r{r}": r for r in anchors.ALIAS_CURVE}}
+    # At another --resident one of ALIAS_CURVE's runs is alias_no_zombie again: a flat chord.
+    frames = {"alias_no_zombie": resident, **{f"alias_no_zombie_r{r}": r for r in anchors.ALIAS_CURVE if r != resident}}
     curve = sorted((n for n in frames if n in stats), key=frames.__getitem__)
     out: dict[str, Any] = {}
     for run, r in ZOMBIE_ALIAS.items():

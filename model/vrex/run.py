@@ -25,6 +25,7 @@ VREX_MODEL_WEIGHTS=random runs seeded random weights (CLI plumbing tests; no tra
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -239,7 +240,13 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
             recs[name][si].reused_target = [reused_map[name][si][qg, qr]]
             recs[name][si].policy = rr.policy.stats()
             rr.close()
-    return summarise(plan, recs, runs, model.c, extra, sessions["exact"].alloc.block_bytes, clips, paths,
+    block_bytes = sessions["exact"].alloc.block_bytes
+    # Each runner and its policy refer to each other, so only the cyclic collector frees them and
+    # their streams, and every Session of one geometry in the process shares an emulated device of 16
+    # streams. Free them here, or a process that runs several times (pytest) finds them all taken.
+    del runners, sessions, rr
+    gc.collect()
+    return summarise(plan, recs, runs, model.c, extra, block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
                       "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path,
                       "runs": list(runs), "workload": workload,

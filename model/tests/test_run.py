@@ -162,3 +162,25 @@ def test_the_copy_engine_is_left_out_of_the_engine_and_counted_in_beside_it(
                                                          rel=1e-6)
     assert counted["time_ratio"]["mean"] > e["time_ratio"]["mean"]
     assert counted["visual"]["time_ratio"]["mean"] > e["visual"]["time_ratio"]["mean"]
+
+
+@pytest.mark.parametrize("path", ["cpp", "python"])
+def test_a_run_frees_its_streams_when_it_returns(path: str, vtest_avi: Path, footage_env: dict[str, str],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A runner and its policy refer to each other: left to the cyclic collector, their streams stay
+    taken after run() returns, and a later run in the process found its device's 16 streams busy."""
+    import gc
+
+    from vrex import cpp_path, lcp
+
+    gc.collect()
+    gc.disable()
+    try:
+        assert run.main(["--anchors", "--anchor-runs", "no_refresh", "--no-resv-recall", "--no-control", "--json",
+                         "--streams", "1", "--frames", "6", "--warmup", "2", "--path", path, str(vtest_avi),
+                         footage_env["VREX_MIRE_PATH"]]) == 0
+        alive = [o for o in gc.get_objects() if type(o) in (lcp.StreamRunner, cpp_path.StreamRunner)]
+    finally:
+        gc.enable()
+    capsys.readouterr()
+    assert alive == []

@@ -15,6 +15,10 @@ and questions, and these JSON sections:
   zombie_by_use.{zombie_use, zombie_use_r4}
       zombie release by use against creation age's curve (no_zombie_r4 / no_zombie / no_zombie_r6):
       device bytes at equal staging traffic, blocks staged back at equal device bytes (CIs)
+  zombie_by_reference.{no_refresh, no_refresh_r4}
+      zombie release against creation age where blocks are aliased: the aliasing V-Rex at 5 and 4
+      resident frames on the curve of alias_no_zombie at anchors.ALIAS_CURVE's resident frames, the
+      same two figures (vrex/on_curve.py)
   zombie_bound
       from the zombie_bound run's logged selections (vrex/zombie_bound.py): creation age and use
       replayed, the clairvoyant bound on any coldness rule, and whether a read predicts a read
@@ -33,14 +37,15 @@ from typing import Any
 
 import numpy as np
 
-from . import anchors, task, zombie_bound
+from . import anchors, on_curve, task, zombie_bound
 from .decoder import Config
 
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
              "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6",
-             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate")
+             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate", "no_refresh_r4",
+             *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -75,70 +80,43 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
 
 # Runs of the zombie-release study (docs/model.md "Session 11: zombie release by use"), left out of
 # the default set (vrexctl run, make bench): name them in `only` (vrex.run --anchor-runs).
-STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound")
+STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound", "no_refresh_r4",
+              *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
 # Zombie release by use (coldness `use`) and the creation-age control's curve around it: each use run
 # with the two creation-age runs whose residency brackets it (one frame less, the same).
 ZOMBIE_BRACKETS = {"zombie_use_r4": ("no_zombie_r4", "no_zombie"), "zombie_use": ("no_zombie", "no_zombie_r6")}
+# Zombie release where blocks are aliased (docs/model.md "Session 14"): the aliasing V-Rex's runs and
+# their resident frames relative to `resident`, each placed on creation age's curve (alias_no_zombie*).
+ZOMBIE_ALIAS = {"no_refresh": 0, "no_refresh_r4": -1}
 
 
 def zombie_by_use(stats: dict[str, list[dict[str, Any]]], seg_lengths: list[list[int]], reps: int = 2000,
                   seed: int = 0) -> dict[str, Any]:
-    """Each use run against creation age at matched settings, from the per-step series (device bytes
-    and blocks staged back: mean per step), with 95 % CIs by bootstrap over stream segments (the
-    same resample for the three runs: paired). The control's curve between its two residencies is
-    the chord: creation age keeping part of the next-oldest frame (its blocks are alike: random
-    regions are asked about). Returns per use run: device bytes at equal staging traffic (the chord's
-    device bytes at the use run's traffic, minus the use run's: > 0 = less device memory) and blocks
-    staged back at equal device bytes (the chord's at the use run's bytes, minus the use run's: > 0 =
-    fewer), each absolute and relative; and the use run minus the same-residency control."""
+    """Each use run against creation age's chord between its two ZOMBIE_BRACKETS residencies (the
+    lower one is the same residency; vrex/on_curve.py): device bytes at equal staging traffic, blocks
+    staged back at equal device bytes, and the use run minus the same-residency control, with CIs."""
+    return {run: on_curve.against_curve(stats, seg_lengths, run, [lo, hi], lo, reps, seed)
+            for run, (lo, hi) in ZOMBIE_BRACKETS.items() if all(n in stats for n in (run, lo, hi))}
+
+
+def zombie_by_reference(stats: dict[str, list[dict[str, Any]]], seg_lengths: list[list[int]], resident: int,
+                        reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Zombie release (coldness `zombie`) against creation age where blocks are aliased: each
+    ZOMBIE_ALIAS run placed on the curve of the alias_no_zombie runs present (ordered by their resident
+    frames), beside the control at its own resident frames (vrex/on_curve.py)."""
+    # At another --resident one of ALIAS_CURVE's runs is alias_no_zombie again: a flat chord.
+    frames = {"alias_no_zombie": resident, **{f"alias_no_zombie_r{r}": r for r in anchors.ALIAS_CURVE if r != resident}}
+    curve = sorted((n for n in frames if n in stats), key=frames.__getitem__)
     out: dict[str, Any] = {}
-    for run, (lo, hi) in ZOMBIE_BRACKETS.items():
-        if not all(n in stats for n in (run, lo, hi)):
-            continue
-        grp = np.concatenate([si * 10000 + np.repeat(np.arange(len(ls)), ls)[: len(stats[run][si]["device_series"])]
-                              for si, ls in enumerate(seg_lengths)])
-        ids, inv = np.unique(grp, return_inverse=True)
-
-        def sums(name: str, key: str) -> np.ndarray:
-            x = np.concatenate([np.asarray(s[key], dtype=float) for s in stats[name]])
-            return np.bincount(inv, weights=x, minlength=len(ids))
-
-        steps = np.bincount(inv, minlength=len(ids)).astype(float)
-        series = {(n, k): sums(n, k) for n in (run, lo, hi) for k in ("device_series", "fetched_series")}
-        pick = np.concatenate([np.arange(len(ids))[None, :],
-                               np.random.default_rng(seed).integers(0, len(ids), (reps, len(ids)))])
-        n_steps = steps[pick].sum(1)
-
-        def mean(n: str, k: str) -> np.ndarray:  # [1 + reps]: the estimate, then the replicates
-            return series[(n, k)][pick].sum(1) / n_steps
-
-        du, dl, dh = (mean(n, "device_series") for n in (run, lo, hi))
-        fu, fl, fh = (mean(n, "fetched_series") for n in (run, lo, hi))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dev_eq = dl + (fl - fu) / (fl - fh) * (dh - dl)   # the chord's bytes at the use run's traffic
-            fet_eq = fl + (du - dl) / (dh - dl) * (fh - fl)   # the chord's traffic at the use run's bytes
-
-        def ci(x: np.ndarray) -> dict[str, Any]:
-            x = np.where(np.isfinite(x), x, np.nan)  # replicates where the chord is flat
-            lo_, hi_ = np.nanpercentile(x[1:], [2.5, 97.5])
-            return {"mean": float(x[0]), "ci95": [float(lo_), float(hi_)]}
-
-        out[run] = {"control": [lo, hi], "extrapolated": bool(not fh[0] <= fu[0] <= fl[0]),
-                    "device_bytes_mean": ci(du), "fetched_per_step": ci(fu),
-                    "control_device_bytes_mean": [float(dl[0]), float(dh[0])],
-                    "control_fetched_per_step": [float(fl[0]), float(fh[0])],
-                    "device_bytes_saved_at_equal_traffic": ci(dev_eq - du),
-                    "device_bytes_saved_at_equal_traffic_rel": ci((dev_eq - du) / dev_eq),
-                    "fetched_saved_at_equal_bytes": ci(fet_eq - fu),
-                    "fetched_saved_at_equal_bytes_rel": ci((fet_eq - fu) / fet_eq),
-                    "vs_same_residency": {"device_bytes": ci(du - dl), "fetched_per_step": ci(fu - fl)},
-                    "device_bytes_peak": [_sum(stats[n], "device_bytes_peak") for n in (run, lo, hi)],
-                    "fetched": [_sum(stats[n], "fetched") for n in (run, lo, hi)]}
+    for run, r in ZOMBIE_ALIAS.items():
+        same = next((n for n in curve if frames[n] == resident + r), None)
+        if run in stats and same is not None and len(curve) >= 2:
+            out[run] = {**on_curve.against_curve(stats, seg_lengths, run, curve, same, reps, seed),
+                        "control_resident_frames": [frames[n] for n in curve]}
     return out
 
 
-def _sum(st: list[dict[str, Any]], key: str) -> int:
-    return int(sum(s[key] for s in st))
+_sum = on_curve.total
 
 
 def report(res: dict[str, Any], budget: int, resident: int,
@@ -223,6 +201,9 @@ def report(res: dict[str, Any], budget: int, resident: int,
     zu = zombie_by_use(stats, seg_lengths)
     if zu:
         res["zombie_by_use"] = zu
+    zr = zombie_by_reference(stats, seg_lengths, resident)
+    if zr:
+        res["zombie_by_reference"] = zr
     if "zombie_bound" in stats and all("reads" in s for s in stats["zombie_bound"]):
         c = Config()
         res["zombie_bound"] = zombie_bound.bound(stats["zombie_bound"], seg_lengths, c.window, c.regions,

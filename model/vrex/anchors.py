@@ -575,6 +575,14 @@ REUSE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {"builtin": (VREX_REUS
                                                            "deep": (DEEP_REUSE, DEEP_ALIAS)}
 
 
+# Resident frames of creation age where blocks are aliased (the alias_no_zombie_r* study runs): with
+# alias_no_zombie (`resident`) the curve on which ablations.zombie_by_reference places no_refresh.
+# Frozen on the validation clip (model/anchors-val-s14-zombie-alias-*.json, 4-16 frames): no_refresh's
+# traffic fell between 6 and 7 frames, its bytes between 5 and 6, no_refresh_r4's between 4 and 6; 8
+# is the margin.
+ALIAS_CURVE = (4, 6, 7, 8)
+
+
 def anchor_runs(budget: int, resident: int, fetch: int, meter: ReuseMeter, ratio: float,
                 vrex: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The anchors and V-Rex at the same device budget (blocks): retrieval rules keep @resident
@@ -658,6 +666,10 @@ def ablation_runs(resident: int, fetch: int, ratio: float, frames_per_fetch: int
         # Zombie release and the similarity lookup where reused blocks are aliased (referenced by later
         # frames: coldness is not creation age) -- with refresh no_zombie is V-Rex itself.
         "alias_no_zombie": m(dict(al), coldness="fifo"),
+        # The same where blocks are aliased (ablations.zombie_by_reference): the aliasing V-Rex at the
+        # window, and creation age at the resident frames of ALIAS_CURVE, the curve its traffic is placed on.
+        "no_refresh_r4": m(al, resident=resident - 1),
+        **{f"alias_no_zombie_r{r}": m(dict(al), coldness="fifo", resident=r) for r in ALIAS_CURVE},
         "alias_temporal_only": m({**al, "similar": False, "recall": False}),
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from vrex.decoder import Config, Decoder, rope_tables, rotate, step_flops
+from vrex.script import hash_planes
 
 
 def model(seed: int = 0) -> Decoder:
@@ -90,3 +91,17 @@ def test_step_flops_counts_reuse_and_the_growing_cache() -> None:
     assert step_flops(c, 16, 1, 4, False) < full
     assert step_flops(c, 16, 100, 4, False, 4 * 64) < full  # fewer keys (reach clipped at the stream's ends)
     assert step_flops(c, 16, 100, 0, False) < full
+
+
+def test_step_flops_counts_the_guards_keys_and_their_hashes() -> None:
+    # The guard's work on a frame: every token's layer-0 keys (the fresh tokens' embedding is the
+    # prefill's), then each region's keys projected onto the hash's hyperplanes (script.key_hashes).
+    c = Config()
+    planes = hash_planes(c.kv_heads, c.tokens_per_region, c.head_dim)  # [bits, KVH * T * hd]
+    kva = c.kv_heads * c.head_dim
+    for fresh in (0, 5, 16):
+        nf = fresh * c.tokens_per_region
+        keys = c.visual * c.d_model * kva + (c.visual - nf) * c.feat_dim * c.d_model
+        hashes = c.regions * planes.shape[1] * planes.shape[0]
+        extra = step_flops(c, fresh, 10, 4, True) - step_flops(c, fresh, 10, 4, False)
+        assert extra == 2 * (keys + hashes)

@@ -423,9 +423,14 @@ class Decoder(nn.Module):
         return logits
 
 
+# Bits of the reuse guard's sign-random-projection hash of a region's layer-0 keys (script.key_hashes).
+GUARD_HASH_BITS = 32
+
+
 def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: bool, question_keys: int | None = None) -> int:
-    """Multiply-adds x 2 of Decoder.step at frame @t (plus the guard's layer-0 K projection of all
-    64 tokens when @guard): projections, attention scores and weighted sums, MLP, head. Norms,
+    """Multiply-adds x 2 of Decoder.step at frame @t (plus, when @guard, the guard's layer-0 K
+    projection of all 64 tokens and their hashes' projections onto its hyperplanes): projections,
+    attention scores and weighted sums, MLP, head. Norms,
     RoPE and softmax are left out (elementwise, the same for every policy). @question_keys: the keys
     all questions read together (their reach windows clipped to the stream)."""
     d, a, kva, n = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.visual
@@ -446,4 +451,5 @@ def step_flops(c: Config, fresh_regions: int, t: int, questions: int, guard: boo
     f += nf * c.feat_dim * d if nf else 0  # embedding of the fresh tokens
     if guard:
         f += n * d * kva + (n - nf) * c.feat_dim * d  # all 64 tokens' layer-0 keys (+ their embedding)
+        f += n * kva * GUARD_HASH_BITS  # each region's keys onto the hash's hyperplanes
     return 2 * f

@@ -15,9 +15,9 @@ from typing import List, Optional, Tuple
 import torch
 from torch import nn
 
-from .decoder import Decoder, rel_bucket, rotate
+from .decoder import GUARD_HASH_BITS, Decoder, rel_bucket, rotate
 
-HASH_BITS = 32
+HASH_BITS = GUARD_HASH_BITS
 HASH_SEED = 1234
 
 

@@ -117,11 +117,14 @@ fi
 # (docs/model.md "Session 12: the records with MIRE at step 2"; seeds 22/23 at budget 84 and the deep
 # variant from session 13's reruns, "Session 13: the deep variant at step 2", which carry the
 # timechat_dtd fix), recorded by the commands in each record's "command" (plot: accuracy and KV bytes
-# against stream length, $out-anchors.svg). Records only, no run (~2 s CPU).
+# against stream length, $out-anchors.svg), and zombie release where blocks are aliased against
+# creation age at equal staging traffic ("Session 14: zombie release where blocks are aliased").
+# Records only, no run (~2 s CPU).
 # VREX_DEMO_ANCHORS_FRAMES=N re-measures the equal-memory table live after step 4.
 python3 model/vrex/anchors_report.py model/anchors-test-s12-s9-edited.json --svg "$out-anchors.svg" \
 	--sweep model/anchors-test-s12-sweep-*.json model/anchors-test-s12-s9-cutback.json model/anchors-test-s12-seed21-*.json \
-	model/anchors-test-s13-seed2[23]-*.json model/anchors-test-s13-deep-*.json
+	model/anchors-test-s13-seed2[23]-*.json model/anchors-test-s13-deep-*.json \
+	--zombie model/anchors-test-s14-zombie-alias-*.json
 echo
 echo "demo: $("$vrexctl" list | tail -n1)"
 echo "demo: vrexctl run on $what, pooled, with the no-similarity and single-stream controls"

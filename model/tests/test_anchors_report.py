@@ -137,3 +137,44 @@ def test_the_demos_report_reads_every_committed_record(capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     for wl in ("edited", "cutback"):
         assert f"[builtin model, {wl} streams, seed 21] At equal accuracy" in out
+
+
+def zombie_record(saved: float, extrapolated_bytes: bool) -> dict[str, Any]:
+    def c(m: float) -> dict[str, Any]:
+        return {"mean": m, "ci95": [m - 0.02, m + 0.03]}
+    return {"model": "deep", "args": {"workload": "cutback", "seed": 22},
+            "zombie_by_reference": {"no_refresh": {
+                "same_residency": "alias_no_zombie", "extrapolated": False, "extrapolated_bytes": extrapolated_bytes,
+                "device_bytes_saved_at_equal_traffic_rel": c(saved), "fetched_saved_at_equal_bytes_rel": c(0.3)}}}
+
+
+def test_zombie_lines_give_the_savings_with_their_cis_and_flag_extrapolation() -> None:
+    text = anchors_report.zombie_lines([zombie_record(0.063, False), zombie_record(0.1, True)])
+    lines = text.splitlines()
+    assert len(lines) == 3
+    assert lines[1].startswith("  [deep model, cutback streams, seed 22] no_refresh")
+    assert "device KV saved at equal staging traffic +6.3 % [+4.3, +9.3]" in lines[1]
+    assert "blocks staged saved at equal device KV +30.0 % [+28.0, +33.0]" in lines[1]
+    assert "(extrapolated)" not in lines[1] and lines[2].endswith("(extrapolated)")
+    with pytest.raises(ValueError, match="zombie_by_reference"):
+        anchors_report.zombie_lines([{"model": "builtin", "args": {"workload": "edited", "seed": 21}}])
+
+
+def test_the_demo_reports_zombie_release_from_the_committed_records(capsys: pytest.CaptureFixture[str]) -> None:
+    """scripts/demo.sh's --zombie records: zombie release where blocks are aliased, beyond the CI."""
+    import re
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[1]
+    demo = (model.parent / "scripts" / "demo.sh").read_text()
+    main = re.search(r"anchors_report\.py (model/\S+)", demo)
+    zombie = re.search(r"--zombie ([^\n]+)", demo)
+    assert main and zombie, "scripts/demo.sh no longer reports the zombie-release records"
+    paths = [p for pat in zombie.group(1).split() for p in sorted(model.parent.glob(pat))]
+    assert len(paths) >= 2
+    assert anchors_report.main([str(model.parent / main.group(1)), "--zombie", *map(str, paths)]) == 0
+    out = capsys.readouterr().out
+    for wl in ("cutback", "edited"):
+        line = next(x for x in out.splitlines() if x.startswith(f"  [builtin model, {wl} streams, seed 21] no_refresh "))
+        low = float(re.search(r"equal staging traffic [+-][0-9.]+ % \[([+-][0-9.]+),", line).group(1))
+        assert low > 0, line  # beyond the CI

@@ -15,6 +15,11 @@ the DTD anchor's order dependence). Where a (variant, workload) has several seed
 accuracy change with a CI by bootstrap over the segments of all seeds (the records' task.by_segment),
 device KV peak min..max over the seeds, the pooled equal-accuracy point and each seed's own.
 
+--zombie: records of the zombie-release study where blocks are aliased (`--anchor-runs` with the
+no_refresh_r4 and alias_no_zombie_r* study runs: their `zombie_by_reference` section): per model
+variant, workload and run, the device KV zombie release saves against creation age's curve at equal
+staging traffic, and the blocks it saves staging at equal device KV, with their CIs.
+
 Standard library only (no torch, no HAL): it runs before anything is built.
 """
 from __future__ import annotations
@@ -400,6 +405,29 @@ def sweep_report(main: dict[str, Any], records: list[dict[str, Any]], markdown: 
     return "\n\n".join(out)
 
 
+def rel(c: dict[str, Any]) -> str:
+    return f"{100 * c['mean']:+.1f} % [{100 * c['ci95'][0]:+.1f}, {100 * c['ci95'][1]:+.1f}]"
+
+
+def zombie_lines(records: list[dict[str, Any]]) -> str:
+    """Zombie release against creation age where blocks are aliased (ablations.zombie_by_reference),
+    one line per record and run; positive: zombie release better."""
+    out = ["Zombie release where blocks are aliased (no_refresh: the aliasing configuration, not V-Rex of "
+           "record), against creation age's curve; positive = zombie release better:"]
+    for j in records:
+        z = j.get("zombie_by_reference")
+        if not z:
+            raise ValueError("a --zombie record has no zombie_by_reference section")
+        for name, v in z.items():
+            traffic = rel(v["device_bytes_saved_at_equal_traffic_rel"]) + (" (extrapolated)" if v["extrapolated"] else "")
+            nbytes = rel(v["fetched_saved_at_equal_bytes_rel"]) + (" (extrapolated)" if v["extrapolated_bytes"] else "")
+            out.append(f"  [{j.get('model', 'builtin')} model, {j['args']['workload']} streams, seed "
+                       f"{j['args']['seed']}] {name} (creation age at its resident frames: {v['same_residency']}): "
+                       f"device KV saved at equal staging traffic {traffic}; blocks staged saved at equal device "
+                       f"KV {nbytes}")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path)
@@ -408,12 +436,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", type=Path, nargs="+", default=[],
                     help="records at other budgets (and other workloads or seeds, each with a record at JSON's "
                          "budget): the anchors at equal accuracy")
+    ap.add_argument("--zombie", type=Path, nargs="+", default=[],
+                    help="records of the zombie-release study where blocks are aliased (zombie_by_reference)")
     args = ap.parse_args(argv)
     try:
         j = json.loads(args.json.read_text())
         text = summary(j, args.markdown)
         if args.sweep:
             text += "\n\n" + sweep_report(j, [json.loads(p.read_text()) for p in args.sweep], args.markdown)
+        if args.zombie:
+            text += "\n\n" + zombie_lines([json.loads(p.read_text()) for p in args.zombie])
         if args.svg:
             args.svg.write_text(svg(j))
     except (OSError, ValueError, KeyError) as e:

@@ -40,12 +40,14 @@ import numpy as np
 from . import anchors, on_curve, task, zombie_bound
 from .decoder import Config
 
+# The aliasing zombie-release study's runs (zombie_by_reference): the aliasing V-Rex at the window, and
+# creation age at the resident frames of anchors.ALIAS_CURVE.
+ALIAS_STUDY_RUNS = ("no_refresh_r4", *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
 ANCHORS = ("streaming_llm", "infinipot_v", "rekv", "timechat_dtd", "quest", "random", "vrex_hierarchy")
 ABLATIONS = ("no_fcc", "temporal_only", "no_guard", "no_zombie", "no_demotion", "no_resv", "resv_qk_only", "no_reuse",
              "no_recall", "no_refresh", "alias_no_fcc", "alias_no_guard", "recall_on", "alias_no_zombie",
              "alias_temporal_only", "no_gate", "zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6",
-             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate", "no_refresh_r4",
-             *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
+             "zombie_bound", "shie_nearest_only", "shie_untiered", "shie_one_candidate", *ALIAS_STUDY_RUNS)
 
 
 def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tuple[str, ...] | None = None,
@@ -80,8 +82,7 @@ def runs(budget: int, resident: int, ratio: float, regions: int = 16, only: tupl
 
 # Runs of the zombie-release study (docs/model.md "Session 11: zombie release by use"), left out of
 # the default set (vrexctl run, make bench): name them in `only` (vrex.run --anchor-runs).
-STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound", "no_refresh_r4",
-              *(f"alias_no_zombie_r{r}" for r in anchors.ALIAS_CURVE))
+STUDY_RUNS = ("zombie_use", "zombie_use_r4", "no_zombie_r4", "no_zombie_r6", "zombie_bound", *ALIAS_STUDY_RUNS)
 # Zombie release by use (coldness `use`) and the creation-age control's curve around it: each use run
 # with the two creation-age runs whose residency brackets it (one frame less, the same).
 ZOMBIE_BRACKETS = {"zombie_use_r4": ("no_zombie_r4", "no_zombie"), "zombie_use": ("no_zombie", "no_zombie_r6")}
@@ -116,9 +117,6 @@ def zombie_by_reference(stats: dict[str, list[dict[str, Any]]], seg_lengths: lis
     return out
 
 
-_sum = on_curve.total
-
-
 def report(res: dict[str, Any], budget: int, resident: int,
            runs_opts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Moves res['policy_stats'] (vrex/run.py) into the anchors/ablations/resv sections."""
@@ -130,15 +128,15 @@ def report(res: dict[str, Any], budget: int, resident: int,
     def row(name: str) -> dict[str, Any]:
         st = stats[name]
         r = res[name]
-        dev = _sum(st, "device_bytes_peak")
+        dev = on_curve.total(st, "device_bytes_peak")
         return {"accuracy": acc[name], "accuracy_change": res["quality"][name]["accuracy_change"],
                 "accuracy_change_vs_vrex": res["quality"][name].get("accuracy_change_vs_vrex"),
                 "accuracy_change_vs_alias": res["quality"][name].get("accuracy_change_vs_alias"),
                 "device_bytes_by_length": by_length(st),
-                "device_bytes_peak": dev, "total_bytes_peak": _sum(st, "total_bytes_peak"),
-                "host_bytes_peak": _sum(st, "host_bytes_peak"), "disk_bytes_peak": _sum(st, "disk_bytes_peak"),
+                "device_bytes_peak": dev, "total_bytes_peak": on_curve.total(st, "total_bytes_peak"),
+                "host_bytes_peak": on_curve.total(st, "host_bytes_peak"), "disk_bytes_peak": on_curve.total(st, "disk_bytes_peak"),
                 "device_ratio": dev / full_dev, "reuse_rate": r["reuse_rate"],
-                "blocks": {k: _sum(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
+                "blocks": {k: on_curve.total(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
                 # The C++ path's host pool (vrex.run --host-reserve): slots reserved when each stream's
                 # tiers were created (outside every step), their setup CPU/wall seconds, slots grown past them.
                 "host_pool": {k: sum(s.get(f"host_{k}", 0) for s in st)

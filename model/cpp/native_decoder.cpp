@@ -237,7 +237,7 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
             for (std::size_t r = 0; r < R; r++)
                 s.runs.push_back({pages.blocks[fr * R + r], 0, static_cast<std::uint32_t>(tpr),
                                   static_cast<std::uint32_t>(fr - w0)});
-        s.qrot.resize(nwin * hd);
+        s.qrot.resize(nwin * nf * hd);
     } else {
         s.kt.resize(nwin * hd * n);
         s.vt.resize(nwin * n * hd);
@@ -271,19 +271,19 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
                               voff = ((l * 2 + 1) * kvh + kv) * tpr * hd;
             // A few fresh tokens (a V-Rex frame computes ~1 region): each reads the window's blocks in
             // place, as a question does.
-            for (std::size_t hh = kv * rep; few && hh < (kv + 1) * rep; hh++)
-                for (std::size_t j = 0; j < nf; j++) {
-                    const float* qj = s.q.data() + j * a + hh * hd;
-                    for (std::size_t fr = w0; fr <= t; fr++) {
-                        float* qr = s.qrot.data() + (fr - w0) * hd;
-                        std::memcpy(qr, qj, hd * sizeof(float));
-                        const float* rope = s.rope_at(c, t - fr);
+            for (std::size_t hh = kv * rep; few && hh < (kv + 1) * rep; hh++) {
+                for (std::size_t fr = w0; fr <= t; fr++) {  // [frame][token]: the runs' query groups
+                    const float* rope = s.rope_at(c, t - fr);
+                    for (std::size_t j = 0; j < nf; j++) {
+                        float* qr = s.qrot.data() + ((fr - w0) * nf + j) * hd;
+                        std::memcpy(qr, s.q.data() + j * a + hh * hd, hd * sizeof(float));
                         nk::rotate(qr, rope, rope + half, half);
                     }
-                    std::fill_n(s.scores.data(), nkeys, 0.0F);
-                    nk::attend_runs(s.qrot.data(), koff, voff, hd, s.runs.data(), s.runs.size(),
-                                    s.scores.data(), s.o.data() + j * a + hh * hd);
                 }
+                std::fill_n(s.scores.data(), nf * nkeys, 0.0F);
+                nk::attend_runs(s.qrot.data(), nf, koff, voff, hd, s.runs.data(), s.runs.size(), nkeys,
+                                s.scores.data(), s.o.data() + hh * hd, a);
+            }
             if (few) continue;
             // More: the scores against each window frame's keys and the weighted sum over its values
             // are products of the matmul kernel, a multiply-add costing the same wherever it is. Its
@@ -456,9 +456,9 @@ void NativeDecoder::ask(NativeScratch& ss, const KvPages& pages, std::uint32_t t
                 const float* slot = lw.slot.data() + (hh * c.regions + region) * n;
                 float* sc = s.scores.data();
                 for (std::size_t j = 0; j < m; j++) sc[j] = rel[kb[j] & 0xff] + slot[kb[j] >> 8];
-                nk::attend_runs(s.qrot.data(), ((l * 2) * kvh + kv) * tpr * hd,
-                                ((l * 2 + 1) * kvh + kv) * tpr * hd, hd, s.runs.data() + r0, nr, sc,
-                                s.o.data() + i * a + hh * hd);
+                nk::attend_runs(s.qrot.data(), 1, ((l * 2) * kvh + kv) * tpr * hd,
+                                ((l * 2 + 1) * kvh + kv) * tpr * hd, hd, s.runs.data() + r0, nr, m, sc,
+                                s.o.data() + i * a + hh * hd, hd);
             }
         }
         if (l == c.read_layer) std::copy(s.o.begin(), s.o.end(), s.read0.begin());

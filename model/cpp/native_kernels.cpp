@@ -18,6 +18,10 @@ typedef float V8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-usin
 #define VREX_LOAD8(dst, p) std::memcpy(&(dst), (p), sizeof(V8))
 #define VREX_STORE8(p, src) std::memcpy((p), &(src), sizeof(V8))
 
+typedef float V4 __attribute__((vector_size(16)));  // NOLINT(modernize-use-using): half a V8
+#define VREX_LOAD4(dst, p) std::memcpy(&(dst), (p), sizeof(V4))
+#define VREX_STORE4(p, src) std::memcpy((p), &(src), sizeof(V4))
+
 constexpr std::size_t kCols = 16;  // output columns of a register tile (2 x 8)
 constexpr std::size_t kRows = 4;   // rows of a register tile
 
@@ -77,6 +81,45 @@ inline __attribute__((always_inline)) void row_tile(const float* x, const float*
         }
         VREX_STORE8(y + 8 * h, out);
     }
+}
+
+typedef std::int32_t I8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-using): as V8
+
+// out[0..8) = e^(in[l] - sub), 8 at once (in and out may alias). Cephes' expf as vector arithmetic:
+// x = n ln 2 + r by Cody-Waite (ln 2 in two parts), e^r by its degree-5 minimax polynomial, 2^n put
+// in the exponent bits; within 1 ulp of glibc's expf (every 8th fp32 value from -87.3 to 88
+// checked). A call per value to expf (libm has no vector form without -ffast-math) was half of a
+// prefill: every softmax and SiLU goes through here instead. Below -87.33 (under fp32's normal
+// range; a masked key next to the row maximum's 1) the result is 0; above 88 it is e^88
+// (softmax's x is <= 0; SiLU's gate is 0 there either way).
+inline __attribute__((always_inline)) void exp8(const float* in, float sub, float* out) {
+    V8 x;
+    VREX_LOAD8(x, in);
+    x -= sub;
+    const I8 under = x < -87.33F;
+    x = x < 88.0F ? x : V8{} + 88.0F;
+    x = x > -87.33F ? x : V8{} - 87.33F;
+    constexpr float kMagic = 12582912.0F;  // 1.5 x 2^23: adding it rounds to an integer in the low bits
+    const V8 t = x * 1.44269504088896341F + kMagic;
+    const V8 nf = t - kMagic;
+    const V8 r = (x - nf * 0.693359375F) - nf * -2.12194440e-4F;
+    V8 p = V8{} + 1.9875691500e-4F;
+    p = p * r + 1.3981999507e-3F;
+    p = p * r + 8.3334519073e-3F;
+    p = p * r + 4.1665795894e-2F;
+    p = p * r + 1.6666665459e-1F;
+    p = p * r + 5.0000001201e-1F;
+    V8 y = p * (r * r) + r + 1.0F;
+    I8 ti, yi;
+    std::memcpy(&ti, &t, sizeof ti);
+    constexpr std::int32_t kMagicBits = 0x4B400000;  // the bits of kMagic
+    const I8 scale = ((ti - kMagicBits) + 127) << 23;
+    V8 sv;
+    std::memcpy(&sv, &scale, sizeof sv);
+    y *= sv;
+    std::memcpy(&yi, &y, sizeof yi);
+    yi &= ~under;
+    VREX_STORE8(out, yi);
 }
 
 // Columns past the last full tile (none for this model's widths, all multiples of 16).
@@ -145,12 +188,31 @@ VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
 
 namespace {
 
-// attend_runs for head_dim = 8 * C: the output's sums stay in registers.
+// The 8 sums of @a[0..8) (each vector's lanes), as one vector: three rounds of pairwise adds over
+// shuffled halves (7 adds for 8 sums, where a sum a vector took 7).
+inline __attribute__((always_inline)) void reduce8(const V8* a, V8* out) {
+    V8 b[4], c[2];
+    for (std::size_t i = 0; i < 4; i++)
+        b[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+               __builtin_shufflevector(a[2 * i], a[2 * i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    for (std::size_t i = 0; i < 2; i++)
+        c[i] = __builtin_shufflevector(b[2 * i], b[2 * i + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+               __builtin_shufflevector(b[2 * i], b[2 * i + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+    *out = __builtin_shufflevector(c[0], c[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(c[0], c[1], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// attend_runs for head_dim = 8 * C. Scores in tiles of 4 keys x 2 queries: each key chunk loaded
+// once for both queries, each query chunk once for the 4 keys, the 8 sums reduced together. The
+// weighted sum in tiles of QT queries x the head's C chunks, all in registers: each value chunk
+// loaded once for the QT queries.
 template <std::size_t C>
-inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, std::size_t koff,
-                                                             std::size_t voff, const KeyRun* runs,
-                                                             std::size_t nruns, float* s, float* out) {
-    constexpr std::size_t hd = 8 * C;
+inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, std::size_t nq,
+                                                             std::size_t koff, std::size_t voff,
+                                                             const KeyRun* runs, std::size_t nruns,
+                                                             std::size_t m, float* s, float* out,
+                                                             std::size_t ldo) {
+    constexpr std::size_t hd = 8 * C, QT = C <= 4 ? 8 / C : 1;
     std::size_t j = 0;
     for (std::size_t r = 0; r < nruns; r++) {
         const KeyRun& run = runs[r];
@@ -165,83 +227,103 @@ inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, st
                 __builtin_prefetch(v + off);
             }
         }
-        const float* q = qs + std::size_t{run.query} * hd;
+        const float* qg = qs + std::size_t{run.query} * nq * hd;
         const float* k = run.block + koff + std::size_t{run.row} * hd;
         std::size_t e = 0;
-        // Four keys at once: four independent sums (and their lanes' sums) in flight, each query
-        // chunk loaded once for the four; each key's sum is dot()'s, chunk after chunk.
-        for (; e + 4 <= run.rows; e += 4, j += 4, k += 4 * hd) {
-            V8 acc[4] = {};
-            for (std::size_t c = 0; c < C; c++) {
-                V8 qc;
-                VREX_LOAD8(qc, q + 8 * c);
-                for (std::size_t u = 0; u < 4; u++) {
-                    V8 kv;
-                    VREX_LOAD8(kv, k + u * hd + 8 * c);
-                    acc[u] += qc * kv;
+        for (; e + 4 <= run.rows; e += 4, j += 4, k += 4 * hd)
+            for (std::size_t q = 0; q < nq; q += 2) {
+                const bool pair = q + 1 < nq;  // an odd last query: its partner's sums stay 0
+                V8 acc[8] = {};                // [query w][key u] at 4w + u
+                for (std::size_t c = 0; c < C; c++) {
+                    V8 q0, q1 = {};
+                    VREX_LOAD8(q0, qg + q * hd + 8 * c);
+                    if (pair) VREX_LOAD8(q1, qg + (q + 1) * hd + 8 * c);
+                    for (std::size_t u = 0; u < 4; u++) {
+                        V8 kv;
+                        VREX_LOAD8(kv, k + u * hd + 8 * c);
+                        acc[u] += q0 * kv;
+                        acc[4 + u] += q1 * kv;
+                    }
+                }
+                V8 d;
+                reduce8(acc, &d);  // the first query's 4 scores, then the second's
+                V4 lo = __builtin_shufflevector(d, d, 0, 1, 2, 3), sv;
+                VREX_LOAD4(sv, s + q * m + j);
+                sv += lo;
+                VREX_STORE4(s + q * m + j, sv);
+                if (pair) {
+                    V4 hi = __builtin_shufflevector(d, d, 4, 5, 6, 7);
+                    VREX_LOAD4(sv, s + (q + 1) * m + j);
+                    sv += hi;
+                    VREX_STORE4(s + (q + 1) * m + j, sv);
                 }
             }
-            for (std::size_t u = 0; u < 4; u++) {
-                float d = 0;
-                for (std::size_t l = 0; l < 8; l++) d += acc[u][l];
-                s[j + u] = d + s[j + u];
-            }
-        }
-        for (; e < run.rows; e++, j++, k += hd) {
-            V8 acc = {};
-            for (std::size_t c = 0; c < C; c++) {  // dot(): chunk sums in order, then the lanes in order
-                V8 qc, kv;
-                VREX_LOAD8(qc, q + 8 * c);
-                VREX_LOAD8(kv, k + 8 * c);
-                acc += qc * kv;
-            }
-            float d = 0;
-            for (std::size_t l = 0; l < 8; l++) d += acc[l];
-            s[j] = d + s[j];
-        }
-    }
-    softmax(s, j);
-    V8 o[C];
-    for (auto& x : o) x = V8{};
-    j = 0;
-    for (std::size_t r = 0; r < nruns; r++) {  // axpy() into a zeroed row, key after key
-        const float* v = runs[r].block + voff + std::size_t{runs[r].row} * hd;
-        for (std::size_t e = 0; e < runs[r].rows; e++, j++, v += hd)
-            for (std::size_t c = 0; c < C; c++) {
-                V8 vv;
-                VREX_LOAD8(vv, v + 8 * c);
-                o[c] += s[j] * vv;
+        for (; e < run.rows; e++, j++, k += hd)  // a run's last rows (a question's scattered keys)
+            for (std::size_t q = 0; q < nq; q++) {
+                V8 acc = {};
+                for (std::size_t c = 0; c < C; c++) {
+                    V8 qc, kv;
+                    VREX_LOAD8(qc, qg + q * hd + 8 * c);
+                    VREX_LOAD8(kv, k + 8 * c);
+                    acc += qc * kv;
+                }
+                float dsum = 0;
+                for (std::size_t l = 0; l < 8; l++) dsum += acc[l];
+                s[q * m + j] += dsum;
             }
     }
-    for (std::size_t c = 0; c < C; c++) VREX_STORE8(out + 8 * c, o[c]);
+    for (std::size_t q = 0; q < nq; q++) softmax(s + q * m, m);
+    for (std::size_t q0 = 0; q0 < nq; q0 += QT) {
+        const std::size_t w = std::min(QT, nq - q0);
+        V8 o[QT][C] = {};
+        j = 0;
+        for (std::size_t r = 0; r < nruns; r++) {
+            const float* v = runs[r].block + voff + std::size_t{runs[r].row} * hd;
+            for (std::size_t e = 0; e < runs[r].rows; e++, j++, v += hd) {
+                float p[QT];
+                for (std::size_t u = 0; u < QT; u++) p[u] = u < w ? s[(q0 + u) * m + j] : 0.0F;
+                for (std::size_t c = 0; c < C; c++) {
+                    V8 vv;
+                    VREX_LOAD8(vv, v + 8 * c);
+                    for (std::size_t u = 0; u < QT; u++) o[u][c] += p[u] * vv;
+                }
+            }
+        }
+        for (std::size_t u = 0; u < w; u++)
+            for (std::size_t c = 0; c < C; c++) VREX_STORE8(out + (q0 + u) * ldo + 8 * c, o[u][c]);
+    }
 }
 
 }  // namespace
 
-VREX_NATIVE_CLONES void attend_runs(const float* qs, std::size_t koff, std::size_t voff, std::size_t hd,
-                                    const KeyRun* runs, std::size_t nruns, float* s, float* out) {
+VREX_NATIVE_CLONES void attend_runs(const float* qs, std::size_t nq, std::size_t koff, std::size_t voff,
+                                    std::size_t hd, const KeyRun* runs, std::size_t nruns, std::size_t m,
+                                    float* s, float* out, std::size_t ldo) {
     switch (hd) {
         case 16:
-            return attend_runs_fixed<2>(qs, koff, voff, runs, nruns, s, out);
+            return attend_runs_fixed<2>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
         case 32:
-            return attend_runs_fixed<4>(qs, koff, voff, runs, nruns, s, out);
+            return attend_runs_fixed<4>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
         case 64:
-            return attend_runs_fixed<8>(qs, koff, voff, runs, nruns, s, out);
+            return attend_runs_fixed<8>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
         default:
             break;
     }
-    std::size_t m = 0;
-    for (std::size_t r = 0; r < nruns; r++)
-        for (std::size_t e = 0; e < runs[r].rows; e++, m++)
-            s[m] = dot(qs + std::size_t{runs[r].query} * hd,
-                       runs[r].block + koff + (std::size_t{runs[r].row} + e) * hd, hd) +
-                   s[m];
-    softmax(s, m);
-    std::fill_n(out, hd, 0.0F);
-    m = 0;
-    for (std::size_t r = 0; r < nruns; r++)
-        for (std::size_t e = 0; e < runs[r].rows; e++, m++)
-            axpy(s[m], runs[r].block + voff + (std::size_t{runs[r].row} + e) * hd, out, hd);
+    for (std::size_t q = 0; q < nq; q++) {
+        float* sq = s + q * m;
+        std::size_t j = 0;
+        for (std::size_t r = 0; r < nruns; r++)
+            for (std::size_t e = 0; e < runs[r].rows; e++, j++)
+                sq[j] += dot(qs + (std::size_t{runs[r].query} * nq + q) * hd,
+                             runs[r].block + koff + (std::size_t{runs[r].row} + e) * hd, hd);
+        softmax(sq, m);
+        float* oq = out + q * ldo;
+        std::fill_n(oq, hd, 0.0F);
+        j = 0;
+        for (std::size_t r = 0; r < nruns; r++)
+            for (std::size_t e = 0; e < runs[r].rows; e++, j++)
+                axpy(sq[j], runs[r].block + voff + (std::size_t{runs[r].row} + e) * hd, oq, hd);
+    }
 }
 
 VREX_NATIVE_CLONES void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w,
@@ -265,22 +347,52 @@ void rotate(float* x, const float* cos, const float* sin, std::size_t half) {
 }
 
 VREX_NATIVE_CLONES void softmax(float* s, std::size_t n) {
-    const float m = *std::max_element(s, s + n);
-    float sum = 0;
-    for (std::size_t i = 0; i < n; i++) {
-        s[i] = std::exp(s[i] - m);
-        sum += s[i];
+    const std::size_t full = n - n % 8;
+    V8 mv = V8{} - INFINITY;
+    for (std::size_t i = 0; i < full; i += 8) {
+        V8 x;
+        VREX_LOAD8(x, s + i);
+        mv = x > mv ? x : mv;
     }
+    float m = -INFINITY;
+    for (std::size_t l = 0; l < 8; l++) m = std::max(m, mv[l]);
+    for (std::size_t i = full; i < n; i++) m = std::max(m, s[i]);
+    V8 acc = {};
+    for (std::size_t i = 0; i < full; i += 8) {
+        exp8(s + i, m, s + i);
+        V8 y;
+        VREX_LOAD8(y, s + i);
+        acc += y;
+    }
+    if (full < n) {  // the tail padded with -inf: e^-inf adds 0
+        float tail[8];
+        std::fill_n(tail, 8, -INFINITY);
+        std::copy(s + full, s + n, tail);
+        exp8(tail, m, tail);
+        std::copy(tail, tail + (n - full), s + full);
+        V8 y;
+        VREX_LOAD8(y, tail);
+        acc += y;
+    }
+    float sum = 0;
+    for (std::size_t l = 0; l < 8; l++) sum += acc[l];
     const float inv = 1.0F / sum;
     for (std::size_t i = 0; i < n; i++) s[i] *= inv;
 }
 
 VREX_NATIVE_CLONES void swiglu(const float* g, std::size_t rows, std::size_t f, float* out) {
+    float neg[8], e[8];
     for (std::size_t r = 0; r < rows; r++) {
         const float* a = g + r * 2 * f;
         const float* b = a + f;
         float* o = out + r * f;
-        for (std::size_t i = 0; i < f; i++) o[i] = a[i] / (1.0F + std::exp(-a[i])) * b[i];
+        for (std::size_t i = 0; i < f; i += 8) {  // silu(a) * b = a / (1 + e^-a) * b
+            const std::size_t m = std::min<std::size_t>(8, f - i);
+            std::fill_n(neg, 8, 0.0F);
+            for (std::size_t l = 0; l < m; l++) neg[l] = -a[i + l];
+            exp8(neg, 0.0F, e);
+            for (std::size_t l = 0; l < m; l++) o[i + l] = a[i + l] / (1.0F + e[l]) * b[i + l];
+        }
     }
 }
 

@@ -42,15 +42,17 @@ struct KeyRun {
     std::uint32_t query = 0;  // which of the caller's rotated queries
 };
 
-// One query's attention over runs of key rows read where they are (a question's read, a few fresh
-// tokens' window): scores s[j] = q . k_j + s[j] over the runs' rows in order (@s [m], m their rows
-// in total, holds the biases on entry), p = softmax(s), @out [hd] = sum_j p[j] v_j; @s ends holding
-// p. Run i's K row e is @runs[i].block + @koff + (row + e) * hd, its V row the same past @voff, its
-// query @qs + query * hd. One call per (query, head, layer): the dot products and the weighted sum
-// run inline with the query and the sum in registers, where a call per key (dot, axpy) cost more
-// than its 2 x hd multiply-adds. The arithmetic of dot() + softmax() + axpy() over the keys.
-void attend_runs(const float* qs, std::size_t koff, std::size_t voff, std::size_t hd, const KeyRun* runs,
-                 std::size_t nruns, float* s, float* out);
+// @nq queries' attention over the same runs of key rows read in place (a question's read, a few
+// fresh tokens' window): for each query q, scores s[q * m + j] = q . k_j + s[q * m + j] over the
+// runs' m rows in order (@s [nq, m] holds the biases on entry), p = softmax, out[q * ldo ..] [hd] =
+// sum_j p[j] v_j; @s ends holding p. Run i's K row e is @runs[i].block + @koff + (row + e) * hd, its
+// V row the same past @voff, query q's vector @qs + (runs[i].query * nq + q) * hd (per frame, the
+// nq queries rotated to it). One call per (head, layer): the queries share every key and value
+// they load, the sums stay in registers, where a call per key (dot, axpy) cost more than its
+// 2 x hd multiply-adds. The arithmetic of dot() + softmax() + axpy() over the keys, summed in
+// another order.
+void attend_runs(const float* qs, std::size_t nq, std::size_t koff, std::size_t voff, std::size_t hd,
+                 const KeyRun* runs, std::size_t nruns, std::size_t m, float* s, float* out, std::size_t ldo);
 
 // RMSNorm of @rows rows of @x [rows, d] (stride @ldx) by @w [d] -> @y [rows, d] (stride @ldy).
 void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w, std::size_t d, float eps,

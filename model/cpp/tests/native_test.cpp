@@ -95,72 +95,116 @@ std::vector<double> rotated(const float* x, std::int64_t pos, std::size_t hd) {
     return y;
 }
 
-// attend_runs as the paged read uses it: a query at position pos over runs of rows of blocks of
+// attend_runs as the paged read uses it: @nq queries at position pos over runs of rows of blocks of
 // several frames, read in place (pointers and offsets into [L][K, V][KVH][T][hd] blocks, runs
-// partial, out of order, repeated, frames before and after pos), the query rotated per frame by its
-// distance (R(pos - frame) q): against the softmax read over keys rotated explicitly to their
+// partial, out of order, repeated, frames before and after pos), each query rotated per frame by
+// its distance (R(pos - frame) q): against the softmax read over keys rotated explicitly to their
 // frame's position and the query to pos, in double -- the RoPE identity the paged cache rests on.
+// 1, 2, 3 and 5 queries: the 4-key x 2-query score tiles, an odd last query, and the value tiles.
 TEST(NativeKernels, AttendRunsWithPerFrameQueriesEqualsTheReadOverRotatedKeys) {
-    for (const std::size_t hd : {16UL, 32UL, 64UL, 24UL}) {
-        const std::size_t L = 2, kvh = 2, T = 4, block = L * 2 * kvh * T * hd, frames = 6, regions = 3;
-        const std::int64_t pos = 3;
-        std::vector<std::vector<float>> blocks;
-        for (std::size_t b = 0; b < frames * regions; b++)
-            blocks.push_back(random_values(block, static_cast<unsigned>(50 + b)));
-        const auto q = random_values(hd, 24);
-        // Frames 5, 0, 3, 2 (order of first read): their rotated queries 0 .. 3.
-        const std::vector<std::int64_t> frame_of = {5, 0, 3, 2};
-        std::vector<float> qs(frame_of.size() * hd);
-        for (std::size_t k = 0; k < frame_of.size(); k++) {
-            std::copy(q.begin(), q.end(), qs.begin() + static_cast<std::ptrdiff_t>(k * hd));
-            const auto rope = rope_at(pos - frame_of[k], hd);
-            native::rotate(qs.data() + k * hd, rope.data(), rope.data() + hd / 2, hd / 2);
-        }
-        struct Pick {
-            std::size_t query, region, row, rows;
-        };
-        const std::vector<Pick> picks = {{0, 2, 0, 4}, {1, 1, 1, 2}, {2, 0, 0, 4}, {2, 1, 3, 1},
-                                         {0, 2, 0, 4}, {3, 2, 2, 2}, {1, 0, 0, 1}};
-        std::vector<native::KeyRun> runs;
-        for (const Pick& p : picks)
-            runs.push_back({blocks[static_cast<std::size_t>(frame_of[p.query]) * regions + p.region].data(),
-                            static_cast<std::uint32_t>(p.row), static_cast<std::uint32_t>(p.rows),
-                            static_cast<std::uint32_t>(p.query)});
-        const std::size_t l = 1, kv = 1, koff = ((l * 2) * kvh + kv) * T * hd,
-                          voff = ((l * 2 + 1) * kvh + kv) * T * hd;
-        std::vector<const float*> krow, vrow;
-        std::vector<std::int64_t> kframe;
-        for (const native::KeyRun& r : runs)
-            for (std::size_t e = 0; e < r.rows; e++) {
-                krow.push_back(r.block + koff + (r.row + e) * hd);
-                vrow.push_back(r.block + voff + (r.row + e) * hd);
-                kframe.push_back(frame_of[r.query]);
+    for (const std::size_t hd : {16UL, 32UL, 64UL, 24UL})
+        for (const std::size_t nq : {1UL, 2UL, 3UL, 5UL}) {
+            const std::size_t L = 2, kvh = 2, T = 4, block = L * 2 * kvh * T * hd, frames = 6, regions = 3;
+            const std::int64_t pos = 3;
+            std::vector<std::vector<float>> blocks;
+            for (std::size_t b = 0; b < frames * regions; b++)
+                blocks.push_back(random_values(block, static_cast<unsigned>(50 + b)));
+            std::vector<std::vector<float>> q;
+            for (std::size_t i = 0; i < nq; i++)
+                q.push_back(random_values(hd, static_cast<unsigned>(24 + i)));
+            // Frames 5, 0, 3, 2 (order of first read): their rotated query groups 0 .. 3.
+            const std::vector<std::int64_t> frame_of = {5, 0, 3, 2};
+            std::vector<float> qs(frame_of.size() * nq * hd);
+            for (std::size_t k = 0; k < frame_of.size(); k++)
+                for (std::size_t i = 0; i < nq; i++) {
+                    float* qk = qs.data() + (k * nq + i) * hd;
+                    std::copy(q[i].begin(), q[i].end(), qk);
+                    const auto rope = rope_at(pos - frame_of[k], hd);
+                    native::rotate(qk, rope.data(), rope.data() + hd / 2, hd / 2);
+                }
+            struct Pick {
+                std::size_t query, region, row, rows;
+            };
+            const std::vector<Pick> picks = {{0, 2, 0, 4}, {1, 1, 1, 2}, {2, 0, 0, 4}, {2, 1, 3, 1},
+                                             {0, 2, 0, 4}, {3, 2, 2, 2}, {1, 0, 0, 1}};
+            std::vector<native::KeyRun> runs;
+            for (const Pick& p : picks)
+                runs.push_back(
+                    {blocks[static_cast<std::size_t>(frame_of[p.query]) * regions + p.region].data(),
+                     static_cast<std::uint32_t>(p.row), static_cast<std::uint32_t>(p.rows),
+                     static_cast<std::uint32_t>(p.query)});
+            const std::size_t l = 1, kv = 1, koff = ((l * 2) * kvh + kv) * T * hd,
+                              voff = ((l * 2 + 1) * kvh + kv) * T * hd;
+            std::vector<const float*> krow, vrow;
+            std::vector<std::int64_t> kframe;
+            for (const native::KeyRun& r : runs)
+                for (std::size_t e = 0; e < r.rows; e++) {
+                    krow.push_back(r.block + koff + (r.row + e) * hd);
+                    vrow.push_back(r.block + voff + (r.row + e) * hd);
+                    kframe.push_back(frame_of[r.query]);
+                }
+            const std::size_t m = krow.size(), ldo = hd + 3;
+            const auto bias = random_values(nq * m, 25);
+            std::vector<float> s(bias), out(nq * ldo, 7.0F);
+            native::attend_runs(qs.data(), nq, koff, voff, hd, runs.data(), runs.size(), m, s.data(),
+                                out.data(), ldo);
+            for (std::size_t i = 0; i < nq; i++) {
+                const auto qd = rotated(q[i].data(), pos, hd);
+                std::vector<double> sd(m);
+                double top = -INFINITY;
+                for (std::size_t j = 0; j < m; j++) {
+                    const auto kd = rotated(krow[j], kframe[j], hd);
+                    double d = bias[i * m + j];
+                    for (std::size_t e = 0; e < hd; e++) d += qd[e] * kd[e];
+                    sd[j] = d;
+                    top = std::max(top, d);
+                }
+                double z = 0;
+                for (auto& x : sd) z += (x = std::exp(x - top));
+                for (std::size_t e = 0; e < hd; e++) {
+                    double want = 0;
+                    for (std::size_t j = 0; j < m; j++) want += sd[j] / z * vrow[j][e];
+                    EXPECT_NEAR(out[i * ldo + e], want, 1e-5)
+                        << "hd " << hd << " query " << i << "/" << nq << " at " << e;
+                }
+                for (std::size_t j = 0; j < m; j++)
+                    EXPECT_NEAR(s[i * m + j], sd[j] / z, 1e-5)
+                        << "hd " << hd << " query " << i << " p[" << j << "]";
+                for (std::size_t e = hd; e < ldo; e++)
+                    EXPECT_EQ(out[i * ldo + e], 7.0F) << "wrote past query " << i << "'s output row";
             }
-        const std::size_t m = krow.size();
-        const auto bias = random_values(m, 25);
-        const auto qd = rotated(q.data(), pos, hd);
-        std::vector<double> sd(m);
-        double top = -INFINITY;
-        for (std::size_t j = 0; j < m; j++) {
-            const auto kd = rotated(krow[j], kframe[j], hd);
-            double d = bias[j];
-            for (std::size_t e = 0; e < hd; e++) d += qd[e] * kd[e];
-            sd[j] = d;
-            top = std::max(top, d);
         }
-        double z = 0;
-        for (auto& x : sd) z += (x = std::exp(x - top));
-        std::vector<float> s(bias), out(hd + 1, 7.0F);
-        native::attend_runs(qs.data(), koff, voff, hd, runs.data(), runs.size(), s.data(), out.data());
-        for (std::size_t e = 0; e < hd; e++) {
-            double want = 0;
-            for (std::size_t j = 0; j < m; j++) want += sd[j] / z * vrow[j][e];
-            EXPECT_NEAR(out[e], want, 1e-5) << "hd " << hd << " at " << e;
+}
+
+// softmax and SwiGLU's SiLU take e^x 8 at a time (exp8): against double over the range they see,
+// lengths with and without a tail of fewer than 8, masked keys (-inf) and values under fp32's range.
+TEST(NativeKernels, SoftmaxAndSwigluEqualTheirDefinitionsInDouble) {
+    for (const std::size_t n : {1UL, 7UL, 8UL, 64UL, 257UL}) {
+        std::vector<float> s = random_values(n, static_cast<unsigned>(60 + n));
+        for (std::size_t i = 0; i < n; i++) s[i] *= 12.0F;  // spreads of e^-80 and more
+        if (n > 2) s[1] = -INFINITY;
+        if (n > 3) s[2] = -200.0F;
+        const std::vector<float> x = s;
+        double top = -INFINITY, z = 0;
+        for (const float v : x) top = std::max(top, double{v});
+        for (const float v : x) z += std::exp(double{v} - top);
+        native::softmax(s.data(), n);
+        for (std::size_t i = 0; i < n; i++) {
+            const double want = std::exp(double{x[i]} - top) / z;
+            EXPECT_NEAR(s[i], want, 2e-7 + 4e-7 * want) << n << " at " << i;
         }
-        for (std::size_t j = 0; j < m; j++)
-            EXPECT_NEAR(s[j], sd[j] / z, 1e-5) << "hd " << hd << " p[" << j << "]";
-        EXPECT_EQ(out[hd], 7.0F) << "wrote past the output row";
     }
+    const std::size_t rows = 2, f = 21;  // two 8-wide chunks and a tail of 5
+    std::vector<float> g = random_values(rows * 2 * f, 70), out(rows * f, 7.0F);
+    g[0] = 95.0F;   // e^-95: 0 in fp32
+    g[1] = -95.0F;  // e^95: past fp32's range
+    native::swiglu(g.data(), rows, f, out.data());
+    for (std::size_t r = 0; r < rows; r++)
+        for (std::size_t i = 0; i < f; i++) {
+            const double a = g[r * 2 * f + i], b = g[r * 2 * f + f + i];
+            const double want = a / (1.0 + std::exp(-a)) * b;
+            EXPECT_NEAR(out[r * f + i], want, 1e-6 + 4e-7 * std::abs(want)) << r << "," << i;
+        }
 }
 
 TEST(NativeKernels, RelBucketsAreDecoderPys) {

@@ -91,14 +91,15 @@ typedef std::int32_t I8 __attribute__((vector_size(32)));  // NOLINT(modernize-u
 // checked). A call per value to expf (libm has no vector form without -ffast-math) was half of a
 // prefill: every softmax and SiLU goes through here instead. Below -87.33 (under fp32's normal
 // range; a masked key next to the row maximum's 1) the result is 0; above 88 it is e^88
-// (softmax's x is <= 0; SiLU's gate is 0 there either way).
+// (softmax's x is <= 0; SiLU's gate is 0 there either way); a NaN gives a NaN, as expf does, so
+// that a read of unwritten KV shows in the logits.
 inline __attribute__((always_inline)) void exp8(const float* in, float sub, float* out) {
     V8 x;
     VREX_LOAD8(x, in);
     x -= sub;
     const I8 under = x < -87.33F;
-    x = x < 88.0F ? x : V8{} + 88.0F;
-    x = x > -87.33F ? x : V8{} - 87.33F;
+    x = x > 88.0F ? V8{} + 88.0F : x;  // clamped so that a NaN stays one (a comparison with NaN is false)
+    x = x < -87.33F ? V8{} - 87.33F : x;
     constexpr float kMagic = 12582912.0F;  // 1.5 x 2^23: adding it rounds to an integer in the low bits
     const V8 t = x * 1.44269504088896341F + kMagic;
     const V8 nf = t - kMagic;

@@ -53,6 +53,10 @@ int vrex_resv_hcu_init(struct vrex_resv_hcu *h, u64 seed, u32 dim)
 	for (r = 0; r < VREX_RESV_BITS; r++)
 		for (w = 0; w < VREX_RESV_DIM_WORDS; w++)
 			h->sign[r][w] = resv_splitmix64(&state);
+	/* The hash reads the first @dim columns only. */
+	for (r = 0; r < VREX_RESV_BITS; r++)
+		for (w = 0; w < dim; w++)
+			h->entry[r][w] = (h->sign[r][w / 64] >> (w % 64)) & 1 ? -1 : 1;
 	h->seed = seed;
 	h->dim = dim;
 	return 0;
@@ -65,18 +69,14 @@ int vrex_resv_hcu_entry(const struct vrex_resv_hcu *h, u32 r, u32 i)
 
 u32 vrex_resv_hash(const struct vrex_resv_hcu *h, const s16 *key)
 {
-	s32 total = 0, neg;
 	u32 hash = 0, r, i;
+	s32 dot;
 
-	/* sum(+-k) = sum(k) - 2 * sum(k where the entry is -1): one adder tree per row. */
-	for (i = 0; i < h->dim; i++)
-		total += key[i];
 	for (r = 0; r < VREX_RESV_BITS; r++) {
-		neg = 0;
+		dot = 0;
 		for (i = 0; i < h->dim; i++)
-			if ((h->sign[r][i / 64] >> (i % 64)) & 1)
-				neg += key[i];
-		if (total - 2 * neg >= 0)
+			dot += key[i] * h->entry[r][i];
+		if (dot >= 0)
 			hash |= 1u << r;
 	}
 	return hash;

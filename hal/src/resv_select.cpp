@@ -25,13 +25,23 @@ std::error_code invalid() {
 
 Result<void> resv_hash(std::uint64_t seed, std::uint32_t dim, std::span<const float> keys,
                        std::span<std::uint32_t> out) {
-    vrex_resv_hcu hcu{};
-    if (vrex_resv_hcu_init(&hcu, seed, dim) != 0 || keys.size() != std::size_t{dim} * out.size())
-        return invalid();
+    // The HCU of the thread's last call, kept: its sign table is 9 KiB to fill, more than hashing a
+    // question's few queries costs.
+    struct Cached {
+        vrex_resv_hcu hcu{};
+        bool valid = false;
+    };
+    thread_local Cached cached;
+    if (!cached.valid || cached.hcu.seed != seed || cached.hcu.dim != dim) {
+        cached.valid = false;
+        if (vrex_resv_hcu_init(&cached.hcu, seed, dim) != 0) return invalid();
+        cached.valid = true;
+    }
+    if (keys.size() != std::size_t{dim} * out.size()) return invalid();
     std::vector<std::int16_t> q(dim);
     for (std::size_t i = 0; i < out.size(); i++) {
         resv_quantize(keys.subspan(i * dim, dim), q);
-        out[i] = vrex_resv_hash(&hcu, q.data());
+        out[i] = vrex_resv_hash(&cached.hcu, q.data());
     }
     return {};
 }

@@ -293,6 +293,37 @@ TEST_P(Resv, ResvHeadAppendsAllOrNothingAndSelects) {
     EXPECT_EQ(ResvHead::create(dev_, bad).error(), ec(std::errc::invalid_argument));
 }
 
+// The host's resv_hash (no device: the engines' insertion-time hashes) keeps its thread's last HCU:
+// seeds and dimensions in turn, a refused call between them, each against an HCU made for the call.
+TEST(ResvHostHash, EqualsAFreshHcuAcrossSeedsDimensionsAndRefusals) {
+    std::mt19937 g(5);
+    std::normal_distribution<float> nd;
+    struct Call {
+        std::uint64_t seed;
+        std::uint32_t dim;
+    };
+    const Call calls[] = {{11, 64}, {12, 64}, {11, 32}, {11, 64}, {12, 128}, {11, 64}};
+    for (const Call& c : calls) {
+        std::vector<float> keys(3 * std::size_t{c.dim});
+        for (float& x : keys) x = nd(g);
+        std::vector<std::uint32_t> got(3);
+        ASSERT_TRUE(resv_hash(c.seed, c.dim, keys, got)) << c.seed << "/" << c.dim;
+        vrex_resv_hcu ref{};
+        ASSERT_EQ(vrex_resv_hcu_init(&ref, c.seed, c.dim), VREX_OK);
+        std::vector<std::int16_t> q(c.dim);
+        for (std::size_t i = 0; i < got.size(); i++) {
+            resv_quantize(std::span<const float>(keys).subspan(i * c.dim, c.dim), q);
+            EXPECT_EQ(got[i], vrex_resv_hash(&ref, q.data())) << c.seed << "/" << c.dim << " key " << i;
+        }
+        std::vector<std::uint32_t> none(1);
+        EXPECT_EQ(resv_hash(c.seed, 0, {}, none).error(), ec(std::errc::invalid_argument));
+        EXPECT_EQ(resv_hash(c.seed, VREX_RESV_MAX_DIM + 1, keys, none).error(),
+                  ec(std::errc::invalid_argument));
+        EXPECT_EQ(resv_hash(c.seed, c.dim, std::span<const float>(keys).first(c.dim - 1), none).error(),
+                  ec(std::errc::invalid_argument));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Resv, ::testing::ValuesIn(test::available_backends()),
                          [](const auto& info) { return info.param; });
 

@@ -24,9 +24,10 @@ std::vector<float> random_values(std::size_t n, unsigned seed) {
 }
 
 TEST(NativeKernels, MatmulEqualsTheDefinitionForEveryTileShape) {
-    // Rows 1..9 cover the 4-row tiles and every tail; 20 columns a 16-column tile and a tail.
+    // Rows 1..9 cover the 4-row tiles and every tail; 20 columns a 16-column tile and a tail; 48
+    // and 80 the 32-column tiles of the AVX-512 path (where the CPU has it) with 16 columns past them.
     for (std::size_t rows = 1; rows <= 9; rows++)
-        for (const std::size_t n : {16UL, 20UL, 48UL})
+        for (const std::size_t n : {16UL, 20UL, 48UL, 80UL})
             for (const bool acc : {false, true}) {
                 const std::size_t k = 37, ldx = k + 3, ldy = n + 5;
                 const auto x = random_values(rows * ldx, 1), w = random_values(k * n, 2);

@@ -252,17 +252,31 @@ inline __attribute__((always_inline)) void reduce8(const V8* a, V8* out) {
            __builtin_shufflevector(c[0], c[1], 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
-// attend_runs for head_dim = 8 * C. Scores in tiles of 4 keys x 2 queries: each key chunk loaded
-// once for both queries, each query chunk once for the 4 keys, the 8 sums reduced together. The
-// weighted sum in tiles of QT queries x the head's C chunks, all in registers: each value chunk
-// loaded once for the QT queries.
-template <std::size_t C>
+// @a[0..8)'s lane sums as one V8 (reduce8), for 16-float vectors after adding each one's halves.
+template <typename V>
+inline __attribute__((always_inline)) void lane_sums8(const V* a, V8* out) {
+    if constexpr (sizeof(V) == sizeof(V8)) {
+        reduce8(a, out);
+    } else {
+        V8 h[8];
+        for (std::size_t i = 0; i < 8; i++)
+            h[i] = __builtin_shufflevector(a[i], a[i], 0, 1, 2, 3, 4, 5, 6, 7) +
+                   __builtin_shufflevector(a[i], a[i], 8, 9, 10, 11, 12, 13, 14, 15);
+        reduce8(h, out);
+    }
+}
+
+// attend_runs for head_dim = L * C (L floats a vector V). Scores in tiles of 4 keys x 2 queries:
+// each key chunk loaded once for both queries, each query chunk once for the 4 keys, the 8 sums
+// reduced together. The weighted sum in tiles of QT queries x the head's C chunks, all in registers:
+// each value chunk loaded once for the QT queries.
+template <typename V, std::size_t C>
 inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, std::size_t nq,
                                                              std::size_t koff, std::size_t voff,
                                                              const KeyRun* runs, std::size_t nruns,
                                                              std::size_t m, float* s, float* out,
                                                              std::size_t ldo) {
-    constexpr std::size_t hd = 8 * C, QT = C <= 4 ? 8 / C : 1;
+    constexpr std::size_t L = sizeof(V) / sizeof(float), hd = L * C, QT = C <= 4 ? 8 / C : 1;
     std::size_t j = 0;
     for (std::size_t r = 0; r < nruns; r++) {
         const KeyRun& run = runs[r];
@@ -283,20 +297,20 @@ inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, st
         for (; e + 4 <= run.rows; e += 4, j += 4, k += 4 * hd)
             for (std::size_t q = 0; q < nq; q += 2) {
                 const bool pair = q + 1 < nq;  // an odd last query: its partner's sums stay 0
-                V8 acc[8] = {};                // [query w][key u] at 4w + u
+                V acc[8] = {};                 // [query w][key u] at 4w + u
                 for (std::size_t c = 0; c < C; c++) {
-                    V8 q0, q1 = {};
-                    VREX_LOAD8(q0, qg + q * hd + 8 * c);
-                    if (pair) VREX_LOAD8(q1, qg + (q + 1) * hd + 8 * c);
+                    V q0, q1 = {};
+                    std::memcpy(&q0, qg + q * hd + L * c, sizeof(V));
+                    if (pair) std::memcpy(&q1, qg + (q + 1) * hd + L * c, sizeof(V));
                     for (std::size_t u = 0; u < 4; u++) {
-                        V8 kv;
-                        VREX_LOAD8(kv, k + u * hd + 8 * c);
+                        V kv;
+                        std::memcpy(&kv, k + u * hd + L * c, sizeof(V));
                         acc[u] += q0 * kv;
                         acc[4 + u] += q1 * kv;
                     }
                 }
                 V8 d;
-                reduce8(acc, &d);  // the first query's 4 scores, then the second's
+                lane_sums8(acc, &d);  // the first query's 4 scores, then the second's
                 V4 lo = __builtin_shufflevector(d, d, 0, 1, 2, 3), sv;
                 VREX_LOAD4(sv, s + q * m + j);
                 sv += lo;
@@ -310,22 +324,22 @@ inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, st
             }
         for (; e < run.rows; e++, j++, k += hd)  // a run's last rows (a question's scattered keys)
             for (std::size_t q = 0; q < nq; q++) {
-                V8 acc = {};
+                V acc = {};
                 for (std::size_t c = 0; c < C; c++) {
-                    V8 qc, kv;
-                    VREX_LOAD8(qc, qg + q * hd + 8 * c);
-                    VREX_LOAD8(kv, k + 8 * c);
+                    V qc, kv;
+                    std::memcpy(&qc, qg + q * hd + L * c, sizeof(V));
+                    std::memcpy(&kv, k + L * c, sizeof(V));
                     acc += qc * kv;
                 }
                 float dsum = 0;
-                for (std::size_t l = 0; l < 8; l++) dsum += acc[l];
+                for (std::size_t l = 0; l < L; l++) dsum += acc[l];
                 s[q * m + j] += dsum;
             }
     }
     for (std::size_t q = 0; q < nq; q++) softmax(s + q * m, m);
     for (std::size_t q0 = 0; q0 < nq; q0 += QT) {
         const std::size_t w = std::min(QT, nq - q0);
-        V8 o[QT][C] = {};
+        V o[QT][C] = {};
         j = 0;
         for (std::size_t r = 0; r < nruns; r++) {
             const float* v = runs[r].block + voff + std::size_t{runs[r].row} * hd;
@@ -333,29 +347,46 @@ inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, st
                 float p[QT];
                 for (std::size_t u = 0; u < QT; u++) p[u] = u < w ? s[(q0 + u) * m + j] : 0.0F;
                 for (std::size_t c = 0; c < C; c++) {
-                    V8 vv;
-                    VREX_LOAD8(vv, v + 8 * c);
+                    V vv;
+                    std::memcpy(&vv, v + L * c, sizeof(V));
                     for (std::size_t u = 0; u < QT; u++) o[u][c] += p[u] * vv;
                 }
             }
         }
         for (std::size_t u = 0; u < w; u++)
-            for (std::size_t c = 0; c < C; c++) VREX_STORE8(out + (q0 + u) * ldo + 8 * c, o[u][c]);
+            for (std::size_t c = 0; c < C; c++)
+                std::memcpy(out + (q0 + u) * ldo + L * c, &o[u][c], sizeof(V));
     }
 }
+
+#if VREX_NATIVE_AVX512
+// attend_runs in 512-bit registers (x86-64-v4), for the head sizes it has tiles for.
+__attribute__((target("arch=x86-64-v4"))) void attend_runs16(const float* qs, std::size_t nq,
+                                                             std::size_t koff, std::size_t voff,
+                                                             std::size_t hd, const KeyRun* runs,
+                                                             std::size_t nruns, std::size_t m, float* s,
+                                                             float* out, std::size_t ldo) {
+    if (hd == 32) return attend_runs_fixed<V16, 2>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
+    attend_runs_fixed<V16, 4>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
+}
+#endif
 
 }  // namespace
 
 VREX_NATIVE_CLONES void attend_runs(const float* qs, std::size_t nq, std::size_t koff, std::size_t voff,
                                     std::size_t hd, const KeyRun* runs, std::size_t nruns, std::size_t m,
                                     float* s, float* out, std::size_t ldo) {
+#if VREX_NATIVE_AVX512
+    if ((hd == 32 || hd == 64) && has_avx512())
+        return attend_runs16(qs, nq, koff, voff, hd, runs, nruns, m, s, out, ldo);
+#endif
     switch (hd) {
         case 16:
-            return attend_runs_fixed<2>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
+            return attend_runs_fixed<V8, 2>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
         case 32:
-            return attend_runs_fixed<4>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
+            return attend_runs_fixed<V8, 4>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
         case 64:
-            return attend_runs_fixed<8>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
+            return attend_runs_fixed<V8, 8>(qs, nq, koff, voff, runs, nruns, m, s, out, ldo);
         default:
             break;
     }

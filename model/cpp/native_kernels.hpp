@@ -13,10 +13,14 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__SANITIZE_ADDRESS__) && \
     !defined(__SANITIZE_THREAD__)
 #define VREX_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-// matmul's 512-bit tiles (x86-64-v4), picked per call where the CPU has them (native_kernels.cpp).
-#define VREX_NATIVE_AVX512 1
 #else
 #define VREX_NATIVE_CLONES
+#endif
+// x86-64 also has matmul and attend_runs in 512-bit registers (x86-64-v4), picked per call where the
+// CPU has AVX-512 (a CPU check at the first call, no ifunc: sanitizer builds run them too).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define VREX_NATIVE_AVX512 1
+#else
 #define VREX_NATIVE_AVX512 0
 #endif
 

@@ -159,9 +159,7 @@ bool has_avx512() {
 }
 #endif
 
-typedef std::int32_t I8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-using): as V8
-
-// out[0..8) = e^(in[l] - sub), 8 at once (in and out may alias). Cephes' expf as vector arithmetic:
+// out[l] = e^(in[l] - sub) for V's lanes at once (in and out may alias). Cephes' expf as vector arithmetic:
 // x = n ln 2 + r by Cody-Waite (ln 2 in two parts), e^r by its degree-5 minimax polynomial, 2^n put
 // in the exponent bits; within 1 ulp of glibc's expf (every 8th fp32 value from -87.3 to 88
 // checked). A call per value to expf (libm has no vector form without -ffast-math) was half of a
@@ -169,34 +167,36 @@ typedef std::int32_t I8 __attribute__((vector_size(32)));  // NOLINT(modernize-u
 // range; a masked key next to the row maximum's 1) the result is 0; above 88 it is e^88
 // (softmax's x is <= 0; SiLU's gate is 0 there either way); a NaN gives a NaN, as expf does, so
 // that a read of unwritten KV shows in the logits.
-inline __attribute__((always_inline)) void exp8(const float* in, float sub, float* out) {
-    V8 x;
-    VREX_LOAD8(x, in);
+template <typename V>
+inline __attribute__((always_inline)) void expv(const float* in, float sub, float* out) {
+    using I = decltype(V{} < V{});  // the comparison's lanes: 32-bit integers, as many as V's
+    V x;
+    std::memcpy(&x, in, sizeof(V));
     x -= sub;
-    const I8 under = x < -87.33F;
-    x = x > 88.0F ? V8{} + 88.0F : x;  // clamped so that a NaN stays one (a comparison with NaN is false)
-    x = x < -87.33F ? V8{} - 87.33F : x;
+    const I under = x < -87.33F;
+    x = x > 88.0F ? V{} + 88.0F : x;  // clamped so that a NaN stays one (a comparison with NaN is false)
+    x = x < -87.33F ? V{} - 87.33F : x;
     constexpr float kMagic = 12582912.0F;  // 1.5 x 2^23: adding it rounds to an integer in the low bits
-    const V8 t = x * 1.44269504088896341F + kMagic;
-    const V8 nf = t - kMagic;
-    const V8 r = (x - nf * 0.693359375F) - nf * -2.12194440e-4F;
-    V8 p = V8{} + 1.9875691500e-4F;
+    const V t = x * 1.44269504088896341F + kMagic;
+    const V nf = t - kMagic;
+    const V r = (x - nf * 0.693359375F) - nf * -2.12194440e-4F;
+    V p = V{} + 1.9875691500e-4F;
     p = p * r + 1.3981999507e-3F;
     p = p * r + 8.3334519073e-3F;
     p = p * r + 4.1665795894e-2F;
     p = p * r + 1.6666665459e-1F;
     p = p * r + 5.0000001201e-1F;
-    V8 y = p * (r * r) + r + 1.0F;
-    I8 ti, yi;
+    V y = p * (r * r) + r + 1.0F;
+    I ti, yi;
     std::memcpy(&ti, &t, sizeof ti);
     constexpr std::int32_t kMagicBits = 0x4B400000;  // the bits of kMagic
-    const I8 scale = ((ti - kMagicBits) + 127) << 23;
-    V8 sv;
+    const I scale = ((ti - kMagicBits) + 127) << 23;
+    V sv;
     std::memcpy(&sv, &scale, sizeof sv);
     y *= sv;
     std::memcpy(&yi, &y, sizeof yi);
     yi &= ~under;
-    VREX_STORE8(out, yi);
+    std::memcpy(out, &yi, sizeof(V));
 }
 
 }  // namespace
@@ -427,38 +427,58 @@ void rotate(float* x, const float* cos, const float* sin, std::size_t half) {
     }
 }
 
-VREX_NATIVE_CLONES void softmax(float* s, std::size_t n) {
-    const std::size_t full = n - n % 8;
-    V8 mv = V8{} - INFINITY;
-    for (std::size_t i = 0; i < full; i += 8) {
-        V8 x;
-        VREX_LOAD8(x, s + i);
+namespace {
+
+// softmax in V's lanes: the maximum and the sum lane-wise, e^x from expv.
+template <typename V>
+inline __attribute__((always_inline)) void softmax_lanes(float* s, std::size_t n) {
+    constexpr std::size_t L = sizeof(V) / sizeof(float);
+    const std::size_t full = n - n % L;
+    V mv = V{} - INFINITY;
+    for (std::size_t i = 0; i < full; i += L) {
+        V x;
+        std::memcpy(&x, s + i, sizeof(V));
         mv = x > mv ? x : mv;
     }
     float m = -INFINITY;
-    for (std::size_t l = 0; l < 8; l++) m = std::max(m, mv[l]);
+    for (std::size_t l = 0; l < L; l++) m = std::max(m, mv[l]);
     for (std::size_t i = full; i < n; i++) m = std::max(m, s[i]);
-    V8 acc = {};
-    for (std::size_t i = 0; i < full; i += 8) {
-        exp8(s + i, m, s + i);
-        V8 y;
-        VREX_LOAD8(y, s + i);
+    V acc = {};
+    for (std::size_t i = 0; i < full; i += L) {
+        expv<V>(s + i, m, s + i);
+        V y;
+        std::memcpy(&y, s + i, sizeof(V));
         acc += y;
     }
     if (full < n) {  // the tail padded with -inf: e^-inf adds 0
-        float tail[8];
-        std::fill_n(tail, 8, -INFINITY);
+        float tail[L];
+        std::fill_n(tail, L, -INFINITY);
         std::copy(s + full, s + n, tail);
-        exp8(tail, m, tail);
+        expv<V>(tail, m, tail);
         std::copy(tail, tail + (n - full), s + full);
-        V8 y;
-        VREX_LOAD8(y, tail);
+        V y;
+        std::memcpy(&y, tail, sizeof(V));
         acc += y;
     }
     float sum = 0;
-    for (std::size_t l = 0; l < 8; l++) sum += acc[l];
+    for (std::size_t l = 0; l < L; l++) sum += acc[l];
     const float inv = 1.0F / sum;
     for (std::size_t i = 0; i < n; i++) s[i] *= inv;
+}
+
+#if VREX_NATIVE_AVX512
+__attribute__((target("arch=x86-64-v4"))) void softmax16(float* s, std::size_t n) {
+    softmax_lanes<V16>(s, n);
+}
+#endif
+
+}  // namespace
+
+VREX_NATIVE_CLONES void softmax(float* s, std::size_t n) {
+#if VREX_NATIVE_AVX512
+    if (has_avx512()) return softmax16(s, n);
+#endif
+    softmax_lanes<V8>(s, n);
 }
 
 VREX_NATIVE_CLONES void swiglu(const float* g, std::size_t rows, std::size_t f, float* out) {
@@ -471,7 +491,7 @@ VREX_NATIVE_CLONES void swiglu(const float* g, std::size_t rows, std::size_t f, 
             const std::size_t m = std::min<std::size_t>(8, f - i);
             std::fill_n(neg, 8, 0.0F);
             for (std::size_t l = 0; l < m; l++) neg[l] = -a[i + l];
-            exp8(neg, 0.0F, e);
+            expv<V8>(neg, 0.0F, e);
             for (std::size_t l = 0; l < m; l++) o[i + l] = a[i + l] / (1.0F + e[l]) * b[i + l];
         }
     }

@@ -269,8 +269,9 @@ void NativeDecoder::prefill(NativeScratch& ss, std::span<const float> z, std::sp
         for (std::size_t kv = 0; kv < kvh; kv++) {
             const std::size_t koff = ((l * 2) * kvh + kv) * tpr * hd,
                               voff = ((l * 2 + 1) * kvh + kv) * tpr * hd;
-            // A few fresh tokens (a V-Rex frame computes ~1 region): each reads the window's blocks in
-            // place, as a question does.
+            // A few fresh tokens (a V-Rex frame computes ~1 region): a head's tokens read the window's
+            // blocks in place together (one attend_runs call, each key loaded once for all of them),
+            // as a question does alone.
             for (std::size_t hh = kv * rep; few && hh < (kv + 1) * rep; hh++) {
                 for (std::size_t fr = w0; fr <= t; fr++) {  // [frame][token]: the runs' query groups
                     const float* rope = s.rope_at(c, t - fr);

@@ -41,8 +41,8 @@ static u64 resv_splitmix64(u64 *state)
 
 int vrex_resv_hcu_init(struct vrex_resv_hcu *h, u64 seed, u32 dim)
 {
-	u64 state = seed;
-	u32 r, w;
+	u64 state = seed, bits;
+	u32 r, w, b;
 
 	if (!dim || dim > VREX_RESV_MAX_DIM)
 		return VREX_EINVAL;
@@ -51,12 +51,11 @@ int vrex_resv_hcu_init(struct vrex_resv_hcu *h, u64 seed, u32 dim)
 	 * so a smaller head uses a prefix of the same hyperplanes.
 	 */
 	for (r = 0; r < VREX_RESV_BITS; r++)
-		for (w = 0; w < VREX_RESV_DIM_WORDS; w++)
-			h->sign[r][w] = resv_splitmix64(&state);
-	/* The hash reads the first @dim columns only. */
-	for (r = 0; r < VREX_RESV_BITS; r++)
-		for (w = 0; w < dim; w++)
-			h->entry[r][w] = (h->sign[r][w / 64] >> (w % 64)) & 1 ? -1 : 1;
+		for (w = 0; w < VREX_RESV_DIM_WORDS; w++) {
+			bits = resv_splitmix64(&state);
+			for (b = 0; b < 64; b++)
+				h->entry[r][w * 64 + b] = (bits >> b) & 1 ? -1 : 1;
+		}
 	h->seed = seed;
 	h->dim = dim;
 	return 0;
@@ -64,7 +63,7 @@ int vrex_resv_hcu_init(struct vrex_resv_hcu *h, u64 seed, u32 dim)
 
 int vrex_resv_hcu_entry(const struct vrex_resv_hcu *h, u32 r, u32 i)
 {
-	return (h->sign[r][i / 64] >> (i % 64)) & 1 ? -1 : 1;
+	return h->entry[r][i];
 }
 
 u32 vrex_resv_hash(const struct vrex_resv_hcu *h, const s16 *key)

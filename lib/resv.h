@@ -44,15 +44,14 @@
 #define VREX_RESV_MODE_MAX 1
 
 /*
- * The HCU's projection: row r, column i is -1 where bit i of sign[r] is set.
- * entry[r][i] holds the same signs as +-1, so that hashing a key is 32 dot
+ * The HCU's projection: row r, column i is -1 where bit i of row r's splitmix64
+ * words is set, +1 elsewhere. Kept as +-1 bytes, so that hashing a key is 32 dot
  * products with no test per term (a compiler vectorises them; the bits alone
  * cost a shift, a test and a mask per term).
  */
 struct vrex_resv_hcu {
 	u64 seed;
 	u32 dim;
-	u64 sign[VREX_RESV_BITS][VREX_RESV_DIM_WORDS];
 	s8 entry[VREX_RESV_BITS][VREX_RESV_MAX_DIM];
 };
 

@@ -25,23 +25,17 @@ std::error_code invalid() {
 
 Result<void> resv_hash(std::uint64_t seed, std::uint32_t dim, std::span<const float> keys,
                        std::span<std::uint32_t> out) {
-    // The HCU of the thread's last call, kept: its sign table is 9 KiB to fill, more than hashing a
-    // question's few queries costs.
-    struct Cached {
-        vrex_resv_hcu hcu{};
-        bool valid = false;
-    };
-    thread_local Cached cached;
-    if (!cached.valid || cached.hcu.seed != seed || cached.hcu.dim != dim) {
-        cached.valid = false;
-        if (vrex_resv_hcu_init(&cached.hcu, seed, dim) != 0) return invalid();
-        cached.valid = true;
-    }
+    // The HCU of the thread's last call, kept: its sign table is 8 KiB to fill, more than hashing a
+    // question's few queries costs. Its dimension is 0 until one is made (no HCU has dimension 0), and
+    // init refuses a bad dimension before it writes, so a refused call leaves the kept HCU as it was.
+    thread_local vrex_resv_hcu hcu{};
+    const bool kept = hcu.dim != 0 && hcu.seed == seed && hcu.dim == dim;
+    if (!kept && vrex_resv_hcu_init(&hcu, seed, dim) != 0) return invalid();
     if (keys.size() != std::size_t{dim} * out.size()) return invalid();
     std::vector<std::int16_t> q(dim);
     for (std::size_t i = 0; i < out.size(); i++) {
         resv_quantize(keys.subspan(i * dim, dim), q);
-        out[i] = vrex_resv_hash(&cached.hcu, q.data());
+        out[i] = vrex_resv_hash(&hcu, q.data());
     }
     return {};
 }

@@ -19,8 +19,6 @@ typedef float V8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-usin
 #define VREX_STORE8(p, src) std::memcpy((p), &(src), sizeof(V8))
 
 typedef float V4 __attribute__((vector_size(16)));  // NOLINT(modernize-use-using): half a V8
-#define VREX_LOAD4(dst, p) std::memcpy(&(dst), (p), sizeof(V4))
-#define VREX_STORE4(p, src) std::memcpy((p), &(src), sizeof(V4))
 
 constexpr std::size_t kRows = 4;  // rows of a register tile
 
@@ -140,7 +138,7 @@ inline __attribute__((always_inline)) void matmul8(const float* x, std::size_t l
 typedef float V16 __attribute__((vector_size(64)));  // NOLINT(modernize-use-using): as V8
 
 // x86-64-v4 (AVX-512): tiles of 32 columns in 512-bit registers, then matmul8 for the columns past
-// them. On a CPU with 512-bit multiply-add units (this project's x86 CI, AMD Zen 5) a multiply-add
+// them. On a CPU with 512-bit multiply-add units (AMD Zen 5, where this was measured) a multiply-add
 // costs half what it does with AVX2 (microbenchmark at the prefill's shapes: 19.5 -> 10 ps), the same
 // bits. target_clones cannot do this: every clone compiles the same body, and a V16 body would spill
 // in the baseline clone's 16 SSE registers; so the kernel is its own function, picked per call.
@@ -311,15 +309,14 @@ inline __attribute__((always_inline)) void attend_runs_fixed(const float* qs, st
                 }
                 V8 d;
                 lane_sums8(acc, &d);  // the first query's 4 scores, then the second's
-                V4 lo = __builtin_shufflevector(d, d, 0, 1, 2, 3), sv;
-                VREX_LOAD4(sv, s + q * m + j);
-                sv += lo;
-                VREX_STORE4(s + q * m + j, sv);
-                if (pair) {
-                    V4 hi = __builtin_shufflevector(d, d, 4, 5, 6, 7);
-                    VREX_LOAD4(sv, s + (q + 1) * m + j);
-                    sv += hi;
-                    VREX_STORE4(s + (q + 1) * m + j, sv);
+                const V4 half[2] = {__builtin_shufflevector(d, d, 0, 1, 2, 3),
+                                    __builtin_shufflevector(d, d, 4, 5, 6, 7)};
+                for (std::size_t w = 0; w < (pair ? 2U : 1U); w++) {
+                    float* sw = s + (q + w) * m + j;
+                    V4 sv;
+                    std::memcpy(&sv, sw, sizeof(V4));
+                    sv += half[w];
+                    std::memcpy(sw, &sv, sizeof(V4));
                 }
             }
         for (; e < run.rows; e++, j++, k += hd)  // a run's last rows (a question's scattered keys)

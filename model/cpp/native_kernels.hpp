@@ -16,8 +16,8 @@
 #else
 #define VREX_NATIVE_CLONES
 #endif
-// x86-64 also has matmul and attend_runs in 512-bit registers (x86-64-v4), picked per call where the
-// CPU has AVX-512 (a CPU check at the first call, no ifunc: sanitizer builds run them too).
+// x86-64 also has matmul, attend_runs and softmax in 512-bit registers (x86-64-v4), picked per call
+// where the CPU has AVX-512 (a CPU check at the first call, no ifunc: sanitizer builds run them too).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define VREX_NATIVE_AVX512 1
 #else

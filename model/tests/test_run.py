@@ -184,3 +184,60 @@ def test_a_run_frees_its_streams_when_it_returns(path: str, vtest_avi: Path, foo
         gc.enable()
     capsys.readouterr()
     assert alive == []
+
+
+def _untimed(d: object) -> object:
+    """@d without what a step's clock measured (and the arguments, which name the block)."""
+    timed = ("time", "ms", "step_fit", "engine", "emulation", "clock", "args")
+    if isinstance(d, dict):
+        return {k: _untimed(v) for k, v in d.items() if not any(w in k for w in timed)}
+    if isinstance(d, list):
+        return [_untimed(v) for v in d]
+    return d
+
+
+def test_step_order_by_frame_rotates_the_runs_every_frame_and_stream() -> None:
+    got = list(run.step_order(["exact", "vrex"], [], [2, 1], 1))
+    assert got == [("exact", 0, 0), ("vrex", 0, 0), ("vrex", 1, 0), ("exact", 1, 0), ("vrex", 0, 1), ("exact", 0, 1)]
+
+
+@pytest.mark.parametrize("block", [2, 3, 7, 40])
+def test_step_order_by_block_keeps_each_stream_in_frame_order_and_the_meter_ahead(block: int) -> None:
+    """Every step once; each run's steps of a stream in frame order; a run feeding the reuse meter
+    (anchors.ReuseMeter) has stepped every stream's frames before t when a reader steps frame t."""
+    runs, frames = ["exact", "timechat_dtd", "vrex", "vrex_hierarchy"], [11, 9, 11]
+    got = list(run.step_order(runs, ["vrex_hierarchy"], frames, block))
+    assert sorted(got) == sorted((n, si, t) for n in runs for si, f in enumerate(frames) for t in range(f))
+    for n in runs:
+        for si in range(len(frames)):
+            assert [t for m, s, t in got if (m, s) == (n, si)] == list(range(frames[si]))
+    done: set[tuple[int, int]] = set()
+    for n, si, t in got:
+        if n == "vrex_hierarchy":
+            done.add((si, t))
+        elif n == "timechat_dtd":
+            assert all((s, f) in done for s, fs in enumerate(frames) for f in range(min(t, fs)))
+    # Runs of a block go one after another, the first rotating from block to block.
+    firsts = [got[i][0] for i in range(0, len(got)) if i == 0 or got[i][0] != got[i - 1][0]]
+    assert len(firsts) == len(runs) * -(-max(frames) // block)
+
+
+@pytest.mark.parametrize("path,runs", [("cpp", "vrex_hierarchy"), ("python", "timechat_dtd,vrex_hierarchy")])
+def test_a_run_block_changes_the_order_of_the_steps_not_what_they_decide(
+        path: str, runs: str, vtest_avi: Path, footage_env: dict[str, str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--run-block lets each run step through a block of frames in a row; the DTD run reads V-Rex's
+    reuse rate as it goes (anchors.ReuseMeter), so V-Rex runs first in every block. A block of 7 in
+    24 frames leaves a short last block."""
+    common = ["--anchors", "--anchor-runs", runs, "--no-resv-recall", "--no-control", "--no-resv-read", "--json",
+              "--streams", "2", "--frames", "24", "--warmup", "2", "--workload", "cutback", "--path", path,
+              str(vtest_avi), footage_env["VREX_MIRE_PATH"]]
+    out = []
+    for block in ("1", "7"):
+        assert run.main([*common, "--run-block", block]) == 0
+        out.append(json.loads(capsys.readouterr().out))
+    assert out[0]["args"]["block"] == 1 and out[1]["args"]["block"] == 7
+    assert out[0]["args"]["path"] == out[1]["args"]["path"] == path
+    assert _untimed(out[0]) == _untimed(out[1])
+    assert out[1]["vrex_hierarchy"]["prefill"]["frames_timed"] == 2 * (24 - 2)
+    assert run.main([*common, "--run-block", "0"]) == 2

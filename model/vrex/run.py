@@ -10,7 +10,8 @@ C++ policy through the binding. model/tests/test_cpp_path.py holds their decisio
 The clips (held out from training: a training or validation clip is refused) are cut into S edited
 streams of F frames each (segments of 16-64 frames from random starts, cutting between the clips and
 coming back: vrex/task.py), fixed seed. Every stream runs in lockstep under each policy, each policy
-on its own emulated device, the order rotating per frame: exact (every region computed: the whole,
+on its own emulated device, the order rotating per frame (--run-block N: per block of N frames, each
+run stepping through the block's frames in a row): exact (every region computed: the whole,
 growing KV cache), vrex (HAL candidates + key-hash guard + age cap) and control_radius0 (fingerprint
 radius 0). Every frame asks Q transient questions "which code did region r have k frames ago"; the
 same questions go to every policy and to the trivial baselines.
@@ -29,7 +30,7 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,14 +123,17 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
         warmup: int = 8, runs: dict[str, dict[str, Any]] | None = None, seed: int = SEED,
         split: str = "test", path: str | None = None, resv_read: bool = False,
         workload: str = "edited", profile: bool = False, variant: str = "builtin",
-        kernels: str = "native") -> dict[str, Any]:
+        kernels: str = "native", block: int = 1) -> dict[str, Any]:
     """@profile: the C++ path also times the FCC's own work per frame (the product figure's
     breakdown: emulation.stages). @path: "cpp" (vrex/cpp_path.py: the scripted decoder under libtorch, the C++ policy) or
     "python" (lcp.StreamRunner: torch in Python driving the same C++ policy); None: cpp when its
     extension was built (libtorch-dev), else python. Runs with a Python plug-in policy
     (vrex/anchors.py) take the Python path. The JSON's args.path says which ran. @resv_read: on the
     C++ path, also run vrex_resv (RESV_READ_RUN: V-Rex's question read over ReSV's selection).
-    @kernels: what runs the decoder on the C++ path (cpp_path.KERNELS), every run alike."""
+    @kernels: what runs the decoder on the C++ path (cpp_path.KERNELS), every run alike. @block: frames
+    a run steps through in a row (its streams' steps alternating), the runs' order rotating per block;
+    1: the runs alternate every step, the order rotating per frame and stream. The decisions and
+    answers are the same either way; only the step times differ (what each step finds in the caches)."""
     if path is None:
         path = "cpp" if cpp_path.available() else "python"
     if workload not in workloads.WORKLOADS and workload not in workloads.RENDERED:
@@ -138,6 +142,8 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not '{path}'")
     torch.set_num_threads(1)  # one thread on a shared 2-core machine (train.py)
+    if block < 1:
+        raise ValueError(f"a block of {block} frames: it must be >= 1")
     if warmup >= frames:
         raise ValueError(f"{warmup} warm-up frames leave none of the {frames} frames per stream to time")
     runs = runs or RUNS
@@ -203,34 +209,37 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     n_frames = max(len(p["idx"]) for p in plan)
     reused_map = {name: [np.zeros((len(p["idx"]), c.regions), bool) for p in plan] for name in runs}
     progress = os.environ.get("VREX_RUN_PROGRESS") == "1"
-    for t in range(n_frames):
-        if progress and t % 16 == 0:
+
+    def step(name: str, si: int, t: int) -> None:
+        p = plan[si]
+        n, i = p["idx"][t]
+        tok = (feats[n][i] - extra["mean"]) / extra["std"]
+        qt, qr, qg = p["q"]
+        sel = qt == t
+        q_r, q_g = torch.from_numpy(qr[sel]), torch.from_numpy(qg[sel])
+        logits, fs = runners[name][si].step(lumas[n][i], tok, q_r, q_g)
+        r = recs[name][si]
+        r.answer.append(logits.argmax(-1).numpy())
+        r.logp.append(torch.log_softmax(logits.double(), -1))
+        r.step_s.append(fs.step_s)
+        r.emu_s.append(fs.emu_s)
+        r.stages.append(fs.stages)
+        r.engine.append(fs.engine)
+        r.fcc_s.append(fs.fcc_s)
+        r.ask_s.append(fs.ask_s)
+        r.flops.append(fs.flops)
+        r.fresh.append(fs.regions - fs.reused)
+        r.reused += fs.reused
+        r.regions += fs.regions
+        reused_map[name][si][t] = fs.reused_region
+
+    producers = [n for n, kw in runs.items() if kw.get("extra", {}).get("meter") is not None]
+    shown = -1
+    for name, si, t in step_order(order, producers, [len(p["idx"]) for p in plan], block):
+        if progress and t % 16 == 0 and t != shown:
+            shown = t
             print(f"vrex.run: frame {t}/{n_frames}", file=sys.stderr, flush=True)
-        for si, p in enumerate(plan):
-            if t >= len(p["idx"]):
-                continue
-            n, i = p["idx"][t]
-            tok = (feats[n][i] - extra["mean"]) / extra["std"]
-            qt, qr, qg = p["q"]
-            sel = qt == t
-            q_r, q_g = torch.from_numpy(qr[sel]), torch.from_numpy(qg[sel])
-            k = (t + si) % len(order)  # rotate the order: load must not bias one policy
-            for name in order[k:] + order[:k]:
-                logits, fs = runners[name][si].step(lumas[n][i], tok, q_r, q_g)
-                r = recs[name][si]
-                r.answer.append(logits.argmax(-1).numpy())
-                r.logp.append(torch.log_softmax(logits.double(), -1))
-                r.step_s.append(fs.step_s)
-                r.emu_s.append(fs.emu_s)
-                r.stages.append(fs.stages)
-                r.engine.append(fs.engine)
-                r.fcc_s.append(fs.fcc_s)
-                r.ask_s.append(fs.ask_s)
-                r.flops.append(fs.flops)
-                r.fresh.append(fs.regions - fs.reused)
-                r.reused += fs.reused
-                r.regions += fs.regions
-                reused_map[name][si][t] = fs.reused_region
+        step(name, si, t)
     for name in runs:
         for si in range(len(plan)):
             rr = runners[name][si]
@@ -249,8 +258,34 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
     return summarise(plan, recs, runs, model.c, extra, block_bytes, clips, paths,
                      {"streams": streams, "frames": frames, "questions_per_frame": questions, "radius": radius,
                       "guard_bits": guard_bits, "max_age": max_age, "warmup": warmup, "seed": seed, "path": path,
-                      "runs": list(runs), "workload": workload,
+                      "runs": list(runs), "workload": workload, "block": block,
                       **({"kernels": kernels} if path == "cpp" else {})})
+
+
+def step_order(runs: Sequence[str], producers: Sequence[str], frames: Sequence[int],
+               block: int) -> Iterator[tuple[str, int, int]]:
+    """(run, stream, frame) of every step, in the order they go. @frames: each stream's length. With
+    @block 1 the runs alternate every step, their order rotating per frame and stream (load must not
+    bias one run). Otherwise each run steps through a block of frames in a row, its streams
+    alternating, the order rotating per block; @producers (the runs feeding anchors.ReuseMeter, which
+    the DTD run reads at frame t for the frames before t) go first in every block, so what the reader
+    sees does not depend on the block."""
+    n_frames = max(frames)
+    for b0 in range(0, n_frames, block):
+        if block == 1:
+            for si, n in enumerate(frames):
+                if b0 < n:
+                    k = (b0 + si) % len(runs)
+                    for name in [*runs[k:], *runs[:k]]:
+                        yield name, si, b0
+            continue
+        k = (b0 // block) % len(runs)
+        rotated = [*runs[k:], *runs[:k]]
+        for name in [n for n in rotated if n in producers] + [n for n in rotated if n not in producers]:
+            for t in range(b0, min(b0 + block, n_frames)):
+                for si, n in enumerate(frames):
+                    if t < n:
+                        yield name, si, t
 
 
 def paired_frames(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], name: str,
@@ -587,6 +622,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None,
                     help="frames per stream left out of the timing (default: 8, at most a quarter of --frames)")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--run-block", type=int, default=1, metavar="FRAMES",
+                    help="frames each run steps through in a row before the next run takes over (its streams "
+                         "alternating; the order rotates per block), as an engine serving its streams alone "
+                         "would; 1: the runs alternate every step. Same decisions and answers; only the times "
+                         "differ")
     ap.add_argument("--workload", choices=(*workloads.WORKLOADS, *workloads.RENDERED), default="edited",
                     help="how streams are cut from the clips (vrex/workloads.py)")
     ap.add_argument("--path", choices=PATHS, default=None,
@@ -633,6 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.radius <= 31 or not 0 <= args.guard_bits <= 32 or args.max_age < 0:
         print("vrex.run: --radius must be 0..31, --guard-bits 0..32 and --max-age >= 0", file=sys.stderr)
         return 2
+    if args.run_block < 1:
+        print("vrex.run: --run-block must be >= 1", file=sys.stderr)
+        return 2
     if args.host_reserve < 0:
         print("vrex.run: --host-reserve must be >= 0", file=sys.stderr)
         return 2
@@ -661,7 +704,8 @@ def main(argv: list[str] | None = None) -> int:
                         kw["extra"]["host_reserve"] = args.host_reserve
         res = run(args.clips, args.streams, args.frames, args.questions, args.radius, args.guard_bits,
                   args.max_age, args.warmup, runs, args.seed, path=args.path, resv_read=not args.no_resv_read,
-                  split=args.split, workload=args.workload, variant=args.variant, kernels=args.kernels)
+                  split=args.split, workload=args.workload, variant=args.variant, kernels=args.kernels,
+                  block=args.run_block)
         if args.anchors:
             res = ablations.report(res, args.budget, args.resident, runs)
             res["args"]["vrex_knobs"] = {k: v for k, v in vrex_knobs.items()}

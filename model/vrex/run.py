@@ -233,7 +233,9 @@ def run(paths: list[Path], streams: int, frames: int, questions: int, radius: in
         r.regions += fs.regions
         reused_map[name][si][t] = fs.reused_region
 
-    producers = [n for n, kw in runs.items() if kw.get("extra", {}).get("meter") is not None]
+    # A run that reads the reuse meter (DTD's "match") needs its producer ahead of it in every block.
+    reads_meter = any(kw.get("extra", {}).get("match") is not None for kw in runs.values())
+    producers = [n for n, kw in runs.items() if reads_meter and kw.get("extra", {}).get("meter") is not None]
     shown = -1
     for name, si, t in step_order(order, producers, [len(p["idx"]) for p in plan], block):
         if progress and t % 16 == 0 and t != shown:

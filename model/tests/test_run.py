@@ -162,6 +162,11 @@ def test_the_copy_engine_is_left_out_of_the_engine_and_counted_in_beside_it(
                                                          rel=1e-6)
     assert counted["time_ratio"]["mean"] > e["time_ratio"]["mean"]
     assert counted["visual"]["time_ratio"]["mean"] > e["visual"]["time_ratio"]["mean"]
+    # V-Rex's frames by the regions they computed: all of them, and a frame computing none runs no prefill.
+    by = e["visual"]["by_fresh_regions"]
+    assert sum(b["frames"] for b in by.values()) == 2 * (24 - 2)
+    assert all(b["ms_mean"] > 0 for b in by.values())
+    assert "0" in by and "1" in by and by["0"]["prefill_ms_mean"] < by["1"]["prefill_ms_mean"] / 10
 
 
 @pytest.mark.parametrize("path", ["cpp", "python"])

@@ -472,7 +472,8 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
             out["visual"] = {"time_ratio": task.ci_dict(vn, gg, ratio_of=vd), "ms_mean": float(vn.mean() * 1e3),
                              "exact_ms_mean": float(vd.mean() * 1e3),
                              "clock": "thread CPU time of the step minus the emulated hardware's work and "
-                                      "minus the questions' half"}
+                                      "minus the questions' half",
+                             "by_fresh_regions": by_fresh(name, vn)}
         # The same ratios with the copy engine's work counted as the engine's: its copies run on the
         # step's thread here, so a reader sees what leaving them out moves (a board's DMA is hardware).
         if any(p and ("dma_read" in p or "dma_move" in p) for r in recs[name] for p in (r.engine or [])):
@@ -494,6 +495,21 @@ def summarise(plan: list[dict[str, Any]], recs: dict[str, list[Rec]], runs: dict
                 pn, pd = (paired(n, lambda r, k=k: [e[k] for e in r.engine])[0] for n in (name, "exact"))
                 parts[k] = {"ms_per_frame": float(pn.mean() * 1e3), "exact_ms_per_frame": float(pd.mean() * 1e3)}
             out["parts"] = parts
+        return out
+
+    def by_fresh(name: str, vn: np.ndarray) -> dict[str, Any]:
+        """@name's timed frames by the regions they computed (0, 1, 2, 3+): how many, their mean
+        visual engine time @vn and, on the C++ runner, its prefill part. A step that computes nothing
+        costs only the per-frame work; one region's prefill still reads every layer's weights and the
+        window's keys and values, which a frame of 64 tokens shares among all of them."""
+        fresh = paired(name, "fresh")[0]
+        first = recs[name][0]
+        pre = paired(name, lambda r: [e["prefill"] for e in r.engine])[0] if first.engine and first.engine[0] else None
+        out: dict[str, Any] = {}
+        for label, sel in (("0", fresh == 0), ("1", fresh == 1), ("2", fresh == 2), ("3+", fresh >= 3)):
+            if sel.any():
+                out[label] = {"frames": int(sel.sum()), "ms_mean": float(vn[sel].mean() * 1e3),
+                              **({"prefill_ms_mean": float(pre[sel].mean() * 1e3)} if pre is not None else {})}
         return out
 
     def visual_timing(name: str) -> dict[str, Any] | None:

@@ -134,9 +134,11 @@ def report(res: dict[str, Any], budget: int, resident: int,
                 "accuracy_change_vs_alias": res["quality"][name].get("accuracy_change_vs_alias"),
                 "device_bytes_by_length": by_length(st),
                 "device_bytes_peak": dev, "total_bytes_peak": on_curve.total(st, "total_bytes_peak"),
-                "host_bytes_peak": on_curve.total(st, "host_bytes_peak"), "disk_bytes_peak": on_curve.total(st, "disk_bytes_peak"),
+                "host_bytes_peak": on_curve.total(st, "host_bytes_peak"),
+                "disk_bytes_peak": on_curve.total(st, "disk_bytes_peak"),
                 "device_ratio": dev / full_dev, "reuse_rate": r["reuse_rate"],
-                "blocks": {k: on_curve.total(st, k) for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
+                "blocks": {k: on_curve.total(st, k)
+                           for k in ("demoted", "dropped", "spilled", "fetched", "promoted", "recalled")},
                 # The C++ path's host pool (vrex.run --host-reserve): slots reserved when each stream's
                 # tiers were created (outside every step), their setup CPU/wall seconds, slots grown past them.
                 "host_pool": {k: sum(s.get(f"host_{k}", 0) for s in st)

@@ -344,10 +344,11 @@ def spread(xs: list[float], fmt: str) -> str:
     return lo if lo == hi else f"{lo}..{hi}"
 
 
-def chg(c: dict[str, Any] | None) -> str:
+def chg(c: dict[str, Any] | None, unit: str = "") -> str:
+    """A change in points (or, with @unit " %", a relative change) with its CI."""
     if c is None:
         return "- (no per-segment answers)"
-    return f"{100 * c['mean']:+.1f} [{100 * c['ci95'][0]:+.1f}, {100 * c['ci95'][1]:+.1f}]"
+    return f"{100 * c['mean']:+.1f}{unit} [{100 * c['ci95'][0]:+.1f}, {100 * c['ci95'][1]:+.1f}]"
 
 
 def pooled_lines(key: tuple[str, str], p: dict[str, Any], markdown: bool) -> str:
@@ -405,10 +406,6 @@ def sweep_report(main: dict[str, Any], records: list[dict[str, Any]], markdown: 
     return "\n\n".join(out)
 
 
-def rel(c: dict[str, Any]) -> str:
-    return f"{100 * c['mean']:+.1f} % [{100 * c['ci95'][0]:+.1f}, {100 * c['ci95'][1]:+.1f}]"
-
-
 def zombie_lines(records: list[dict[str, Any]]) -> str:
     """Zombie release against creation age where blocks are aliased (ablations.zombie_by_reference),
     one line per record and run; positive: zombie release better."""
@@ -419,8 +416,8 @@ def zombie_lines(records: list[dict[str, Any]]) -> str:
         if not z:
             raise ValueError("a --zombie record has no zombie_by_reference section")
         for name, v in z.items():
-            traffic = rel(v["device_bytes_saved_at_equal_traffic_rel"]) + (" (extrapolated)" if v["extrapolated"] else "")
-            nbytes = rel(v["fetched_saved_at_equal_bytes_rel"]) + (" (extrapolated)" if v["extrapolated_bytes"] else "")
+            traffic = chg(v["device_bytes_saved_at_equal_traffic_rel"], " %") + (" (extrapolated)" if v["extrapolated"] else "")
+            nbytes = chg(v["fetched_saved_at_equal_bytes_rel"], " %") + (" (extrapolated)" if v["extrapolated_bytes"] else "")
             out.append(f"  [{j.get('model', 'builtin')} model, {j['args']['workload']} streams, seed "
                        f"{j['args']['seed']}] {name} (creation age at its resident frames: {v['same_residency']}): "
                        f"device KV saved at equal staging traffic {traffic}; blocks staged saved at equal device "

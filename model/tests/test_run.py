@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -145,6 +146,15 @@ def test_host_reserve_is_refused_where_it_would_do_nothing(vtest_avi: Path,
     """The host pool's reservation is the C++ runner's: the Python path's runs would ignore it."""
     assert run.main(["--anchors", "--path", "python", "--host-reserve", "8", "--frames", "4", str(vtest_avi)]) == 1
     assert "C++ path only" in capsys.readouterr().err
+
+
+def test_the_summary_names_the_visual_engine_time_frame_by_frame(vtest_avi: Path, footage_env: dict[str, str],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main(["--no-control", "--no-resv-read", "--streams", "1", "--frames", "12", "--warmup", "2",
+                     "--path", "cpp", "--kernels", "native", str(vtest_avi)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("visual engine time ratio"))
+    counts = [int(m) for m in re.findall(r"(\d+) at [0-9.]+ ms", line)]
+    assert sum(counts) == 12 - 2, line
 
 
 def test_the_copy_engine_is_left_out_of_the_engine_and_counted_in_beside_it(

@@ -751,6 +751,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prefill time ratio {f(pf['time_ratio'])}, FLOP ratio {pf['flops_ratio']:.3f}, floor {pf['flops_floor']:.3f}"
           + (f"; time floor {pf['step_fit']['time_floor']:.3f} (fixed {pf['step_fit']['fixed_ms']:.1f} ms a step, "
              f"{pf['step_fit']['per_region_ms']:.2f} ms a computed region)" if pf["step_fit"]["fixed_ms"] is not None else ""))
+    ev = pf.get("engine", {}).get("visual")
+    if ev is not None:  # the C++ path: the visual step without the emulated hardware, frame by frame
+        by = ", ".join(f"{k}: {b['frames']} at {b['ms_mean']:.3f} ms" for k, b in ev["by_fresh_regions"].items())
+        print(f"visual engine time ratio {f(ev['time_ratio'])} ({ev['ms_mean']:.3f} against {ev['exact_ms_mean']:.3f} "
+              f"ms a frame); frames by regions computed: {by}")
     if "vrex_resv" in res:
         rr = res["vrex_resv"]
         print(f"vrex_resv (questions read ReSV's selection): accuracy {f(rr['accuracy'])}, prefill time ratio "

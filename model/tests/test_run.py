@@ -232,7 +232,7 @@ def test_step_order_by_block_keeps_each_stream_in_frame_order_and_the_meter_ahea
             done.add((si, t))
         elif n == "timechat_dtd":
             assert all((s, f) in done for s, fs in enumerate(frames) for f in range(min(t, fs)))
-    # Runs of a block go one after another, the first rotating from block to block.
+    # A block's steps go run by run: one unbroken stretch of steps per run and block.
     firsts = [got[i][0] for i in range(0, len(got)) if i == 0 or got[i][0] != got[i - 1][0]]
     assert len(firsts) == len(runs) * -(-max(frames) // block)
 

@@ -264,6 +264,76 @@ NativeWeights small_model() {
     return w;
 }
 
+// The builtin's geometry (2 layers), random weights: the matmul shapes and tile paths it runs.
+NativeWeights builtin_shaped() {
+    NativeWeights w;
+    NativeConfig& c = w.c;
+    c.feat_dim = 96;
+    c.d_model = 64;
+    c.layers = 2;
+    c.heads = 4;
+    c.kv_heads = 4;
+    c.head_dim = 32;
+    c.ffn = 192;
+    c.regions = 16;
+    c.tokens_per_region = 4;
+    c.codes = 64;
+    c.window = 4;
+    c.question_reach = 2;
+    c.rope_base = 1000.0;
+    c.hash_bits = 32;
+    w.rel_buckets = 17;
+    unsigned seed = 40;
+    auto rnd = [&](std::size_t n) { return random_values(n, seed++); };
+    const std::size_t d = 64, a = 128, kva = 128, n = 64;
+    w.embed_w = rnd(c.feat_dim * d);
+    w.embed_b = rnd(d);
+    w.slot_embed = rnd(n * d);
+    w.question_embed = rnd(c.regions * d);
+    for (std::uint32_t l = 0; l < c.layers; l++)
+        w.layers.push_back({rnd(d), rnd(d), rnd(d * a), rnd(d * kva), rnd(d * kva), rnd(a * d), rnd(d * 2 * c.ffn),
+                            rnd(c.ffn * d), rnd(c.heads * 17), rnd(c.heads * c.regions * n)});
+    w.norm = rnd(d);
+    w.head_w = rnd(d * c.feat_dim);
+    w.head_b = rnd(c.feat_dim);
+    w.logit_scale = 1.0F;
+    w.gate = 0.5F;
+    w.codebook_t = rnd(c.feat_dim * c.codes);
+    w.planes_t = rnd(kva * c.tokens_per_region * 32);
+    return w;
+}
+
+// The guard's layer-0 keys (prepare's k0) are, bit for bit, the layer-0 keys the prefill writes into
+// a computed region's block, on both prefill paths: the C++ runner hashes the frame's keys for ReSV
+// from k0 instead of gathering them back from the blocks.
+TEST(NativeDecoder, ThePreparedLayerZeroKeysAreTheOnesThePrefillWrites) {
+    const NativeDecoder dec(builtin_shaped());
+    const NativeConfig& c = dec.config();
+    NativeScratch s;
+    const std::size_t n = c.visual(), per = std::size_t{c.kv_heads} * c.tokens_per_region * c.head_dim,
+                      block = std::size_t{c.layers} * 2 * per;
+    std::vector<std::vector<float>> store(2 * c.regions, std::vector<float>(block, NAN));
+    std::vector<const float*> pages;
+    for (const auto& b : store) pages.push_back(b.data());
+    const std::vector<std::vector<std::uint32_t>> fresh = {
+        {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {3, 7}, {5}};
+    for (std::uint32_t t = 0; t < 2; t++)
+        for (const auto& f : fresh) {
+            const auto z = random_values(n * c.feat_dim, 50 + t + static_cast<unsigned>(f.size()));
+            std::vector<float> vis(n * c.d_model), k0(c.regions * per);
+            std::vector<std::uint32_t> hashes(c.regions);
+            dec.prepare(s, z, vis, hashes, k0);
+            std::vector<float*> blocks;
+            for (std::uint32_t r = 0; r < c.regions; r++) blocks.push_back(store[t * c.regions + r].data());
+            if (t == 1) dec.prefill(s, z, vis, fresh[0], blocks, {pages}, t);  // the window's frame 1 is whole
+            dec.prefill(s, z, vis, f, blocks, {pages}, t);
+            for (const std::uint32_t r : f)
+                for (std::size_t i = 0; i < per; i++)
+                    ASSERT_EQ(blocks[r][i], k0[r * per + i])
+                        << "frame " << t << ", " << f.size() << " regions computed, region " << r << ", key " << i;
+        }
+}
+
 TEST(NativeDecoder, RefusesWeightsThatDoNotFitTheirConfig) {
     auto w = small_model();
     w.layers[1].wo.pop_back();

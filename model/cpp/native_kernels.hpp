@@ -68,17 +68,6 @@ void rms_norm(const float* x, std::size_t ldx, std::size_t rows, const float* w,
 // decoder.rotate of one head's row @x [2*half] by @cos/@sin [half], in place.
 void rotate(float* x, const float* cos, const float* sin, std::size_t half);
 
-// The same rotation of row @x into @out (which must not overlap @x): a gather and its rotation in
-// one pass. Inline: called per row, 256 rows a frame.
-inline void rotate_to(const float* __restrict x, float* __restrict out, const float* __restrict cos,
-                      const float* __restrict sin, std::size_t half) {
-    for (std::size_t i = 0; i < half; i++) {
-        const float a = x[i], b = x[half + i];
-        out[i] = a * cos[i] - b * sin[i];
-        out[half + i] = a * sin[i] + b * cos[i];
-    }
-}
-
 // Softmax of @s [n] in place (n >= 1, at least one finite value).
 void softmax(float* s, std::size_t n);
 

@@ -400,17 +400,11 @@ void StreamRunner::Impl::hash_frame(StepStats& stats) {
     const float* rope = rope_at(t_);
     std::vector<float>& k = hash_keys_;  // kept across frames: no allocation a step
     k.resize(n * dim);
-    // With refresh on the native kernels every block's layer-0 K is the guard's k0_, bit for bit (an
-    // install copies it, a computed region's prefill computes the same: NativeDecoder test
-    // ThePreparedLayerZeroKeysAreTheOnesThePrefillWrites), and k0_ is still in cache: read it there.
-    const bool from_k0 = native_ && !k0_.empty();
-    const std::size_t per = std::size_t{g.kv_heads} * tpr * hd;
     for (std::size_t j = 0; j < n; j++)
         for (std::size_t h = 0; h < g.kv_heads; h++) {
-            float* kj = k.data() + j * dim + h * hd;  // layer 0, K, head h, token j % tpr
-            const std::size_t at = (h * tpr + j % tpr) * hd;
-            native::rotate_to(from_k0 ? k0_.data() + (j / tpr) * per + at : blocks_[j / tpr] + at, kj, rope,
-                              rope + half, half);
+            float* kj = k.data() + j * dim + h * hd;  // block layer 0, K, head h, token j % tpr
+            std::memcpy(kj, blocks_[j / tpr] + (h * tpr + j % tpr) * hd, hd * sizeof(float));
+            native::rotate(kj, rope, rope + half, half);
         }
     std::vector<std::uint32_t>& h = hash_out_;
     h.resize(n);

@@ -1,9 +1,9 @@
 // vrex::lcp::install_blocks: a frame's regions filled from other blocks' bytes instead of computed
 // (the C++ runner's refresh and recall installs), torch-free so every build tests it. The copies
 // are the copy engine's, in one kick (CopyEngine: a board's DMA, its time emulated hardware); with
-// refresh a block's layer 0 comes from the frame's own data in the same kick: K = the guard's
-// layer-0 keys, V = the frame's standardised features zero-padded to KVH x hd (Decoder.value0),
-// the padding from a zero page. Block layout [L][K, V][KVH][T][hd] fp32 (Geometry::hal()).
+// refresh a block's layer 0 is then written from the frame's own data: K = the guard's layer-0 keys,
+// V = the frame's standardised features zero-padded to KVH x hd (Decoder.value0). Block layout
+// [L][K, V][KVH][T][hd] fp32 (Geometry::hal()).
 #pragma once
 
 #include <cstddef>
@@ -33,8 +33,8 @@ struct Layer0 {
 };
 
 // Fills every @ins block: all of its source (@layer0 null), or layers 1.. from the source and layer
-// 0 from @layer0. std::invalid_argument, before anything is queued, for a block whose size is not the
-// shape's, a source that differs in size from its block, or a @layer0 too short for a region.
+// 0 from @layer0. std::invalid_argument for a block whose size is not the shape's or a source that
+// differs in size from its block.
 void install_blocks(CopyEngine& dma, const InstallShape& shape, std::span<const BlockInstall> ins,
                     const Layer0* layer0);
 

@@ -11,12 +11,19 @@ void install_blocks(CopyEngine& dma, const InstallShape& shape, std::span<const 
                     const Layer0* layer0) {
     const std::size_t tpr = shape.tokens_per_region, hd = shape.head_dim, kvh = shape.kv_heads;
     const std::size_t layer_bytes = 2 * kvh * tpr * hd * sizeof(float);  // one layer's K and V
-    for (const BlockInstall& in : ins)
+    for (const BlockInstall& in : ins) {
         if (in.dst.size() != shape.layers * layer_bytes || in.src.size() != in.dst.size())
             throw std::invalid_argument("vrex install: region " + std::to_string(in.region) + ": a " +
                                         std::to_string(in.dst.size()) + "-byte block from " +
                                         std::to_string(in.src.size()) + " bytes, not " +
                                         std::to_string(shape.layers * layer_bytes));
+        if (layer0 != nullptr &&
+            (layer0->k0.size() < (in.region + std::size_t{1}) * kvh * tpr * hd ||
+             layer0->tokens.size() < (in.region + std::size_t{1}) * tpr * shape.feat_dim))
+            throw std::invalid_argument("vrex install: region " + std::to_string(in.region) +
+                                        ": layer 0 from " + std::to_string(layer0->k0.size()) + " keys and " +
+                                        std::to_string(layer0->tokens.size()) + " features, too few for it");
+    }
     // Layer 0 is rewritten below with refresh: only the rest is copied.
     const std::size_t skip = layer0 != nullptr ? layer_bytes : 0;
     for (const BlockInstall& in : ins) dma.queue(in.dst.subspan(skip), in.src.subspan(skip));

@@ -64,6 +64,43 @@ TEST(Install, ARefreshKeepsTheSourcesDeeperLayersAndWritesLayerZeroFromTheFrame)
     EXPECT_EQ(dma.bytes(), (kBlockFloats - kLayerFloats) * sizeof(float));  // layer 0 is not copied
 }
 
+// Features that end inside the first head: the second head is all padding.
+TEST(Install, ARefreshPadsAHeadPastTheFeaturesWithZeros) {
+    constexpr InstallShape shape{
+        .layers = 2, .kv_heads = 2, .tokens_per_region = 4, .head_dim = 8, .feat_dim = 6};
+    CopyEngine dma;
+    const std::vector<float> k0 = numbered(kRegions * 2 * 4 * 8, 0.5F);
+    const std::vector<float> tokens = numbered(kRegions * 4 * 6, 9000);
+    std::vector<float> src = numbered(kBlockFloats, 100), dst(kBlockFloats, -1);
+    const BlockInstall ins[] = {{2, bytes_of(dst), bytes_of(src)}};
+    const Layer0 layer0{k0, tokens};
+    install_blocks(dma, shape, ins, &layer0);
+    const std::size_t kfloats = 2 * 4 * 8;
+    for (std::size_t i = 0; i < kfloats; i++) ASSERT_EQ(dst[i], k0[2 * kfloats + i]) << "K " << i;
+    for (std::size_t h = 0; h < 2; h++)
+        for (std::size_t tok = 0; tok < 4; tok++)
+            for (std::size_t d = 0; d < 8; d++) {
+                const std::size_t c = h * 8 + d;
+                const float want = c < 6 ? tokens[(2 * 4 + tok) * 6 + c] : 0.0F;
+                ASSERT_EQ(dst[kfloats + (h * 4 + tok) * 8 + d], want) << "V head " << h << " token " << tok;
+            }
+}
+
+// A layer 0 shorter than the region needs is refused before any byte moves (it was read past its end).
+TEST(Install, RefusesALayerZeroTooShortForTheRegion) {
+    CopyEngine dma;
+    const std::vector<float> k0 = numbered(2 * 2 * 4 * 8, 0.5F), tokens = numbered(kRegions * 4 * 12, 9000);
+    std::vector<float> src(kBlockFloats), dst(kBlockFloats, -1);
+    const BlockInstall ins[] = {{2, bytes_of(dst), bytes_of(src)}};  // region 2: k0 holds regions 0 and 1
+    const Layer0 layer0{k0, tokens};
+    EXPECT_THROW(install_blocks(dma, kShape, ins, &layer0), std::invalid_argument);
+    EXPECT_TRUE(dma.idle());
+    EXPECT_EQ(dst, std::vector<float>(kBlockFloats, -1));
+    const std::vector<float> few = numbered(kRegions * 4 * 12 - 1, 9000);  // the last token's features short
+    const Layer0 short_tokens{numbered(kRegions * 2 * 4 * 8, 0.5F), few};
+    EXPECT_THROW(install_blocks(dma, kShape, ins, &short_tokens), std::invalid_argument);
+}
+
 TEST(Install, RefusesABlockOfAnotherSize) {
     CopyEngine dma;
     std::vector<float> src(kBlockFloats), dst(kBlockFloats - 1);

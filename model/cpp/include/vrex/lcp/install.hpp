@@ -33,8 +33,8 @@ struct Layer0 {
 };
 
 // Fills every @ins block: all of its source (@layer0 null), or layers 1.. from the source and layer
-// 0 from @layer0. std::invalid_argument for a block whose size is not the shape's or a source that
-// differs in size from its block.
+// 0 from @layer0. std::invalid_argument, before anything is copied, for a block whose size is not
+// the shape's, a source that differs in size from its block, or a @layer0 too short for a region.
 void install_blocks(CopyEngine& dma, const InstallShape& shape, std::span<const BlockInstall> ins,
                     const Layer0* layer0);
 

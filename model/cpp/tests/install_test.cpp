@@ -96,8 +96,9 @@ TEST(Install, RefusesALayerZeroTooShortForTheRegion) {
     EXPECT_THROW(install_blocks(dma, kShape, ins, &layer0), std::invalid_argument);
     EXPECT_TRUE(dma.idle());
     EXPECT_EQ(dst, std::vector<float>(kBlockFloats, -1));
+    const std::vector<float> all_keys = numbered(kRegions * 2 * 4 * 8, 0.5F);
     const std::vector<float> few = numbered(kRegions * 4 * 12 - 1, 9000);  // the last token's features short
-    const Layer0 short_tokens{numbered(kRegions * 2 * 4 * 8, 0.5F), few};
+    const Layer0 short_tokens{all_keys, few};
     EXPECT_THROW(install_blocks(dma, kShape, ins, &short_tokens), std::invalid_argument);
 }
 

@@ -13,10 +13,8 @@ namespace {
 // x86-64, 2 NEON registers on arm64) where the auto-vectoriser kept a tile's sums in memory.
 typedef float V8 __attribute__((vector_size(32)));  // NOLINT(modernize-use-using): GCC attribute syntax
 
-// Loads and stores as statements, not functions taking or returning V8: clang refuses a V8 across
-// a call in code built without AVX (its ABI would change), even an inlined one.
-#define VREX_LOAD8(dst, p) std::memcpy(&(dst), (p), sizeof(V8))
-#define VREX_STORE8(p, src) std::memcpy((p), &(src), sizeof(V8))
+// Loads and stores are std::memcpy statements, not helper functions taking or returning V8: clang
+// refuses a V8 across a call in code built without AVX (its ABI would change), even an inlined one.
 
 typedef float V4 __attribute__((vector_size(16)));  // NOLINT(modernize-use-using): half a V8
 
@@ -212,8 +210,8 @@ VREX_NATIVE_CLONES float dot(const float* a, const float* b, std::size_t n) {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         V8 va, vb;
-        VREX_LOAD8(va, a + i);
-        VREX_LOAD8(vb, b + i);
+        std::memcpy(&va, a + i, sizeof(V8));
+        std::memcpy(&vb, b + i, sizeof(V8));
         acc += va * vb;
     }
     float s = 0;
@@ -226,10 +224,10 @@ VREX_NATIVE_CLONES void axpy(float s, const float* x, float* y, std::size_t n) {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         V8 vx, vy;
-        VREX_LOAD8(vx, x + i);
-        VREX_LOAD8(vy, y + i);
+        std::memcpy(&vx, x + i, sizeof(V8));
+        std::memcpy(&vy, y + i, sizeof(V8));
         vy += s * vx;
-        VREX_STORE8(y + i, vy);
+        std::memcpy(y + i, &vy, sizeof(V8));
     }
     for (; i < n; i++) y[i] += s * x[i];
 }
